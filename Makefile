@@ -1,0 +1,31 @@
+# innolab: `make reproduce` (figures and results from the analysis notebooks), `make test`, `make bench`.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.innolab-installed
+
+.PHONY: install reproduce test bench lint clean
+
+install: $(STAMP)
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+
+$(STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[dev]'
+	touch $(STAMP)
+
+reproduce: install
+	$(BIN)/innolab reproduce
+
+test: install
+	$(BIN)/python -m pytest
+
+bench: install
+	$(BIN)/python tests/benchmarks/run.py
+
+lint: install
+	$(BIN)/ruff check innolab tests
+
+clean:
+	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis

@@ -1,0 +1,1 @@
+"""Analyses of many runs: pure functions on DataFrames, never live objects."""

@@ -1,0 +1,169 @@
+"""The paper's main results (Tables 2, 4, 5) recomputed from its Table 2: fill, impute, average, test."""
+
+from __future__ import annotations
+
+from decimal import ROUND_HALF_UP, Decimal
+from itertools import combinations
+from typing import Literal
+
+import pandas as pd
+
+from innolab.analysis.bootstrap import (
+    DEFAULT_CONFIDENCE,
+    DEFAULT_RESAMPLES,
+    bootstrap_ci,
+    impute_scores,
+    macro_average,
+    paired_bootstrap,
+)
+
+FRAMEWORKS = ("MLAB", "CodeAct", "AIDE")
+METRICS = ("ratio", "novelty")
+FillMethod = Literal["equal_split", "reported_mean"]
+FILL_METHODS: tuple[FillMethod, ...] = ("equal_split", "reported_mean")
+
+
+class MainResultsError(ValueError):
+    """Bad input to the main-results analysis; the message names the parameter and the rule."""
+
+
+# D_AGENT's granularity: a distance is 100·k/24 for an integer total k of six 0–4 scores (paper §3.4 [derived]).
+JUDGE_GRID = 100.0 / 24.0
+
+
+def fill_unreported(
+    table2: pd.DataFrame,
+    averages: pd.DataFrame,
+    method: FillMethod = "equal_split",
+    novelty_grid: float | None = JUDGE_GRID,
+) -> pd.DataFrame:
+    """Fill the valid-but-unprinted cells of Table 2 (NPR, TrojanDetection for MLAB and CodeAct).
+
+    * ``equal_split``: the framework's average over valid cells times their count gives the total of every
+      valid cell; the total minus the printed cells is split equally among the unprinted ones.
+    * ``reported_mean``: each unprinted cell takes the mean of the framework's printed valid cells.
+
+    With ``novelty_grid`` (default 100/24, the judge's granularity) printed novelty values are replaced by the
+    exact grid values they round (66.67 -> 66.666...), and the implied novelty total is snapped to the grid
+    before it is split, which undoes the rounding of the printed averages. ``None`` keeps printed values.
+
+    Adds a boolean column ``assumed`` that marks the filled cells.
+    """
+    if method not in FILL_METHODS:
+        raise MainResultsError(f"method must be one of {FILL_METHODS}, got {method!r}")
+    if novelty_grid is not None and not novelty_grid > 0:
+        raise MainResultsError(f"novelty_grid must be > 0 or None, got {novelty_grid!r}")
+    out = table2.copy()
+    out["valid"] = out["status"] != "failed"
+    out["assumed"] = out["status"] == "valid_unreported"
+    if novelty_grid is not None:
+        out["novelty"] = (out["novelty"] / novelty_grid).round() * novelty_grid
+    by_framework = averages.set_index("framework")
+    for framework, rows in out.groupby("framework"):
+        unreported = rows.index[rows["assumed"]]
+        if unreported.empty:
+            continue
+        printed = rows[rows["valid"] & ~rows["assumed"]]
+        for metric in ("gain", *METRICS):
+            if method == "equal_split":
+                if framework not in by_framework.index:
+                    raise MainResultsError(f"averages has no row for framework {framework!r}")
+                n_valid = int(by_framework.at[framework, "n_valid"])
+                counted = int(rows["valid"].sum())
+                if n_valid != counted:
+                    raise MainResultsError(f"{framework}: averages n_valid={n_valid}, Table 2 has {counted}")
+                total = float(by_framework.at[framework, metric]) * n_valid
+                if metric == "novelty" and novelty_grid is not None:
+                    total = round(total / novelty_grid) * novelty_grid
+                value = (total - printed[metric].sum()) / len(unreported)
+            else:
+                value = printed[metric].mean()
+            out.loc[unreported, metric] = value
+    return out
+
+
+def framework_matrix(scores: pd.DataFrame, metric: str, frameworks: tuple[str, ...] = FRAMEWORKS) -> pd.DataFrame:
+    """Tasks × frameworks matrix of one metric, after pessimistic imputation of failed configurations."""
+    imputed = impute_scores(scores)
+    matrix = imputed.pivot(index="task", columns="framework", values=metric)
+    missing = [f for f in frameworks if f not in matrix.columns]
+    if missing:
+        raise MainResultsError(f"no scores for frameworks {missing}")
+    if matrix[list(frameworks)].isna().any().any():
+        raise MainResultsError(f"every framework needs a row for every task ({metric})")
+    return matrix[list(frameworks)]
+
+
+def table4_means(scores: pd.DataFrame) -> pd.DataFrame:
+    """Table 4: per framework, mean ratio and mean novelty over tasks with imputation, and n_valid."""
+    means = macro_average(scores)
+    return means.rename(columns={"ratio": "mean_ratio", "novelty": "mean_novelty"})[
+        ["framework", "mean_ratio", "mean_novelty", "n_valid"]
+    ]
+
+
+def framework_intervals(
+    scores: pd.DataFrame,
+    n_resamples: int = DEFAULT_RESAMPLES,
+    confidence: float = DEFAULT_CONFIDENCE,
+    seed: int = 0,
+    frameworks: tuple[str, ...] = FRAMEWORKS,
+) -> pd.DataFrame:
+    """Bootstrap interval over tasks of each framework's mean ratio and mean novelty (long format)."""
+    rows = []
+    for metric in METRICS:
+        matrix = framework_matrix(scores, metric, frameworks)
+        intervals = bootstrap_ci(matrix.to_numpy(), n_resamples=n_resamples, confidence=confidence, seed=seed)
+        for framework, interval in zip(frameworks, intervals, strict=True):
+            rows.append(
+                {"framework": framework, "metric": metric, "mean": interval.mean,
+                 "ci_low": interval.ci_low, "ci_high": interval.ci_high}
+            )
+    return pd.DataFrame(rows)
+
+
+def paired_tests(
+    scores: pd.DataFrame,
+    pairs: list[tuple[str, str]] | None = None,
+    n_resamples: int = DEFAULT_RESAMPLES,
+    confidence: float = DEFAULT_CONFIDENCE,
+    seed: int = 0,
+) -> pd.DataFrame:
+    """Paired bootstrap tests (Table 5) between frameworks on ratio and novelty; default: every pair."""
+    present = set(scores["framework"])
+    frameworks = tuple(f for f in FRAMEWORKS if f in present) + tuple(sorted(present - set(FRAMEWORKS)))
+    pairs = pairs if pairs is not None else list(combinations(frameworks, 2))
+    rows = []
+    for metric in METRICS:
+        matrix = framework_matrix(scores, metric, frameworks)
+        for a, b in pairs:
+            if a not in matrix.columns or b not in matrix.columns:
+                raise MainResultsError(f"pair ({a!r}, {b!r}) names a framework without scores")
+            test = paired_bootstrap(matrix[a], matrix[b], n_resamples=n_resamples, confidence=confidence, seed=seed)
+            rows.append(
+                {"framework_a": a, "framework_b": b, "metric": metric, "mean_diff": test.mean_diff,
+                 "ci_low": test.ci_low, "ci_high": test.ci_high, "p_value": test.p_value}
+            )
+    return pd.DataFrame(rows)
+
+
+def round_as_printed(values: pd.Series, decimals: int = 2) -> pd.Series:
+    """Round half away from zero, as papers print (-0.615 -> -0.62), immune to binary float noise."""
+
+    def one(x: float) -> float:
+        if pd.isna(x):
+            return x
+        exact = Decimal(repr(round(float(x), 9)))
+        return float(exact.quantize(Decimal(1).scaleb(-decimals), rounding=ROUND_HALF_UP))
+
+    return values.map(one)
+
+
+def compare_with_published(recomputed: pd.DataFrame, published: pd.DataFrame, decimals: int = 2) -> pd.DataFrame:
+    """Recomputed Table 4 beside the paper's values; a match is equality after rounding as the paper prints."""
+    wide = published.pivot(index="framework", columns="metric", values="value")
+    out = recomputed.set_index("framework").join(wide.add_prefix("paper_"), how="left")
+    for metric in ("ratio", "novelty"):
+        rounded = round_as_printed(out[f"mean_{metric}"], decimals)
+        out[f"{metric}_matches"] = (rounded - out[f"paper_mean_{metric}"]).abs() < 0.5 * 10.0**-decimals
+    return out.reset_index()

@@ -1,0 +1,258 @@
+"""Innovation metrics of InnoGym: performance V, gain G, ratio, novelty N, regions and the complex plane.
+
+Pure functions, no I/O. Formulas follow arXiv 2512.01822, §2.1–2.3 and App. E.2.
+
+Conventions
+-----------
+* ``V = C · R``: a submission's performance is its evaluator score R when the validator C accepts it, else 0.
+* **Direction.** The paper's formulas assume larger is better. innolab makes the gain direction-aware so that
+  *better is always positive*: ``G = V − V*`` for ``direction="max"`` and ``G = V* − V`` for
+  ``direction="min"``. ``ratio = G / |V*|`` in both cases; it is 0 at the best known value and positive
+  when the best known value is beaten.
+* **Failed runs.** An invalid submission (C = 0) is scored pessimistically, ``ratio = −1`` and ``N = 0`` (App. E.2).
+  For maximisation with V* > 0 this is exactly what ``V = 0`` gives; for minimisation (where V = 0 would look
+  perfect) innolab applies the same −1 explicitly, so that ``G = −|V*|``.
+* **Novelty.** ``N = C · min_h D(s, h)`` over the known solutions, with D on the 0–100 scale of D_AGENT.
+  With no known solution (an exploratory task) the paper's completeness convention gives ``N = +inf``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Literal
+
+import numpy as np
+
+Direction = Literal["max", "min"]
+DIRECTIONS: tuple[Direction, ...] = ("max", "min")
+
+FAILED_RATIO = -1.0
+FAILED_NOVELTY = 0.0
+NOVELTY_SCALE = 100.0
+
+# Defaults of the innovation regions (documented in `innovation_region`).
+DEFAULT_GAIN_TOLERANCE = 0.05
+DEFAULT_NOVELTY_THRESHOLD = 50.0
+
+
+class MetricError(ValueError):
+    """A metric received an input that breaks one of its rules; the message names the argument and the rule."""
+
+
+def _check_direction(direction: str) -> Direction:
+    if direction not in DIRECTIONS:
+        raise MetricError(f"direction must be 'max' or 'min', got {direction!r}")
+    return direction  # type: ignore[return-value]
+
+
+def _check_finite(name: str, value: float) -> float:
+    value = float(value)
+    if not math.isfinite(value):
+        raise MetricError(f"{name} must be a finite number, got {value!r}")
+    return value
+
+
+def _check_v_star(v_star: float) -> float:
+    v_star = _check_finite("v_star", v_star)
+    if v_star == 0.0:
+        raise MetricError("v_star must be non-zero: the ratio G/|V*| is undefined at V* = 0")
+    return v_star
+
+
+def performance(valid: bool, score: float | None) -> float:
+    """V = C · R: the evaluator's score when the submission is valid, else 0."""
+    if not valid:
+        return 0.0
+    if score is None:
+        raise MetricError("score must be given for a valid submission")
+    return _check_finite("score", score)
+
+
+def gain(v: float, v_star: float, direction: Direction = "max") -> float:
+    """G = V − V* (maximisation) or V* − V (minimisation): positive means better than the best known."""
+    direction = _check_direction(direction)
+    v = _check_finite("v", v)
+    v_star = _check_finite("v_star", v_star)
+    return v - v_star if direction == "max" else v_star - v
+
+
+def ratio(v: float, v_star: float, direction: Direction = "max") -> float:
+    """ratio = G / |V*|, the gain relative to the best known value (0 at V*, > 0 when V* is beaten)."""
+    return gain(v, v_star, direction) / abs(_check_v_star(v_star))
+
+
+def novelty(valid: bool, distances: Iterable[float]) -> float:
+    """N = C · min over known solutions of D(s, h); D on 0–100. No known solution gives +inf (exploratory task)."""
+    values = [float(d) for d in distances]
+    for i, d in enumerate(values):
+        if not math.isfinite(d) or not 0.0 <= d <= NOVELTY_SCALE:
+            raise MetricError(f"distances[{i}] must lie in [0, {NOVELTY_SCALE:g}], got {d!r}")
+    if not valid:
+        return FAILED_NOVELTY
+    if not values:
+        return math.inf
+    return min(values)
+
+
+@dataclass(frozen=True)
+class SolutionScore:
+    """The scores of one submission against one task."""
+
+    valid: bool
+    v: float
+    v_star: float
+    direction: Direction
+    gain: float
+    ratio: float
+    novelty: float | None = None
+
+
+def score_solution(
+    valid: bool,
+    score: float | None,
+    v_star: float,
+    direction: Direction = "max",
+    distances: Iterable[float] | None = None,
+) -> SolutionScore:
+    """All metrics of one submission, with the pessimistic convention for invalid ones (ratio −1, N 0)."""
+    direction = _check_direction(direction)
+    v_star = _check_v_star(v_star)
+    v = performance(valid, score)
+    if valid:
+        g = gain(v, v_star, direction)
+        r = g / abs(v_star)
+    else:
+        g = FAILED_RATIO * abs(v_star)
+        r = FAILED_RATIO
+    n = novelty(valid, distances) if distances is not None else None
+    return SolutionScore(valid=bool(valid), v=v, v_star=v_star, direction=direction, gain=g, ratio=r, novelty=n)
+
+
+def impute_failed(
+    ratios: Sequence[float | None] | np.ndarray,
+    novelties: Sequence[float | None] | np.ndarray,
+    valid: Sequence[bool] | np.ndarray,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Pessimistic imputation (App. E.2): configurations without a valid submission get ratio −1 and N 0.
+
+    Valid configurations keep their values, which must then be finite; a missing value on a valid
+    configuration is an error, not something to impute.
+    """
+    r = np.asarray(ratios, dtype=float)
+    n = np.asarray(novelties, dtype=float)
+    ok = np.asarray(valid, dtype=bool)
+    if not (r.shape == n.shape == ok.shape):
+        raise MetricError(f"ratios, novelties and valid must have one shape, got {r.shape}, {n.shape}, {ok.shape}")
+    bad = ok & ~(np.isfinite(r) & np.isfinite(n))
+    if bad.any():
+        where = np.flatnonzero(bad.ravel()).tolist()
+        raise MetricError(f"valid configurations need finite ratio and novelty; missing at positions {where}")
+    return np.where(ok, r, FAILED_RATIO), np.where(ok, n, FAILED_NOVELTY)
+
+
+def best_valid(
+    values: Sequence[float | None] | np.ndarray, valid: Sequence[bool] | np.ndarray, direction: Direction = "max"
+) -> int | None:
+    """Index of the best valid run among k runs (the paper reports the best of 3), or None if none is valid."""
+    direction = _check_direction(direction)
+    v = np.asarray(values, dtype=float)
+    ok = np.asarray(valid, dtype=bool)
+    if v.shape != ok.shape or v.ndim != 1:
+        raise MetricError(f"values and valid must be 1-D of one length, got {v.shape} and {ok.shape}")
+    if (ok & ~np.isfinite(v)).any():
+        raise MetricError("a valid run must have a finite value")
+    if not ok.any():
+        return None
+    masked = np.where(ok, v, -np.inf if direction == "max" else np.inf)
+    return int(np.argmax(masked) if direction == "max" else np.argmin(masked))
+
+
+def success_rate(valid: Sequence[bool] | np.ndarray) -> float:
+    """Share of runs with a valid submission (the paper's Table 6); NaN-free, requires at least one run."""
+    ok = np.asarray(valid, dtype=bool)
+    if ok.size == 0:
+        raise MetricError("success_rate needs at least one run")
+    return float(ok.mean())
+
+
+class Region(StrEnum):
+    """The four innovation regions of §2.2."""
+
+    BREAKTHROUGH = "breakthrough innovation"
+    PERFORMANCE = "performance innovation"
+    CONCEPTUAL = "conceptual innovation"
+    UNSUCCESSFUL = "unsuccessful exploration"
+
+
+def innovation_region(
+    ratio_value: float,
+    novelty_value: float,
+    gain_tolerance: float = DEFAULT_GAIN_TOLERANCE,
+    novelty_threshold: float = DEFAULT_NOVELTY_THRESHOLD,
+) -> Region:
+    """Classify a solution into one of the four innovation regions of §2.2.
+
+    The paper names the regions by "high", "≈ 0" and "low" without numbers; innolab's thresholds:
+
+    * gain is *high* when ``ratio > gain_tolerance``, *≈ 0* when ``|ratio| ≤ gain_tolerance`` and *clearly
+      negative* below ``−gain_tolerance`` (default 0.05, i.e. within 5 % of the best known value);
+    * novelty is *high* when ``N ≥ novelty_threshold`` (default 50 on the 0–100 D_AGENT scale: on average
+      "moderately different", 2 of 4, on each dimension).
+
+    high G, high N → breakthrough; high G, low N → performance; G ≈ 0, high N → conceptual; everything else
+    (clearly negative gain, or G ≈ 0 with low novelty: neither better nor different) → unsuccessful exploration.
+    """
+    r = _check_finite("ratio", ratio_value)
+    n = float(novelty_value)
+    if math.isnan(n) or n < 0:
+        raise MetricError(f"novelty must be ≥ 0 (or +inf), got {novelty_value!r}")
+    if gain_tolerance < 0 or not math.isfinite(gain_tolerance):
+        raise MetricError(f"gain_tolerance must be finite and ≥ 0, got {gain_tolerance!r}")
+    if not 0 <= novelty_threshold <= NOVELTY_SCALE:
+        raise MetricError(f"novelty_threshold must lie in [0, 100], got {novelty_threshold!r}")
+    high_novelty = n >= novelty_threshold
+    if r > gain_tolerance:
+        return Region.BREAKTHROUGH if high_novelty else Region.PERFORMANCE
+    if r >= -gain_tolerance and high_novelty:
+        return Region.CONCEPTUAL
+    return Region.UNSUCCESSFUL
+
+
+# The complex-plane view (Fig. 5). The paper does not give its normalisation; innolab's:
+#   magnitude = 1 + ratio   (relative performance V/V* for maximisation: 0 = failed, 1 = best known, > 1 = beaten)
+#   angle     = N / 100 · max_angle   (0 = identical to a known solution, max_angle = completely different)
+# so a solution is z = (1 + ratio) · exp(i · angle). Ratios below −1 (possible only for minimisation) are
+# clipped to magnitude 0. The inverse recovers (ratio, N) exactly wherever 1 + ratio > 0.
+DEFAULT_MAX_ANGLE = math.pi / 2
+
+
+def to_complex(ratio_value: float, novelty_value: float, max_angle: float = DEFAULT_MAX_ANGLE) -> complex:
+    """Map (ratio, N) to the complex plane: magnitude 1 + ratio, angle N/100 · max_angle."""
+    r = _check_finite("ratio", ratio_value)
+    n = _check_finite("novelty", novelty_value)
+    if not 0 <= n <= NOVELTY_SCALE:
+        raise MetricError(f"novelty must lie in [0, 100] for the complex plane, got {n!r}")
+    if not 0 < max_angle <= math.pi:
+        raise MetricError(f"max_angle must lie in (0, pi], got {max_angle!r}")
+    magnitude = max(0.0, 1.0 + r)
+    angle = n / NOVELTY_SCALE * max_angle
+    return complex(magnitude * math.cos(angle), magnitude * math.sin(angle))
+
+
+def from_complex(z: complex, max_angle: float = DEFAULT_MAX_ANGLE) -> tuple[float, float]:
+    """Inverse of `to_complex`: (ratio, N). At z = 0 (a failed solution) the angle is undefined and N = 0."""
+    if not (math.isfinite(z.real) and math.isfinite(z.imag)):
+        raise MetricError(f"z must be finite, got {z!r}")
+    if not 0 < max_angle <= math.pi:
+        raise MetricError(f"max_angle must lie in (0, pi], got {max_angle!r}")
+    magnitude = abs(z)
+    if magnitude == 0.0:
+        return FAILED_RATIO, FAILED_NOVELTY
+    angle = math.atan2(z.imag, z.real)
+    if angle < -1e-12 or angle > max_angle + 1e-12:
+        raise MetricError(f"arg(z) must lie in [0, max_angle], got {angle!r}")
+    n = min(max(angle, 0.0), max_angle) / max_angle * NOVELTY_SCALE
+    return magnitude - 1.0, n

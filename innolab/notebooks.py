@@ -1,0 +1,126 @@
+"""Headless execution of innolab's parameterized notebooks with papermill (`innolab reproduce`)."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import nbformat
+import papermill
+from tqdm.auto import tqdm
+
+from innolab.paths import notebooks_dir, project_root
+
+KERNEL_NAME = "python3"
+
+
+class NotebookError(ValueError):
+    """A notebook name or parameter that innolab cannot run."""
+
+
+@dataclass(frozen=True)
+class NotebookRun:
+    """One executed notebook: its source, its executed copy and the parameters it ran with."""
+
+    name: str
+    source: Path
+    executed: Path
+    parameters: dict[str, Any]
+
+
+def analysis_notebooks(directory: Path | None = None) -> list[Path]:
+    """The notebooks `innolab reproduce` runs: `NN_*.ipynb`, minus those whose metadata opts out.
+
+    A notebook opts out with ``{"innolab": {"reproduce": false}}`` in its metadata (for example one that
+    launches an agent run rather than an analysis).
+    """
+    directory = directory or notebooks_dir()
+    found = []
+    for path in sorted(directory.glob("[0-9][0-9]_*.ipynb")):
+        metadata = json.loads(path.read_text(encoding="utf-8")).get("metadata", {})
+        if metadata.get("innolab", {}).get("reproduce", True):
+            found.append(path)
+    return found
+
+
+def output_dirs(output: Path) -> tuple[Path, Path]:
+    """results/ and figures/ under one output root."""
+    return output / "results", output / "figures"
+
+
+def execute(
+    source: Path,
+    executed: Path,
+    parameters: dict[str, Any] | None = None,
+    timeout_s: int = 600,
+) -> NotebookRun:
+    """Execute one notebook with papermill, injecting parameters into its `parameters` cell."""
+    if not source.is_file():
+        raise NotebookError(f"notebook {source} does not exist")
+    parameters = dict(parameters or {})
+    executed.parent.mkdir(parents=True, exist_ok=True)
+    os.environ.setdefault("MPLBACKEND", "Agg")  # the kernel inherits it: no display needed
+    papermill.execute_notebook(
+        str(source),
+        str(executed),
+        parameters=parameters,
+        kernel_name=KERNEL_NAME,
+        cwd=str(source.parent),
+        progress_bar=False,
+        execution_timeout=timeout_s,
+    )
+    _relativise_papermill_paths(executed)
+    return NotebookRun(source.stem, source, executed, parameters)
+
+
+def _relativise_papermill_paths(executed: Path) -> None:
+    """Papermill records absolute input and output paths; keep them relative to the project (portable copies)."""
+    notebook = nbformat.read(executed, as_version=4)
+    recorded = notebook.metadata.get("papermill", {})
+    for key in ("input_path", "output_path"):
+        if recorded.get(key):
+            recorded[key] = os.path.relpath(recorded[key], project_root())
+    nbformat.write(notebook, executed)
+
+
+def reproduce(
+    only: Iterable[str] | None = None,
+    output: Path | None = None,
+    extra_parameters: dict[str, Any] | None = None,
+    show_progress: bool = True,
+) -> list[NotebookRun]:
+    """Run the analysis notebooks; each writes to output/results and output/figures.
+
+    The executed copy of each notebook is kept beside its outputs, in ``output/results/notebooks/``.
+    ``only`` selects notebooks by name, with or without the ``NN_`` prefix or the ``.ipynb`` suffix.
+    """
+    output = (output or project_root()).resolve()
+    results_dir, figures_dir = output_dirs(output)
+    notebooks = analysis_notebooks()
+    if only:
+        wanted = list(only)
+        chosen = [nb for nb in notebooks if any(_matches(nb, w) for w in wanted)]
+        unknown = [w for w in wanted if not any(_matches(nb, w) for nb in notebooks)]
+        if unknown:
+            names = ", ".join(nb.stem for nb in notebooks)
+            raise NotebookError(f"--only: no analysis notebook named {unknown}; known: {names}")
+        notebooks = chosen
+    runs = []
+    for nb in tqdm(notebooks, desc="reproduce", unit="notebook", disable=not show_progress):
+        # Relative to the notebook's folder (its working directory), so that executed copies hold no machine path.
+        parameters = {
+            "results_dir": os.path.relpath(results_dir, nb.parent),
+            "figures_dir": os.path.relpath(figures_dir, nb.parent),
+            **(extra_parameters or {}),
+        }
+        runs.append(execute(nb, results_dir / "notebooks" / nb.name, parameters))
+    return runs
+
+
+def _matches(notebook: Path, name: str) -> bool:
+    name = name.removesuffix(".ipynb")
+    return notebook.stem == name or notebook.stem.split("_", 1)[1] == name
