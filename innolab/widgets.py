@@ -73,6 +73,7 @@ def metrics_explorer(
     threshold_input = widgets.FloatSlider(value=DEFAULT_NOVELTY_THRESHOLD, min=0.0, max=100.0, step=1.0,
                                           description="N thresh.")
     output = widgets.Output()
+    box = widgets.VBox()
 
     def redraw(_: object = None) -> None:
         output.clear_output(wait=True)
@@ -82,8 +83,10 @@ def metrics_explorer(
                                          parse_distances(distances_input.value), valid_input.value,
                                          tolerance_input.value, threshold_input.value)
             except ValueError as error:
+                box.summary = {"error": str(error)}  # type: ignore[attr-defined]
                 print(f"invalid input: {error}")
                 return
+            box.summary = summary  # type: ignore[attr-defined]
             display(pd.Series(summary, name="value").to_frame())
             points = summary_points(summary)
             for fig in (gain_novelty_plane(points, tolerance_input.value, threshold_input.value),
@@ -95,8 +98,8 @@ def metrics_explorer(
                 threshold_input)
     for control in controls:
         control.observe(redraw, names="value")
+    box.children = (*controls, output)
+    box.controls = dict(zip(("v", "v_star", "direction", "valid", "distances", "gain_tolerance",  # type: ignore[attr-defined]
+                             "novelty_threshold"), controls, strict=True))
     redraw()
-    box = widgets.VBox([*controls, output])
-    box.redraw = redraw  # type: ignore[attr-defined]
-    box.output = output  # type: ignore[attr-defined]
     return box
