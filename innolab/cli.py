@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 
@@ -20,6 +21,106 @@ def _reproduce(args: argparse.Namespace) -> int:
     for run in runs:
         print(f"{run.name}: {run.executed}")
     return 0
+
+
+def _tasks_list(args: argparse.Namespace) -> int:
+    from innolab.tasks import list_tasks
+
+    if args.ibench:
+        from innolab import paper
+
+        catalogue = paper.load("ibench_tasks")
+        for row in catalogue.itertuples():
+            offline = "runnable offline" if row.runnable_offline else "not offline"
+            print(f"{row.name:16} {row.domain:26} {offline:17} {row.offline_note}")
+        return 0
+    print(f"{'id':28} {'dir':4} {'V*':>16}  {'compute':7} title")
+    for task in list_tasks():
+        print(f"{task.id:28} {task.direction:4} {task.v_star:>16.10g}  {task.spec.compute:7} {task.spec.title}")
+    return 0
+
+
+def _tasks_show(args: argparse.Namespace) -> int:
+    from innolab.tasks import get_task
+    from innolab.tasks.checks import task_diversity
+
+    task = get_task(args.task)
+    spec = task.spec
+    print(f"{spec.id}: {spec.title}")
+    print(f"  domain {spec.domain}; objective {spec.objective.name} ({spec.objective.direction}imise); "
+          f"compute {spec.compute}; default budget {spec.default_budget_s} s")
+    print(f"  V* = {spec.v_star.value!r}" + (f"  (paper V* {spec.paper_v_star})" if spec.paper_v_star else ""))
+    for entry in spec.v_star.entries:
+        print(f"    {entry.value!r:>22}  {entry.who} ({entry.year or '?'}), {entry.status}; {entry.source}")
+    if spec.bounds.upper is not None or spec.bounds.lower is not None:
+        print(f"  bounds: lower {spec.bounds.lower}, upper {spec.bounds.upper} {spec.bounds.note}")
+    print(f"  known solutions: {', '.join(task.solution_names()) or 'none'}")
+    print(f"  Div(T): {task_diversity(task).detail}")
+    print()
+    print(task.description)
+    return 0
+
+
+def _tasks_check(args: argparse.Namespace) -> int:
+    from innolab.tasks import get_task, list_tasks
+    from innolab.tasks.checks import run_checks
+
+    if not args.all and not args.task:
+        print("innolab tasks check: give a task id or --all", file=sys.stderr)
+        return 2
+    tasks = list_tasks() if args.all else [get_task(args.task)]
+    failed = 0
+    for task in tasks:
+        for result in run_checks(task, quick=not args.full):
+            failed += not result.passed
+            mark = "ok  " if result.passed else "FAIL"
+            print(f"{mark} {result.task}: {result.check} — {result.detail}")
+    print(f"{failed} check(s) failed" if failed else "all checks passed")
+    return 1 if failed else 0
+
+
+def _tasks_solve(args: argparse.Namespace) -> int:
+    from innolab.tasks import get_task
+    from innolab.tasks.evaluation import evaluate
+    from innolab.tasks.solutions import get_solution
+
+    task = get_task(args.task)
+    solution = get_solution(task, args.solution)
+    if args.record:
+        from innolab.tasks.solutions import record
+
+        recorded = record(solution, args.record, seed=args.seed, time_limit_s=args.time_limit,
+                          existing_output=Path(args.out) if args.out else None)
+        print(json.dumps({"solution": solution.name, "kind": recorded.kind, "score": recorded.score,
+                          "quick_score": recorded.quick_score, "full_runtime_s": recorded.full_runtime_s}))
+        return 0
+    out = Path(args.out or f"{task.id}-{solution.name}.json").resolve()
+    run = solution.run(out, quick=args.quick, seed=args.seed, time_limit_s=args.time_limit, timeout_s=24 * 3600)
+    sys.stderr.write(run.stderr)
+    if run.returncode != 0:
+        print(f"innolab tasks solve: {solution.name} exited with status {run.returncode}", file=sys.stderr)
+        return 1
+    verdict = evaluate(task, out)
+    print(json.dumps({**verdict.as_dict(), "file": str(out)}))
+    return 0 if verdict.valid else 1
+
+
+def _tasks_score(args: argparse.Namespace) -> int:
+    from innolab.tasks import get_task
+    from innolab.tasks.evaluation import evaluate
+
+    task = get_task(args.task)
+    verdict = evaluate(task, Path(args.file))
+    if args.json:
+        print(json.dumps(verdict.as_dict()))
+    elif verdict.valid:
+        print(f"valid: score {verdict.score!r}; V* {verdict.v_star!r}; gain {verdict.gain:.6g}; "
+              f"ratio {verdict.ratio:.6g}")
+    else:
+        print("invalid (V = 0, ratio -1):")
+        for error in verdict.errors:
+            print(f"  - {error}")
+    return 0 if verdict.valid else 1
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -40,6 +141,36 @@ def build_parser() -> argparse.ArgumentParser:
                      help="run only this notebook (e.g. 10_main_results or main_results); repeatable")
     rep.add_argument("--output", metavar="DIR", help="root for results/ and figures/ (default: the repository)")
     rep.set_defaults(handler=_reproduce)
+
+    tasks = commands.add_parser("tasks", help="improvable tasks: list, show, check, solve, score")
+    sub = tasks.add_subparsers(dest="tasks_command", metavar="ACTION", required=True)
+    lst = sub.add_parser("list", help="the runnable tasks (built-in and $INNOLAB_TASK_PATH)")
+    lst.add_argument("--ibench", action="store_true", help="list the paper's 18 iBench tasks instead")
+    lst.set_defaults(handler=_tasks_list)
+    show = sub.add_parser("show", help="a task's metadata, leaderboard and description")
+    show.add_argument("task", metavar="ID")
+    show.set_defaults(handler=_tasks_show)
+    chk = sub.add_parser("check", help="standardisation checks (reproduction, baseline gap, method cards)")
+    chk.add_argument("task", metavar="ID", nargs="?")
+    chk.add_argument("--all", action="store_true", help="check every task")
+    chk.add_argument("--full", action="store_true", help="rerun solutions in full rather than --quick mode")
+    chk.set_defaults(handler=_tasks_check)
+    solve = sub.add_parser("solve", help="run a known solution and score its output")
+    solve.add_argument("task", metavar="ID")
+    solve.add_argument("--solution", required=True, metavar="NAME")
+    solve.add_argument("--quick", action="store_true", help="the fast mode used by the test suite")
+    solve.add_argument("--seed", type=int, default=0)
+    solve.add_argument("--time-limit", type=float, metavar="S", help="wall-clock limit the solver honours")
+    solve.add_argument("--out", metavar="FILE", help="where to write the submission")
+    solve.add_argument("--record", choices=["reference", "baseline"],
+                       help="maintainers: run in full and --quick, write solution.json and score.json "
+                       "(with --out, adopt that existing output as the full run)")
+    solve.set_defaults(handler=_tasks_solve)
+    score = sub.add_parser("score", help="score a submission file with the hidden evaluator")
+    score.add_argument("task", metavar="ID")
+    score.add_argument("file", metavar="FILE")
+    score.add_argument("--json", action="store_true", help="print one JSON object")
+    score.set_defaults(handler=_tasks_score)
     return parser
 
 
@@ -49,7 +180,13 @@ def main(argv: list[str] | None = None) -> int:
     if not getattr(args, "handler", None):
         parser.print_help()
         return 0
-    return int(args.handler(args))
+    from innolab.tasks.model import TaskError
+
+    try:
+        return int(args.handler(args))
+    except TaskError as error:
+        print(f"innolab: {error}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

@@ -1,0 +1,138 @@
+"""Standardisation checks of a task (InnoGym §3.2): reproduction, baseline gap, evaluator normalisation."""
+
+from __future__ import annotations
+
+import math
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from scipy import stats
+
+from innolab.tasks.evaluation import evaluate
+from innolab.tasks.model import Task
+from innolab.tasks.solutions import CARD_FILES, Solution, solutions
+
+# Reproduction of a recorded score by a rerun: optimisers may differ in the last bits across machines and
+# library builds. This tolerance applies to *reproduction* only; validity is always checked with zero tolerance.
+REPRODUCTION_RTOL = 1e-6
+PEARSON_MIN = 0.9
+KENDALL_MIN = 0.8
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    task: str
+    check: str
+    passed: bool
+    detail: str
+
+
+def _better(a: float, b: float, direction: str) -> bool:
+    return a > b if direction == "max" else a < b
+
+
+def run_checks(task: Task, quick: bool = True) -> list[CheckResult]:
+    """All standardisation checks of one task; `quick` reruns each solution in its --quick mode."""
+    results: list[CheckResult] = []
+
+    def record(check: str, passed: bool, detail: str) -> None:
+        results.append(CheckResult(task.id, check, passed, detail))
+
+    known = solutions(task)
+    references = [s for s in known if s.recorded.kind == "reference"]
+    baselines = [s for s in known if s.recorded.kind == "baseline"]
+    record("two or more reference solutions", len(references) >= 2, f"{len(references)} reference solution(s)")
+    record("a trivial baseline", len(baselines) >= 1, f"{len(baselines)} baseline(s)")
+    for solution in known:
+        missing = [f for f in CARD_FILES if not (solution.folder / f).is_file()]
+        record(f"{solution.name}: method card", not missing, f"missing {missing}" if missing else "summary + pseudocode")
+        results += _reproduction(task, solution, quick)
+    for baseline in baselines:
+        for reference in references:
+            b, r = baseline.recorded.score, reference.recorded.score
+            record(f"baseline {baseline.name} worse than {reference.name}", _better(r, b, task.direction),
+                   f"{b:.10g} vs {r:.10g} ({task.direction}imise)")
+    return results
+
+
+def _reproduction(task: Task, solution: Solution, quick: bool) -> list[CheckResult]:
+    out: list[CheckResult] = []
+    recorded = solution.recorded
+    verdict = evaluate(task, solution.output)
+    same = verdict.valid and verdict.score == recorded.score
+    out.append(CheckResult(task.id, f"{solution.name}: committed output scores as recorded", same,
+                           f"evaluated {verdict.score!r}, recorded {recorded.score!r}; errors {verdict.errors}"))
+    with tempfile.TemporaryDirectory() as tmp:
+        target = Path(tmp) / "submission.json"
+        run = solution.run(target, quick=quick)
+        if run.returncode != 0 or not target.is_file():
+            tail = (run.stderr.strip().splitlines() or ["no output"])[-1]
+            out.append(CheckResult(task.id, f"{solution.name}: rerun", False, f"exit {run.returncode}: {tail}"))
+            return out
+        rerun = evaluate(task, target)
+        expected = recorded.quick_score if quick else recorded.score
+        ok = rerun.valid and rerun.score is not None and math.isclose(rerun.score, expected, rel_tol=REPRODUCTION_RTOL)
+        mode = "--quick rerun" if quick else "full rerun"
+        out.append(CheckResult(task.id, f"{solution.name}: {mode} reproduces its recorded score", ok,
+                               f"got {rerun.score!r}, recorded {expected!r} (rtol {REPRODUCTION_RTOL:g})"))
+    return out
+
+
+@dataclass(frozen=True)
+class Diversity:
+    value: float | None
+    detail: str
+
+
+def task_diversity(task: Task) -> Diversity:
+    """Div(T): mean pairwise novelty distance among the known solutions (App. D).
+
+    Undefined with fewer than two known solutions. The distance back ends arrive with the novelty module;
+    until then this reports that it is not computed rather than inventing a number.
+    """
+    references = [s for s in solutions(task) if s.recorded.kind == "reference"]
+    if len(references) < 2:
+        return Diversity(None, "undefined: fewer than two known solutions")
+    return Diversity(None, f"{len(references)} known solutions; not computed until a novelty back end is configured")
+
+
+# ------------------------------------------------------------------------------------- evaluator normalisation
+
+
+def log_normalise(scores: np.ndarray | list[float], best: float, worst: float) -> np.ndarray:
+    """Map raw scores to [0, 1] on a log scale between fixed leaderboard extrema (App. G.2.1).
+
+    Works for either direction: 1 at `best`, 0 at `worst`; the gap to `best` is measured in log space, so that
+    relative improvements near the top count as much as large ones further down. Scores must lie between the
+    extrema (inclusive) and share their sign.
+    """
+    x = np.asarray(scores, dtype=float)
+    if not np.isfinite(x).all() or not (math.isfinite(best) and math.isfinite(worst)) or best == worst:
+        raise ValueError("log_normalise: scores and extrema must be finite, with best != worst")
+    lo, hi = min(best, worst), max(best, worst)
+    if ((x < lo) | (x > hi)).any():
+        raise ValueError(f"log_normalise: scores must lie within the fixed extrema [{lo}, {hi}]")
+    gap = np.abs(x - best)
+    span = abs(worst - best)
+    return 1.0 - np.log1p(gap) / np.log1p(span)
+
+
+@dataclass(frozen=True)
+class Consistency:
+    pearson: float
+    kendall: float
+    passed: bool
+
+
+def normalisation_consistency(normalised: np.ndarray | list[float], leaderboard: np.ndarray | list[float],
+                              higher_is_better: bool = True) -> Consistency:
+    """Does a normalised score keep the leaderboard's order? Pearson ≥ 0.9 and Kendall τ ≥ 0.8 (§3.2)."""
+    a = np.asarray(normalised, dtype=float)
+    b = np.asarray(leaderboard, dtype=float) * (1 if higher_is_better else -1)
+    if a.shape != b.shape or a.size < 3:
+        raise ValueError("normalisation_consistency: need two equally long series of at least 3 scores")
+    pearson = float(stats.pearsonr(a, b).statistic)
+    kendall = float(stats.kendalltau(a, b).statistic)
+    return Consistency(pearson, kendall, pearson >= PEARSON_MIN and kendall >= KENDALL_MIN)

@@ -1,0 +1,76 @@
+"""The hidden evaluator: recomputes a submission's objective out of process, with time and memory limits."""
+
+from __future__ import annotations
+
+import json
+import resource
+import subprocess
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from innolab.metrics import score_solution
+from innolab.tasks.model import Task
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    """The evaluator's verdict on one submission file, with the innovation metrics (V = C·R, G, ratio)."""
+
+    task: str
+    valid: bool
+    score: float | None
+    v_star: float
+    direction: str
+    gain: float
+    ratio: float
+    errors: list[str] = field(default_factory=list)
+    elapsed_s: float = 0.0
+    beats_v_star: bool = False
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _limit_resources(memory_mb: int, cpu_s: float) -> None:
+    memory = memory_mb * 1024 * 1024
+    resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
+    resource.setrlimit(resource.RLIMIT_CPU, (int(cpu_s) + 1, int(cpu_s) + 2))
+
+
+def evaluate(task: Task, submission: str | Path, timeout_s: float | None = None) -> Evaluation:
+    """Score a submission with the task's pristine checks in a child process; invalid means V = 0."""
+    limits = task.spec.limits
+    timeout = timeout_s or limits.eval_timeout_s
+    start = time.perf_counter()
+    errors, score = _run_worker(task, Path(submission), timeout, limits.eval_memory_mb)
+    elapsed = time.perf_counter() - start
+    valid = not errors and score is not None
+    metrics = score_solution(valid, score if valid else None, task.v_star, task.direction)
+    # V* is known to about 1e-9 only: a gain below the task's minimum improvement is a tie, not a record.
+    beats = valid and metrics.gain > task.spec.min_improvement * abs(task.v_star)
+    return Evaluation(task.id, valid, score if valid else None, task.v_star, task.direction, metrics.gain,
+                      metrics.ratio, errors, elapsed, beats)
+
+
+def _run_worker(task: Task, submission: Path, timeout: float, memory_mb: int) -> tuple[list[str], float | None]:
+    if submission.is_symlink() or not submission.is_file():
+        return [f"submission {submission.name} is not a regular file"], None
+    size = submission.stat().st_size
+    if size > task.spec.limits.max_submission_bytes:
+        return [f"submission is {size} bytes; the limit is {task.spec.limits.max_submission_bytes} bytes"], None
+    command = [sys.executable, "-I", "-m", "innolab.tasks.evaluator_worker", str(task.root), str(submission.resolve())]
+    try:
+        done = subprocess.run(command, capture_output=True, text=True, timeout=timeout, check=False,
+                              preexec_fn=lambda: _limit_resources(memory_mb, timeout))
+    except subprocess.TimeoutExpired:
+        return [f"evaluation exceeded the time limit of {timeout:g} s"], None
+    lines = done.stdout.strip().splitlines()
+    try:
+        verdict = json.loads(lines[-1])
+    except (IndexError, json.JSONDecodeError):
+        tail = done.stderr.strip().splitlines()[-1:] or [f"exit status {done.returncode}"]
+        return [f"evaluator failed: {tail[0]}"], None
+    return list(verdict["errors"]), verdict["score"]

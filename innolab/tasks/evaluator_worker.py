@@ -1,0 +1,20 @@
+"""Child process of the hidden evaluator: `python -I -m innolab.tasks.evaluator_worker TASK_DIR SUBMISSION`."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+from innolab.tasks import taskkit
+from innolab.tasks.model import Task
+
+
+def main() -> None:
+    task = Task.load(sys.argv[1])
+    errors, score = taskkit.check_file(task.spec.problem.name, task.problem_params, sys.argv[2],
+                                       task.spec.limits.max_submission_bytes)
+    print(json.dumps({"errors": errors, "score": score}))
+
+
+if __name__ == "__main__":
+    main()

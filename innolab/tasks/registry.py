@@ -1,0 +1,50 @@
+"""The task registry: built-in task folders shipped in the package, and a user's own folders loaded by path."""
+
+from __future__ import annotations
+
+import os
+from functools import cache
+from pathlib import Path
+
+from innolab.tasks.model import Task, TaskError
+
+BUILTIN_DIR = Path(__file__).resolve().parent / "builtin"
+
+
+def builtin_ids() -> list[str]:
+    return sorted(p.name for p in BUILTIN_DIR.iterdir() if (p / "task.yaml").is_file())
+
+
+@cache
+def _builtin(task_id: str) -> Task:
+    return Task.load(BUILTIN_DIR / task_id, builtin=True)
+
+
+def user_task_dirs() -> list[Path]:
+    """Folders listed in $INNOLAB_TASK_PATH (os.pathsep-separated), each holding task folders."""
+    return [Path(p) for p in os.environ.get("INNOLAB_TASK_PATH", "").split(os.pathsep) if p]
+
+
+def load_task(path: str | Path) -> Task:
+    """A user's task folder, loaded and validated."""
+    return Task.load(Path(path))
+
+
+def get_task(task_id_or_path: str | Path) -> Task:
+    """A task by id (built-in, then $INNOLAB_TASK_PATH) or by folder path."""
+    text = str(task_id_or_path)
+    if os.sep in text or Path(text).is_dir():
+        return load_task(text)
+    if text in builtin_ids():
+        return _builtin(text)
+    for folder in user_task_dirs():
+        if (folder / text / "task.yaml").is_file():
+            return load_task(folder / text)
+    raise TaskError(f"unknown task {text!r}; known: {', '.join(builtin_ids())}")
+
+
+def list_tasks() -> list[Task]:
+    tasks = [_builtin(i) for i in builtin_ids()]
+    for folder in user_task_dirs():
+        tasks += [load_task(p) for p in sorted(folder.iterdir()) if (p / "task.yaml").is_file()]
+    return tasks

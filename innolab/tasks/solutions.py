@@ -1,0 +1,111 @@
+"""Known solutions of a task: runnable code, a method card, a recorded score; `solve` runs one."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from innolab.tasks.model import Task, TaskError
+
+CARD_FILES = ("summary.md", "pseudocode.tex")
+
+
+@dataclass(frozen=True)
+class Recorded:
+    """score.json of a solution: its kind, the score of its committed output and of its --quick run."""
+
+    kind: Literal["reference", "baseline"]
+    score: float
+    quick_score: float
+    full_runtime_s: float | None = None
+
+
+@dataclass(frozen=True)
+class Solution:
+    task: Task
+    name: str
+
+    @property
+    def folder(self) -> Path:
+        return self.task.solutions_dir / self.name
+
+    @property
+    def output(self) -> Path:
+        """The committed output of a full run (what the recorded score was measured on)."""
+        return self.folder / "solution.json"
+
+    @property
+    def recorded(self) -> Recorded:
+        path = self.folder / "score.json"
+        try:
+            raw = json.loads(path.read_text(encoding="utf-8"))
+            return Recorded(kind=raw["kind"], score=float(raw["score"]), quick_score=float(raw["quick_score"]),
+                            full_runtime_s=raw.get("full_runtime_s"))
+        except (OSError, KeyError, ValueError, TypeError) as error:
+            raise TaskError(f"{path}: needs kind, score and quick_score ({error})") from None
+
+    def card(self) -> dict[str, str]:
+        return {name: (self.folder / name).read_text(encoding="utf-8") for name in CARD_FILES
+                if (self.folder / name).is_file()}
+
+    def run(self, out: Path, quick: bool = False, seed: int = 0, time_limit_s: float | None = None,
+            timeout_s: float = 3600) -> subprocess.CompletedProcess[str]:
+        """Run solve.py in a child process; it writes a JSON submission to `out`."""
+        command = [sys.executable, str(self.folder / "solve.py"), "--out", str(out), "--seed", str(seed)]
+        if quick:
+            command.append("--quick")
+        if time_limit_s is not None:
+            command += ["--time-limit", str(time_limit_s)]
+        return subprocess.run(command, capture_output=True, text=True, timeout=timeout_s, check=False,
+                              cwd=self.folder)
+
+
+def solutions(task: Task) -> list[Solution]:
+    return [Solution(task, name) for name in task.solution_names()]
+
+
+def get_solution(task: Task, name: str) -> Solution:
+    if name not in task.solution_names():
+        raise TaskError(f"task {task.id} has no solution {name!r}; known: {', '.join(task.solution_names())}")
+    return Solution(task, name)
+
+
+def record(solution: Solution, kind: Literal["reference", "baseline"], seed: int = 0,
+           time_limit_s: float | None = None, existing_output: Path | None = None) -> Recorded:
+    """Run a solution in full (or adopt an existing output) and in --quick mode; write solution.json and score.json.
+
+    The recorded scores are what the hidden evaluator returns on those outputs, never what the solver printed.
+    """
+    import shutil
+    import tempfile
+    import time
+
+    from innolab.tasks.evaluation import evaluate
+
+    runtime = None
+    if existing_output is None:
+        start = time.monotonic()
+        run = solution.run(solution.output, seed=seed, time_limit_s=time_limit_s, timeout_s=24 * 3600)
+        runtime = round(time.monotonic() - start, 1)
+        if run.returncode != 0:
+            raise TaskError(f"{solution.name} failed: {run.stderr.strip()[-500:]}")
+    else:
+        shutil.copyfile(existing_output, solution.output)
+    full = evaluate(solution.task, solution.output)
+    if not full.valid or full.score is None:
+        raise TaskError(f"{solution.name}: its output is invalid: {full.errors}")
+    with tempfile.TemporaryDirectory() as tmp:
+        quick_out = Path(tmp) / "quick.json"
+        run = solution.run(quick_out, quick=True, seed=seed)
+        quick = evaluate(solution.task, quick_out)
+    if not quick.valid or quick.score is None:
+        raise TaskError(f"{solution.name}: its --quick output is invalid: {quick.errors} {run.stderr[-300:]}")
+    recorded = Recorded(kind=kind, score=full.score, quick_score=quick.score, full_runtime_s=runtime)
+    payload = {"kind": kind, "score": full.score, "quick_score": quick.score, "full_runtime_s": runtime,
+               "time_limit_s": time_limit_s, "seed": seed, "evaluated_by": "innolab hidden evaluator (exact checks)"}
+    (solution.folder / "score.json").write_text(json.dumps(payload, indent=2) + "\n", encoding="utf-8")
+    return recorded

@@ -1,0 +1,49 @@
+"""The common command line of solve.py scripts: --out FILE [--quick] [--seed N] [--time-limit S]."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from innolab.tasks import taskkit
+from innolab.tasks.registry import get_task
+
+
+def parse_args(description: str, default_time_limit: float | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--out", required=True, help="where to write the JSON submission")
+    parser.add_argument("--quick", action="store_true", help="a small, deterministic budget (test suite)")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--time-limit", type=float, default=default_time_limit, help="wall-clock seconds")
+    return parser.parse_args()
+
+
+def checker(task_id: str) -> tuple[str, dict[str, Any]]:
+    task = get_task(task_id)
+    return task.spec.problem.name, task.problem_params
+
+
+def score(task_id: str, data: dict[str, Any]) -> float | None:
+    """The exact score of a candidate under the task's own checks (None when invalid)."""
+    problem, params = checker(task_id)
+    errors, value = taskkit.check(problem, params, json.loads(json.dumps(data)))
+    return None if errors else value
+
+
+def write(path: str | Path, data: dict[str, Any], task_id: str) -> None:
+    """Write the submission, refusing to write one that the task's checks reject."""
+    problem, params = checker(task_id)
+    errors, value = taskkit.check(problem, params, json.loads(json.dumps(data)))
+    if errors:
+        raise SystemExit(f"refusing to write an invalid submission: {errors[0]}")
+    Path(path).write_text(json.dumps(data) + "\n", encoding="utf-8")
+    print(f"score {value!r}", file=sys.stderr)
+
+
+def as_rows(array: np.ndarray) -> list[list[float]]:
+    return [[float(v) for v in row] for row in array]

@@ -1,0 +1,252 @@
+"""taskkit, the strict checks behind every validator and the hidden evaluator: named exploits and fuzzing."""
+
+import json
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from innolab.tasks import taskkit
+from innolab.tasks.registry import get_task
+
+
+def grid_circles(n=26, columns=6, rows=5):
+    r = 1 / 12 * (1 - 1e-12)
+    return [[(2 * c + 1) / 12, (2 * k + 1) / 12, r] for k in range(rows) for c in range(columns)][:n]
+
+
+def check(problem, data, **params):
+    return taskkit.check(problem, params, json.loads(json.dumps(data)))
+
+
+def test_valid_circle_packing_scores_its_sum():
+    errors, score = check("circles_in_square", {"circles": grid_circles()}, n=26)
+    assert errors == [] and score == pytest.approx(26 / 12)
+
+
+# ------------------------------------------------------------------------------------------- named exploits
+
+
+def test_nan_centre_is_rejected():
+    circles = grid_circles()
+    circles[3][0] = float("nan")
+    raw = json.dumps({"circles": circles})  # Python writes NaN as a bare token
+    with pytest.raises(taskkit.Invalid, match="NaN"):
+        taskkit.parse_submission(raw)
+    errors, score = taskkit.check("circles_in_square", {"n": 26}, {"circles": circles})
+    assert score is None and "finite" in errors[0]
+
+
+def test_overlap_of_1e_12_is_rejected():
+    circles = [[0.25, 0.5, 0.25], [0.75, 0.5, 0.25 + 1e-12]] + [[0.05 + 0.04 * k, 0.02, 0.01] for k in range(24)]
+    errors, _ = check("circles_in_square", {"circles": circles}, n=26)
+    assert errors and ("overlap" in errors[0] or "leaves" in errors[0])
+    circles[1][2] = 0.25 - 1e-12
+    circles[1][0] = 0.75 - 1e-12 / 2
+    assert check("circles_in_square", {"circles": circles}, n=26)[0] == []
+
+
+def test_circle_outside_by_1e_15_is_rejected():
+    circles = grid_circles()
+    circles[0] = [circles[0][2] - 1e-15, circles[0][1], circles[0][2]]
+    errors, _ = check("circles_in_square", {"circles": circles}, n=26)
+    assert errors and "containment" in errors[0]
+
+
+def test_touching_circles_that_overlap_only_in_exact_arithmetic_are_rejected():
+    from fractions import Fraction
+
+    rng = np.random.default_rng(0)
+    for _ in range(10_000):  # find a pair that float64 calls touching but exact arithmetic calls overlapping
+        x1, r1, r2 = 0.3 + 0.1 * rng.random(), 0.1 * rng.random(), 0.1 * rng.random()
+        x2 = x1 + r1 + r2
+        if (x2 - x1) ** 2 >= (r1 + r2) ** 2 and (Fraction(x2) - Fraction(x1)) < Fraction(r1) + Fraction(r2):
+            break
+    else:
+        pytest.fail("no float-touching, exactly-overlapping pair found")
+    others = [[0.02 + 0.038 * k, 0.95, 0.01] for k in range(24)]
+    errors, _ = check("circles_in_square", {"circles": [[x1, 0.5, r1], [x2, 0.5, r2], *others]}, n=26)
+    assert errors and "overlap" in errors[0]
+
+
+def test_negative_radius_is_rejected():
+    circles = grid_circles()
+    circles[5][2] = -0.01
+    errors, _ = check("circles_in_square", {"circles": circles}, n=26)
+    assert "radius" in errors[0]
+
+
+def test_reported_sum_is_never_read():
+    errors, score = check("circles_in_square", {"circles": grid_circles(), "score": 4.01}, n=26)
+    assert score is None and "unknown field" in errors[0] and "recomputed" in errors[0]
+
+
+@pytest.mark.parametrize("bad", ["0.5", True, None, [0.5], {"x": 1}])
+def test_wrong_types_are_rejected(bad):
+    circles = grid_circles()
+    circles[2][1] = bad
+    errors, score = check("circles_in_square", {"circles": circles}, n=26)
+    assert score is None and "circles[2][1]" in errors[0]
+
+
+def test_wrong_shape_is_rejected():
+    assert "exactly 26 rows" in check("circles_in_square", {"circles": grid_circles()[:25]}, n=26)[0][0]
+    rows = grid_circles()
+    rows[0] = rows[0][:2]
+    assert "circles[0]" in check("circles_in_square", {"circles": rows}, n=26)[0][0]
+
+
+def test_huge_file_is_rejected_before_parsing(tmp_path):
+    path = tmp_path / "big.json"
+    path.write_text('{"circles": [' + "0," * 100_000 + "0]}")
+    with pytest.raises(taskkit.Invalid, match="limit"):
+        taskkit.load_submission(path, max_bytes=100_000)
+
+
+def test_symlinked_submission_is_rejected(tmp_path):
+    target = tmp_path / "real.json"
+    target.write_text(json.dumps({"circles": grid_circles()}))
+    link = tmp_path / "link.json"
+    link.symlink_to(target)
+    with pytest.raises(taskkit.Invalid, match="symbolic link"):
+        taskkit.load_submission(link)
+
+
+def test_duplicate_points_are_rejected():
+    points = [[float(i % 4), float(i // 4)] for i in range(16)]
+    points[7] = points[3]
+    errors, _ = check("min_max_distance_ratio", {"points": points}, n=16)
+    assert "duplicates" in errors[0]
+    circles = grid_circles()
+    circles[1] = [circles[0][0], circles[0][1], 0.0]
+    assert "duplicates" in check("circles_in_square", {"circles": circles}, n=26)[0][0]
+
+
+@pytest.mark.parametrize("value", [1.0, 1.5, "1", True])
+def test_non_integer_kissing_vectors_are_rejected(value):
+    vectors = np.vstack([np.eye(11, dtype=int), -np.eye(11, dtype=int)]).tolist()
+    vectors[4][4] = value
+    errors, _ = check("kissing_configuration", {"vectors": vectors}, dim=11)
+    assert "integer" in errors[0]
+
+
+def test_kissing_condition_is_exact():
+    vectors = np.vstack([np.eye(11, dtype=int), -np.eye(11, dtype=int)]).tolist()
+    assert check("kissing_configuration", {"vectors": vectors}, dim=11) == ([], 22.0)
+    vectors.append([1, 1] + [0] * 9)  # norm² 2 > distance² 1 to e_1
+    assert "squared distance" in check("kissing_configuration", {"vectors": vectors}, dim=11)[0][0]
+
+
+def test_heilbronn_triangle_containment_is_exact():
+    inside = [[0.5, 0.1], [0.3, 0.2], [0.7, 0.2], [0.5, 0.5], [0.4, 0.3], [0.6, 0.3], [0.5, 0.25], [0.45, 0.15],
+              [0.55, 0.15], [0.5, 0.05], [0.2, 0.05]]
+    assert check("heilbronn_triangle", {"points": inside}, n=11)[0] == []
+    outside = [*inside[:10], [0.5, math.sqrt(3) / 2 + 1e-16]]
+    assert "outside" in check("heilbronn_triangle", {"points": outside}, n=11)[0][0]
+
+
+def test_erdos_rescaling_rule():
+    assert check("erdos_minimum_overlap", {"heights": [0.25] * 10}, max_n=100)[1] == pytest.approx(0.5)
+    errors, _ = check("erdos_minimum_overlap", {"heights": [0.0] * 9 + [1.0]}, max_n=100)
+    assert "exceeds 1" in errors[0]
+
+
+def test_step_function_caps():
+    assert "between 1 and 10" in check("first_autocorrelation", {"values": [1.0] * 11}, max_n=10)[0][0]
+    assert "negative" in check("second_autocorrelation", {"values": [1.0, -1e-300]}, max_n=10)[0][0]
+    assert "magnitude" in check("first_autocorrelation", {"values": [1e300, 1.0]}, max_n=10)[0][0]
+
+
+def test_job_shop_overlaps_and_precedence():
+    instances = {"toy": {"duration_matrix": [[3, 2], [2, 4]], "machines_matrix": [[0, 1], [1, 0]]}}
+    good = {"schedules": {"toy": [[0, 3], [0, 3]]}}
+    assert taskkit.check("job_shop", {"instances": instances}, good) == ([], 7.0)
+    clash = {"schedules": {"toy": [[0, 3], [0, 2]]}}
+    assert "overlap on machine 0" in taskkit.check("job_shop", {"instances": instances}, clash)[0][0]
+    early = {"schedules": {"toy": [[0, 2], [0, 5]]}}
+    assert "starts before" in taskkit.check("job_shop", {"instances": instances}, early)[0][0]
+    floats = {"schedules": {"toy": [[0.0, 3], [0, 3]]}}
+    assert "integer" in taskkit.check("job_shop", {"instances": instances}, floats)[0][0]
+
+
+# ------------------------------------------------------------------------------------------------- fuzzing
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers(-10**20, 10**20) | st.floats(allow_nan=True, allow_infinity=True)
+    | st.text(max_size=5),
+    lambda children: st.lists(children, max_size=6) | st.dictionaries(st.text(max_size=5), children, max_size=4),
+    max_leaves=40,
+)
+
+PROBLEM_CASES = {task_id: (get_task(task_id).spec.problem.name, get_task(task_id).problem_params)
+                 for task_id in ("circle-packing-26", "circles-in-rectangle-21", "min-max-distance-ratio-16",
+                                 "heilbronn-triangle-11", "heilbronn-convex-13", "erdos-minimum-overlap",
+                                 "first-autocorrelation", "second-autocorrelation", "kissing-number-11",
+                                 "job-shop-taillard-41-50")}
+KEYS = {"circles_in_square": "circles", "circles_in_rectangle": "circles", "min_max_distance_ratio": "points",
+        "heilbronn_triangle": "points", "heilbronn_convex": "points", "erdos_minimum_overlap": "heights",
+        "first_autocorrelation": "values", "second_autocorrelation": "values",
+        "kissing_configuration": "vectors", "job_shop": "schedules"}
+
+
+def _number(x):
+    return isinstance(x, int | float) and not isinstance(x, bool) and math.isfinite(x)
+
+
+def well_formed(problem, value):
+    """An independent oracle of the *format* (not the constraints): malformed input must always be rejected."""
+    if problem in ("erdos_minimum_overlap", "first_autocorrelation", "second_autocorrelation"):
+        return isinstance(value, list) and bool(value) and all(_number(x) for x in value)
+    if problem == "kissing_configuration":
+        return isinstance(value, list) and all(
+            isinstance(r, list) and len(r) == 11 and all(isinstance(x, int) and not isinstance(x, bool) for x in r)
+            for r in value)
+    if problem == "job_shop":
+        return False  # random junk never names all ten instances
+    cols = 3 if problem.startswith("circles") else 2
+    return isinstance(value, list) and all(
+        isinstance(r, list) and len(r) == cols and all(_number(x) for x in r) for r in value)
+
+
+@pytest.mark.parametrize("task_id", sorted(PROBLEM_CASES))
+@settings(max_examples=60, deadline=None)
+@given(junk=json_values)
+def test_fuzzed_values_never_crash_and_malformed_ones_are_never_accepted(task_id, junk):
+    problem, params = PROBLEM_CASES[task_id]
+    errors, score = taskkit.check(problem, params, {KEYS[problem]: junk})
+    if errors:
+        assert score is None
+    else:
+        assert well_formed(problem, junk) and math.isfinite(score)
+
+
+@settings(max_examples=80, deadline=None)
+@given(raw=st.binary(max_size=200) | st.text(max_size=200))
+def test_fuzzed_bytes_never_crash_the_parser(raw):
+    try:
+        data = taskkit.parse_submission(raw)
+    except taskkit.Invalid:
+        return
+    errors, score = taskkit.check("circles_in_square", {"n": 26}, data)
+    assert errors and score is None
+
+
+corruptions = st.sampled_from(["nan", "inf", "string", "bool", "null", "drop_row", "add_row", "nest"])
+
+
+@settings(max_examples=80, deadline=None)
+@given(corruption=corruptions, row=st.integers(0, 25), col=st.integers(0, 2))
+def test_corrupted_valid_packings_are_rejected(corruption, row, col):
+    circles = grid_circles()
+    value = {"nan": float("nan"), "inf": float("inf"), "string": "1", "bool": False, "null": None,
+             "nest": [0.1]}.get(corruption)
+    if corruption == "drop_row":
+        circles.pop(row)
+    elif corruption == "add_row":
+        circles.append([0.5, 0.5, 0.0])
+    else:
+        circles[row][col] = value
+    errors, score = taskkit.check("circles_in_square", {"n": 26}, {"circles": circles})
+    assert errors and score is None

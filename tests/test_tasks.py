@@ -1,0 +1,200 @@
+"""Task folders, the registry, the hidden evaluator, the CLI and the standardisation checks."""
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from innolab.tasks import TaskError, get_task, list_tasks, load_task
+from innolab.tasks.checks import log_normalise, normalisation_consistency, run_checks, task_diversity
+from innolab.tasks.evaluation import evaluate
+from innolab.tasks.solutions import solutions
+
+INNOLAB = shutil.which("innolab", path=str(Path(sys.executable).parent))
+EXPECTED = {"circle-packing-26", "circle-packing-32", "circles-in-rectangle-21", "min-max-distance-ratio-16",
+            "heilbronn-triangle-11", "heilbronn-convex-13", "erdos-minimum-overlap", "first-autocorrelation",
+            "second-autocorrelation", "kissing-number-11", "job-shop-taillard-41-50"}
+
+
+def cli(*args, timeout=600):
+    return subprocess.run([INNOLAB, *args], capture_output=True, text=True, timeout=timeout)
+
+
+def test_every_builtin_task_loads():
+    tasks = {t.id: t for t in list_tasks()}
+    assert EXPECTED <= set(tasks)
+    for task in tasks.values():
+        assert task.description.strip()
+        assert len([s for s in solutions(task) if s.recorded.kind == "reference"]) >= 2
+
+
+def test_visible_part_holds_no_hidden_information():
+    for task in list_tasks():
+        files = task.visible_files()
+        assert {"description.md", "validate.py", "taskkit.py", "task.json"} <= set(files)
+        config = json.loads(files["task.json"])
+        assert "v_star" not in config and "entries" not in json.dumps(config)
+        blob = b"".join(files.values())
+        for solution in solutions(task):
+            assert solution.name.encode() not in blob, f"{task.id}: {solution.name} leaks into the sandbox"
+
+
+def test_visible_validator_runs_standalone(tmp_path):
+    task = get_task("circle-packing-26")
+    task.write_visible(tmp_path)
+    good = solutions(task)[0].output
+    run = subprocess.run([sys.executable, "-I", "validate.py", str(good)], cwd=tmp_path, capture_output=True,
+                         text=True)
+    assert run.returncode == 0 and json.loads(run.stdout)["valid"] is True
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"circles": [[0.5, 0.5, NaN]]}')
+    run = subprocess.run([sys.executable, "-I", "validate.py", str(bad)], cwd=tmp_path, capture_output=True,
+                         text=True)
+    assert run.returncode == 1 and "NaN" in json.loads(run.stdout)["errors"][0]
+
+
+def _write_task(root: Path, text: str) -> Path:
+    folder = root / "my-task"
+    folder.mkdir(exist_ok=True)
+    (folder / "task.yaml").write_text(text)
+    (folder / "description.md").write_text("a task")
+    return folder
+
+
+GOOD_YAML = """id: my-task
+title: Mine
+domain: Mathematical
+objective: {name: sum, direction: max}
+problem: {name: circles_in_square, params: {n: 2}}
+v_star: {value: 1.0, entries: [{value: 1.0, who: me, source: here, status: reported}]}
+default_budget_s: 60
+"""
+
+
+def test_user_task_folder_loads_and_scores(tmp_path):
+    task = load_task(_write_task(tmp_path, GOOD_YAML))
+    submission = tmp_path / "s.json"
+    submission.write_text(json.dumps({"circles": [[0.25, 0.25, 0.25], [0.75, 0.75, 0.25]]}))
+    verdict = evaluate(task, submission)
+    assert verdict.valid and verdict.score == 0.5 and verdict.ratio == -0.5
+
+
+@pytest.mark.parametrize(
+    ("change", "field"),
+    [
+        (("direction: max", "direction: maximise"), "objective.direction"),
+        (("name: circles_in_square", "name: packing"), "problem.name"),
+        (("default_budget_s: 60", "default_budget_s: -1"), "default_budget_s"),
+        (("v_star: {value: 1.0,", "v_star: {value: 0.0,"), "v_star"),
+        (("id: my-task", "id: My Task"), "id"),
+        (("title: Mine\n", "title: Mine\ncolour: red\n"), "colour"),
+        (("v_star: {value: 1.0,", "v_star: {value: 2.0,"), "v_star"),
+    ],
+)
+def test_broken_task_yaml_names_the_field(tmp_path, change, field):
+    folder = _write_task(tmp_path, GOOD_YAML.replace(*change))
+    with pytest.raises(TaskError, match=field.replace(".", r"\.")):
+        load_task(folder)
+
+
+def test_task_id_must_match_folder_and_yaml_must_parse(tmp_path):
+    with pytest.raises(TaskError, match="folder name"):
+        load_task(_write_task(tmp_path, GOOD_YAML.replace("id: my-task", "id: other-task")))
+    with pytest.raises(TaskError, match="not valid YAML"):
+        load_task(_write_task(tmp_path, "id: [unclosed"))
+
+
+def test_evaluator_has_a_time_limit_and_rejects_symlinks(tmp_path):
+    task = get_task("kissing-number-11")
+    output = solutions(task)[0].output
+    verdict = evaluate(task, output, timeout_s=0.001)
+    assert not verdict.valid and "time limit" in verdict.errors[0] and verdict.ratio == -1
+    link = tmp_path / "link.json"
+    link.symlink_to(output)
+    assert "regular file" in evaluate(task, link).errors[0]
+
+
+def test_evaluator_rejects_oversized_files_without_reading_them(tmp_path):
+    task = get_task("circle-packing-26")
+    big = tmp_path / "big.json"
+    big.write_bytes(b" " * (task.spec.limits.max_submission_bytes + 1))
+    assert "limit" in evaluate(task, big).errors[0]
+
+
+def test_minimisation_task_scores_direction_aware():
+    task = get_task("min-max-distance-ratio-16")
+    baseline = next(s for s in solutions(task) if s.recorded.kind == "baseline")
+    verdict = evaluate(task, baseline.output)
+    assert verdict.valid and verdict.score == 18.0
+    assert verdict.gain == pytest.approx(task.v_star - 18.0) and verdict.ratio < 0 and not verdict.beats_v_star
+
+
+def test_cli_list_show_score(tmp_path):
+    listed = cli("tasks", "list")
+    assert listed.returncode == 0
+    assert sum(task_id in listed.stdout for task_id in EXPECTED) == len(EXPECTED)
+    shown = cli("tasks", "show", "circle-packing-26")
+    assert "2.6359830849" in shown.stdout and "lp-hex-pattern" in shown.stdout
+    output = solutions(get_task("circle-packing-26"))[0].output
+    scored = json.loads(cli("tasks", "score", "circle-packing-26", str(output), "--json").stdout)
+    assert {"valid", "score", "v_star", "gain", "ratio", "errors"} <= set(scored) and scored["valid"]
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"circles": []}')
+    result = cli("tasks", "score", "circle-packing-26", str(bad), "--json")
+    assert result.returncode == 1 and json.loads(result.stdout)["valid"] is False
+    assert cli("tasks", "show", "no-such-task").returncode == 2
+    ibench = cli("tasks", "list", "--ibench")
+    assert "CirclePacking" in ibench.stdout and ibench.stdout.count("\n") == 18
+
+
+def test_cli_solve_quick(tmp_path):
+    result = cli("tasks", "solve", "kissing-number-11", "--solution", "root-system-d11", "--quick",
+                 "--out", str(Path(tmp_path) / "kiss.json"))
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["score"] == 220.0
+
+
+def test_checks_of_one_task_pass():
+    results = run_checks(get_task("kissing-number-11"))
+    assert results and all(r.passed for r in results), [r for r in results if not r.passed]
+
+
+def test_checks_catch_a_wrong_recorded_score(tmp_path):
+    source = get_task("kissing-number-11").root
+    copy = tmp_path / "kissing-number-11"
+    shutil.copytree(source, copy)
+    score_file = copy / "solutions" / "root-system-d11" / "score.json"
+    recorded = json.loads(score_file.read_text())
+    recorded["score"] = 221.0
+    score_file.write_text(json.dumps(recorded))
+    failed = [r for r in run_checks(load_task(copy)) if not r.passed]
+    assert any("committed output" in r.check for r in failed)
+
+
+def test_all_standardisation_checks_pass():
+    result = cli("tasks", "check", "--all", timeout=1800)
+    assert result.returncode == 0, result.stdout[-3000:]
+    assert "all checks passed" in result.stdout
+
+
+def test_diversity_is_honestly_not_computed_yet():
+    diversity = task_diversity(get_task("circle-packing-26"))
+    assert diversity.value is None and "not computed" in diversity.detail
+
+
+def test_log_normalisation_and_consistency():
+    leaderboard = np.array([2.635, 2.63, 2.62, 2.5, 2.2, 2.0])
+    normalised = log_normalise(leaderboard, best=2.635, worst=2.0)
+    assert normalised[0] == 1.0 and normalised[-1] == 0.0 and np.all(np.diff(normalised) < 0)
+    good = normalisation_consistency(normalised, leaderboard)
+    assert good.passed and good.kendall == pytest.approx(1.0)
+    shuffled = normalisation_consistency(normalised[::-1], leaderboard)
+    assert not shuffled.passed
+    minimise = log_normalise([10.0, 12.0, 30.0], best=10.0, worst=30.0)
+    assert minimise.tolist()[0] == 1.0 and minimise[1] > minimise[2]
+    with pytest.raises(ValueError, match="extrema"):
+        log_normalise([3.0], best=2.635, worst=2.0)
