@@ -123,6 +123,50 @@ def _tasks_score(args: argparse.Namespace) -> int:
     return 0 if verdict.valid else 1
 
 
+def _sandbox_build_image(args: argparse.Namespace) -> int:
+    from innolab.gym.image import build_base_image
+
+    return build_base_image(args.tag)
+
+
+def _sandbox_exec(args: argparse.Namespace) -> int:
+    from innolab.gym.factory import open_sandbox
+    from innolab.gym.sandbox import SandboxError
+    from innolab.tasks import get_task
+
+    command = args.cmd[1:] if args.cmd and args.cmd[0] == "--" else args.cmd
+    if not command:
+        print("innolab sandbox exec: give a command after --", file=sys.stderr)
+        return 2
+    try:
+        sandbox = open_sandbox(get_task(args.task), args.runtime, args.image)
+    except SandboxError as error:
+        print(f"innolab sandbox exec: {error}", file=sys.stderr)
+        return 2
+    try:
+        result = sandbox.exec(command, timeout_s=args.timeout)
+    finally:
+        sandbox.close()
+    sys.stdout.write(result.stdout)
+    sys.stderr.write(result.stderr)
+    return result.returncode
+
+
+def _run(args: argparse.Namespace) -> int:
+    from innolab.gym.run import RunError, execute
+
+    if not args.resume:
+        print("innolab run: only --resume RUN_DIR is available until the agent scaffolds land", file=sys.stderr)
+        return 2
+    try:
+        outcome = execute(Path(args.resume), resume=True)
+    except RunError as error:
+        print(f"innolab run: {error}", file=sys.stderr)
+        return 2
+    print(outcome["run_dir"])
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="innolab",
@@ -171,6 +215,23 @@ def build_parser() -> argparse.ArgumentParser:
     score.add_argument("file", metavar="FILE")
     score.add_argument("--json", action="store_true", help="print one JSON object")
     score.set_defaults(handler=_tasks_score)
+
+    sandbox = commands.add_parser("sandbox", help="sandboxes: build the offline image, run a command")
+    sandbox_sub = sandbox.add_subparsers(dest="sandbox_command", metavar="ACTION", required=True)
+    build = sandbox_sub.add_parser("build-image", help="build the offline base image (debootstrap + docker import)")
+    build.add_argument("--tag", default="innolab/base:latest")
+    build.set_defaults(handler=_sandbox_build_image)
+    sexec = sandbox_sub.add_parser("exec", help="run one command in a fresh sandbox of a task, as an agent would")
+    sexec.add_argument("--task", required=True, metavar="ID")
+    sexec.add_argument("--runtime", choices=["local", "docker"], default="local")
+    sexec.add_argument("--image", default=None, help="docker image (default innolab/base:latest)")
+    sexec.add_argument("--timeout", type=float, default=120.0)
+    sexec.add_argument("cmd", nargs=argparse.REMAINDER, metavar="-- CMD...")
+    sexec.set_defaults(handler=_sandbox_exec)
+
+    run = commands.add_parser("run", help="run an agent on a task; --resume continues a killed run")
+    run.add_argument("--resume", metavar="RUN_DIR", help="continue the run in RUN_DIR from its last checkpoint")
+    run.set_defaults(handler=_run)
     return parser
 
 

@@ -47,7 +47,8 @@ def run_checks(task: Task, quick: bool = True) -> list[CheckResult]:
     record("a trivial baseline", len(baselines) >= 1, f"{len(baselines)} baseline(s)")
     for solution in known:
         missing = [f for f in CARD_FILES if not (solution.folder / f).is_file()]
-        record(f"{solution.name}: method card", not missing, f"missing {missing}" if missing else "summary + pseudocode")
+        detail = f"missing {missing}" if missing else "summary + pseudocode"
+        record(f"{solution.name}: method card", not missing, detail)
         results += _reproduction(task, solution, quick)
     for baseline in baselines:
         for reference in references:

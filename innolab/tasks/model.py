@@ -102,9 +102,14 @@ class TaskSpec(Strict):
         return self
 
 
-VALIDATE_PY = '''"""Validator: python validate.py SUBMISSION.json prints {"valid", "score", "errors"}; exit 0 iff valid."""
+VALIDATE_PY = '''"""Validator: python validate.py SUBMISSION.json prints {"valid", "score", "errors"}; 0 iff valid."""
 
-import taskkit
+import pathlib
+import sys
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))  # taskkit.py lies beside this file
+
+import taskkit  # noqa: E402
 
 if __name__ == "__main__":
     taskkit.main_from_config("task.json")

@@ -340,7 +340,7 @@ def job_shop(data: dict[str, Any], instances: dict[str, dict[str, list[list[int]
     extra = sorted(set(schedules) - set(instances))
     missing = sorted(set(instances) - set(schedules))
     if extra or missing:
-        raise Invalid(f"schedules must name exactly the instances {sorted(instances)}; extra {extra}, missing {missing}")
+        raise Invalid(f"schedules must name exactly {sorted(instances)}; extra {extra}, missing {missing}")
     total = 0
     for name in sorted(instances):
         durations = np.array(instances[name]["duration_matrix"], dtype=np.int64)

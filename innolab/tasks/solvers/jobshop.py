@@ -8,8 +8,8 @@ from typing import Any
 
 import numpy as np
 
-from innolab.tasks.solvers.cli import parse_args, write
 from innolab.tasks.registry import get_task
+from innolab.tasks.solvers.cli import parse_args, write
 
 Instance = dict[str, Any]
 

@@ -1,0 +1,1 @@
+"""iGym: the execution environment (sandboxes, tools, async dispatcher, budgets, traces, checkpoint/resume)."""

@@ -1,0 +1,149 @@
+"""Docker sandbox: no network, CPU/memory/pids limits, read-only root, non-root user, tmpfs-backed workspace."""
+
+from __future__ import annotations
+
+import io
+import os
+import tarfile
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from innolab.gym.sandbox import MAX_FILE_BYTES, ExecResult, SandboxError, safe_members, tar_files, workspace_path
+
+DEFAULT_IMAGE = os.environ.get("INNOLAB_SANDBOX_IMAGE", "innolab/base:latest")
+WORKSPACE = "/workspace"
+
+
+@dataclass(frozen=True)
+class DockerLimits:
+    """Resource limits of one sandbox container."""
+
+    cpus: float = 2.0
+    memory_mb: int = 2048
+    pids: int = 256
+    workspace_mb: int = 512
+    tmp_mb: int = 256
+    gpus: int | str | None = None  # None: no GPU; "all" or a count: device requests for gpu tasks
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def docker_client():
+    import docker
+
+    try:
+        client = docker.from_env()
+        client.ping()
+    except Exception as error:  # the SDK raises several types for "no engine"
+        raise SandboxError(f"no Docker engine answers ({error}); start dockerd or use --runtime local") from None
+    return client
+
+
+def gpu_runtime_available(client) -> bool:
+    runtimes = client.info().get("Runtimes", {})
+    return "nvidia" in runtimes
+
+
+class DockerSandbox:
+    """One container per sandbox. The workspace is a tmpfs-backed volume (size-capped, never on the host disk)."""
+
+    runtime = "docker"
+
+    def __init__(self, image: str = DEFAULT_IMAGE, limits: DockerLimits | None = None, user: str = "1000:1000",
+                 client=None) -> None:
+        import docker
+
+        self.client = client or docker_client()
+        self.limits = limits or DockerLimits()
+        self.user = user
+        try:
+            self.client.images.get(image)
+        except docker.errors.ImageNotFound:
+            raise SandboxError(f"image {image} not found; build it with `innolab sandbox build-image`") from None
+        device_requests = None
+        if self.limits.gpus is not None:
+            if not gpu_runtime_available(self.client):
+                raise SandboxError("this task asks for a GPU but the Docker engine has no GPU runtime "
+                                   "(install the NVIDIA container toolkit, or run the task on a GPU host)")
+            count = -1 if self.limits.gpus == "all" else int(self.limits.gpus)
+            device_requests = [docker.types.DeviceRequest(count=count, capabilities=[["gpu"]])]
+        uid, gid = user.split(":")
+        self.volume = self.client.volumes.create(
+            driver="local",
+            driver_opts={"type": "tmpfs", "device": "tmpfs",
+                         "o": f"size={self.limits.workspace_mb}m,uid={uid},gid={gid},mode=0755"},
+            labels={"innolab": "workspace"},
+        )
+        try:
+            self.container = self.client.containers.run(
+                image, ["sleep", "infinity"], detach=True, user=user, working_dir=WORKSPACE,
+                network_disabled=True, network_mode="none", read_only=True,
+                volumes={self.volume.name: {"bind": WORKSPACE, "mode": "rw"}},
+                tmpfs={"/tmp": f"size={self.limits.tmp_mb}m,mode=1777",
+                       "/home/agent": f"size=16m,uid={uid},gid={gid}"},
+                mem_limit=f"{self.limits.memory_mb}m", memswap_limit=f"{self.limits.memory_mb}m",
+                nano_cpus=int(self.limits.cpus * 1e9), pids_limit=self.limits.pids,
+                cap_drop=["ALL"], security_opt=["no-new-privileges"], ipc_mode="private",
+                device_requests=device_requests, labels={"innolab": "sandbox"}, init=True,
+                environment={"HOME": "/home/agent", "PYTHONDONTWRITEBYTECODE": "1"}, **self.limits.extra,
+            )
+        except Exception:
+            self.volume.remove(force=True)
+            raise
+
+    def exec(self, command: list[str] | str, timeout_s: float = 60.0) -> ExecResult:
+        argv = ["/bin/bash", "-lc", command] if isinstance(command, str) else list(command)
+        # exec has no timeout of its own: coreutils' timeout kills the command's whole process group.
+        wrapped = ["timeout", "--kill-after=1", "--signal=KILL", f"{max(timeout_s, 0.1):.3f}", *argv]
+        start = time.monotonic()
+        result = self.container.exec_run(wrapped, user=self.user, workdir=WORKSPACE, demux=True)
+        out, err = result.output if isinstance(result.output, tuple) else (result.output, b"")
+        timed_out = result.exit_code in (124, 137) and time.monotonic() - start >= timeout_s * 0.95
+        return ExecResult(result.exit_code, (out or b"").decode(errors="replace"),
+                          (err or b"").decode(errors="replace"), timed_out, time.monotonic() - start)
+
+    def read_file(self, path: str, max_bytes: int = MAX_FILE_BYTES) -> bytes:
+        import docker
+
+        relative = workspace_path(path)
+        try:
+            stream, stat = self.container.get_archive(f"{WORKSPACE}/{relative}")
+        except docker.errors.NotFound:
+            raise SandboxError(f"{path} does not exist") from None
+        if stat.get("linkTarget") or stat["size"] > max_bytes:
+            raise SandboxError(f"{path} is a link or larger than {max_bytes} bytes")
+        data = b"".join(stream)
+        with tarfile.open(fileobj=io.BytesIO(data)) as archive:
+            member = archive.getmembers()[0]
+            if not member.isfile():
+                raise SandboxError(f"{path} is not a regular file")
+            handle = archive.extractfile(member)
+            return handle.read() if handle else b""
+
+    def write_file(self, path: str, content: bytes) -> None:
+        relative = workspace_path(path)
+        parent = os.path.dirname(relative)
+        if parent:
+            self.exec(["mkdir", "-p", "--", parent], timeout_s=10)
+        # Remove any symlink planted at the target first, so the archive writes a regular file in place.
+        self.exec(["rm", "-f", "--", relative], timeout_s=10)
+        uid, gid = (int(v) for v in self.user.split(":"))
+        self.container.put_archive(WORKSPACE, tar_files({relative: content}, uid, gid))
+
+    def snapshot(self) -> bytes:
+        stream, _ = self.container.get_archive(f"{WORKSPACE}/.")
+        return b"".join(stream)
+
+    def restore(self, snapshot: bytes) -> None:
+        self.exec(["find", WORKSPACE, "-mindepth", "1", "-delete"], timeout_s=60)
+        buffer = io.BytesIO()
+        with tarfile.open(fileobj=io.BytesIO(snapshot)) as source, tarfile.open(fileobj=buffer, mode="w") as clean:
+            for member in safe_members(source):
+                clean.addfile(member, source.extractfile(member) if member.isfile() else None)
+        self.container.put_archive(WORKSPACE, buffer.getvalue())
+
+    def close(self) -> None:
+        try:
+            self.container.remove(force=True)
+        finally:
+            self.volume.remove(force=True)

@@ -1,0 +1,81 @@
+"""The sandbox protocol (exec, files, snapshot/restore, close) and what every back end shares."""
+
+from __future__ import annotations
+
+import io
+import posixpath
+import tarfile
+from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
+
+MAX_FILE_BYTES = 20_000_000
+
+
+class SandboxError(RuntimeError):
+    """A sandbox operation that cannot be done (a path outside the workspace, a missing engine, a symlink...)."""
+
+
+@dataclass(frozen=True)
+class ExecResult:
+    returncode: int
+    stdout: str
+    stderr: str
+    timed_out: bool = False
+    duration_s: float = 0.0
+
+
+@runtime_checkable
+class Sandbox(Protocol):
+    """Where an agent's commands run. Paths are relative to the workspace; absolute paths are refused."""
+
+    runtime: str
+
+    def exec(self, command: list[str] | str, timeout_s: float = 60.0) -> ExecResult: ...
+
+    def read_file(self, path: str, max_bytes: int = MAX_FILE_BYTES) -> bytes: ...
+
+    def write_file(self, path: str, content: bytes) -> None: ...
+
+    def snapshot(self) -> bytes: ...
+
+    def restore(self, snapshot: bytes) -> None: ...
+
+    def close(self) -> None: ...
+
+
+def workspace_path(path: str) -> str:
+    """Normalise a workspace-relative path; refuse absolute paths and any way out of the workspace."""
+    if not isinstance(path, str) or not path or "\x00" in path:
+        raise SandboxError(f"path must be a non-empty string, got {path!r}")
+    if path.startswith("/"):
+        raise SandboxError(f"path {path!r} must be relative to the workspace")
+    normal = posixpath.normpath(path)
+    if normal == ".." or normal.startswith("../"):
+        raise SandboxError(f"path {path!r} leaves the workspace")
+    return normal
+
+
+def safe_members(archive: tarfile.TarFile) -> list[tarfile.TarInfo]:
+    """Regular files and folders only, each inside the archive root: links and devices never cross a boundary."""
+    members = []
+    for member in archive.getmembers():
+        name = posixpath.normpath(member.name.lstrip("./") or ".")
+        if name == "." and member.isdir():
+            continue
+        if name.startswith("..") or name.startswith("/"):
+            continue
+        if member.isfile() or member.isdir():
+            member.name = name
+            members.append(member)
+    return members
+
+
+def tar_files(files: dict[str, bytes], uid: int = 1000, gid: int = 1000) -> bytes:
+    """A tar archive of {relative path: content}, owned by the sandbox user."""
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w") as archive:
+        for name, content in sorted(files.items()):
+            info = tarfile.TarInfo(workspace_path(name))
+            info.size, info.uid, info.gid, info.mode = len(content), uid, gid, 0o644
+            archive.addfile(info, io.BytesIO(content))
+    return buffer.getvalue()

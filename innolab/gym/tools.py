@@ -1,0 +1,150 @@
+"""Agent tools as OpenAI tool schemas, executed against a sandbox: bash, python, files, validate, submit."""
+
+from __future__ import annotations
+
+import json
+import shlex
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from innolab.gym.sandbox import Sandbox, SandboxError
+
+MAX_OUTPUT_CHARS = 8000
+SUBMISSION_PATH = "submission.json"
+
+
+def truncate(text: str, limit: int = MAX_OUTPUT_CHARS) -> str:
+    """Keep the head and the tail of a long output, with a marker saying how much was cut."""
+    if len(text) <= limit:
+        return text
+    head, tail = text[: limit // 2], text[-limit // 2 :]
+    return f"{head}\n[... truncated {len(text) - len(head) - len(tail)} characters ...]\n{tail}"
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    id: str
+    name: str
+    arguments: dict[str, Any]
+
+
+@dataclass
+class ToolResult:
+    call_id: str
+    name: str
+    output: str
+    ok: bool
+    duration_s: float = 0.0
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def _schema(name: str, description: str, properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
+    return {"type": "function", "function": {"name": name, "description": description, "parameters": {
+        "type": "object", "properties": properties, "required": required, "additionalProperties": False}}}
+
+
+_PATH = {"type": "string", "description": "path relative to the workspace"}
+_TIMEOUT = {"type": "number", "description": "seconds before the command is killed", "minimum": 1}
+
+TOOL_SPECS: list[dict[str, Any]] = [
+    _schema("bash", "Run a bash command in the workspace.", {"command": {"type": "string"}, "timeout": _TIMEOUT},
+            ["command"]),
+    _schema("python", "Run Python code in the workspace (python3 -c).", {"code": {"type": "string"},
+            "timeout": _TIMEOUT}, ["code"]),
+    _schema("read_file", "Read a text file.", {"path": _PATH}, ["path"]),
+    _schema("write_file", "Create or overwrite a file.", {"path": _PATH, "content": {"type": "string"}},
+            ["path", "content"]),
+    _schema("edit_file", "Replace one exact occurrence of old with new in a file.",
+            {"path": _PATH, "old": {"type": "string"}, "new": {"type": "string"}}, ["path", "old", "new"]),
+    _schema("list_files", "List files under a folder of the workspace.", {"path": _PATH}, []),
+    _schema("validate", "Check a candidate submission with the task's validator (format and constraints).",
+            {"path": _PATH}, ["path"]),
+    _schema("submit", "Record a candidate as your submission; the last valid one is scored after the run.",
+            {"path": _PATH}, ["path"]),
+]
+TOOL_NAMES = [spec["function"]["name"] for spec in TOOL_SPECS]
+DEFAULT_TIMEOUTS = {"bash": 120.0, "python": 120.0, "validate": 60.0, "submit": 60.0}
+
+
+class ToolError(ValueError):
+    """A tool call with an unknown name or arguments that break its schema."""
+
+
+def check_arguments(call: ToolCall) -> None:
+    spec = next((s["function"] for s in TOOL_SPECS if s["function"]["name"] == call.name), None)
+    if spec is None:
+        raise ToolError(f"unknown tool {call.name!r}; tools: {', '.join(TOOL_NAMES)}")
+    parameters = spec["parameters"]
+    missing = [k for k in parameters["required"] if k not in call.arguments]
+    extra = [k for k in call.arguments if k not in parameters["properties"]]
+    if missing or extra:
+        raise ToolError(f"{call.name}: missing arguments {missing}, unknown arguments {extra}")
+    for key, value in call.arguments.items():
+        expected = parameters["properties"][key]["type"]
+        if expected == "string" and not isinstance(value, str):
+            raise ToolError(f"{call.name}: argument {key!r} must be a string")
+        if expected == "number" and (not isinstance(value, int | float) or isinstance(value, bool) or value <= 0):
+            raise ToolError(f"{call.name}: argument {key!r} must be a positive number")
+
+
+class Toolbox:
+    """Runs tool calls against one sandbox. Blocking; the dispatcher runs calls in threads, concurrently."""
+
+    def __init__(self, sandbox: Sandbox, on_submit: Callable[[str, dict[str, Any]], None] | None = None) -> None:
+        self.sandbox = sandbox
+        self.on_submit = on_submit
+
+    def run(self, call: ToolCall, timeout_s: float) -> ToolResult:
+        try:
+            check_arguments(call)
+            output, ok, extra = getattr(self, f"_{call.name}")(timeout_s=timeout_s, **call.arguments)
+        except (ToolError, SandboxError, UnicodeDecodeError) as error:
+            return ToolResult(call.id, call.name, f"error: {error}", False)
+        return ToolResult(call.id, call.name, truncate(output), ok, extra=extra)
+
+    def _command(self, argv: list[str] | str, timeout_s: float) -> tuple[str, bool, dict[str, Any]]:
+        result = self.sandbox.exec(argv, timeout_s=timeout_s)
+        text = result.stdout + (f"\n[stderr]\n{result.stderr}" if result.stderr else "")
+        if result.timed_out:
+            text += f"\n[killed after {timeout_s:g} s]"
+        return f"{text}\n[exit code {result.returncode}]", result.returncode == 0, {"returncode": result.returncode}
+
+    def _bash(self, command: str, timeout_s: float, timeout: float | None = None) -> tuple[str, bool, dict]:
+        return self._command(command, min(timeout or timeout_s, timeout_s))
+
+    def _python(self, code: str, timeout_s: float, timeout: float | None = None) -> tuple[str, bool, dict]:
+        return self._command(["python3", "-c", code], min(timeout or timeout_s, timeout_s))
+
+    def _read_file(self, path: str, timeout_s: float) -> tuple[str, bool, dict]:
+        return self.sandbox.read_file(path).decode("utf-8"), True, {}
+
+    def _write_file(self, path: str, content: str, timeout_s: float) -> tuple[str, bool, dict]:
+        self.sandbox.write_file(path, content.encode("utf-8"))
+        return f"wrote {len(content)} characters to {path}", True, {}
+
+    def _edit_file(self, path: str, old: str, new: str, timeout_s: float) -> tuple[str, bool, dict]:
+        text = self.sandbox.read_file(path).decode("utf-8")
+        count = text.count(old)
+        if count != 1:
+            return f"error: {path} contains the old text {count} times; it must occur exactly once", False, {}
+        self.sandbox.write_file(path, text.replace(old, new, 1).encode("utf-8"))
+        return f"edited {path}", True, {}
+
+    def _list_files(self, timeout_s: float, path: str = ".") -> tuple[str, bool, dict]:
+        return self._command(f"find {shlex.quote(path)} -maxdepth 3 -not -path '*/.*' | sort | head -500", timeout_s)
+
+    def _validate(self, path: str, timeout_s: float) -> tuple[str, bool, dict]:
+        result = self.sandbox.exec(["python3", "validate.py", path], timeout_s=timeout_s)
+        try:
+            verdict = json.loads(result.stdout.strip().splitlines()[-1])
+        except (IndexError, json.JSONDecodeError):
+            return f"validator failed: {truncate(result.stdout + result.stderr, 2000)}", False, {}
+        return json.dumps(verdict), bool(verdict.get("valid")), {"verdict": verdict}
+
+    def _submit(self, path: str, timeout_s: float) -> tuple[str, bool, dict]:
+        content = self.sandbox.read_file(path, max_bytes=50_000_000)
+        output, ok, extra = self._validate(path, timeout_s)
+        if self.on_submit:
+            self.on_submit(content.decode("utf-8", errors="replace"), extra.get("verdict", {}))
+        return f"recorded {path} as a submission; validator: {output}", ok, extra

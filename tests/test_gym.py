@@ -1,0 +1,206 @@
+"""The execution environment on the local runtime: sandbox, tools, dispatcher, budgets, traces, kill and resume."""
+
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from innolab import traces
+from innolab.gym.budget import Budget, BudgetError, parse_duration
+from innolab.gym.dispatcher import dispatch_sync
+from innolab.gym.factory import open_sandbox
+from innolab.gym.run import RunConfig, create_run, execute
+from innolab.gym.sandbox import SandboxError
+from innolab.gym.tools import TOOL_NAMES, TOOL_SPECS, Toolbox, ToolCall, truncate
+from innolab.tasks import get_task
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture
+def sandbox():
+    box = open_sandbox(get_task("circle-packing-26"), "local")
+    yield box
+    box.close()
+
+
+def test_local_sandbox_exec_files_and_timeout(sandbox):
+    assert sandbox.exec("echo hi && echo err >&2").stdout == "hi\n"
+    sandbox.write_file("a/b.txt", b"content")
+    assert sandbox.read_file("a/b.txt") == b"content"
+    slow = sandbox.exec("sleep 5", timeout_s=0.5)
+    assert slow.timed_out and slow.returncode == 124
+
+
+@pytest.mark.parametrize("path", ["/etc/passwd", "../x", "a/../../x", ""])
+def test_paths_outside_the_workspace_are_refused(sandbox, path):
+    with pytest.raises(SandboxError):
+        sandbox.read_file(path)
+
+
+def test_symlinks_out_of_the_workspace_are_refused(sandbox):
+    sandbox.exec("ln -s /etc/passwd link")
+    with pytest.raises(SandboxError, match="outside"):
+        sandbox.read_file("link")
+
+
+def test_snapshot_restore_round_trip(sandbox):
+    sandbox.write_file("keep.txt", b"1")
+    snap = sandbox.snapshot()
+    sandbox.write_file("later.txt", b"2")
+    sandbox.exec("rm keep.txt")
+    sandbox.restore(snap)
+    assert sandbox.read_file("keep.txt") == b"1"
+    assert sandbox.exec("test -e later.txt").returncode == 1
+
+
+def test_tool_specs_are_openai_function_schemas():
+    assert set(TOOL_NAMES) == {"bash", "python", "read_file", "write_file", "edit_file", "list_files", "validate",
+                               "submit"}
+    for spec in TOOL_SPECS:
+        assert spec["type"] == "function"
+        assert spec["function"]["parameters"]["type"] == "object"
+    json.dumps(TOOL_SPECS)
+
+
+def test_tools_run_against_the_sandbox(sandbox):
+    submitted = []
+    box = Toolbox(sandbox, on_submit=lambda content, verdict: submitted.append(verdict))
+    run = box.run
+    assert run(ToolCall("1", "write_file", {"path": "x.py", "content": "print(1)\nprint(2)\n"}), 10).ok
+    assert run(ToolCall("2", "edit_file", {"path": "x.py", "old": "print(2)", "new": "print(3)"}), 10).ok
+    assert "1\n3" in run(ToolCall("3", "bash", {"command": "python3 x.py"}), 10).output
+    assert not run(ToolCall("4", "edit_file", {"path": "x.py", "old": "print", "new": "p"}), 10).ok
+    assert "x.py" in run(ToolCall("5", "list_files", {}), 10).output
+    assert "42" in run(ToolCall("6", "python", {"code": "print(6*7)"}), 10).output
+    bad = run(ToolCall("7", "validate", {"path": "x.py"}), 10)
+    assert not bad.ok and "not valid JSON" in bad.output
+    assert not run(ToolCall("8", "rm_rf", {}), 10).ok
+    assert "unknown arguments" in run(ToolCall("9", "bash", {"command": "ls", "sudo": True}), 10).output
+    run(ToolCall("10", "submit", {"path": "x.py"}), 10)
+    assert submitted and submitted[0]["valid"] is False
+
+
+def test_long_outputs_are_truncated_with_a_marker():
+    text = "x" * 20_000
+    cut = truncate(text, 1000)
+    assert len(cut) < 1100 and "[... truncated 19000 characters ...]" in cut
+
+
+def test_calls_of_one_step_run_concurrently_and_return_in_order(sandbox):
+    # Each call waits until all eight have started: only concurrent execution can finish before the timeout.
+    barrier = ("touch started-$ID; for i in $(seq 100); do [ $(ls started-* | wc -l) -ge 8 ] && exit 0; sleep 0.1; "
+               "done; exit 1")
+    calls = [ToolCall(f"id{i}", "bash", {"command": barrier.replace("$ID", str(i))}) for i in range(8)]
+    results = dispatch_sync(Toolbox(sandbox), calls, {"bash": 30})
+    assert [r.call_id for r in results] == [f"id{i}" for i in range(8)]
+    assert all(r.ok for r in results), [r.output for r in results]
+
+
+def test_per_call_timeout_and_cancellation_at_the_deadline(sandbox):
+    results = dispatch_sync(Toolbox(sandbox), [ToolCall("a", "bash", {"command": "sleep 10"})], {"bash": 0.5})
+    assert not results[0].ok and "killed after" in results[0].output
+    results = dispatch_sync(Toolbox(sandbox), [ToolCall("b", "bash", {"command": "sleep 5"}),
+                                               ToolCall("c", "bash", {"command": "echo quick"})],
+                            {"bash": 30}, deadline_s=0.5)
+    assert "cancelled" in results[0].output and results[1].ok
+
+
+def test_budgets():
+    assert parse_duration("10m") == 600 and parse_duration("1.5h") == 5400 and parse_duration(90) == 90
+    with pytest.raises(BudgetError, match="duration"):
+        parse_duration("ten minutes")
+    budget = Budget(max_steps=2, max_tokens=100)
+    budget.spend(steps=1, tokens=50)
+    assert budget.exhausted() is None
+    budget.spend(tokens=60)
+    assert budget.exhausted() == "tokens"
+    with pytest.raises(BudgetError, match="max_steps"):
+        Budget(max_steps=0)
+
+
+def scripted_config(**changes):
+    args = {"task": "circle-packing-26", "policy": "tests.gym_policies:ScriptedPolicy",
+            "policy_args": {"steps": 6}, "max_steps": 50, "wall_clock_s": 300}
+    return RunConfig(**{**args, **changes})
+
+
+def test_scripted_run_is_traced_and_scored(tmp_path):
+    run_dir = create_run(scripted_config(), tmp_path / "run")
+    outcome = execute(run_dir, show_progress=False)
+    assert outcome["valid"] and outcome["score"] == pytest.approx(26 / 12, rel=1e-9)
+    frame = traces.load(run_dir)
+    types = set(frame["type"])
+    assert {"run_started", "tool_call", "tool_result", "checkpoint", "submission", "validation", "score",
+            "run_finished"} <= types
+    assert frame["seq"].tolist() == list(range(len(frame)))
+    line = traces.summary(run_dir)
+    assert "circle-packing-26" in line and "6 steps" in line and "agent_finished" in line
+    assert (run_dir / "submission" / "submission.json").is_file()
+    again = execute(run_dir, resume=True, show_progress=False)
+    assert again["already_finished"] and again["score"] == outcome["score"]
+    assert len(traces.load(run_dir)) == len(frame)
+
+
+def test_step_budget_ends_the_run_and_keeps_the_best_submission(tmp_path):
+    run_dir = create_run(scripted_config(max_steps=6, policy_args={"steps": 20}), tmp_path / "run")
+    outcome = execute(run_dir, show_progress=False)
+    assert outcome["reason"] == "steps" and not outcome["valid"]
+    frame = traces.load(run_dir)
+    score = frame[frame["type"] == "score"].iloc[0]
+    assert score["ratio"] == -1.0
+
+
+def test_trace_schema_is_checked(tmp_path):
+    (tmp_path / "trace.jsonl").write_text('{"v": 99, "seq": 0, "type": "run_started"}\n')
+    with pytest.raises(traces.TraceError, match="schema version"):
+        traces.load(tmp_path)
+
+
+def _steps_are_complete(run_dir: Path, steps: int) -> None:
+    events = traces.read_events(run_dir)
+    calls = [e for e in events if e["type"] == "tool_call"]
+    per_step = {}
+    for event in calls:
+        per_step.setdefault(event["step"], []).append(event["call_id"])
+    assert sorted(per_step) == list(range(steps)), f"missing or extra steps: {sorted(per_step)}"
+    for step, ids in per_step.items():
+        assert len(ids) == len(set(ids)), f"step {step} has duplicated tool calls {ids}"
+    checkpoints = [e["step"] for e in events if e["type"] == "checkpoint"]
+    assert checkpoints == list(range(1, steps + 1))
+    assert [e["seq"] for e in events] == list(range(len(events)))
+    assert sum(e["type"] == "run_started" for e in events) == 1
+    assert events[-1]["type"] == "run_finished"
+
+
+def _start(run_dir: Path, resume: bool) -> subprocess.Popen:
+    command = [sys.executable, "-m", "innolab.gym.run", str(run_dir), "--quiet"] + (["--resume"] if resume else [])
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+
+@pytest.mark.parametrize("trial", range(5))
+def test_sigkill_and_resume_leaves_no_missing_or_duplicated_step(tmp_path, trial):
+    rng = random.Random(trial)
+    steps = 8
+    run_dir = create_run(scripted_config(policy_args={"steps": steps, "sleep_s": 0.3}), tmp_path / "run")
+    kills, process = 0, _start(run_dir, resume=False)
+    while True:
+        try:
+            process.wait(timeout=rng.uniform(0.5, 2.5))
+            break
+        except subprocess.TimeoutExpired:
+            process.send_signal(signal.SIGKILL)
+            process.wait()
+            kills += 1
+            process = _start(run_dir, resume=True)
+    assert process.returncode == 0, process.stderr.read().decode()[-2000:]
+    assert kills >= 1
+    _steps_are_complete(run_dir, steps)
+    score = next(e for e in traces.read_events(run_dir) if e["type"] == "score")
+    assert score["valid"] and score["score"] == pytest.approx(26 / 12, rel=1e-9)
