@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import time
 from typing import Any
 
 from innolab.gym.run import Action, Observation
@@ -49,31 +48,24 @@ class ScriptedPolicy:
         self.next, self.seen = state["next"], list(state["seen"])
 
 
-class CommandPolicy:
-    """Runs a fixed list of bash commands, one per step (the isolation suite's adversary), then finishes."""
+class CallPolicy:
+    """Issues a fixed list of tool calls, one per step (the isolation suite's adversary), then finishes."""
 
-    name = "commands"
+    name = "calls"
 
-    def __init__(self, commands: list[str], submit_path: str | None = None, timeout: float = 30.0) -> None:
-        self.commands, self.submit_path, self.timeout = commands, submit_path, timeout
+    def __init__(self, calls: list[list[Any]]) -> None:
+        self.calls = calls  # [[tool name, arguments], ...]
         self.next = 0
 
     def step(self, observation: Observation) -> Action:
-        if self.next < len(self.commands):
-            self.next += 1
-            return Action([ToolCall(f"a{self.next}", "bash", {"command": self.commands[self.next - 1],
-                                                            "timeout": self.timeout})])
-        if self.submit_path and self.next == len(self.commands):
-            self.next += 1
-            return Action([ToolCall("submit", "submit", {"path": self.submit_path})])
-        return Action(done=True)
+        if self.next >= len(self.calls):
+            return Action(done=True)
+        name, arguments = self.calls[self.next]
+        self.next += 1
+        return Action([ToolCall(f"a{self.next}", name, arguments)])
 
     def state(self) -> dict[str, Any]:
         return {"next": self.next}
 
     def load_state(self, state: dict[str, Any]) -> None:
         self.next = state["next"]
-
-
-def slow(seconds: float) -> None:
-    time.sleep(seconds)

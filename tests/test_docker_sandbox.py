@@ -1,0 +1,62 @@
+"""The Docker back end: limits, files, links, snapshots, GPU requests, and a scripted run end to end."""
+
+import pytest
+
+from innolab import traces
+from innolab.gym.docker_sandbox import DockerLimits, DockerSandbox
+from innolab.gym.factory import open_sandbox
+from innolab.gym.run import RunConfig, create_run, execute
+from innolab.gym.sandbox import SandboxError
+from innolab.tasks import get_task
+
+
+@pytest.fixture
+def box(docker_client, base_image):
+    sandbox = open_sandbox(get_task("circle-packing-26"), "docker", base_image)
+    yield sandbox
+    sandbox.close()
+
+
+def test_exec_files_and_timeout(box):
+    assert box.exec("id -un").stdout.strip() == "agent"
+    assert set(box.exec("ls").stdout.split()) == {"description.md", "task.json", "taskkit.py", "validate.py"}
+    box.write_file("dir/a.txt", b"hello")
+    assert box.read_file("dir/a.txt") == b"hello"
+    slow = box.exec("sleep 10", timeout_s=1)
+    assert slow.timed_out and slow.returncode in (124, 137)
+
+
+def test_links_are_never_followed(box):
+    box.exec("ln -s /etc/passwd link && mkdir d && ln -s /etc d/etc")
+    with pytest.raises(SandboxError, match="link"):
+        box.read_file("link")
+    box.write_file("link", b"replaced")  # replaces the link itself, never writes through it
+    assert box.exec("test -L link").returncode == 1
+    assert box.read_file("link") == b"replaced"
+
+
+def test_snapshot_restore_drops_links(box):
+    box.write_file("keep.txt", b"1")
+    box.exec("ln -s / root-link")
+    snapshot = box.snapshot()
+    box.exec("rm keep.txt && touch later.txt")
+    box.restore(snapshot)
+    assert box.read_file("keep.txt") == b"1"
+    assert box.exec("test -e later.txt").returncode == 1
+    assert box.exec("test -L root-link").returncode == 1
+
+
+def test_gpu_request_without_gpu_runtime_is_a_clear_error(docker_client, base_image):
+    if "nvidia" in docker_client.info().get("Runtimes", {}):
+        pytest.skip("this host has a GPU runtime")
+    with pytest.raises(SandboxError, match="GPU"):
+        DockerSandbox(base_image, DockerLimits(gpus="all"))
+
+
+def test_scripted_run_in_docker(docker_client, base_image, tmp_path):
+    config = RunConfig(task="circle-packing-26", policy="tests.gym_policies:ScriptedPolicy",
+                       policy_args={"steps": 4}, runtime="docker", image=base_image, max_steps=20)
+    run_dir = create_run(config, tmp_path / "run")
+    outcome = execute(run_dir, show_progress=False)
+    assert outcome["valid"] and outcome["score"] == pytest.approx(26 / 12, rel=1e-9)
+    assert traces.load(run_dir)["type"].iloc[-1] == "run_finished"
