@@ -60,3 +60,14 @@ def test_scripted_run_in_docker(docker_client, base_image, tmp_path):
     outcome = execute(run_dir, show_progress=False)
     assert outcome["valid"] and outcome["score"] == pytest.approx(26 / 12, rel=1e-9)
     assert traces.load(run_dir)["type"].iloc[-1] == "run_finished"
+
+
+def test_cli_sandbox_exec_docker(docker_client, base_image):
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    innolab = str(Path(sys.executable).parent / "innolab")
+    done = subprocess.run([innolab, "sandbox", "exec", "--task", "circle-packing-26", "--runtime", "docker", "--",
+                           "bash", "-c", "id -un; ls /sys/class/net; exit 4"], capture_output=True, text=True)
+    assert done.returncode == 4 and done.stdout.split() == ["agent", "lo"]

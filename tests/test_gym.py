@@ -6,6 +6,7 @@ import random
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -204,3 +205,37 @@ def test_sigkill_and_resume_leaves_no_missing_or_duplicated_step(tmp_path, trial
     _steps_are_complete(run_dir, steps)
     score = next(e for e in traces.read_events(run_dir) if e["type"] == "score")
     assert score["valid"] and score["score"] == pytest.approx(26 / 12, rel=1e-9)
+
+
+def test_budget_end_keeps_the_best_submission(tmp_path):
+    from tests.gym_policies import GRID
+
+    calls = [["write_file", {"path": "p.json", "content": json.dumps({"circles": GRID})}],
+             ["submit", {"path": "p.json"}]] + [["bash", {"command": "true"}]] * 20
+    config = scripted_config(policy="tests.gym_policies:CallPolicy", policy_args={"calls": calls}, max_steps=5)
+    outcome = execute(create_run(config, tmp_path / "run"), show_progress=False)
+    assert outcome["reason"] == "steps" and outcome["valid"]
+
+
+INNOLAB = str(Path(sys.executable).parent / "innolab")
+
+
+def test_cli_sandbox_exec_local():
+    done = subprocess.run([INNOLAB, "sandbox", "exec", "--task", "circle-packing-26", "--", "bash", "-c",
+                           "ls; exit 3"], capture_output=True, text=True)
+    assert done.returncode == 3 and "validate.py" in done.stdout
+
+
+def test_cli_resume_continues_a_killed_run(tmp_path):
+    run_dir = create_run(scripted_config(policy_args={"steps": 5, "sleep_s": 0.2}), tmp_path / "run")
+    process = _start(run_dir, resume=False)
+    while not (run_dir / "checkpoint" / "state.json").exists():
+        time.sleep(0.05)
+    process.send_signal(signal.SIGKILL)
+    process.wait()
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    done = subprocess.run([INNOLAB, "run", "--resume", str(run_dir)], capture_output=True, text=True, env=env,
+                          cwd=ROOT)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip().splitlines()[-1] == str(run_dir)
+    _steps_are_complete(run_dir, 5)

@@ -1,0 +1,99 @@
+"""Benchmark: tool-call overhead (local, Docker), 8 concurrent 1-second calls, and resuming a killed run."""
+
+from __future__ import annotations
+
+import os
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from innolab.gym.dispatcher import dispatch_sync
+from innolab.gym.factory import open_sandbox
+from innolab.gym.run import RunConfig, create_run
+from innolab.gym.sandbox import SandboxError
+from innolab.gym.tools import Toolbox, ToolCall
+from innolab.tasks import get_task
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def overhead_ms(runtime: str, calls: int = 30) -> float | None:
+    try:
+        sandbox = open_sandbox(get_task("circle-packing-26"), runtime)  # type: ignore[arg-type]
+    except SandboxError as error:
+        print(f"  {runtime}: skipped ({error})")
+        return None
+    toolbox = Toolbox(sandbox)
+    try:
+        times = []
+        for i in range(calls):
+            start = time.perf_counter()
+            result = toolbox.run(ToolCall(str(i), "bash", {"command": "true"}), 10)
+            times.append((time.perf_counter() - start) * 1000)
+            assert result.ok
+    finally:
+        sandbox.close()
+    return statistics.median(times)
+
+
+def concurrency(n: int = 8, seconds: float = 1.0) -> tuple[float, float]:
+    sandbox = open_sandbox(get_task("circle-packing-26"), "local")
+    toolbox = Toolbox(sandbox)
+    calls = [ToolCall(str(i), "bash", {"command": f"sleep {seconds}"}) for i in range(n)]
+    try:
+        start = time.perf_counter()
+        dispatch_sync(toolbox, calls)
+        together = time.perf_counter() - start
+        start = time.perf_counter()
+        for call in calls:
+            toolbox.run(call, 10)
+        one_by_one = time.perf_counter() - start
+    finally:
+        sandbox.close()
+    return together, one_by_one
+
+
+def resume_seconds() -> float:
+    with tempfile.TemporaryDirectory() as tmp:
+        config = RunConfig(task="circle-packing-26", policy="tests.gym_policies:ScriptedPolicy",
+                           policy_args={"steps": 40, "sleep_s": 0.05}, max_steps=100)
+        run_dir = create_run(config, Path(tmp) / "run")
+        env = {**os.environ, "PYTHONPATH": str(ROOT)}
+        command = [sys.executable, "-m", "innolab.gym.run", str(run_dir), "--quiet"]
+        process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        while not (run_dir / "checkpoint" / "state.json").exists():
+            time.sleep(0.05)
+        time.sleep(1.0)
+        process.send_signal(signal.SIGKILL)
+        process.wait()
+        # Resume time: from the command to the first event the resumed run writes (run_resumed).
+        start = time.perf_counter()
+        resumed = subprocess.Popen([*command, "--resume"], cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
+                                   stderr=subprocess.DEVNULL)
+        trace = run_dir / "trace.jsonl"
+        while b'"run_resumed"' not in trace.read_bytes():
+            time.sleep(0.005)
+        elapsed = time.perf_counter() - start
+        resumed.wait()
+        return elapsed
+
+
+def main() -> None:
+    print("tool-call overhead (`bash true`, median of 30)")
+    local = overhead_ms("local")
+    print(f"  local   {local:7.1f} ms   (target <= 10 ms: {'met' if local <= 10 else 'MISSED'})")
+    docker = overhead_ms("docker")
+    if docker is not None:
+        print(f"  docker  {docker:7.1f} ms   (target <= 100 ms: {'met' if docker <= 100 else 'MISSED'})")
+    together, one_by_one = concurrency()
+    print(f"8 concurrent 1-second calls: {together:.2f} s (target <= 1.3 s: {'met' if together <= 1.3 else 'MISSED'});"
+          f" one after another {one_by_one:.2f} s; ratio {one_by_one / together:.1f}x")
+    print(f"resume a killed run: {resume_seconds():.2f} s from the resume command to its first event")
+
+
+if __name__ == "__main__":
+    main()
