@@ -153,16 +153,55 @@ def _sandbox_exec(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from innolab.gym.run import RunError, execute
+    from innolab.agents.runs import agent_config
+    from innolab.gym.budget import BudgetError, parse_duration
+    from innolab.gym.run import RunError, create_run, execute
+    from innolab.llm import LLMError
 
-    if not args.resume:
-        print("innolab run: only --resume RUN_DIR is available until the agent scaffolds land", file=sys.stderr)
-        return 2
     try:
-        outcome = execute(Path(args.resume), resume=True)
-    except RunError as error:
+        if args.resume:
+            run_dir = Path(args.resume)
+            outcome = execute(run_dir, resume=True)
+        else:
+            if not args.agent or not args.task:
+                print("innolab run: give --agent and --task (or --resume RUN_DIR)", file=sys.stderr)
+                return 2
+            config = agent_config(args.agent, args.task, model=args.model, temperature=args.temperature,
+                                  seed=args.seed, budget_s=parse_duration(args.budget), runtime=args.runtime,
+                                  max_steps=args.max_steps, innovation_prompt=args.innovation_prompt,
+                                  initial_solution=Path(args.initial_solution).read_text()
+                                  if args.initial_solution else None)
+            run_dir = create_run(config, Path(args.run_dir) if args.run_dir else None)
+            print(f"run directory: {run_dir}", file=sys.stderr)
+            outcome = execute(run_dir)
+    except (RunError, BudgetError, LLMError, ValueError) as error:
         print(f"innolab run: {error}", file=sys.stderr)
         return 2
+    from innolab.traces import summary
+
+    print(summary(outcome["run_dir"]), file=sys.stderr)
+    print(outcome["run_dir"])
+    return 0
+
+
+def _llm_serve(args: argparse.Namespace) -> int:
+    import time
+
+    from innolab.llm import local
+
+    url = local.start()
+    print(url, flush=True)
+    try:
+        while True:
+            time.sleep(3600)
+    except KeyboardInterrupt:
+        return 0
+
+
+def _llm_replay(args: argparse.Namespace) -> int:
+    from innolab.agents.runs import replay
+
+    outcome = replay(Path(args.run_dir))
     print(outcome["run_dir"])
     return 0
 
@@ -229,9 +268,29 @@ def build_parser() -> argparse.ArgumentParser:
     sexec.add_argument("cmd", nargs=argparse.REMAINDER, metavar="-- CMD...")
     sexec.set_defaults(handler=_sandbox_exec)
 
-    run = commands.add_parser("run", help="run an agent on a task; --resume continues a killed run")
+    run = commands.add_parser("run", help="run an agent on a task; --resume continues a killed run",
+                              description="Run one agent on one task in a sandbox; prints the run directory last.")
+    run.add_argument("--agent", choices=["aide", "mlab", "codeact"])
+    run.add_argument("--task", metavar="ID")
+    run.add_argument("--model", help="model name (default: $INNOLAB_LLM_MODEL or the embedded smollm2)")
+    run.add_argument("--temperature", type=float)
+    run.add_argument("--seed", type=int, default=0)
+    run.add_argument("--budget", default="10m", help="wall clock, e.g. 90s, 10m, 2h (default 10m)")
+    run.add_argument("--max-steps", type=int, default=None)
+    run.add_argument("--runtime", choices=["local", "docker"], default="local")
+    run.add_argument("--innovation-prompt", action="store_true", help="ask explicitly for a novel method")
+    run.add_argument("--initial-solution", metavar="FILE", help="start from this prior solution's code")
+    run.add_argument("--run-dir", metavar="DIR", help="where to write the run (default results/runs/<id>)")
     run.add_argument("--resume", metavar="RUN_DIR", help="continue the run in RUN_DIR from its last checkpoint")
     run.set_defaults(handler=_run)
+
+    llm = commands.add_parser("llm", help="the LLM layer: serve the embedded model, replay a run from its cache")
+    llm_sub = llm.add_subparsers(dest="llm_command", metavar="ACTION", required=True)
+    serve = llm_sub.add_parser("serve", help="serve SmolLM2-135M-Instruct on 127.0.0.1; prints the base URL")
+    serve.set_defaults(handler=_llm_serve)
+    rep_llm = llm_sub.add_parser("replay", help="re-run a finished run from its response cache, no endpoint")
+    rep_llm.add_argument("run_dir", metavar="RUN_DIR")
+    rep_llm.set_defaults(handler=_llm_replay)
     return parser
 
 

@@ -39,6 +39,7 @@ class Action:
     done: bool = False
     tokens: int = 0
     cost_usd: float = 0.0
+    events: list[dict[str, Any]] = field(default_factory=list)  # e.g. llm_call, node: {"type": ..., ...}
 
 
 @dataclass
@@ -47,6 +48,7 @@ class Observation:
     task_description: str
     results: list[ToolResult]
     remaining_s: float | None
+    direction: str = "max"  # of the task's objective (visible: the description says it too)
 
 
 class Policy(Protocol):
@@ -101,13 +103,17 @@ def load_config(run_dir: Path) -> RunConfig:
     return RunConfig(**json.loads(path.read_text(encoding="utf-8")))
 
 
-def make_policy(config: RunConfig) -> Policy:
+def make_policy(config: RunConfig, run_dir: Path) -> Policy:
+    """Import and build the policy; a relative `cache_path` in its arguments lives in the run directory."""
     module_name, _, attribute = config.policy.partition(":")
     try:
         factory = getattr(importlib.import_module(module_name), attribute)
     except (ImportError, AttributeError) as error:
         raise RunError(f"policy {config.policy!r} cannot be imported: {error}") from None
-    return factory(**config.policy_args)
+    args = dict(config.policy_args)
+    if args.get("cache_path") and not Path(args["cache_path"]).is_absolute():
+        args["cache_path"] = str(run_dir / args["cache_path"])
+    return factory(**args)
 
 
 # ------------------------------------------------------------------------------------------- checkpoints
@@ -150,7 +156,7 @@ def execute(run_dir: Path, resume: bool = False, show_progress: bool = True) -> 
     run_dir = Path(run_dir)
     config = load_config(run_dir)
     task = get_task(config.task)
-    policy = make_policy(config)
+    policy = make_policy(config, run_dir)
     finished = _finished(run_dir) if resume else None
     if finished is not None:  # resuming a finished run changes nothing and reports its outcome
         return {"run_dir": str(run_dir), "reason": finished["reason"], "valid": finished["valid"],
@@ -203,9 +209,15 @@ def _loop(run_dir: Path, config: RunConfig, task, policy: Policy, sandbox, trace
             reason = budget.exhausted()
             if reason:
                 return reason
-            observation = Observation(step, task.description, results, budget.remaining_s())
-            action = policy.step(observation)
+            observation = Observation(step, task.description, results, budget.remaining_s(), task.direction)
+            try:
+                action = policy.step(observation)
+            except LLMError as error:  # the model stayed unreachable after its retries: end cleanly, score
+                trace.emit("llm_call", step=step, failed=True, error=str(error)[:500])
+                return "llm_error"
             budget.spend(tokens=action.tokens, cost_usd=action.cost_usd)
+            for event in action.events:
+                trace.emit(event["type"], step=step, **{k: v for k, v in event.items() if k != "type"})
             if action.done:
                 return "agent_finished"
             for call in action.tool_calls:

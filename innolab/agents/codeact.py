@@ -1,0 +1,63 @@
+"""CodeAct: code as action (a python or bash block per turn), observations fed back, submit and finish actions."""
+
+from __future__ import annotations
+
+import json
+
+from innolab.agents.base import LLMAgent, json_schema
+from innolab.gym.run import Action, Observation
+from innolab.gym.tools import ToolCall
+
+ROLE = ("You are a CodeAct agent. Each turn, act by writing code: a python or bash snippet that runs in the "
+        "workspace; you will see its output. When submission.json is ready, use the submit action with its path; "
+        "when done, use finish.")
+SCHEMA = json_schema("codeact_action", {
+    "thought": {"type": "string"},
+    "action": {"type": "string", "enum": ["python", "bash", "submit", "finish"]},
+    "code": {"type": "string", "description": "the code to run, or the path to submit"},
+}, ["thought", "action", "code"])
+TOOLS_NATIVE = ("python", "bash", "submit")
+
+
+class CodeActAgent(LLMAgent):
+    name = "codeact"
+    mode = "agent"
+
+    def __init__(self, native_tools: bool = False, **options) -> None:  # noqa: ANN003
+        super().__init__(**options)
+        self.native_tools = native_tools
+
+    def step(self, observation: Observation) -> Action:
+        memory = self.memory
+        if not memory:
+            memory["messages"] = [{"role": "system", "content": self.system_prompt(ROLE)},
+                                  {"role": "user", "content": observation.task_description}]
+            memory["turn"] = 0
+        elif observation.results:
+            memory["messages"].append({"role": "user",
+                                       "content": "Observation:\n" + self.describe_results(observation.results)})
+        turn = memory["turn"]
+        memory["turn"] += 1
+        if self.native_tools:
+            from innolab.gym.tools import TOOL_SPECS
+
+            specs = [s for s in TOOL_SPECS if s["function"]["name"] in TOOLS_NATIVE]
+            completion = self.client.chat(self.trimmed(memory["messages"]), tools=specs)
+            memory["messages"].append({"role": "assistant", "content": completion.text or json.dumps(
+                completion.tool_calls)})
+            calls = [ToolCall(f"t{turn}-{i}", c["name"], json.loads(c["arguments"] or "{}"))
+                     for i, c in enumerate(completion.tool_calls)]
+            return self.action(calls, completion, [self.llm_event(completion, "act")], done=not calls)
+        reply, completion = self.ask(self.trimmed(memory["messages"]), SCHEMA)
+        memory["messages"].append({"role": "assistant", "content": completion.text})
+        events = [self.llm_event(completion, "act")]
+        if reply is None or reply.get("action") not in ("python", "bash", "submit", "finish"):
+            memory["messages"].append({"role": "user", "content": "Reply with one JSON object: "
+                                       '{"thought": ..., "action": "python|bash|submit|finish", "code": ...}'})
+            return self.action([], completion, events)
+        kind, code = reply["action"], str(reply.get("code", ""))
+        if kind == "finish":
+            return self.action([], completion, events, done=True)
+        arguments = {"path": code.strip() or "submission.json"} if kind == "submit" else (
+            {"code": code} if kind == "python" else {"command": code})
+        return self.action([ToolCall(f"t{turn}", kind, arguments)], completion, events)

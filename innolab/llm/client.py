@@ -1,0 +1,172 @@
+"""OpenAI-compatible chat client: bounded retries with backoff and jitter, usage and cost, cache, structured output."""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from innolab.llm.cache import ResponseCache, request_key
+from innolab.llm.settings import LLMSettings
+
+
+class LLMError(RuntimeError):
+    """The model could not be reached after the retries, or a replay found no cached response."""
+
+
+@dataclass
+class Completion:
+    text: str
+    tool_calls: list[dict[str, Any]]
+    prompt_tokens: int
+    completion_tokens: int
+    cost_usd: float
+    cached: bool
+    key: str
+    attempts: list[dict[str, Any]] = field(default_factory=list)
+    latency_s: float = 0.0
+
+    def event(self) -> dict[str, Any]:
+        """The payload of an llm_call trace event."""
+        payload = asdict(self)
+        payload["response"] = payload.pop("text")
+        return payload
+
+
+def _retryable(error: Exception) -> bool:
+    import openai
+
+    if isinstance(error, openai.APIStatusError):
+        return error.status_code == 429 or error.status_code >= 500
+    return isinstance(error, openai.APITimeoutError | openai.APIConnectionError | json.JSONDecodeError
+                      | openai.APIResponseValidationError | ValueError)
+
+
+class LLMClient:
+    """Chat completions through the `openai` SDK against any compatible endpoint (or the embedded model)."""
+
+    def __init__(self, settings: LLMSettings | None = None, cache: ResponseCache | None = None,
+                 replay_only: bool = False, sleep: Callable[[float], None] = time.sleep) -> None:
+        self.settings = settings or LLMSettings.from_env()
+        self.cache = cache
+        self.replay_only = replay_only
+        self.sleep = sleep
+        self._client: Any = None
+        self.supports_schema = True
+        self.calls = 0  # requests that reached the endpoint (cache hits excluded)
+
+    def _sdk(self) -> Any:
+        if self._client is None:
+            import openai
+
+            base_url = self.settings.base_url
+            if base_url is None:
+                from innolab.llm import local
+
+                base_url = local.start()
+            self._client = openai.OpenAI(base_url=base_url, api_key=self.settings.api_key or "not-needed",
+                                         max_retries=0, timeout=self.settings.timeout_s)
+        return self._client
+
+    def request(self, messages: list[dict[str, Any]], response_format: dict[str, Any] | None = None,
+                tools: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+        s = self.settings
+        request: dict[str, Any] = {"model": s.model, "messages": messages, "temperature": s.temperature,
+                                   "max_tokens": s.max_tokens, "seed": s.seed, "top_p": s.top_p,
+                                   "response_format": response_format if self.supports_schema else None,
+                                   "tools": tools}
+        return {k: v for k, v in request.items() if v is not None}
+
+    def chat(self, messages: list[dict[str, Any]], response_format: dict[str, Any] | None = None,
+             tools: list[dict[str, Any]] | None = None) -> Completion:
+        request = self.request(messages, response_format, tools)
+        key = request_key(request)
+        if self.cache is not None:
+            hit = self.cache.get(request)
+            if hit is not None:
+                return Completion(**{**hit, "cached": True, "attempts": [], "latency_s": 0.0})
+        if self.replay_only:
+            raise LLMError(f"replay: no cached response for request {key[:12]}")
+        attempts: list[dict[str, Any]] = []
+        start = time.monotonic()
+        for attempt in range(self.settings.max_retries + 1):
+            try:
+                response = self._sdk().chat.completions.create(**request)
+                payload = self._payload(response, key)
+                break
+            except Exception as error:  # classified below; non-retryable errors propagate
+                import openai
+
+                if (isinstance(error, openai.BadRequestError) and "response_format" in request
+                        and "response_format" in str(error)):
+                    self.supports_schema = False  # no JSON-schema support: ask in plain text, parse robustly
+                    request = self.request(messages, None, tools)
+                    attempts.append({"attempt": attempt, "error": "response_format unsupported", "wait_s": 0})
+                    continue
+                if not _retryable(error) or attempt == self.settings.max_retries:
+                    attempts.append({"attempt": attempt, "error": f"{type(error).__name__}: {error}"[:300]})
+                    raise LLMError(f"LLM call failed after {attempt + 1} attempt(s): {error}") from error
+                wait = self.settings.backoff_s * 2**attempt * (0.5 + random.random())
+                attempts.append({"attempt": attempt, "error": f"{type(error).__name__}: {error}"[:300],
+                                 "wait_s": round(wait, 3)})
+                self.sleep(wait)
+        self.calls += 1
+        if self.cache is not None:
+            self.cache.put(request, payload)  # before use: a kill after this point repeats no call
+        return Completion(**payload, cached=False, attempts=attempts, latency_s=time.monotonic() - start)
+
+    def _payload(self, response: Any, key: str) -> dict[str, Any]:
+        if not getattr(response, "choices", None):
+            raise ValueError("response has no choices")
+        message = response.choices[0].message
+        usage = response.usage
+        prompt = getattr(usage, "prompt_tokens", 0) or 0
+        completion = getattr(usage, "completion_tokens", 0) or 0
+        price_in, price_out = self.settings.prices()
+        calls = [{"id": c.id, "name": c.function.name, "arguments": c.function.arguments}
+                 for c in (message.tool_calls or [])]
+        return {"text": message.content or "", "tool_calls": calls, "prompt_tokens": prompt,
+                "completion_tokens": completion, "cost_usd": (prompt * price_in + completion * price_out) / 1e6,
+                "key": key}
+
+
+_FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL)
+
+
+def parse_json_object(text: str) -> dict[str, Any]:
+    """The first JSON object in a model's text: inside a code fence or bare, tolerant of prose around it."""
+    candidates = [m.group(1) for m in _FENCE.finditer(text)] + [text]
+    for candidate in candidates:
+        start = candidate.find("{")
+        while start != -1:
+            depth, in_string, escape = 0, False, False
+            for end in range(start, len(candidate)):
+                char = candidate[end]
+                if in_string:
+                    if escape:
+                        escape = False
+                    elif char == "\\":
+                        escape = True
+                    elif char == '"':
+                        in_string = False
+                    continue
+                if char == '"':
+                    in_string = True
+                elif char == "{":
+                    depth += 1
+                elif char == "}":
+                    depth -= 1
+                    if depth == 0:
+                        try:
+                            value = json.loads(candidate[start : end + 1])
+                        except json.JSONDecodeError:
+                            break
+                        if isinstance(value, dict):
+                            return value
+                        break
+            start = candidate.find("{", start + 1)
+    raise ValueError("no JSON object found in the model's reply")

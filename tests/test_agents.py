@@ -1,0 +1,117 @@
+"""The three scaffolds on one abstraction, driven by a scripted OpenAI-compatible server and by the local model."""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from innolab import traces
+from innolab.agents.runs import agent_config, replay
+from innolab.gym.run import create_run, execute
+from tests.fake_llm import FakeLLM
+
+ROOT = Path(__file__).resolve().parent.parent
+AGENTS = ["aide", "mlab", "codeact"]
+
+
+def fake_config(agent, url, runtime="local", **extra):
+    return agent_config(agent, "circle-packing-26", budget_s=300, runtime=runtime, max_steps=12,
+                        settings={"base_url": url, "model": "fake", "backoff_s": 0.0, "timeout_s": 2.0,
+                                  "max_retries": 6}, **extra)
+
+
+def check_valid_scored_run(run_dir):
+    events = traces.read_events(run_dir)
+    assert events[0]["type"] == "run_started" and events[-1]["type"] == "run_finished"
+    score = next(e for e in events if e["type"] == "score")
+    assert score["valid"] and score["score"] == pytest.approx(26 / 12, rel=1e-9)
+    assert any(e["type"] == "llm_call" for e in events)
+    return events
+
+
+@pytest.mark.parametrize("agent", AGENTS)
+def test_scaffold_reaches_a_valid_scored_submission_local(agent, tmp_path):
+    with FakeLLM() as server:
+        run_dir = create_run(fake_config(agent, server.base_url), tmp_path / "run")
+        execute(run_dir, show_progress=False)
+    events = check_valid_scored_run(run_dir)
+    if agent == "aide":
+        nodes = [e for e in events if e["type"] == "node"]
+        assert nodes and nodes[0]["valid"] and nodes[0]["metric"] == pytest.approx(26 / 12, rel=1e-9)
+
+
+@pytest.mark.parametrize("agent", AGENTS)
+def test_scaffold_reaches_a_valid_scored_submission_docker(agent, tmp_path, docker_client, base_image):
+    with FakeLLM() as server:
+        run_dir = create_run(fake_config(agent, server.base_url, runtime="docker"), tmp_path / "run")
+        execute(run_dir, show_progress=False)
+    check_valid_scored_run(run_dir)
+
+
+def test_codeact_with_native_tool_calls(tmp_path):
+    with FakeLLM() as server:
+        run_dir = create_run(fake_config("codeact", server.base_url, native_tools=True), tmp_path / "run")
+        execute(run_dir, show_progress=False)
+    check_valid_scored_run(run_dir)
+
+
+@pytest.mark.parametrize("agent", AGENTS)
+def test_faults_are_retried_and_traced(agent, tmp_path):
+    with FakeLLM(["429", "500", "timeout", "malformed", "drop"], slow_s=3.0) as server:
+        run_dir = create_run(fake_config(agent, server.base_url), tmp_path / "run")
+        execute(run_dir, show_progress=False)
+    events = check_valid_scored_run(run_dir)
+    retried = [a for e in events if e["type"] == "llm_call" for a in e["attempts"]]
+    assert len(retried) == 5, retried
+
+
+def test_kill_and_resume_repeats_no_llm_call(tmp_path):
+    import json
+
+    # Each program sleeps 1 s, so a kill right after an llm_call event lands inside that step, before its checkpoint.
+    with FakeLLM(program_sleep_s=1.0) as server:
+        config = fake_config("aide", server.base_url)
+        config.max_steps = 6
+        run_dir = create_run(config, tmp_path / "run")
+        env = {**os.environ, "PYTHONPATH": str(ROOT)}
+        command = [sys.executable, "-m", "innolab.gym.run", str(run_dir), "--quiet"]
+        process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        trace = run_dir / "trace.jsonl"
+        while not trace.exists() or trace.read_bytes().count(b'"llm_call"') < 2:
+            time.sleep(0.01)
+        process.send_signal(signal.SIGKILL)
+        process.wait()
+        done = subprocess.run([*command, "--resume"], cwd=ROOT, env=env, capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr[-2000:]
+    events = traces.read_events(run_dir)
+    calls = [e for e in events if e["type"] == "llm_call"]
+    requests = [json.dumps(r, sort_keys=True) for r in server.requests]
+    assert len(requests) == len(set(requests)), "a request reached the endpoint twice"
+    assert sum(e["cached"] for e in calls) >= 1, "the redone step should have been served by the cache"
+    assert any(e["type"] == "run_resumed" for e in events) and events[-1]["type"] == "run_finished"
+
+
+def test_replay_needs_no_endpoint(tmp_path):
+    with FakeLLM() as server:
+        run_dir = create_run(fake_config("codeact", server.base_url), tmp_path / "run")
+        first = execute(run_dir, show_progress=False)
+    outcome = replay(run_dir)  # the server is gone: every answer must come from the cache
+    assert outcome["score"] == first["score"]
+    events = traces.read_events(Path(outcome["run_dir"]))
+    assert all(e["cached"] for e in events if e["type"] == "llm_call")
+
+
+@pytest.mark.parametrize("agent", AGENTS)
+def test_scaffold_on_the_local_model_ends_cleanly(agent, tmp_path):
+    pytest.importorskip("xllamacpp")
+    config = agent_config(agent, "circle-packing-26", budget_s=120, settings={"max_tokens": 256})
+    run_dir = create_run(config, tmp_path / "run")
+    outcome = execute(run_dir, show_progress=False)
+    events = traces.read_events(run_dir)
+    assert events[0]["type"] == "run_started" and events[-1]["type"] == "run_finished"
+    assert any(e["type"] == "llm_call" and not e["cached"] for e in events)
+    assert outcome["reason"] in ("wall_clock", "agent_finished", "steps")
