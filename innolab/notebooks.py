@@ -124,3 +124,43 @@ def reproduce(
 def _matches(notebook: Path, name: str) -> bool:
     name = name.removesuffix(".ipynb")
     return notebook.stem == name or notebook.stem.split("_", 1)[1] == name
+
+
+DEMO_AGENTS = ("aide", "mlab", "codeact")
+RUN_NOTEBOOK = "01_run_agent.ipynb"
+
+
+def run_demos(output: Path | None = None, budget: str = "60s", agents: Iterable[str] = DEMO_AGENTS,
+              extra_parameters: dict[str, Any] | None = None, show_progress: bool = True) -> Path:
+    """One short run per scaffold through notebooks/01_run_agent.ipynb (executed copy kept in each run
+    directory); their trace summaries go to output/results/demo_runs.csv."""
+    import time
+
+    import pandas as pd
+
+    from innolab import traces
+
+    output = (output or project_root()).resolve()
+    results_dir, _ = output_dirs(output)
+    runs = results_dir / "runs"
+    rows = []
+    for agent in tqdm(list(agents), desc="demo runs", unit="run", disable=not show_progress):
+        run_dir = runs / f"demo-{time.strftime('%Y%m%d-%H%M%S')}-{agent}"
+        run_dir.mkdir(parents=True)
+        source = notebooks_dir() / RUN_NOTEBOOK
+        execute(source, run_dir / "run.ipynb", {
+            "agent": agent, "budget": budget, "run_dir": os.path.relpath(run_dir, source.parent),
+            "results_dir": os.path.relpath(results_dir, source.parent),
+            "figures_dir": os.path.relpath(output / "figures", source.parent), **(extra_parameters or {})})
+        events = traces.read_events(run_dir)
+        score = next((e for e in reversed(events) if e["type"] == "score"), {})
+        finished = events[-1] if events and events[-1]["type"] == "run_finished" else {}
+        rows.append({"agent": agent, "run": run_dir.name, "complete": bool(finished),
+                     "steps": len({e["step"] for e in events if e["type"] == "tool_call"}),
+                     "llm_calls": sum(e["type"] == "llm_call" for e in events),
+                     "valid": bool(score.get("valid")), "score": score.get("score"),
+                     "reason": finished.get("reason"), "summary": traces.summary(run_dir)})
+    table = results_dir / "demo_runs.csv"
+    table.parent.mkdir(parents=True, exist_ok=True)
+    pd.DataFrame(rows).to_csv(table, index=False)
+    return table

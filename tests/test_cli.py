@@ -29,7 +29,7 @@ def test_reproduce_unknown_notebook_is_a_clear_error(tmp_path):
 
 @pytest.mark.notebook
 def test_reproduce_only_one_notebook(tmp_path):
-    result = run("reproduce", "--only", "main_results", "--output", str(tmp_path))
+    result = run("reproduce", "--only", "main_results", "--output", str(tmp_path), "--no-demos")
     assert result.returncode == 0, result.stderr
     assert (tmp_path / "results" / "paper" / "table4_means.csv").exists()
     assert (tmp_path / "results" / "notebooks" / "10_main_results.ipynb").exists()

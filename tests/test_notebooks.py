@@ -8,6 +8,7 @@ import pytest
 
 from innolab import notebooks
 from innolab.paths import notebooks_dir
+from tests.fake_llm import FakeLLM
 
 ALL_NOTEBOOKS = sorted(notebooks_dir().glob("*.ipynb"))
 
@@ -26,8 +27,10 @@ def test_notebook_has_parameters_cell_and_executes(path, reproduced, tmp_path):
     assert any("parameters" in c.get("metadata", {}).get("tags", []) for c in cells), "no cell tagged parameters"
     out, executed = reproduced
     if path.name not in executed:  # opted out of `reproduce`: run it here on its own
-        notebooks.execute(path, tmp_path / path.name, {"results_dir": str(tmp_path / "results"),
-                                                      "figures_dir": str(tmp_path / "figures")})
+        with FakeLLM() as server:
+            extra = {"base_url": server.base_url, "max_steps": 10} if path.name == "01_run_agent.ipynb" else {}
+            notebooks.execute(path, tmp_path / path.name, {"results_dir": str(tmp_path / "results"),
+                                                          "figures_dir": str(tmp_path / "figures"), **extra})
         executed_copy = tmp_path / path.name
     else:
         executed_copy = out / "results" / "notebooks" / path.name
@@ -75,3 +78,14 @@ def test_analysis_notebooks_are_discovered():
     names = [p.stem for p in notebooks.analysis_notebooks()]
     assert {"00_innovation_metrics", "10_main_results"} <= set(names)
     assert all(isinstance(p, Path) for p in notebooks.analysis_notebooks())
+
+
+@pytest.mark.notebook
+def test_demo_runs_keep_their_notebook_and_summaries(tmp_path):
+    with FakeLLM() as server:
+        table = notebooks.run_demos(tmp_path, budget="60s", agents=["aide", "codeact"], show_progress=False,
+                                    extra_parameters={"base_url": server.base_url, "max_steps": 8})
+    demo = pd.read_csv(table)
+    assert demo["complete"].all() and demo["valid"].all() and list(demo["agent"]) == ["aide", "codeact"]
+    for run in demo["run"]:
+        assert (tmp_path / "results" / "runs" / run / "run.ipynb").is_file()

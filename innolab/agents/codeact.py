@@ -23,7 +23,7 @@ class CodeActAgent(LLMAgent):
     name = "codeact"
     mode = "agent"
 
-    def __init__(self, native_tools: bool = False, **options) -> None:  # noqa: ANN003
+    def __init__(self, native_tools: bool = False, **options) -> None:
         super().__init__(**options)
         self.native_tools = native_tools
 

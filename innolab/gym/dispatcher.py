@@ -49,5 +49,10 @@ async def dispatch(toolbox: Toolbox, calls: Sequence[ToolCall], timeouts: dict[s
 
 def dispatch_sync(toolbox: Toolbox, calls: Sequence[ToolCall], timeouts: dict[str, float] | None = None,
                   deadline_s: float | None = None) -> list[ToolResult]:
-    """`dispatch` for callers without an event loop (scripts, the run loop)."""
-    return asyncio.run(dispatch(toolbox, calls, timeouts, deadline_s))
+    """`dispatch` from synchronous code; inside a running loop (a Jupyter kernel) it uses a helper thread."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(dispatch(toolbox, calls, timeouts, deadline_s))
+    with ThreadPoolExecutor(max_workers=1) as helper:
+        return helper.submit(asyncio.run, dispatch(toolbox, calls, timeouts, deadline_s)).result()

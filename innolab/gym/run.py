@@ -91,7 +91,9 @@ def create_run(config: RunConfig, run_dir: Path | None = None) -> Path:
     get_task(config.task)  # fail early on an unknown task
     run_id = time.strftime("%Y%m%d-%H%M%S") + f"-{config.agent}-{config.task}-{secrets.token_hex(3)}"
     run_dir = Path(run_dir or runs_dir() / run_id)
-    run_dir.mkdir(parents=True, exist_ok=False)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    if (run_dir / CONFIG_FILE).exists():
+        raise RunError(f"{run_dir} already holds a run")
     (run_dir / CONFIG_FILE).write_text(json.dumps(asdict(config), indent=2) + "\n", encoding="utf-8")
     return run_dir
 

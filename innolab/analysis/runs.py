@@ -1,0 +1,83 @@
+"""Views of one run's trace (a DataFrame from innolab.traces.load): steps, score over time, AIDE's tree."""
+
+from __future__ import annotations
+
+import matplotlib.pyplot as plt
+import pandas as pd
+from matplotlib.figure import Figure
+
+
+def steps_table(trace: pd.DataFrame) -> pd.DataFrame:
+    """One row per step: tool calls, failed results, LLM calls (and cache hits), seconds."""
+    if trace.empty:
+        return pd.DataFrame(columns=["step", "tool_calls", "failed", "llm_calls", "cache_hits"])
+    steps = trace[trace["step"].notna()].copy()
+    steps["step"] = steps["step"].astype(int)
+    rows = []
+    for step, group in steps.groupby("step"):
+        results = group[group["type"] == "tool_result"]
+        llm = group[group["type"] == "llm_call"]
+        cached = llm["cached"].fillna(False).astype(bool).sum() if "cached" in llm else 0
+        rows.append({"step": step, "tool_calls": int((group["type"] == "tool_call").sum()),
+                     "failed": int((~results["ok"].astype(bool)).sum()) if len(results) else 0,
+                     "llm_calls": len(llm), "cache_hits": int(cached),
+                     "tools": ", ".join(results["tool"].astype(str)) if len(results) else ""})
+    return pd.DataFrame(rows)
+
+
+def score_over_time(trace: pd.DataFrame) -> pd.DataFrame:
+    """The validator's score of each submission and of each validation, with its time since the start."""
+    start = trace["time"].min()
+    rows = []
+    for _, event in trace.iterrows():
+        if event["type"] == "validation" and bool(event.get("valid")):
+            rows.append({"seconds": (event["time"] - start).total_seconds(), "step": event["step"],
+                         "kind": "validation", "score": event.get("score")})
+        elif event["type"] == "submission" and bool(event.get("valid")):
+            rows.append({"seconds": (event["time"] - start).total_seconds(), "step": event["step"],
+                         "kind": "submission", "score": event.get("dev_score")})
+    return pd.DataFrame(rows, columns=["seconds", "step", "kind", "score"])
+
+
+def plot_score_over_time(scores: pd.DataFrame, v_star: float | None = None) -> Figure:
+    fig, ax = plt.subplots(figsize=(6, 3.5))
+    for kind, group in scores.groupby("kind"):
+        ax.plot(group["seconds"], group["score"], "o-" if kind == "submission" else ".", label=kind)
+    if v_star is not None:
+        ax.axhline(v_star, color="grey", ls="--", lw=0.8, label="V*")
+    ax.set_xlabel("seconds since the start")
+    ax.set_ylabel("validator score")
+    ax.set_title("Score over time" if len(scores) else "Score over time (no valid candidate)")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def aide_tree(trace: pd.DataFrame) -> pd.DataFrame:
+    """AIDE's journal from its node events: id, parent, stage, valid, metric."""
+    nodes = trace[trace["type"] == "node"]
+    columns = ["id", "parent", "stage", "valid", "metric", "debug_depth"]
+    if nodes.empty:
+        return pd.DataFrame(columns=columns)
+    return nodes[columns].reset_index(drop=True)
+
+
+def plot_aide_tree(nodes: pd.DataFrame) -> Figure:
+    """Nodes by depth (drafts on top), edges to parents; green valid, red buggy."""
+    fig, ax = plt.subplots(figsize=(7, 3.5))
+    depth: dict[int, int] = {}
+    for node in nodes.itertuples():
+        depth[int(node.id)] = 0 if pd.isna(node.parent) else depth.get(int(node.parent), 0) + 1
+    position = {int(n.id): (i, -depth[int(n.id)]) for i, n in enumerate(nodes.itertuples())}
+    for node in nodes.itertuples():
+        x, y = position[int(node.id)]
+        if not pd.isna(node.parent):
+            px, py = position[int(node.parent)]
+            ax.plot([px, x], [py, y], color="grey", lw=0.8)
+        ax.scatter([x], [y], color="#2a9d8f" if node.valid else "#e76f51", s=80, zorder=3)
+        label = f"{node.stage} {int(node.id)}" + (f"\n{node.metric:.4g}" if node.valid else "")
+        ax.annotate(label, (x, y), textcoords="offset points", xytext=(0, 8), ha="center", fontsize=7)
+    ax.set_axis_off()
+    ax.set_title("AIDE's solution tree (green: valid, red: buggy)")
+    fig.tight_layout()
+    return fig
