@@ -69,6 +69,17 @@ def test_faults_are_retried_and_traced(agent, tmp_path):
     assert len(retried) == 5, retried
 
 
+def test_unreachable_model_ends_the_run_cleanly(tmp_path):
+    with FakeLLM(["500"] * 50) as server:
+        config = fake_config("codeact", server.base_url)
+        config.policy_args["settings"]["max_retries"] = 1
+        run_dir = create_run(config, tmp_path / "run")
+        outcome = execute(run_dir, show_progress=False)
+    events = traces.read_events(run_dir)
+    assert outcome["reason"] == "llm_error" and not outcome["valid"]
+    assert events[-1]["type"] == "run_finished" and any(e.get("failed") for e in events if e["type"] == "llm_call")
+
+
 def test_kill_and_resume_repeats_no_llm_call(tmp_path):
     import json
 

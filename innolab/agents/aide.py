@@ -48,7 +48,8 @@ class AideAgent(LLMAgent):
         if len(drafts) < self.num_drafts and not (self.initial_solution and not journal):
             return "draft", None
         children = {n["parent"] for n in journal}
-        buggy = [n for n in journal if n["buggy"] and n["id"] not in children and n["debug_depth"] < self.max_debug_depth]
+        buggy = [n for n in journal
+                 if n["buggy"] and n["id"] not in children and n["debug_depth"] < self.max_debug_depth]
         if buggy and rng.random() < self.debug_prob:
             return "debug", rng.choice(buggy)
         best = self._best(self.memory.get("direction", "max"))

@@ -17,6 +17,7 @@ from innolab.gym.budget import Budget
 from innolab.gym.dispatcher import dispatch_sync
 from innolab.gym.factory import Runtime, open_sandbox
 from innolab.gym.tools import SUBMISSION_PATH, Toolbox, ToolCall, ToolResult
+from innolab.llm.client import LLMError
 from innolab.paths import project_root
 from innolab.tasks.evaluation import evaluate
 from innolab.tasks.registry import get_task
