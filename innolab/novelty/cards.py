@@ -1,0 +1,67 @@
+"""Method cards: a solution reduced to a summary and pseudocode, implementation details stripped (App. H.1)."""
+
+from __future__ import annotations
+
+import io
+import tarfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+CARD_PROMPT = """Reduce this solution to its method. Write a summary (what problem framing, model or algorithm, \
+search or optimisation strategy, data handling and evaluation it uses; about 150 words) and pseudocode of its core \
+procedure. Leave out incidental details: file layout, names, logging, formatting."""
+
+
+@dataclass(frozen=True)
+class MethodCard:
+    summary: str
+    pseudocode: str
+
+    def text(self) -> str:
+        return f"Summary:\n{self.summary.strip()}\n\nPseudocode:\n{self.pseudocode.strip()}"
+
+
+def load_card(folder: Path) -> MethodCard:
+    """The stored card of a known solution (summary.md + pseudocode.tex)."""
+    return MethodCard((folder / "summary.md").read_text(encoding="utf-8"),
+                      (folder / "pseudocode.tex").read_text(encoding="utf-8"))
+
+
+def extract_card(code: str, settings: dict[str, Any] | None = None, cache_path: str | None = None) -> MethodCard:
+    """Ask the LLM for a card of some code (JSON schema: summary, pseudocode)."""
+    from innolab.agents.base import json_schema
+    from innolab.llm import LLMClient, LLMSettings
+    from innolab.llm.cache import ResponseCache
+    from innolab.llm.client import parse_json_object
+
+    client = LLMClient(LLMSettings.from_env(**{"temperature": 0.0, **(settings or {})}),
+                       ResponseCache(Path(cache_path)) if cache_path else None)
+    schema = json_schema("method_card", {"summary": {"type": "string"}, "pseudocode": {"type": "string"}},
+                         ["summary", "pseudocode"])
+    completion = client.chat([{"role": "system", "content": CARD_PROMPT},
+                              {"role": "user", "content": code[:12000]}], response_format=schema)
+    try:
+        reply = parse_json_object(completion.text)
+        return MethodCard(str(reply["summary"]), str(reply["pseudocode"]))
+    except (ValueError, KeyError):
+        return MethodCard(completion.text.strip() or "(no summary)", "(no pseudocode)")
+
+
+def run_code(run_dir: Path) -> str:
+    """The agent's code at the end of a run: the .py files of its last workspace snapshot (task files excluded)."""
+    import json
+
+    state_file = run_dir / "checkpoint" / "state.json"
+    if not state_file.is_file():
+        return ""
+    tar_path = run_dir / "checkpoint" / json.loads(state_file.read_text())["workspace"]
+    parts = []
+    with tarfile.open(fileobj=io.BytesIO(tar_path.read_bytes())) as archive:
+        for member in archive.getmembers():
+            name = member.name.lstrip("./")
+            if member.isfile() and name.endswith(".py") and name not in ("validate.py", "taskkit.py"):
+                handle = archive.extractfile(member)
+                if handle:
+                    parts.append(f"# file: {name}\n{handle.read().decode(errors='replace')}")
+    return "\n\n".join(parts)

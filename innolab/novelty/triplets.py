@@ -1,0 +1,89 @@
+"""Triplet validation of a distance back end (paper App. F): does it put the farther alternative farther?
+
+A triplet is (base A, closer B, farther C). A back end agrees when D(A, C) > D(A, B). Code triplets pair a base
+program with a cosmetic variant (B) and an algorithmic variant (C); method triplets pair a method with one of the
+same paradigm (B) and one of another paradigm (C). Where triplets carry human scores, Spearman and Pearson
+correlations against them are reported too.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from scipy import stats
+
+from innolab.novelty.backends import Scorer
+from innolab.paths import data_dir
+
+
+@dataclass(frozen=True)
+class Triplet:
+    name: str
+    kind: str  # "code" or "method"
+    base: str
+    closer: str
+    farther: str
+    human: tuple[float, float] | None = None  # human distances (A, B), (A, C) where collected
+
+
+def load_triplets(kind: str = "all", cosmetic_index: int = 0) -> list[Triplet]:
+    """The project's triplet set: code triplets (one cosmetic variant each, by index) and method triplets."""
+    folder = data_dir() / "triplets"
+    out: list[Triplet] = []
+    if kind in ("all", "code"):
+        for t in json.loads((folder / "code_triplets.json").read_text())["triplets"]:
+            out.append(Triplet(t["problem"], "code", t["base"], t["cosmetic"][cosmetic_index], t["algorithmic"]))
+    if kind in ("all", "method"):
+        for t in json.loads((folder / "method_triplets.json").read_text())["triplets"]:
+            human = tuple(t["human"]) if "human" in t else None
+            out.append(Triplet(t["domain"], "method", t["base"], t["closer"], t["farther"], human))  # type: ignore[arg-type]
+    if not out:
+        raise ValueError(f"kind must be all, code or method, got {kind!r}")
+    return out
+
+
+@dataclass(frozen=True)
+class Validation:
+    backend: str
+    kind: str
+    n: int
+    mean_closer: float
+    mean_farther: float
+    agreement: float
+    failed: int
+    spearman: float | None
+    pearson: float | None
+
+    def row(self) -> dict[str, Any]:
+        return self.__dict__.copy()
+
+
+def validate(scorer: Scorer, triplets: list[Triplet]) -> Validation:
+    pairs = [(t.base, t.closer) for t in triplets] + [(t.base, t.farther) for t in triplets]
+    values = scorer.distances(pairs, failures="nan")
+    closer, farther = np.array(values[: len(triplets)]), np.array(values[len(triplets) :])
+    scored = ~(np.isnan(closer) | np.isnan(farther))
+    agreement = float(np.mean(farther[scored] > closer[scored])) if scored.any() else float("nan")
+    human = [t.human for t in triplets if t.human is not None]
+    spearman = pearson = None
+    if len(human) >= 2:
+        ours = np.concatenate([closer, farther])[[i for i, t in enumerate(triplets) if t.human] * 2]
+        theirs = np.array([h[0] for h in human] + [h[1] for h in human])
+        spearman = float(stats.spearmanr(ours, theirs).statistic)
+        pearson = float(stats.pearsonr(ours, theirs).statistic)
+    kinds = {t.kind for t in triplets}
+    return Validation(scorer.backend.name, kinds.pop() if len(kinds) == 1 else "mixed", len(triplets),
+                      float(np.nanmean(closer)) if scored.any() else float("nan"),
+                      float(np.nanmean(farther)) if scored.any() else float("nan"), agreement,
+                      int((~scored).sum()), spearman, pearson)
+
+
+def write_rows(rows: list[dict[str, Any]], path: Path) -> None:
+    import pandas as pd
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    pd.DataFrame(rows).to_csv(path, index=False)
