@@ -209,6 +209,40 @@ def _llm_replay(args: argparse.Namespace) -> int:
     return 0
 
 
+def _novelty_distance(args: argparse.Namespace) -> int:
+    from innolab.novelty.backends import NoveltyError, make_backend
+
+    try:
+        backend = make_backend(args.backend)
+        value = backend.distance(Path(args.file_a).read_text(), Path(args.file_b).read_text())
+    except (NoveltyError, OSError) as error:
+        print(f"innolab novelty distance: {error}", file=sys.stderr)
+        return 2
+    print(f"{value:.2f}")
+    return 0
+
+
+def _novelty_card(args: argparse.Namespace) -> int:
+    from innolab.novelty.cards import extract_card
+
+    card = extract_card(Path(args.file).read_text())
+    print(json.dumps({"summary": card.summary, "pseudocode": card.pseudocode}, indent=2))
+    return 0
+
+
+def _score(args: argparse.Namespace) -> int:
+    from innolab.gym.run import RunError
+    from innolab.novelty.runs import score_run
+
+    try:
+        row = score_run(Path(args.run_dir), backend=args.backend)
+    except RunError as error:
+        print(f"innolab score: {error}", file=sys.stderr)
+        return 2
+    print(json.dumps(row, default=str))
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="innolab",
@@ -297,6 +331,22 @@ def build_parser() -> argparse.ArgumentParser:
     rep_llm = llm_sub.add_parser("replay", help="re-run a finished run from its response cache, no endpoint")
     rep_llm.add_argument("run_dir", metavar="RUN_DIR")
     rep_llm.set_defaults(handler=_llm_replay)
+
+    nov = commands.add_parser("novelty", help="method cards and novelty distances (DAGENT and others)")
+    nov_sub = nov.add_subparsers(dest="novelty_command", metavar="ACTION", required=True)
+    dist = nov_sub.add_parser("distance", help="distance 0-100 between two method descriptions or programs")
+    dist.add_argument("--backend", choices=["llm", "embedding", "tfidf"], default="tfidf")
+    dist.add_argument("file_a", metavar="FILE_A")
+    dist.add_argument("file_b", metavar="FILE_B")
+    dist.set_defaults(handler=_novelty_distance)
+    card = nov_sub.add_parser("card", help="the method card (summary, pseudocode) of a solution file, by the LLM")
+    card.add_argument("file", metavar="FILE")
+    card.set_defaults(handler=_novelty_card)
+
+    score_cmd = commands.add_parser("score", help="V, G, ratio and N of a finished run, into its trace and table")
+    score_cmd.add_argument("run_dir", metavar="RUN_DIR")
+    score_cmd.add_argument("--backend", choices=["llm", "embedding", "tfidf"], default="embedding")
+    score_cmd.set_defaults(handler=_score)
     return parser
 
 

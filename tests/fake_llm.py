@@ -37,6 +37,15 @@ def play(request: dict[str, Any], code: str = SOLUTION_CODE) -> dict[str, Any]:
         reply = {"reflection": "ok", "research_plan_and_status": "1. grid packing", "fact_check": "none",
                  "thought": action, "action": action, "action_input": {"file": file, "content": content}}
         return {"role": "assistant", "content": json.dumps(reply)}
+    if schema == "dagent_scores":
+        text = request["messages"][-1]["content"]
+        score = 0 if text.count("Method A:\n") and text.split("Method B:\n")[0].split("Method A:\n")[1].strip() \
+            == text.split("Method B:\n")[1].strip() else 2
+        reply = {f"d{i}": {"score": score, "justification": "scripted"} for i in range(1, 7)}
+        return {"role": "assistant", "content": json.dumps(reply)}
+    if schema == "method_card":
+        return {"role": "assistant", "content": json.dumps({"summary": "equal circles on a grid",
+                                                             "pseudocode": "place circles on a 6 x 5 grid"})}
     if schema == "aide_node":
         return {"role": "assistant", "content": json.dumps({"plan": "equal circles on a grid",
                                                              "code": code})}

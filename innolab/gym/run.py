@@ -255,8 +255,8 @@ def _finished(run_dir: Path) -> dict[str, Any] | None:
 
     if not (run_dir / "trace.jsonl").is_file():
         return None
-    events = read_events(run_dir)
-    return events[-1] if events and events[-1]["type"] == "run_finished" else None
+    finished = [e for e in read_events(run_dir) if e["type"] == "run_finished"]
+    return finished[-1] if finished else None
 
 
 def _save_submission(run_dir: Path, step: int, index: int, item: dict[str, Any]) -> dict[str, Any]:

@@ -49,8 +49,8 @@ def cosmetic_variant(source: str, style: str = "short", reorder: bool = False) -
     """Rename locals (`short`: v0, v1...; `suffixed`: name_x0...), drop docstrings, regenerate the layout."""
     tree = ast.parse(source)
     keep = {n.name for n in ast.walk(tree) if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)}
-    keep |= {alias.asname or alias.name.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.Import | ast.ImportFrom)
-             for alias in n.names}
+    imports = [n for n in ast.walk(tree) if isinstance(n, ast.Import | ast.ImportFrom)]
+    keep |= {alias.asname or alias.name.split(".")[0] for n in imports for alias in n.names}
     _strip_docstrings(tree)
     tree = _Renamer(keep, style).visit(tree)
     if reorder:
