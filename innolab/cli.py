@@ -58,7 +58,9 @@ def _tasks_show(args: argparse.Namespace) -> int:
     if spec.bounds.upper is not None or spec.bounds.lower is not None:
         print(f"  bounds: lower {spec.bounds.lower}, upper {spec.bounds.upper} {spec.bounds.note}")
     print(f"  known solutions: {', '.join(task.solution_names()) or 'none'}")
-    print(f"  Div(T): {task_diversity(task).detail}")
+    div = task_diversity(task)
+    shown = f"{div.value:.1f} (tfidf on method cards; {div.detail})" if div.value is not None else div.detail
+    print(f"  Div(T): {shown}")
     print()
     print(task.description)
     return 0

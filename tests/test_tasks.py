@@ -181,9 +181,9 @@ def test_all_standardisation_checks_pass():
     assert "all checks passed" in result.stdout
 
 
-def test_diversity_is_honestly_not_computed_yet():
-    diversity = task_diversity(get_task("circle-packing-26"))
-    assert diversity.value is None and "not computed" in diversity.detail
+def test_diversity_of_known_solutions():
+    diversity = task_diversity(get_task("job-shop-taillard-41-50"))
+    assert diversity.pairs == 1 and 0 < diversity.value <= 100
 
 
 def test_log_normalisation_and_consistency():

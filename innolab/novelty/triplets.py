@@ -111,7 +111,10 @@ def validation_table(backends: list[str], cache_dir: Path, llm_limit: int | None
                 backend = make_backend(name)
             scorer = Scorer(backend, cache_dir / "distances.sqlite", workers=1 if name == "llm" else 4)
             row = validate(scorer, triplets).row()
-            row["model_calls"] = backend.client.calls if isinstance(backend, LLMJudge) else 0
+            judged = isinstance(backend, LLMJudge)
+            row["model_calls"] = backend.client.calls if judged else 0
+            row["tokens"] = backend.tokens if judged else 0
+            row["cost_usd"] = backend.cost_usd if judged else 0.0
             row["pairs_computed"] = scorer.computed
             rows.append(row)
     table = pd.DataFrame(rows)

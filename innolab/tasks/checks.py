@@ -81,22 +81,13 @@ def _reproduction(task: Task, solution: Solution, quick: bool) -> list[CheckResu
     return out
 
 
-@dataclass(frozen=True)
-class Diversity:
-    value: float | None
-    detail: str
+def task_diversity(task: Task, backend: str = "tfidf"):
+    """Div(T): mean pairwise novelty distance among the known solutions' method cards (App. D); undefined with
+    fewer than two. The default back end needs no model; pass "embedding" or "llm" for the others."""
+    from innolab.novelty.backends import Scorer, make_backend
+    from innolab.novelty.scoring import diversity
 
-
-def task_diversity(task: Task) -> Diversity:
-    """Div(T): mean pairwise novelty distance among the known solutions (App. D).
-
-    Undefined with fewer than two known solutions. The distance back ends arrive with the novelty module;
-    until then this reports that it is not computed rather than inventing a number.
-    """
-    references = [s for s in solutions(task) if s.recorded.kind == "reference"]
-    if len(references) < 2:
-        return Diversity(None, "undefined: fewer than two known solutions")
-    return Diversity(None, f"{len(references)} known solutions; not computed until a novelty back end is configured")
+    return diversity(task, Scorer(make_backend(backend)))
 
 
 # ------------------------------------------------------------------------------------- evaluator normalisation

@@ -8,9 +8,12 @@ import time
 from innolab.novelty.backends import EmbeddingBackend
 
 TARGET = 20.0
-WORDS = ("sample gradient search lattice radius constraint solver penalty restart schedule tree node improve "
-         "debug draft validate feature model ensemble boosting kernel annealing tabu neighbourhood swap greedy "
-         "dynamic programme relaxation linear quadratic projection sieve hash merge partition").split()
+WORDS = [
+    "sample", "gradient", "search", "lattice", "radius", "constraint", "solver", "penalty", "restart",
+    "schedule", "tree", "node", "improve", "debug", "draft", "validate", "feature", "model", "ensemble",
+    "boosting", "kernel", "annealing", "tabu", "neighbourhood", "swap", "greedy", "dynamic", "programme",
+    "relaxation", "linear", "quadratic", "projection", "sieve", "hash", "merge", "partition",
+]
 
 
 def cards(n: int, words: int = 150, seed: int = 0) -> list[str]:
