@@ -47,3 +47,21 @@ def write(path: str | Path, data: dict[str, Any], task_id: str) -> None:
 
 def as_rows(array: np.ndarray) -> list[list[float]]:
     return [[float(v) for v in row] for row in array]
+
+
+def multistart(attempt, quick: bool, quick_starts: int, time_limit: float | None,
+               minimise: bool = False):
+    """Call `attempt() -> (candidate, value)` `quick_starts` times (--quick, deterministic) or until the time
+    limit; return the best candidate."""
+    import math
+    import time
+
+    deadline = time.monotonic() + (1e9 if quick or time_limit is None else time_limit)
+    best, best_value = None, math.inf if minimise else -math.inf
+    for _ in range(quick_starts if quick else 10**9):
+        if time.monotonic() > deadline:
+            break
+        candidate, value = attempt()
+        if (value < best_value) if minimise else (value > best_value):
+            best, best_value = candidate, value
+    return best

@@ -8,6 +8,8 @@ from itertools import combinations
 import numpy as np
 from scipy.optimize import minimize
 
+from innolab.tasks.solvers.cli import as_rows, multistart, parse_args, score, write
+
 SQRT3 = math.sqrt(3.0)
 TRIANGLE = np.array([[0.0, 0.0], [1.0, 0.0], [0.5, SQRT3 / 2]])
 
@@ -190,7 +192,6 @@ def project_inside(points: np.ndarray, region: str) -> np.ndarray:
 
 def _submit(task_id: str, out: str, points: np.ndarray, region: str | None = None) -> None:
     """Write the points; for a bounded region, first pull stray points inside until the exact check passes."""
-    from innolab.tasks.solvers.cli import as_rows, score, write
 
     candidate = points
     if region is not None:
@@ -205,7 +206,6 @@ def _submit(task_id: str, out: str, points: np.ndarray, region: str | None = Non
 
 def run_grid_baseline(task_id: str, side: int) -> None:
     """Trivial baseline for min–max distance ratio: a side × side square grid."""
-    from innolab.tasks.solvers.cli import parse_args
 
     args = parse_args("square grid")
     grid = np.array([[a, b] for a in range(side) for b in range(side)], dtype=float)
@@ -214,7 +214,6 @@ def run_grid_baseline(task_id: str, side: int) -> None:
 
 def run_hex_patch(task_id: str, n: int) -> None:
     """Constructive: the n lattice points nearest to a vertex, an edge midpoint or a cell centre; best ratio wins."""
-    from innolab.tasks.solvers.cli import parse_args
 
     args = parse_args("triangular-lattice patch")
     centres = [(0.0, 0.0), (0.5, 0.0), (0.5, SQRT3 / 6), (0.25, SQRT3 / 4), (0.5, SQRT3 / 3)]
@@ -224,29 +223,24 @@ def run_hex_patch(task_id: str, n: int) -> None:
 
 def run_minmax_slsqp(task_id: str, n: int) -> None:
     """Multi-start SLSQP on the epigraph form, from jittered lattice patches and random clouds."""
-    import time
 
-    from innolab.tasks.solvers.cli import parse_args
 
     args = parse_args("multi-start SLSQP epigraph", default_time_limit=60.0)
     rng = np.random.default_rng(args.seed)
-    deadline = time.monotonic() + (1e9 if args.quick else args.time_limit)
-    starts = 4 if args.quick else 10_000
-    best, best_value = None, math.inf
-    for k in range(starts):
-        if time.monotonic() > deadline:
-            break
+    count = iter(range(10**9))
+
+    def attempt() -> tuple[np.ndarray, float]:
+        k = next(count)
         p0 = hex_patch(n, (0.5, SQRT3 / 6)) + rng.normal(0, 0.15, (n, 2)) if k % 2 else rng.random((n, 2)) * 4
         p = minmax_slsqp(p0)
-        value = distance_ratio(p)
-        if np.isfinite(p).all() and value < best_value:
-            best, best_value = p, value
+        return p, distance_ratio(p) if np.isfinite(p).all() else math.inf
+
+    best = multistart(attempt, args.quick, 4, args.time_limit, minimise=True)
     _submit(task_id, args.out, best)
 
 
 def run_random_baseline(task_id: str, n: int, region: str) -> None:
     """Trivial baseline for the Heilbronn problems: uniform random points in the region (seeded)."""
-    from innolab.tasks.solvers.cli import parse_args
 
     args = parse_args("uniform random points")
     _submit(task_id, args.out, sample_region(np.random.default_rng(args.seed), n, region), region)
@@ -254,41 +248,29 @@ def run_random_baseline(task_id: str, n: int, region: str) -> None:
 
 def run_anneal(task_id: str, n: int, region: str) -> None:
     """Simulated annealing from random starts; the best restart wins."""
-    import time
 
-    from innolab.tasks.solvers.cli import parse_args
 
     args = parse_args("simulated annealing", default_time_limit=60.0)
     rng = np.random.default_rng(args.seed)
-    restarts, steps = (1, 1500) if args.quick else (10_000, 20_000)
-    deadline = time.monotonic() + (1e9 if args.quick else args.time_limit)
-    best, best_value = None, -1.0
-    for _ in range(restarts):
-        if time.monotonic() > deadline:
-            break
+    steps = 1500 if args.quick else 20_000
+
+    def attempt() -> tuple[np.ndarray, float]:
         p = anneal(sample_region(rng, n, region), region, steps, rng)
-        value = heilbronn_value(p, region)
-        if value > best_value:
-            best, best_value = p, value
-    _submit(task_id, args.out, best, region)
+        return p, heilbronn_value(p, region)
+
+    _submit(task_id, args.out, multistart(attempt, args.quick, 1, args.time_limit), region)
 
 
 def run_heilbronn_slsqp(task_id: str, n: int, region: str) -> None:
     """Multi-start SLSQP on the epigraph form (maximise the smallest signed area) from random points."""
-    import time
 
-    from innolab.tasks.solvers.cli import parse_args
 
     args = parse_args("multi-start SLSQP epigraph", default_time_limit=60.0)
     rng = np.random.default_rng(args.seed)
-    starts = 2 if args.quick else 100_000
-    deadline = time.monotonic() + (1e9 if args.quick else args.time_limit)
-    best, best_value = None, -1.0
-    for _ in range(starts):
-        if time.monotonic() > deadline:
-            break
+
+    def attempt() -> tuple[np.ndarray, float]:
         p = project_inside(heilbronn_slsqp(sample_region(rng, n, region), region), region)
-        value = heilbronn_value(p, region)
-        if value > best_value:
-            best, best_value = p, value
+        return p, heilbronn_value(p, region)
+
+    best = multistart(attempt, args.quick, 2, args.time_limit)
     _submit(task_id, args.out, best, region)

@@ -7,7 +7,7 @@ import time
 import numpy as np
 from scipy.optimize import minimize
 
-from innolab.tasks.solvers.cli import parse_args, write
+from innolab.tasks.solvers.cli import multistart, parse_args, write
 
 # ------------------------------------------------------------------------------------------------ objectives
 
@@ -130,21 +130,17 @@ def run_erdos(task_id: str, method: str) -> None:
     rng = np.random.default_rng(args.seed)
     n = 24 if args.quick else 60
     terms, jacobian, equality, bounds = _erdos_problem(n)
-    deadline = time.monotonic() + (1e9 if args.quick else args.time_limit)
-    starts = 1 if args.quick else 10_000
-    best, best_value = None, np.inf
-    for _ in range(starts):
-        if time.monotonic() > deadline:
-            break
+
+    def attempt() -> tuple[np.ndarray, float]:
         h0 = project_box_sum(rng.random(n), n / 2)
         if method == "slsqp":
             h = project_box_sum(epigraph_slsqp(h0, terms, jacobian, equality, bounds), n / 2)
         else:
             h = smooth_max_descent(h0, terms, jacobian, lambda x: project_box_sum(x, n / 2),
                                    400 if args.quick else 3000, rng)
-        value = terms(h).max()
-        if value < best_value:
-            best, best_value = h, value
+        return h, terms(h).max()
+
+    best = multistart(attempt, args.quick, 1, args.time_limit, minimise=True)
     write(args.out, {"heights": [float(v) for v in best]}, task_id)
 
 
@@ -153,12 +149,8 @@ def run_first_autocorrelation(task_id: str, method: str) -> None:
     args = parse_args(f"first autocorrelation, {method}", default_time_limit=60.0)
     rng = np.random.default_rng(args.seed)
     n = 20 if args.quick else 60
-    deadline = time.monotonic() + (1e9 if args.quick else args.time_limit)
-    starts = 1 if args.quick else 10_000
-    best, best_value = None, np.inf
-    for _ in range(starts):
-        if time.monotonic() > deadline:
-            break
+
+    def attempt() -> tuple[np.ndarray, float]:
         f0 = project_box_sum(rng.random(n), 1.0)
         if method == "slsqp":
             f = epigraph_slsqp(f0, autoconvolution_terms, autoconvolution_jacobian, lambda f: f.sum() - 1,
@@ -167,9 +159,9 @@ def run_first_autocorrelation(task_id: str, method: str) -> None:
         else:
             f = smooth_max_descent(f0, autoconvolution_terms, autoconvolution_jacobian,
                                    lambda x: project_box_sum(x, 1.0), 400 if args.quick else 3000, rng, lr=0.01)
-        value = autoconvolution_terms(f / f.sum()).max()
-        if value < best_value:
-            best, best_value = f, value
+        return f, autoconvolution_terms(f / f.sum()).max()
+
+    best = multistart(attempt, args.quick, 1, args.time_limit, minimise=True)
     write(args.out, {"values": [float(v) for v in best]}, task_id)
 
 
