@@ -70,6 +70,7 @@ class AideAgent(LLMAgent):
     # ------------------------------------------------------------------------------------------ the loop
 
     def step(self, observation: Observation) -> Action:
+        self.bound(observation)
         memory = self.memory
         memory["direction"] = observation.direction
         phase = memory.get("phase", "generate")

@@ -67,6 +67,13 @@ class LLMAgent:
                          f"{self.initial_solution}\n```")
         return "\n\n".join(parts)
 
+    def bound(self, observation: Observation) -> None:
+        """No model call outlives the run's wall-clock budget."""
+        import time
+
+        remaining = observation.remaining_s
+        self.client.deadline = None if remaining is None else time.monotonic() + remaining
+
     def ask(self, messages: list[dict[str, Any]], response_format: dict[str, Any],
             tools: list[dict[str, Any]] | None = None) -> tuple[dict[str, Any] | None, Completion]:
         """One LLM call; returns the parsed JSON object (None when the reply has none) and the completion."""

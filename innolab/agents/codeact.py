@@ -28,6 +28,7 @@ class CodeActAgent(LLMAgent):
         self.native_tools = native_tools
 
     def step(self, observation: Observation) -> Action:
+        self.bound(observation)
         memory = self.memory
         if not memory:
             memory["messages"] = [{"role": "system", "content": self.system_prompt(ROLE)},

@@ -28,6 +28,7 @@ class MlabAgent(LLMAgent):
     mode = "agent"
 
     def step(self, observation: Observation) -> Action:
+        self.bound(observation)
         memory = self.memory
         if not memory:
             memory.update(messages=[{"role": "system", "content": self.system_prompt(ROLE)},

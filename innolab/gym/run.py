@@ -217,7 +217,7 @@ def _loop(run_dir: Path, config: RunConfig, task, policy: Policy, sandbox, trace
                 action = policy.step(observation)
             except LLMError as error:  # the model stayed unreachable after its retries: end cleanly, score
                 trace.emit("llm_call", step=step, failed=True, error=str(error)[:500])
-                return "llm_error"
+                return budget.exhausted() or "llm_error"
             budget.spend(tokens=action.tokens, cost_usd=action.cost_usd)
             for event in action.events:
                 trace.emit(event["type"], step=step, **{k: v for k, v in event.items() if k != "type"})

@@ -58,6 +58,7 @@ class LLMClient:
         self._client: Any = None
         self.supports_schema = True
         self.calls = 0  # requests that reached the endpoint (cache hits excluded)
+        self.deadline: float | None = None  # time.monotonic() after which no request starts or waits
 
     def _sdk(self) -> Any:
         if self._client is None:
@@ -94,8 +95,13 @@ class LLMClient:
         attempts: list[dict[str, Any]] = []
         start = time.monotonic()
         for attempt in range(self.settings.max_retries + 1):
+            timeout = self.settings.timeout_s
+            if self.deadline is not None:
+                timeout = min(timeout, self.deadline - time.monotonic())
+                if timeout <= 0:
+                    raise LLMError("the run's time budget ran out before the model answered")
             try:
-                response = self._sdk().chat.completions.create(**request)
+                response = self._sdk().chat.completions.create(**request, timeout=timeout)
                 payload = self._payload(response, key)
                 break
             except Exception as error:  # classified below; non-retryable errors propagate
@@ -111,6 +117,8 @@ class LLMClient:
                     attempts.append({"attempt": attempt, "error": f"{type(error).__name__}: {error}"[:300]})
                     raise LLMError(f"LLM call failed after {attempt + 1} attempt(s): {error}") from error
                 wait = self.settings.backoff_s * 2**attempt * (0.5 + random.random())
+                if self.deadline is not None:
+                    wait = max(0.0, min(wait, self.deadline - time.monotonic()))
                 attempts.append({"attempt": attempt, "error": f"{type(error).__name__}: {error}"[:300],
                                  "wait_s": round(wait, 3)})
                 self.sleep(wait)
