@@ -52,7 +52,7 @@ ATTEMPTS = {
                          "        time.sleep(2)\n        os._exit(0)\n    pids.append(pid)\n"
                          "for pid in pids:\n    os.waitpid(pid, 0)\n"
                          "print('BLOCKED' if len(pids) < 400 else 'ESCAPED')\"",
-    "reach the host through /proc/1/root": "ls /proc/1/root/work /proc/1/root/var/lib/docker >/dev/null 2>&1 "
+    "reach the host through /proc/1/root": "ls /proc/1/root/var/lib/docker /proc/1/root/run/docker.sock 2>/dev/null "
                                            "&& echo ESCAPED || echo BLOCKED",
 }
 

@@ -84,21 +84,30 @@ def _is_real(value: object) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
 
-def real_matrix(data: dict[str, Any], key: str, rows: int | None, cols: int) -> np.ndarray:
-    """A list of `rows` lists of `cols` finite JSON numbers, as float64."""
-    value = data[key]
+def _matrix(value: Any, key: str, rows: int | None, cols: int, check_item: Any, kind: str) -> list[list[Any]]:
+    """The shape checks shared by every matrix field; `check_item(item, where)` checks one entry."""
     if not isinstance(value, list):
         raise Invalid(f"{key} must be a list of rows, got {type(value).__name__}")
     if rows is not None and len(value) != rows:
         raise Invalid(f"{key} must have exactly {rows} rows, got {len(value)}")
     for i, row in enumerate(value):
         if not isinstance(row, list) or len(row) != cols:
-            raise Invalid(f"{key}[{i}] must be a list of {cols} numbers")
+            raise Invalid(f"{key}[{i}] must be a list of {cols} {kind}")
         for j, item in enumerate(row):
-            if not _is_real(item):
-                raise Invalid(f"{key}[{i}][{j}] must be a number, got {type(item).__name__}")
-            if not math.isfinite(float(item)):
-                raise Invalid(f"{key}[{i}][{j}] must be finite")
+            check_item(item, f"{key}[{i}][{j}]")
+    return value
+
+
+def _finite_number(item: Any, where: str) -> None:
+    if not _is_real(item):
+        raise Invalid(f"{where} must be a number, got {type(item).__name__}")
+    if not math.isfinite(float(item)):
+        raise Invalid(f"{where} must be finite")
+
+
+def real_matrix(data: dict[str, Any], key: str, rows: int | None, cols: int) -> np.ndarray:
+    """A list of `rows` lists of `cols` finite JSON numbers, as float64."""
+    value = _matrix(data[key], key, rows, cols, _finite_number, "numbers")
     return np.array(value, dtype=np.float64).reshape(len(value), cols)
 
 
@@ -118,19 +127,14 @@ def real_vector(data: dict[str, Any], key: str, min_len: int, max_len: int, max_
 
 def int_matrix(data: Any, key: str, rows: int | None, cols: int, max_abs: int) -> np.ndarray:
     """A list of lists of JSON integers (1.0 is not an integer here), each of magnitude at most max_abs."""
-    value = data[key] if isinstance(data, dict) else data
-    if not isinstance(value, list):
-        raise Invalid(f"{key} must be a list of rows, got {type(value).__name__}")
-    if rows is not None and len(value) != rows:
-        raise Invalid(f"{key} must have exactly {rows} rows, got {len(value)}")
-    for i, row in enumerate(value):
-        if not isinstance(row, list) or len(row) != cols:
-            raise Invalid(f"{key}[{i}] must be a list of {cols} integers")
-        for j, item in enumerate(row):
-            if not isinstance(item, int) or isinstance(item, bool):
-                raise Invalid(f"{key}[{i}][{j}] must be an integer, got {type(item).__name__} {item!r}")
-            if abs(item) > max_abs:
-                raise Invalid(f"{key}[{i}][{j}] must have magnitude at most {max_abs}")
+
+    def integer(item: Any, where: str) -> None:
+        if not isinstance(item, int) or isinstance(item, bool):
+            raise Invalid(f"{where} must be an integer, got {type(item).__name__} {item!r}")
+        if abs(item) > max_abs:
+            raise Invalid(f"{where} must have magnitude at most {max_abs}")
+
+    value = _matrix(data[key] if isinstance(data, dict) else data, key, rows, cols, integer, "integers")
     return np.array(value, dtype=np.int64).reshape(len(value), cols)
 
 
