@@ -81,3 +81,15 @@ def plot_aide_tree(nodes: pd.DataFrame) -> Figure:
     ax.set_title("AIDE's solution tree (green: valid, red: buggy)")
     fig.tight_layout()
     return fig
+
+
+def describe_outcome(trace: pd.DataFrame, reason: str) -> str:
+    """A plain sentence on how a run ended, from its last score event."""
+    score = trace[trace["type"] == "score"].iloc[-1]
+    if score["valid"]:
+        return (f"The run ended ({reason}) with a valid submission: score {score['score']!r}, V* {score['v_star']!r}, "
+                f"ratio {score['ratio']:.4f}.")
+    errors = "; ".join(score["errors"] or [])[:300]
+    return (f"The run ended ({reason}) without a valid submission, so V = 0 and ratio = -1 (errors: {errors}). "
+            "With the embedded 135M model this is expected: it exercises the whole pipeline but rarely writes "
+            "working code.")
