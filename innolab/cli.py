@@ -44,15 +44,18 @@ def _tasks_list(args: argparse.Namespace) -> int:
 
 
 def _tasks_show(args: argparse.Namespace) -> int:
+    from innolab.novelty.scoring import task_diversity
     from innolab.tasks import get_task
-    from innolab.tasks.checks import task_diversity
 
     task = get_task(args.task)
     spec = task.spec
     print(f"{spec.id}: {spec.title}")
     print(f"  domain {spec.domain}; objective {spec.objective.name} ({spec.objective.direction}imise); "
           f"compute {spec.compute}; default budget {spec.default_budget_s} s")
-    print(f"  V* = {spec.v_star.value!r}" + (f"  (paper V* {spec.paper_v_star})" if spec.paper_v_star else ""))
+    print(f"  V* = {spec.v_star.value!r} (the best published value)"
+          + (f"; best reproduced {spec.v_star_reproduced!r}" if spec.v_star_reproduced is not None else "")
+          + (f"; paper V* {spec.paper_v_star}" if spec.paper_v_star else "")
+          + f"; tie margin {spec.min_improvement:g}·|V*|")
     for entry in spec.v_star.entries:
         print(f"    {entry.value!r:>22}  {entry.who} ({entry.year or '?'}), {entry.status}; {entry.source}")
     if spec.bounds.upper is not None or spec.bounds.lower is not None:
@@ -91,13 +94,12 @@ def _tasks_solve(args: argparse.Namespace) -> int:
 
     task = get_task(args.task)
     solution = get_solution(task, args.solution)
-    if args.record:
+    if args.full:
         from innolab.tasks.solutions import record
 
-        recorded = record(solution, args.record, seed=args.seed, time_limit_s=args.time_limit,
-                          existing_output=Path(args.out) if args.out else None)
+        recorded = record(solution, args.kind, seed=args.seed, time_limit_s=args.time_limit)
         print(json.dumps({"solution": solution.name, "kind": recorded.kind, "score": recorded.score,
-                          "quick_score": recorded.quick_score, "full_runtime_s": recorded.full_runtime_s}))
+                          "quick_score": recorded.quick_score, "recording": recorded.recording}))
         return 0
     out = Path(args.out or f"{task.id}-{solution.name}.json").resolve()
     run = solution.run(out, quick=args.quick, seed=args.seed, time_limit_s=args.time_limit, timeout_s=24 * 3600)
@@ -158,27 +160,25 @@ def _sandbox_exec(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from innolab.agents.runs import agent_config
+    from innolab import runner
     from innolab.gym.budget import BudgetError, parse_duration
-    from innolab.gym.run import RunError, create_run, execute
+    from innolab.gym.run import RunError
     from innolab.llm import LLMError
 
+    novelty = None if args.novelty == "none" else args.novelty
     try:
         if args.resume:
-            run_dir = Path(args.resume)
-            outcome = execute(run_dir, resume=True)
+            outcome = runner.resume(Path(args.resume), novelty=novelty)
         else:
             if not args.agent or not args.task:
                 print("innolab run: give --agent and --task (or --resume RUN_DIR)", file=sys.stderr)
                 return 2
-            config = agent_config(args.agent, args.task, model=args.model, temperature=args.temperature,
+            config = runner.agent_config(args.agent, args.task, model=args.model, temperature=args.temperature,
                                   seed=args.seed, budget_s=parse_duration(args.budget), runtime=args.runtime,
                                   max_steps=args.max_steps, innovation_prompt=args.innovation_prompt,
                                   initial_solution=Path(args.initial_solution).read_text()
                                   if args.initial_solution else None)
-            run_dir = create_run(config, Path(args.run_dir) if args.run_dir else None)
-            print(f"run directory: {run_dir}", file=sys.stderr)
-            outcome = execute(run_dir)
+            outcome = runner.start(config, Path(args.run_dir) if args.run_dir else None, novelty=novelty)
     except (RunError, BudgetError, LLMError, ValueError) as error:
         print(f"innolab run: {error}", file=sys.stderr)
         return 2
@@ -204,7 +204,7 @@ def _llm_serve(args: argparse.Namespace) -> int:
 
 
 def _llm_replay(args: argparse.Namespace) -> int:
-    from innolab.agents.runs import replay
+    from innolab.runner import replay
 
     outcome = replay(Path(args.run_dir))
     print(outcome["run_dir"])
@@ -233,12 +233,11 @@ def _novelty_card(args: argparse.Namespace) -> int:
 
 
 def _score(args: argparse.Namespace) -> int:
-    from innolab.gym.run import RunError
-    from innolab.novelty.runs import score_run
+    from innolab.scoring import ScoringError, score_run
 
     try:
-        row = score_run(Path(args.run_dir), backend=args.backend)
-    except RunError as error:
+        row = score_run(Path(args.run_dir), novelty_backend=args.backend)
+    except ScoringError as error:
         print(f"innolab score: {error}", file=sys.stderr)
         return 2
     print(json.dumps(row, default=str))
@@ -287,9 +286,10 @@ def build_parser() -> argparse.ArgumentParser:
     solve.add_argument("--seed", type=int, default=0)
     solve.add_argument("--time-limit", type=float, metavar="S", help="wall-clock limit the solver honours")
     solve.add_argument("--out", metavar="FILE", help="where to write the submission")
-    solve.add_argument("--record", choices=["reference", "baseline"],
-                       help="maintainers: run in full and --quick, write solution.json and score.json "
-                       "(with --out, adopt that existing output as the full run)")
+    solve.add_argument("--full", action="store_true",
+                       help="re-record: run solve.py in full and --quick (seed, time limit as recorded unless "
+                            "given), write solution.json and score.json with the recording's provenance")
+    solve.add_argument("--kind", choices=["reference", "baseline"], help="with --full, for a new solution")
     solve.set_defaults(handler=_tasks_solve)
     score = sub.add_parser("score", help="score a submission file with the hidden evaluator")
     score.add_argument("task", metavar="ID")
@@ -324,6 +324,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--initial-solution", metavar="FILE", help="start from this prior solution's code")
     run.add_argument("--run-dir", metavar="DIR", help="where to write the run (default results/runs/<id>)")
     run.add_argument("--resume", metavar="RUN_DIR", help="continue the run in RUN_DIR from its last checkpoint")
+    run.add_argument("--novelty", default="tfidf", choices=["tfidf", "embedding", "llm", "none"],
+                     help="back end for N when the run is scored at its end (default tfidf; none: skip N)")
     run.set_defaults(handler=_run)
 
     llm = commands.add_parser("llm", help="the LLM layer: serve the embedded model, replay a run from its cache")
@@ -345,9 +347,11 @@ def build_parser() -> argparse.ArgumentParser:
     card.add_argument("file", metavar="FILE")
     card.set_defaults(handler=_novelty_card)
 
-    score_cmd = commands.add_parser("score", help="V, G, ratio and N of a finished run, into its trace and table")
+    score_cmd = commands.add_parser("score", help="V, G, ratio and N of a finished run (scored once: a scored run "
+                                    "prints its recorded score)")
     score_cmd.add_argument("run_dir", metavar="RUN_DIR")
-    score_cmd.add_argument("--backend", choices=["llm", "embedding", "tfidf"], default="embedding")
+    score_cmd.add_argument("--backend", choices=["llm", "embedding", "tfidf"], default="tfidf",
+                           help="novelty back end when the run is not yet scored (default tfidf)")
     score_cmd.set_defaults(handler=_score)
     return parser
 

@@ -14,6 +14,7 @@ import papermill
 from tqdm.auto import tqdm
 
 from innolab.paths import notebooks_dir, project_root
+from innolab.rundir import RunDir
 
 KERNEL_NAME = "python3"
 
@@ -145,21 +146,21 @@ def run_demos(output: Path | None = None, budget: str = "60s", agents: Iterable[
     runs = results_dir / "runs"
     rows = []
     for agent in tqdm(list(agents), desc="demo runs", unit="run", disable=not show_progress):
-        run_dir = runs / f"demo-{time.strftime('%Y%m%d-%H%M%S')}-{agent}"
-        run_dir.mkdir(parents=True)
+        run_dir = RunDir(runs / f"demo-{time.strftime('%Y%m%d-%H%M%S')}-{agent}")
+        run_dir.root.mkdir(parents=True)
         source = notebooks_dir() / RUN_NOTEBOOK
-        execute(source, run_dir / "run.ipynb", {
-            "agent": agent, "budget": budget, "run_dir": os.path.relpath(run_dir, source.parent),
+        execute(source, run_dir.notebook, {
+            "agent": agent, "budget": budget, "run_dir": os.path.relpath(run_dir.root, source.parent),
             "results_dir": os.path.relpath(results_dir, source.parent),
             "figures_dir": os.path.relpath(output / "figures", source.parent), **(extra_parameters or {})})
-        events = traces.read_events(run_dir)
-        score = next((e for e in reversed(events) if e["type"] == "score"), {})
-        finished = events[-1] if events and events[-1]["type"] == "run_finished" else {}
+        events = traces.read_events(run_dir.root)
+        score = run_dir.read_score() or {}
+        finished = next((e for e in reversed(events) if e["type"] == "run_finished"), {})
         rows.append({"agent": agent, "run": run_dir.name, "complete": bool(finished),
                      "steps": len({e["step"] for e in events if e["type"] == "tool_call"}),
                      "llm_calls": sum(e["type"] == "llm_call" for e in events),
                      "valid": bool(score.get("valid")), "score": score.get("score"),
-                     "reason": finished.get("reason"), "summary": traces.summary(run_dir)})
+                     "reason": finished.get("reason"), "summary": traces.summary(run_dir.root)})
     table = results_dir / "demo_runs.csv"
     table.parent.mkdir(parents=True, exist_ok=True)
     pd.DataFrame(rows).to_csv(table, index=False)

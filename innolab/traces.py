@@ -9,17 +9,184 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-SCHEMA_VERSION = 1
-TRACE_FILE = "trace.jsonl"
-EVENT_TYPES = (
-    "run_started", "llm_call", "tool_call", "tool_result", "node", "checkpoint", "submission", "validation",
-    "score", "run_finished", "run_resumed",
-)
+from innolab import rundir
+
+SCHEMA_VERSION = 2
+TRACE_FILE = rundir.TRACE_FILE
 
 
 class TraceError(ValueError):
     """A trace file or event that breaks the schema."""
+
+
+# ------------------------------------------------------------------------------------------ the event types
+
+
+class Event(BaseModel):
+    """Fields every event has; each event type declares its own payload below, once."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    v: int
+    seq: int = Field(ge=0)
+    time: float
+    type: str
+    step: int | None = None
+
+
+class RunStarted(Event):
+    config: dict[str, Any]
+
+
+class RunResumed(Event):
+    from_checkpoint: int
+
+
+class LLMCall(Event):
+    purpose: str | None = None
+    failed: bool = False
+    error: str | None = None
+    response: str | None = None
+    tool_calls: list[dict[str, Any]] = Field(default_factory=list)
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: float = 0.0
+    cached: bool = False
+    key: str | None = None
+    attempts: list[dict[str, Any]] = Field(default_factory=list)
+    latency_s: float = 0.0
+
+
+class ToolCallEvent(Event):
+    call_id: str
+    tool: str
+    arguments: dict[str, Any]
+
+
+class ToolResultEvent(Event):
+    call_id: str
+    tool: str
+    ok: bool
+    output: str
+    duration_s: float
+
+
+class Node(Event):
+    """One node of AIDE's journal."""
+
+    id: int
+    parent: int | None
+    stage: str
+    plan: str
+    code: str
+    debug_depth: int
+    ran: bool
+    valid: bool
+    metric: float | None
+    buggy: bool
+
+
+class Checkpoint(Event):
+    pass
+
+
+class Submission(Event):
+    file: str
+    dev_valid: bool
+    dev_score: float | None
+    dev_errors: list[str] = Field(default_factory=list)
+
+
+class Validation(Event):
+    """A verdict of the pristine validator (the dev score the agent sees)."""
+
+    call_id: str
+    valid: bool
+    score: float | None
+    errors: list[str]
+
+
+class Score(Event):
+    """V, G, ratio (hidden evaluator) and N, once per run, from innolab.scoring."""
+
+    valid: bool
+    score: float | None
+    v_star: float
+    direction: str
+    gain: float | None
+    ratio: float
+    beats_v_star: bool
+    errors: list[str]
+    final_submission: str | None
+    dev_score: float | None
+    novelty: float | None
+    novelty_backend: str | None
+    nearest_known: str | None
+    distances: dict[str, float]
+    novelty_note: str | None = None
+
+
+class RunFinished(Event):
+    reason: str
+    budget: dict[str, Any]
+    final_submission: str | None
+    dev_valid: bool
+    dev_score: float | None
+
+
+EVENTS: dict[str, type[Event]] = {
+    "run_started": RunStarted, "run_resumed": RunResumed, "llm_call": LLMCall, "tool_call": ToolCallEvent,
+    "tool_result": ToolResultEvent, "node": Node, "checkpoint": Checkpoint, "submission": Submission,
+    "validation": Validation, "score": Score, "run_finished": RunFinished,
+}
+EVENT_TYPES = tuple(EVENTS)
+
+
+def validate_event(event: dict[str, Any], where: str = "event") -> dict[str, Any]:
+    """Check one event against its type's declared fields; the error names the type, the field and the rule."""
+    kind = event.get("type")
+    if kind not in EVENTS:
+        raise TraceError(f"{where}: unknown event type {kind!r}; known: {EVENT_TYPES}")
+    try:
+        EVENTS[kind].model_validate(event)
+    except ValidationError as error:
+        first = error.errors()[0]
+        field = ".".join(str(p) for p in first["loc"]) or "(event)"
+        raise TraceError(f"{where}: {kind} event, field '{field}': {first['msg']}") from None
+    return event
+
+
+def upgrade(event: dict[str, Any]) -> dict[str, Any]:
+    """An event of an older schema version, in today's shape (version 1: submissions said `valid`; the gym's
+    own score event had no novelty; run_finished named no final submission)."""
+    version = event.get("v")
+    if version == SCHEMA_VERSION:
+        return event
+    if version != 1:
+        raise TraceError(f"schema version {version!r} is not known (this innolab reads 1 and {SCHEMA_VERSION})")
+    event = {**event, "v": SCHEMA_VERSION}
+    kind = event.get("type")
+    if kind == "submission":
+        event["dev_valid"] = bool(event.pop("valid", False))
+        event.setdefault("dev_errors", [])
+    elif kind == "run_finished":
+        for key in ("valid", "score", "ratio"):
+            event.pop(key, None)
+        event.setdefault("final_submission", None)
+        event.setdefault("dev_valid", False)
+        event.setdefault("dev_score", None)
+    elif kind == "score":
+        event.pop("file", None)
+        event.pop("rescored", None)
+        event.pop("backend", None)
+        for key, default in (("direction", "max"), ("beats_v_star", False), ("final_submission", None),
+                             ("dev_score", None), ("novelty", None), ("novelty_backend", None),
+                             ("nearest_known", None), ("distances", {})):
+            event.setdefault(key, default)
+        event["distances"] = {k[2:]: event.pop(k) for k in list(event) if k.startswith("d_")} or event["distances"]
+    return event
 
 
 class TraceWriter:
@@ -32,11 +199,11 @@ class TraceWriter:
         self._handle = self.path.open("ab")
 
     def emit(self, event_type: str, step: int | None = None, **payload: Any) -> dict[str, Any]:
-        if event_type not in EVENT_TYPES:
-            raise TraceError(f"unknown event type {event_type!r}; known: {EVENT_TYPES}")
         event = {"v": SCHEMA_VERSION, "seq": self.seq, "time": time.time(), "type": event_type, "step": step,
                  **payload}
-        self._handle.write((json.dumps(event, default=str) + "\n").encode())
+        event = json.loads(json.dumps(event, default=str))
+        validate_event(event, f"{self.path.name}: event {self.seq}")
+        self._handle.write((json.dumps(event) + "\n").encode())
         self._handle.flush()
         os.fsync(self._handle.fileno())
         self.seq += 1
@@ -73,9 +240,11 @@ def read_events(run_dir: Path) -> list[dict[str, Any]]:
             if number == len(lines):
                 break
             raise TraceError(f"{path.name}: line {number} is not JSON") from None
-        if event.get("v") != SCHEMA_VERSION:
-            raise TraceError(f"{path.name}: line {number} has schema version {event.get('v')!r}, "
-                             f"expected {SCHEMA_VERSION}")
+        try:
+            event = validate_event(upgrade(event), f"{path.name}: line {number}")
+        except TraceError as error:
+            raise TraceError(str(error) if str(error).startswith(path.name) else f"{path.name}: line {number}: "
+                             f"{error}") from None
         events.append(event)
     return events
 

@@ -32,7 +32,7 @@ def base_image(docker_client):
     try:
         docker_client.images.get(BASE_IMAGE)
     except docker.errors.ImageNotFound:
-        message = f"base image {BASE_IMAGE} missing; build it with: bash .ci/build-base-image"
+        message = f"base image {BASE_IMAGE} missing; build it with `innolab sandbox build-image` (root, debootstrap)"
         if os.environ.get("INNOLAB_REQUIRE_DOCKER") == "1":
             pytest.fail(message)
         pytest.skip(message)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from innolab.gym.run import Action, Observation
+from innolab.gym.policy import Action, Observation
 from innolab.gym.tools import ToolCall
 
 # A valid circle-packing-26 submission: 26 equal circles on a 6 × 5 grid.

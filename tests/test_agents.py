@@ -9,13 +9,16 @@ from pathlib import Path
 
 import pytest
 
-from innolab import traces
-from innolab.agents.runs import agent_config, replay
-from innolab.gym.run import create_run, execute
+from innolab import runner, traces
+from innolab.runner import agent_config, replay
 from tests.fake_llm import FakeLLM
 
 ROOT = Path(__file__).resolve().parent.parent
 AGENTS = ["aide", "mlab", "codeact"]
+
+
+def start(config, tmp_path, **options):
+    return Path(runner.start(config, tmp_path / "run", show_progress=False, **options)["run_dir"])
 
 
 def fake_config(agent, url, runtime="local", **extra):
@@ -26,8 +29,9 @@ def fake_config(agent, url, runtime="local", **extra):
 
 def check_valid_scored_run(run_dir):
     events = traces.read_events(run_dir)
-    assert events[0]["type"] == "run_started" and events[-1]["type"] == "run_finished"
-    score = next(e for e in events if e["type"] == "score")
+    assert events[0]["type"] == "run_started" and events[-2]["type"] == "run_finished"
+    assert events[-1]["type"] == "score" and sum(e["type"] == "score" for e in events) == 1
+    score = events[-1]
     assert score["valid"] and score["score"] == pytest.approx(26 / 12, rel=1e-9)
     assert any(e["type"] == "llm_call" for e in events)
     return events
@@ -36,8 +40,8 @@ def check_valid_scored_run(run_dir):
 @pytest.mark.parametrize("agent", AGENTS)
 def test_scaffold_reaches_a_valid_scored_submission_local(agent, tmp_path):
     with FakeLLM() as server:
-        run_dir = create_run(fake_config(agent, server.base_url), tmp_path / "run")
-        execute(run_dir, show_progress=False)
+        outcome = runner.start(fake_config(agent, server.base_url), tmp_path / "run", show_progress=False)
+    run_dir = Path(outcome["run_dir"])
     events = check_valid_scored_run(run_dir)
     if agent == "aide":
         nodes = [e for e in events if e["type"] == "node"]
@@ -47,23 +51,21 @@ def test_scaffold_reaches_a_valid_scored_submission_local(agent, tmp_path):
 @pytest.mark.parametrize("agent", AGENTS)
 def test_scaffold_reaches_a_valid_scored_submission_docker(agent, tmp_path, docker_client, base_image):
     with FakeLLM() as server:
-        run_dir = create_run(fake_config(agent, server.base_url, runtime="docker"), tmp_path / "run")
-        execute(run_dir, show_progress=False)
+        run_dir = start(fake_config(agent, server.base_url, runtime="docker"), tmp_path)
     check_valid_scored_run(run_dir)
 
 
 def test_codeact_with_native_tool_calls(tmp_path):
     with FakeLLM() as server:
-        run_dir = create_run(fake_config("codeact", server.base_url, native_tools=True), tmp_path / "run")
-        execute(run_dir, show_progress=False)
+        run_dir = start(fake_config("codeact", server.base_url, native_tools=True), tmp_path)
     check_valid_scored_run(run_dir)
 
 
 @pytest.mark.parametrize("agent", AGENTS)
 def test_faults_are_retried_and_traced(agent, tmp_path):
     with FakeLLM(["429", "500", "timeout", "malformed", "drop"], slow_s=3.0) as server:
-        run_dir = create_run(fake_config(agent, server.base_url), tmp_path / "run")
-        execute(run_dir, show_progress=False)
+        outcome = runner.start(fake_config(agent, server.base_url), tmp_path / "run", show_progress=False)
+    run_dir = Path(outcome["run_dir"])
     events = check_valid_scored_run(run_dir)
     retried = [a for e in events if e["type"] == "llm_call" for a in e["attempts"]]
     assert len(retried) == 5, retried
@@ -73,11 +75,10 @@ def test_unreachable_model_ends_the_run_cleanly(tmp_path):
     with FakeLLM(["500"] * 50) as server:
         config = fake_config("codeact", server.base_url)
         config.policy_args["settings"]["max_retries"] = 1
-        run_dir = create_run(config, tmp_path / "run")
-        outcome = execute(run_dir, show_progress=False)
-    events = traces.read_events(run_dir)
+        outcome = runner.start(config, tmp_path / "run", show_progress=False)
+    events = traces.read_events(Path(outcome["run_dir"]))
     assert outcome["reason"] == "llm_error" and not outcome["valid"]
-    assert events[-1]["type"] == "run_finished" and any(e.get("failed") for e in events if e["type"] == "llm_call")
+    assert events[-2]["type"] == "run_finished" and any(e.get("failed") for e in events if e["type"] == "llm_call")
 
 
 def test_kill_and_resume_repeats_no_llm_call(tmp_path):
@@ -87,7 +88,7 @@ def test_kill_and_resume_repeats_no_llm_call(tmp_path):
     with FakeLLM(program_sleep_s=1.0) as server:
         config = fake_config("aide", server.base_url)
         config.max_steps = 6
-        run_dir = create_run(config, tmp_path / "run")
+        run_dir = runner.create_run(config, tmp_path / "run")
         env = {**os.environ, "PYTHONPATH": str(ROOT)}
         command = [sys.executable, "-m", "innolab.gym.run", str(run_dir), "--quiet"]
         process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
@@ -108,8 +109,8 @@ def test_kill_and_resume_repeats_no_llm_call(tmp_path):
 
 def test_replay_needs_no_endpoint(tmp_path):
     with FakeLLM() as server:
-        run_dir = create_run(fake_config("codeact", server.base_url), tmp_path / "run")
-        first = execute(run_dir, show_progress=False)
+        first = runner.start(fake_config("codeact", server.base_url), tmp_path / "run", show_progress=False)
+        run_dir = Path(first["run_dir"])
     outcome = replay(run_dir)  # the server is gone: every answer must come from the cache
     assert outcome["score"] == first["score"]
     events = traces.read_events(Path(outcome["run_dir"]))
@@ -120,9 +121,8 @@ def test_replay_needs_no_endpoint(tmp_path):
 def test_scaffold_on_the_local_model_ends_cleanly(agent, tmp_path):
     pytest.importorskip("xllamacpp")
     config = agent_config(agent, "circle-packing-26", budget_s=120, settings={"max_tokens": 256})
-    run_dir = create_run(config, tmp_path / "run")
-    outcome = execute(run_dir, show_progress=False)
-    events = traces.read_events(run_dir)
-    assert events[0]["type"] == "run_started" and events[-1]["type"] == "run_finished"
+    outcome = runner.start(config, tmp_path / "run", novelty=None, show_progress=False)
+    events = traces.read_events(Path(outcome["run_dir"]))
+    assert events[0]["type"] == "run_started" and events[-2]["type"] == "run_finished"
     assert any(e["type"] == "llm_call" and not e["cached"] for e in events)
     assert outcome["reason"] in ("wall_clock", "agent_finished", "steps")

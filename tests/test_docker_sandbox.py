@@ -2,10 +2,10 @@
 
 import pytest
 
-from innolab import traces
+from innolab import runner, traces
 from innolab.gym.docker_sandbox import DockerLimits, DockerSandbox
 from innolab.gym.factory import open_sandbox
-from innolab.gym.run import RunConfig, create_run, execute
+from innolab.gym.policy import RunConfig
 from innolab.gym.sandbox import SandboxError
 from innolab.tasks import get_task
 
@@ -19,7 +19,7 @@ def box(docker_client, base_image):
 
 def test_exec_files_and_timeout(box):
     assert box.exec("id -un").stdout.strip() == "agent"
-    assert set(box.exec("ls").stdout.split()) == {"description.md", "task.json", "taskkit.py", "validate.py"}
+    assert set(box.exec("ls").stdout.split()) == {"description.md", "task.json", "taskkit", "validate.py"}
     box.write_file("dir/a.txt", b"hello")
     assert box.read_file("dir/a.txt") == b"hello"
     slow = box.exec("sleep 10", timeout_s=1)
@@ -56,10 +56,9 @@ def test_gpu_request_without_gpu_runtime_is_a_clear_error(docker_client, base_im
 def test_scripted_run_in_docker(docker_client, base_image, tmp_path):
     config = RunConfig(task="circle-packing-26", policy="tests.gym_policies:ScriptedPolicy",
                        policy_args={"steps": 4}, runtime="docker", image=base_image, max_steps=20)
-    run_dir = create_run(config, tmp_path / "run")
-    outcome = execute(run_dir, show_progress=False)
+    outcome = runner.start(config, tmp_path / "run", show_progress=False)
     assert outcome["valid"] and outcome["score"] == pytest.approx(26 / 12, rel=1e-9)
-    assert traces.load(run_dir)["type"].iloc[-1] == "run_finished"
+    assert traces.load(outcome["run_dir"])["type"].tolist()[-2:] == ["run_finished", "score"]
 
 
 def test_cli_sandbox_exec_docker(docker_client, base_image):

@@ -11,13 +11,15 @@ from pathlib import Path
 
 import pytest
 
-from innolab import traces
+from innolab import runner, traces
 from innolab.gym.budget import Budget, BudgetError, parse_duration
 from innolab.gym.dispatcher import dispatch_sync
-from innolab.gym.factory import open_sandbox
-from innolab.gym.run import RunConfig, create_run, execute
+from innolab.gym.factory import open_sandbox, open_validator
+from innolab.gym.policy import RunConfig
+from innolab.gym.run import create_run
 from innolab.gym.sandbox import SandboxError
 from innolab.gym.tools import TOOL_NAMES, TOOL_SPECS, Toolbox, ToolCall, truncate
+from innolab.scoring import score_run
 from innolab.tasks import get_task
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -28,6 +30,13 @@ def sandbox():
     box = open_sandbox(get_task("circle-packing-26"), "local")
     yield box
     box.close()
+
+
+@pytest.fixture
+def toolbox(sandbox):
+    validator = open_validator(get_task("circle-packing-26"), sandbox)
+    yield Toolbox(sandbox, validator)
+    validator.close()
 
 
 def test_local_sandbox_exec_files_and_timeout(sandbox):
@@ -69,9 +78,10 @@ def test_tool_specs_are_openai_function_schemas():
     json.dumps(TOOL_SPECS)
 
 
-def test_tools_run_against_the_sandbox(sandbox):
+def test_tools_run_against_the_sandbox(toolbox):
     submitted = []
-    box = Toolbox(sandbox, on_submit=lambda content, verdict: submitted.append(verdict))
+    box = toolbox
+    box.on_submit = lambda content, verdict: submitted.append(verdict)
     run = box.run
     assert run(ToolCall("1", "write_file", {"path": "x.py", "content": "print(1)\nprint(2)\n"}), 10).ok
     assert run(ToolCall("2", "edit_file", {"path": "x.py", "old": "print(2)", "new": "print(3)"}), 10).ok
@@ -93,20 +103,20 @@ def test_long_outputs_are_truncated_with_a_marker():
     assert len(cut) < 1100 and "[... truncated 19000 characters ...]" in cut
 
 
-def test_calls_of_one_step_run_concurrently_and_return_in_order(sandbox):
+def test_calls_of_one_step_run_concurrently_and_return_in_order(toolbox):
     # Each call waits until all eight have started: only concurrent execution can finish before the timeout.
     barrier = ("touch started-$ID; for i in $(seq 100); do [ $(ls started-* | wc -l) -ge 8 ] && exit 0; sleep 0.1; "
                "done; exit 1")
     calls = [ToolCall(f"id{i}", "bash", {"command": barrier.replace("$ID", str(i))}) for i in range(8)]
-    results = dispatch_sync(Toolbox(sandbox), calls, {"bash": 30})
+    results = dispatch_sync(toolbox, calls, {"bash": 30})
     assert [r.call_id for r in results] == [f"id{i}" for i in range(8)]
     assert all(r.ok for r in results), [r.output for r in results]
 
 
-def test_per_call_timeout_and_cancellation_at_the_deadline(sandbox):
-    results = dispatch_sync(Toolbox(sandbox), [ToolCall("a", "bash", {"command": "sleep 10"})], {"bash": 0.5})
+def test_per_call_timeout_and_cancellation_at_the_deadline(toolbox):
+    results = dispatch_sync(toolbox, [ToolCall("a", "bash", {"command": "sleep 10"})], {"bash": 0.5})
     assert not results[0].ok and "killed after" in results[0].output
-    results = dispatch_sync(Toolbox(sandbox), [ToolCall("b", "bash", {"command": "sleep 5"}),
+    results = dispatch_sync(toolbox, [ToolCall("b", "bash", {"command": "sleep 5"}),
                                                ToolCall("c", "bash", {"command": "echo quick"})],
                             {"bash": 30}, deadline_s=0.5)
     assert "cancelled" in results[0].output and results[1].ok
@@ -132,8 +142,8 @@ def scripted_config(**changes):
 
 
 def test_scripted_run_is_traced_and_scored(tmp_path):
-    run_dir = create_run(scripted_config(), tmp_path / "run")
-    outcome = execute(run_dir, show_progress=False)
+    outcome = runner.start(scripted_config(), tmp_path / "run", show_progress=False)
+    run_dir = Path(outcome["run_dir"])
     assert outcome["valid"] and outcome["score"] == pytest.approx(26 / 12, rel=1e-9)
     frame = traces.load(run_dir)
     types = set(frame["type"])
@@ -143,14 +153,15 @@ def test_scripted_run_is_traced_and_scored(tmp_path):
     line = traces.summary(run_dir)
     assert "circle-packing-26" in line and "6 steps" in line and "agent_finished" in line
     assert (run_dir / "submission" / "submission.json").is_file()
-    again = execute(run_dir, resume=True, show_progress=False)
+    again = runner.resume(run_dir, show_progress=False)
     assert again["already_finished"] and again["score"] == outcome["score"]
     assert len(traces.load(run_dir)) == len(frame)
 
 
 def test_step_budget_ends_the_run_and_keeps_the_best_submission(tmp_path):
-    run_dir = create_run(scripted_config(max_steps=6, policy_args={"steps": 20}), tmp_path / "run")
-    outcome = execute(run_dir, show_progress=False)
+    outcome = runner.start(scripted_config(max_steps=6, policy_args={"steps": 20}), tmp_path / "run",
+                           show_progress=False)
+    run_dir = Path(outcome["run_dir"])
     assert outcome["reason"] == "steps" and not outcome["valid"]
     frame = traces.load(run_dir)
     score = frame[frame["type"] == "score"].iloc[0]
@@ -176,7 +187,9 @@ def _steps_are_complete(run_dir: Path, steps: int) -> None:
     assert checkpoints == list(range(1, steps + 1))
     assert [e["seq"] for e in events] == list(range(len(events)))
     assert sum(e["type"] == "run_started" for e in events) == 1
-    assert events[-1]["type"] == "run_finished"
+    assert sum(e["type"] == "run_finished" for e in events) == 1
+    assert next(e["type"] for e in events if e["type"] in ("run_finished", "score")) == "run_finished"
+    assert sum(e["type"] == "score" for e in events) <= 1
 
 
 def _start(run_dir: Path, resume: bool) -> subprocess.Popen:
@@ -203,7 +216,9 @@ def test_sigkill_and_resume_leaves_no_missing_or_duplicated_step(tmp_path, trial
     assert process.returncode == 0, process.stderr.read().decode()[-2000:]
     assert kills >= 1
     _steps_are_complete(run_dir, steps)
-    score = next(e for e in traces.read_events(run_dir) if e["type"] == "score")
+    finished = next(e for e in traces.read_events(run_dir) if e["type"] == "run_finished")
+    assert finished["dev_valid"] and finished["dev_score"] == pytest.approx(26 / 12, rel=1e-9)
+    score = score_run(run_dir, novelty_backend=None)
     assert score["valid"] and score["score"] == pytest.approx(26 / 12, rel=1e-9)
 
 
@@ -213,7 +228,7 @@ def test_budget_end_keeps_the_best_submission(tmp_path):
     calls = [["write_file", {"path": "p.json", "content": json.dumps({"circles": GRID})}],
              ["submit", {"path": "p.json"}]] + [["bash", {"command": "true"}]] * 20
     config = scripted_config(policy="tests.gym_policies:CallPolicy", policy_args={"calls": calls}, max_steps=5)
-    outcome = execute(create_run(config, tmp_path / "run"), show_progress=False)
+    outcome = runner.start(config, tmp_path / "run", show_progress=False)
     assert outcome["reason"] == "steps" and outcome["valid"]
 
 

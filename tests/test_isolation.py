@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from innolab import traces
-from innolab.gym.run import RunConfig, create_run, execute
+from innolab import runner, traces
+from innolab.gym.policy import RunConfig
 
 V_STAR_TEXT = "2.6359830849"
 
@@ -79,10 +79,10 @@ def test_adversarial_agent_cannot_escape(docker_client, base_image, tmp_path, ho
         ["submit", {"path": "bad.json"}],
     ]
     before = {c.id for c in docker_client.containers.list(all=True)}
-    run_dir = create_run(RunConfig(task="circle-packing-26", policy="tests.gym_policies:CallPolicy",
-                                   policy_args={"calls": calls}, runtime="docker", max_steps=100,
-                                   wall_clock_s=900, agent="adversary"), tmp_path / "run")
-    outcome = execute(run_dir, show_progress=False)
+    outcome = runner.start(RunConfig(task="circle-packing-26", policy="tests.gym_policies:CallPolicy",
+                                     policy_args={"calls": calls}, runtime="docker", max_steps=100,
+                                     wall_clock_s=900, agent="adversary"), tmp_path / "run", show_progress=False)
+    run_dir = Path(outcome["run_dir"])
 
     events = traces.read_events(run_dir)
     results = [e for e in events if e["type"] == "tool_result"]
@@ -91,11 +91,13 @@ def test_adversarial_agent_cannot_escape(docker_client, base_image, tmp_path, ho
     assert not escaped, escaped
     assert len(ATTEMPTS) >= 20
 
-    # The symlink was refused, the fake validator fooled only the agent: the hidden evaluator says invalid.
+    # The symlink was refused; the fake validate.py fooled nobody: the pristine validator and the hidden evaluator
+    # both say invalid.
     sneaky = results[len(ATTEMPTS) + 1]
     assert not sneaky["ok"] and ("link" in sneaky["output"] or "regular file" in sneaky["output"])
     submissions = [e for e in events if e["type"] == "submission"]
-    assert len(submissions) == 1 and submissions[0]["valid"] is True  # what the tampered validator claimed
+    assert len(submissions) == 1 and submissions[0]["dev_valid"] is False and submissions[0]["dev_score"] is None
+    assert "overlap" in " ".join(submissions[0]["dev_errors"])
     score = next(e for e in events if e["type"] == "score")
     assert score["valid"] is False and score["ratio"] == -1.0 and not outcome["valid"]
     assert "overlap" in " ".join(score["errors"])

@@ -114,19 +114,21 @@ def test_cli_distance(tmp_path):
     assert done.returncode == 0 and 0 < float(done.stdout) <= 100
 
 
-def test_score_run_writes_trace_and_table(tmp_path):
-    from innolab import traces
-    from innolab.agents.runs import agent_config
-    from innolab.gym.run import create_run, execute
-    from innolab.novelty.runs import score_run
+def test_run_is_scored_once_with_n_in_its_trace_and_table(tmp_path):
+    from innolab import runner, traces
+    from innolab.rundir import RunDir
+    from innolab.scoring import score_run
 
     with FakeLLM() as server:
         settings = {"base_url": server.base_url, "model": "fake"}
-        config = agent_config("codeact", "circle-packing-26", budget_s=120, max_steps=6, settings=settings)
-        run_dir = create_run(config, tmp_path / "runs" / "r1")
-        execute(run_dir, show_progress=False)
-        row = score_run(run_dir, backend="tfidf", settings=settings)
+        config = runner.agent_config("codeact", "circle-packing-26", budget_s=120, max_steps=6, settings=settings)
+        outcome = runner.start(config, tmp_path / "runs" / "r1", novelty="tfidf", show_progress=False)
+        run_dir = RunDir(outcome["run_dir"])
+        again = score_run(run_dir.root, novelty_backend="embedding")
+    row = run_dir.read_score()
     assert row["valid"] and 0 < row["novelty"] <= 100 and math.isclose(row["score"], 26 / 12, rel_tol=1e-9)
-    rescored = [e for e in traces.read_events(run_dir) if e["type"] == "score" and e.get("rescored")]
-    assert rescored and rescored[0]["novelty"] == row["novelty"]
-    assert (tmp_path / "runs" / "scores.csv").is_file()
+    assert row["novelty_backend"] == "tfidf" and again["already_scored"] and again["novelty"] == row["novelty"]
+    scores = [e for e in traces.read_events(run_dir.root) if e["type"] == "score"]
+    assert len(scores) == 1 and scores[0]["novelty"] == row["novelty"]
+    table = run_dir.scores_table.read_text().splitlines()
+    assert len(table) == 2 and "novelty" in table[0]

@@ -22,7 +22,7 @@ def check(problem, data, **params):
 
 
 def test_valid_circle_packing_scores_its_sum():
-    errors, score = check("circles_in_square", {"circles": grid_circles()}, n=26)
+    errors, score = check("circles:circles_in_square", {"circles": grid_circles()}, n=26)
     assert errors == [] and score == pytest.approx(26 / 12)
 
 
@@ -35,23 +35,23 @@ def test_nan_centre_is_rejected():
     raw = json.dumps({"circles": circles})  # Python writes NaN as a bare token
     with pytest.raises(taskkit.Invalid, match="NaN"):
         taskkit.parse_submission(raw)
-    errors, score = taskkit.check("circles_in_square", {"n": 26}, {"circles": circles})
+    errors, score = taskkit.check("circles:circles_in_square", {"n": 26}, {"circles": circles})
     assert score is None and "finite" in errors[0]
 
 
 def test_overlap_of_1e_12_is_rejected():
     circles = [[0.25, 0.5, 0.25], [0.75, 0.5, 0.25 + 1e-12]] + [[0.05 + 0.04 * k, 0.02, 0.01] for k in range(24)]
-    errors, _ = check("circles_in_square", {"circles": circles}, n=26)
+    errors, _ = check("circles:circles_in_square", {"circles": circles}, n=26)
     assert errors and ("overlap" in errors[0] or "leaves" in errors[0])
     circles[1][2] = 0.25 - 1e-12
     circles[1][0] = 0.75 - 1e-12 / 2
-    assert check("circles_in_square", {"circles": circles}, n=26)[0] == []
+    assert check("circles:circles_in_square", {"circles": circles}, n=26)[0] == []
 
 
 def test_circle_outside_by_1e_15_is_rejected():
     circles = grid_circles()
     circles[0] = [circles[0][2] - 1e-15, circles[0][1], circles[0][2]]
-    errors, _ = check("circles_in_square", {"circles": circles}, n=26)
+    errors, _ = check("circles:circles_in_square", {"circles": circles}, n=26)
     assert errors and "containment" in errors[0]
 
 
@@ -67,19 +67,19 @@ def test_touching_circles_that_overlap_only_in_exact_arithmetic_are_rejected():
     else:
         pytest.fail("no float-touching, exactly-overlapping pair found")
     others = [[0.02 + 0.038 * k, 0.95, 0.01] for k in range(24)]
-    errors, _ = check("circles_in_square", {"circles": [[x1, 0.5, r1], [x2, 0.5, r2], *others]}, n=26)
+    errors, _ = check("circles:circles_in_square", {"circles": [[x1, 0.5, r1], [x2, 0.5, r2], *others]}, n=26)
     assert errors and "overlap" in errors[0]
 
 
 def test_negative_radius_is_rejected():
     circles = grid_circles()
     circles[5][2] = -0.01
-    errors, _ = check("circles_in_square", {"circles": circles}, n=26)
+    errors, _ = check("circles:circles_in_square", {"circles": circles}, n=26)
     assert "radius" in errors[0]
 
 
 def test_reported_sum_is_never_read():
-    errors, score = check("circles_in_square", {"circles": grid_circles(), "score": 4.01}, n=26)
+    errors, score = check("circles:circles_in_square", {"circles": grid_circles(), "score": 4.01}, n=26)
     assert score is None and "unknown field" in errors[0] and "recomputed" in errors[0]
 
 
@@ -87,15 +87,15 @@ def test_reported_sum_is_never_read():
 def test_wrong_types_are_rejected(bad):
     circles = grid_circles()
     circles[2][1] = bad
-    errors, score = check("circles_in_square", {"circles": circles}, n=26)
+    errors, score = check("circles:circles_in_square", {"circles": circles}, n=26)
     assert score is None and "circles[2][1]" in errors[0]
 
 
 def test_wrong_shape_is_rejected():
-    assert "exactly 26 rows" in check("circles_in_square", {"circles": grid_circles()[:25]}, n=26)[0][0]
+    assert "exactly 26 rows" in check("circles:circles_in_square", {"circles": grid_circles()[:25]}, n=26)[0][0]
     rows = grid_circles()
     rows[0] = rows[0][:2]
-    assert "circles[0]" in check("circles_in_square", {"circles": rows}, n=26)[0][0]
+    assert "circles[0]" in check("circles:circles_in_square", {"circles": rows}, n=26)[0][0]
 
 
 def test_huge_file_is_rejected_before_parsing(tmp_path):
@@ -117,58 +117,59 @@ def test_symlinked_submission_is_rejected(tmp_path):
 def test_duplicate_points_are_rejected():
     points = [[float(i % 4), float(i // 4)] for i in range(16)]
     points[7] = points[3]
-    errors, _ = check("min_max_distance_ratio", {"points": points}, n=16)
+    errors, _ = check("points:min_max_distance_ratio", {"points": points}, n=16)
     assert "duplicates" in errors[0]
     circles = grid_circles()
     circles[1] = [circles[0][0], circles[0][1], 0.0]
-    assert "duplicates" in check("circles_in_square", {"circles": circles}, n=26)[0][0]
+    assert "duplicates" in check("circles:circles_in_square", {"circles": circles}, n=26)[0][0]
 
 
 @pytest.mark.parametrize("value", [1.0, 1.5, "1", True])
 def test_non_integer_kissing_vectors_are_rejected(value):
     vectors = np.vstack([np.eye(11, dtype=int), -np.eye(11, dtype=int)]).tolist()
     vectors[4][4] = value
-    errors, _ = check("kissing_configuration", {"vectors": vectors}, dim=11)
+    errors, _ = check("kissing:kissing_configuration", {"vectors": vectors}, dim=11)
     assert "integer" in errors[0]
 
 
 def test_kissing_condition_is_exact():
     vectors = np.vstack([np.eye(11, dtype=int), -np.eye(11, dtype=int)]).tolist()
-    assert check("kissing_configuration", {"vectors": vectors}, dim=11) == ([], 22.0)
+    assert check("kissing:kissing_configuration", {"vectors": vectors}, dim=11) == ([], 22.0)
     vectors.append([1, 1] + [0] * 9)  # norm² 2 > distance² 1 to e_1
-    assert "squared distance" in check("kissing_configuration", {"vectors": vectors}, dim=11)[0][0]
+    assert "squared distance" in check("kissing:kissing_configuration", {"vectors": vectors}, dim=11)[0][0]
 
 
 def test_heilbronn_triangle_containment_is_exact():
     inside = [[0.5, 0.1], [0.3, 0.2], [0.7, 0.2], [0.5, 0.5], [0.4, 0.3], [0.6, 0.3], [0.5, 0.25], [0.45, 0.15],
               [0.55, 0.15], [0.5, 0.05], [0.2, 0.05]]
-    assert check("heilbronn_triangle", {"points": inside}, n=11)[0] == []
+    assert check("points:heilbronn_triangle", {"points": inside}, n=11)[0] == []
     outside = [*inside[:10], [0.5, math.sqrt(3) / 2 + 1e-16]]
-    assert "outside" in check("heilbronn_triangle", {"points": outside}, n=11)[0][0]
+    assert "outside" in check("points:heilbronn_triangle", {"points": outside}, n=11)[0][0]
 
 
 def test_erdos_rescaling_rule():
-    assert check("erdos_minimum_overlap", {"heights": [0.25] * 10}, max_n=100)[1] == pytest.approx(0.5)
-    errors, _ = check("erdos_minimum_overlap", {"heights": [0.0] * 9 + [1.0]}, max_n=100)
+    assert check("steps:erdos_minimum_overlap", {"heights": [0.25] * 10}, max_n=100)[1] == pytest.approx(0.5)
+    errors, _ = check("steps:erdos_minimum_overlap", {"heights": [0.0] * 9 + [1.0]}, max_n=100)
     assert "exceeds 1" in errors[0]
 
 
 def test_step_function_caps():
-    assert "between 1 and 10" in check("first_autocorrelation", {"values": [1.0] * 11}, max_n=10)[0][0]
-    assert "negative" in check("second_autocorrelation", {"values": [1.0, -1e-300]}, max_n=10)[0][0]
-    assert "magnitude" in check("first_autocorrelation", {"values": [1e300, 1.0]}, max_n=10)[0][0]
+    assert "between 1 and 10" in check("steps:first_autocorrelation", {"values": [1.0] * 11}, max_n=10)[0][0]
+    assert "negative" in check("steps:second_autocorrelation", {"values": [1.0, -1e-300]}, max_n=10)[0][0]
+    assert "magnitude" in check("steps:first_autocorrelation", {"values": [1e300, 1.0]}, max_n=10)[0][0]
 
 
 def test_job_shop_overlaps_and_precedence():
     instances = {"toy": {"duration_matrix": [[3, 2], [2, 4]], "machines_matrix": [[0, 1], [1, 0]]}}
     good = {"schedules": {"toy": [[0, 3], [0, 3]]}}
-    assert taskkit.check("job_shop", {"instances": instances}, good) == ([], 7.0)
+    assert taskkit.check("jobshop:job_shop", {"instances": instances}, good) == ([], 7.0)
     clash = {"schedules": {"toy": [[0, 3], [0, 2]]}}
-    assert "overlap on machine 0" in taskkit.check("job_shop", {"instances": instances}, clash)[0][0]
+    assert "overlap on machine 0" in taskkit.check("jobshop:job_shop", {"instances": instances}, clash)[0][0]
     early = {"schedules": {"toy": [[0, 2], [0, 5]]}}
-    assert "starts before" in taskkit.check("job_shop", {"instances": instances}, early)[0][0]
+    errors = taskkit.check("jobshop:job_shop", {"instances": instances}, early)[0]
+    assert "starts 1 before operation 0 ends" in errors[0]
     floats = {"schedules": {"toy": [[0.0, 3], [0, 3]]}}
-    assert "integer" in taskkit.check("job_shop", {"instances": instances}, floats)[0][0]
+    assert "integer" in taskkit.check("jobshop:job_shop", {"instances": instances}, floats)[0][0]
 
 
 # ------------------------------------------------------------------------------------------------- fuzzing
@@ -180,7 +181,7 @@ json_values = st.recursive(
     max_leaves=40,
 )
 
-PROBLEM_CASES = {task_id: (get_task(task_id).spec.problem.name, get_task(task_id).problem_params)
+PROBLEM_CASES = {task_id: (get_task(task_id).spec.problem.check, get_task(task_id).problem_params)
                  for task_id in ("circle-packing-26", "circles-in-rectangle-21", "min-max-distance-ratio-16",
                                  "heilbronn-triangle-11", "heilbronn-convex-13", "erdos-minimum-overlap",
                                  "first-autocorrelation", "second-autocorrelation", "kissing-number-11",
@@ -215,11 +216,11 @@ def well_formed(problem, value):
 @given(junk=json_values)
 def test_fuzzed_values_never_crash_and_malformed_ones_are_never_accepted(task_id, junk):
     problem, params = PROBLEM_CASES[task_id]
-    errors, score = taskkit.check(problem, params, {KEYS[problem]: junk})
+    errors, score = taskkit.check(problem, params, {KEYS[problem.partition(':')[2]]: junk})
     if errors:
         assert score is None
     else:
-        assert well_formed(problem, junk) and math.isfinite(score)
+        assert well_formed(problem.partition(':')[2], junk) and math.isfinite(score)
 
 
 @settings(max_examples=80, deadline=None)
@@ -229,7 +230,7 @@ def test_fuzzed_bytes_never_crash_the_parser(raw):
         data = taskkit.parse_submission(raw)
     except taskkit.Invalid:
         return
-    errors, score = taskkit.check("circles_in_square", {"n": 26}, data)
+    errors, score = taskkit.check("circles:circles_in_square", {"n": 26}, data)
     assert errors and score is None
 
 
@@ -248,5 +249,5 @@ def test_corrupted_valid_packings_are_rejected(corruption, row, col):
         circles.append([0.5, 0.5, 0.0])
     else:
         circles[row][col] = value
-    errors, score = taskkit.check("circles_in_square", {"n": 26}, {"circles": circles})
+    errors, score = taskkit.check("circles:circles_in_square", {"n": 26}, {"circles": circles})
     assert errors and score is None

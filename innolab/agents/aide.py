@@ -10,9 +10,10 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from innolab.agents.base import LLMAgent, json_schema
-from innolab.gym.run import Action, Observation
+from innolab.agents.base import LLMAgent
+from innolab.gym.policy import Action, Observation
 from innolab.gym.tools import ToolCall
+from innolab.llm.client import json_schema
 
 ROLE = ("You are an expert solving an optimisation task by writing complete Python programs. Each program must "
         "compute a candidate and write it to submission.json in the format the task describes. Reply with a short "

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from innolab.gym.run import Action, Observation
+from innolab.gym.policy import Action, Observation
 from innolab.gym.tools import ToolCall, ToolResult
 from innolab.llm.cache import ResponseCache
 from innolab.llm.client import Completion, LLMClient, parse_json_object
@@ -21,12 +21,6 @@ WORKSPACE_RULES = (
     "`python3 validate.py FILE` to check a candidate; it prints a JSON verdict with the score), taskkit.py and "
     "task.json (used by the validator). Write your candidate to submission.json and submit it."
 )
-
-
-def json_schema(name: str, properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
-    """A response_format asking for one JSON object (enforced where the endpoint supports JSON schemas)."""
-    return {"type": "json_schema", "json_schema": {"name": name, "strict": True, "schema": {
-        "type": "object", "properties": properties, "required": required, "additionalProperties": False}}}
 
 
 class LLMAgent:

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import json
 
-from innolab.agents.base import LLMAgent, json_schema
-from innolab.gym.run import Action, Observation
+from innolab.agents.base import LLMAgent
+from innolab.gym.policy import Action, Observation
 from innolab.gym.tools import ToolCall
+from innolab.llm.client import json_schema
 
 ROLE = ("You are a CodeAct agent. Each turn, act by writing code: a python or bash snippet that runs in the "
         "workspace; you will see its output. When submission.json is ready, use the submit action with its path; "

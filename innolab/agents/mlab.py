@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from innolab.agents.base import LLMAgent, json_schema
-from innolab.gym.run import Action, Observation
+from innolab.agents.base import LLMAgent
+from innolab.gym.policy import Action, Observation
 from innolab.gym.tools import ToolCall
+from innolab.llm.client import json_schema
 
 ACTIONS = ["Reflection", "Understand File", "Edit Script", "Execute Script", "Validate", "Final Answer"]
 ROLE = ("You are a research agent. Each turn, answer in the research format: Reflection, Research Plan and "

@@ -33,7 +33,7 @@ def score_over_time(trace: pd.DataFrame) -> pd.DataFrame:
         if event["type"] == "validation" and bool(event.get("valid")):
             rows.append({"seconds": (event["time"] - start).total_seconds(), "step": event["step"],
                          "kind": "validation", "score": event.get("score")})
-        elif event["type"] == "submission" and bool(event.get("valid")):
+        elif event["type"] == "submission" and bool(event.get("dev_valid")):
             rows.append({"seconds": (event["time"] - start).total_seconds(), "step": event["step"],
                          "kind": "submission", "score": event.get("dev_score")})
     return pd.DataFrame(rows, columns=["seconds", "step", "kind", "score"])

@@ -54,6 +54,7 @@ class DockerSandbox:
         import docker
 
         self.client = client or docker_client()
+        self.image = image
         self.limits = limits or DockerLimits()
         self.user = user
         try:

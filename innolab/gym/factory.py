@@ -1,15 +1,13 @@
-"""Open a sandbox for a task: the chosen back end, with only the task's visible part copied in."""
+"""Open a sandbox for a task (only the task's visible part copied in) and the pristine validator beside it."""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
 
+from innolab.gym.policy import RUNTIMES, Runtime
 from innolab.gym.sandbox import Sandbox, SandboxError
+from innolab.gym.validator import DockerValidator, LocalValidator, Validator
 from innolab.tasks.model import Task
-
-Runtime = Literal["local", "docker"]
-RUNTIMES: tuple[Runtime, ...] = ("local", "docker")
 
 
 def open_sandbox(task: Task, runtime: Runtime = "local", image: str | None = None,
@@ -33,3 +31,10 @@ def open_sandbox(task: Task, runtime: Runtime = "local", image: str | None = Non
         sandbox.close()
         raise
     return sandbox
+
+
+def open_validator(task: Task, sandbox: Sandbox) -> Validator:
+    """The task's pristine checker for this sandbox's runtime (see innolab.gym.validator)."""
+    if sandbox.runtime == "docker":
+        return DockerValidator(task.validator_files(), sandbox.image, sandbox.client)  # type: ignore[attr-defined]
+    return LocalValidator(task.validator_files())

@@ -1,109 +1,53 @@
-"""The run loop: policy steps → concurrent tool calls → trace → checkpoint; resume after a kill; scoring at the end."""
+"""The run loop: policy steps → concurrent tool calls → trace → checkpoint; resume after a kill; the final submission.
+
+The loop never scores: it records every submission with its pristine dev score and, at the end, names the final
+submission (the best by that score). V, G, ratio and N come later, once, from innolab.scoring, outside the gym.
+"""
 
 from __future__ import annotations
 
 import importlib
 import json
-import os
 import secrets
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from tqdm.auto import tqdm
 
 from innolab.gym.budget import Budget
 from innolab.gym.dispatcher import dispatch_sync
-from innolab.gym.factory import Runtime, open_sandbox
-from innolab.gym.tools import SUBMISSION_PATH, Toolbox, ToolCall, ToolResult
+from innolab.gym.factory import open_sandbox, open_validator
+from innolab.gym.policy import Observation, Policy, RunConfig
+from innolab.gym.tools import Toolbox, ToolResult
 from innolab.llm.client import LLMError
-from innolab.paths import project_root
-from innolab.tasks.evaluation import evaluate
+from innolab.rundir import RunDir, runs_root, write_atomic
 from innolab.tasks.registry import get_task
-from innolab.traces import TraceWriter, truncate_to
-
-CONFIG_FILE = "config.json"
-CHECKPOINT_DIR = "checkpoint"
-STATE_FILE = "state.json"
+from innolab.traces import TraceWriter, read_events, truncate_to
 
 
 class RunError(RuntimeError):
     """A run that cannot start or resume; the message says why."""
 
 
-@dataclass
-class Action:
-    """What a policy does in one step: tool calls (run concurrently), or finish. Usage feeds the budgets."""
-
-    tool_calls: list[ToolCall] = field(default_factory=list)
-    done: bool = False
-    tokens: int = 0
-    cost_usd: float = 0.0
-    events: list[dict[str, Any]] = field(default_factory=list)  # e.g. llm_call, node: {"type": ..., ...}
-
-
-@dataclass
-class Observation:
-    step: int
-    task_description: str
-    results: list[ToolResult]
-    remaining_s: float | None
-    direction: str = "max"  # of the task's objective (visible: the description says it too)
-
-
-class Policy(Protocol):
-    """An agent seen by the run loop. Its state is plain JSON data, so a killed run resumes exactly."""
-
-    name: str
-
-    def step(self, observation: Observation) -> Action: ...
-
-    def state(self) -> dict[str, Any]: ...
-
-    def load_state(self, state: dict[str, Any]) -> None: ...
-
-
-@dataclass
-class RunConfig:
-    """Everything needed to start (or restart) a run; written to config.json."""
-
-    task: str
-    policy: str  # "module:factory", called with policy_args
-    policy_args: dict[str, Any] = field(default_factory=dict)
-    agent: str = "scripted"
-    runtime: Runtime = "local"
-    image: str | None = None
-    wall_clock_s: float | None = 600.0
-    max_steps: int | None = None
-    max_tokens: int | None = None
-    max_cost_usd: float | None = None
-    seed: int = 0
-    tool_timeouts: dict[str, float] = field(default_factory=dict)
-    extra: dict[str, Any] = field(default_factory=dict)
-
-
-def runs_dir() -> Path:
-    return Path(os.environ.get("INNOLAB_RUNS_DIR", project_root() / "results" / "runs"))
-
-
 def create_run(config: RunConfig, run_dir: Path | None = None) -> Path:
     """A new run directory with its config.json; nothing runs yet."""
     get_task(config.task)  # fail early on an unknown task
     run_id = time.strftime("%Y%m%d-%H%M%S") + f"-{config.agent}-{config.task}-{secrets.token_hex(3)}"
-    run_dir = Path(run_dir or runs_dir() / run_id)
-    run_dir.mkdir(parents=True, exist_ok=True)
-    if (run_dir / CONFIG_FILE).exists():
-        raise RunError(f"{run_dir} already holds a run")
-    (run_dir / CONFIG_FILE).write_text(json.dumps(asdict(config), indent=2) + "\n", encoding="utf-8")
-    return run_dir
+    folder = RunDir(Path(run_dir or runs_root() / run_id))
+    folder.root.mkdir(parents=True, exist_ok=True)
+    if folder.exists():
+        raise RunError(f"{folder.root} already holds a run")
+    folder.config.write_text(json.dumps(asdict(config), indent=2) + "\n", encoding="utf-8")
+    return folder.root
 
 
 def load_config(run_dir: Path) -> RunConfig:
-    path = Path(run_dir) / CONFIG_FILE
-    if not path.is_file():
-        raise RunError(f"{run_dir} is not a run directory (no {CONFIG_FILE})")
-    return RunConfig(**json.loads(path.read_text(encoding="utf-8")))
+    folder = RunDir(run_dir)
+    if not folder.exists():
+        raise RunError(f"{run_dir} is not a run directory (no {folder.config.name})")
+    return RunConfig(**folder.read_config())
 
 
 def make_policy(config: RunConfig, run_dir: Path) -> Policy:
@@ -122,61 +66,52 @@ def make_policy(config: RunConfig, run_dir: Path) -> Policy:
 # ------------------------------------------------------------------------------------------- checkpoints
 
 
-def _fsync_write(path: Path, data: bytes) -> None:
-    with path.open("wb") as handle:
-        handle.write(data)
-        handle.flush()
-        os.fsync(handle.fileno())
-
-
 def save_checkpoint(run_dir: Path, state: dict[str, Any], workspace: bytes) -> None:
     """Atomic: the workspace tar under a new name, then state.json replaced in one rename, then old tars removed."""
-    folder = run_dir / CHECKPOINT_DIR
-    folder.mkdir(exist_ok=True)
-    tar_name = f"workspace-{state['step']}.tar"
-    _fsync_write(folder / tar_name, workspace)
-    state = {**state, "workspace": tar_name}
-    _fsync_write(folder / (STATE_FILE + ".tmp"), json.dumps(state).encode())
-    os.replace(folder / (STATE_FILE + ".tmp"), folder / STATE_FILE)
-    for old in folder.glob("workspace-*.tar"):
-        if old.name != tar_name:
+    folder = RunDir(run_dir)
+    tar = folder.workspace_tar(state["step"])
+    write_atomic(tar, workspace)
+    write_atomic(folder.state, json.dumps({**state, "workspace": tar.name}).encode())
+    for old in folder.checkpoint_dir.glob("workspace-*.tar"):
+        if old.name != tar.name:
             old.unlink()
 
 
 def load_checkpoint(run_dir: Path) -> tuple[dict[str, Any], bytes] | None:
-    path = run_dir / CHECKPOINT_DIR / STATE_FILE
-    if not path.is_file():
+    folder = RunDir(run_dir)
+    if not folder.state.is_file():
         return None
-    state = json.loads(path.read_text(encoding="utf-8"))
-    return state, (run_dir / CHECKPOINT_DIR / state["workspace"]).read_bytes()
+    state = json.loads(folder.state.read_text(encoding="utf-8"))
+    return state, (folder.checkpoint_dir / state["workspace"]).read_bytes()
 
 
 # ------------------------------------------------------------------------------------------------ the loop
 
 
 def execute(run_dir: Path, resume: bool = False, show_progress: bool = True) -> dict[str, Any]:
-    """Run (or resume) the run in run_dir until the policy finishes or a budget is spent; then score it."""
-    run_dir = Path(run_dir)
-    config = load_config(run_dir)
+    """Run (or resume) the run in run_dir until the policy finishes or a budget is spent; name its final
+    submission. Scoring is innolab.scoring's job, outside the gym."""
+    folder = RunDir(run_dir)
+    config = load_config(folder.root)
     task = get_task(config.task)
-    policy = make_policy(config, run_dir)
-    finished = _finished(run_dir) if resume else None
+    policy = make_policy(config, folder.root)
+    finished = _finished(folder) if resume else None
     if finished is not None:  # resuming a finished run changes nothing and reports its outcome
-        return {"run_dir": str(run_dir), "reason": finished["reason"], "valid": finished["valid"],
-                "score": finished["score"], "ratio": finished["ratio"], "already_finished": True}
-    checkpoint = load_checkpoint(run_dir) if resume else None
-    if resume and checkpoint is None and (run_dir / "trace.jsonl").exists():
-        (run_dir / "trace.jsonl").unlink()  # killed before its first checkpoint: start over
+        return {"run_dir": str(folder.root), **_outcome(finished), "already_finished": True}
+    checkpoint = load_checkpoint(folder.root) if resume else None
+    if resume and checkpoint is None and folder.trace.exists():
+        folder.trace.unlink()  # killed before its first checkpoint: start over
     budget = Budget(config.wall_clock_s, config.max_steps, config.max_tokens, config.max_cost_usd)
     submissions: list[dict[str, Any]] = []
     results: list[ToolResult] = []
     step = 0
     sandbox = open_sandbox(task, config.runtime, config.image)
+    validator = open_validator(task, sandbox)
     try:
         if checkpoint is not None:
             state, workspace = checkpoint
-            truncate_to(run_dir, state["trace"])
-            trace = TraceWriter(run_dir, next_seq=state["trace"]["seq"])
+            truncate_to(folder.root, state["trace"])
+            trace = TraceWriter(folder.root, next_seq=state["trace"]["seq"])
             sandbox.restore(workspace)
             policy.load_state(state["policy"])
             budget = Budget(**state["budget"])
@@ -184,19 +119,27 @@ def execute(run_dir: Path, resume: bool = False, show_progress: bool = True) -> 
             results = [ToolResult(**r) for r in state["results"]]
             trace.emit("run_resumed", step=step, from_checkpoint=step)
         else:
-            trace = TraceWriter(run_dir)
+            trace = TraceWriter(folder.root)
             trace.emit("run_started", step=0, config=asdict(config))
-        reason = _loop(run_dir, config, task, policy, sandbox, trace, budget, submissions, results, step,
+        toolbox = Toolbox(sandbox, validator)
+        reason = _loop(folder, config, task, policy, sandbox, toolbox, trace, budget, submissions, results, step,
                        show_progress)
-        outcome = _score(run_dir, task, submissions, trace)
-        trace.emit("run_finished", step=None, reason=reason, budget=budget.as_dict(), **outcome)
+        final = _final_submission(folder, submissions, task.direction)
+        event = trace.emit("run_finished", step=None, reason=reason, budget=budget.as_dict(), **final)
         trace.close()
-        return {"run_dir": str(run_dir), "reason": reason, **outcome}
+        return {"run_dir": str(folder.root), **_outcome(event)}
     finally:
-        sandbox.close()
+        try:
+            sandbox.close()
+        finally:
+            validator.close()
 
 
-def _loop(run_dir: Path, config: RunConfig, task, policy: Policy, sandbox, trace: TraceWriter,
+def _outcome(finished: dict[str, Any]) -> dict[str, Any]:
+    return {key: finished.get(key) for key in ("reason", "final_submission", "dev_valid", "dev_score")}
+
+
+def _loop(folder: RunDir, config: RunConfig, task, policy: Policy, sandbox, toolbox: Toolbox, trace: TraceWriter,
           budget: Budget, submissions: list[dict[str, Any]], results: list[ToolResult], step: int,
           show_progress: bool) -> str:
     pending: list[dict[str, Any]] = []
@@ -204,7 +147,7 @@ def _loop(run_dir: Path, config: RunConfig, task, policy: Policy, sandbox, trace
     def on_submit(content: str, verdict: dict[str, Any]) -> None:
         pending.append({"content": content, "verdict": verdict})
 
-    toolbox = Toolbox(sandbox, on_submit=on_submit)
+    toolbox.on_submit = on_submit
     bar = tqdm(total=config.max_steps, initial=step, desc=f"{config.agent} on {task.id}", unit="step",
                disable=not show_progress)
     try:
@@ -215,7 +158,7 @@ def _loop(run_dir: Path, config: RunConfig, task, policy: Policy, sandbox, trace
             observation = Observation(step, task.description, results, budget.remaining_s(), task.direction)
             try:
                 action = policy.step(observation)
-            except LLMError as error:  # the model stayed unreachable after its retries: end cleanly, score
+            except LLMError as error:  # the model stayed unreachable after its retries: end cleanly
                 trace.emit("llm_call", step=step, failed=True, error=str(error)[:500])
                 return budget.exhausted() or "llm_error"
             budget.spend(tokens=action.tokens, cost_usd=action.cost_usd)
@@ -229,70 +172,62 @@ def _loop(run_dir: Path, config: RunConfig, task, policy: Policy, sandbox, trace
             for result in results:
                 trace.emit("tool_result", step=step, call_id=result.call_id, tool=result.name, ok=result.ok,
                            output=result.output, duration_s=round(result.duration_s, 4))
-                if result.name == "validate" and "verdict" in result.extra:
+                if result.name in ("validate", "submit") and "verdict" in result.extra:
                     trace.emit("validation", step=step, call_id=result.call_id, **result.extra["verdict"])
             for item in pending:
-                record = _save_submission(run_dir, step, len(submissions), item)
+                record = _save_submission(folder, step, len(submissions), item)
                 submissions.append(record)
                 trace.emit("submission", step=step, **record)
             pending.clear()
             budget.spend(steps=1)
             step += 1
             trace.emit("checkpoint", step=step)
-            save_checkpoint(run_dir, {"step": step, "policy": policy.state(), "budget": budget.as_dict(),
-                                      "submissions": submissions, "trace": trace.position(),
-                                      "results": [asdict(r) for r in results]}, sandbox.snapshot())
+            save_checkpoint(folder.root, {"step": step, "policy": policy.state(), "budget": budget.as_dict(),
+                                          "submissions": submissions, "trace": trace.position(),
+                                          "results": [asdict(r) for r in results]}, sandbox.snapshot())
             bar.update(1)
-            best = _best(submissions, task.direction)
+            best = best_submission(submissions, task.direction)
             if best:
                 bar.set_postfix(best=best["dev_score"])
     finally:
         bar.close()
 
 
-def _finished(run_dir: Path) -> dict[str, Any] | None:
-    from innolab.traces import read_events
-
-    if not (run_dir / "trace.jsonl").is_file():
+def _finished(folder: RunDir) -> dict[str, Any] | None:
+    if not folder.trace.is_file():
         return None
-    finished = [e for e in read_events(run_dir) if e["type"] == "run_finished"]
+    finished = [e for e in read_events(folder.root) if e["type"] == "run_finished"]
     return finished[-1] if finished else None
 
 
-def _save_submission(run_dir: Path, step: int, index: int, item: dict[str, Any]) -> dict[str, Any]:
-    folder = run_dir / "submission"
-    folder.mkdir(exist_ok=True)
-    name = f"step{step:05d}-{index:03d}.json"
-    (folder / name).write_text(item["content"], encoding="utf-8")
+def _save_submission(folder: RunDir, step: int, index: int, item: dict[str, Any]) -> dict[str, Any]:
+    path = folder.submission(step, index)
+    path.parent.mkdir(exist_ok=True)
+    path.write_text(item["content"], encoding="utf-8")
     verdict = item["verdict"]
-    return {"file": f"submission/{name}", "valid": bool(verdict.get("valid")), "dev_score": verdict.get("score")}
+    return {"file": folder.relative(path), "dev_valid": bool(verdict.get("valid")), "dev_score": verdict.get("score"),
+            "dev_errors": list(verdict.get("errors", []))[:5]}
 
 
-def _best(submissions: list[dict[str, Any]], direction: str) -> dict[str, Any] | None:
-    valid = [s for s in submissions if s["valid"] and s["dev_score"] is not None]
+def best_submission(submissions: list[dict[str, Any]], direction: str) -> dict[str, Any] | None:
+    """The submission with the best pristine dev score (None when none is valid)."""
+    valid = [s for s in submissions if s["dev_valid"] and s["dev_score"] is not None]
     if not valid:
         return None
     return (max if direction == "max" else min)(valid, key=lambda s: s["dev_score"])
 
 
-def _score(run_dir: Path, task, submissions: list[dict[str, Any]], trace: TraceWriter) -> dict[str, Any]:
-    """Score the best submission (by the visible validator) with the hidden evaluator, outside the sandbox."""
-    best = _best(submissions, task.direction) or (submissions[-1] if submissions else None)
-    if best is None:
-        event = {"valid": False, "score": None, "v_star": task.v_star, "gain": None, "ratio": -1.0,
-                 "errors": ["no submission"], "file": None}
-    else:
-        path = run_dir / best["file"]
-        verdict = evaluate(task, path)
-        (run_dir / "submission" / SUBMISSION_PATH).write_bytes(path.read_bytes())
-        event = {"valid": verdict.valid, "score": verdict.score, "v_star": verdict.v_star, "gain": verdict.gain,
-                 "ratio": verdict.ratio, "errors": verdict.errors, "file": best["file"]}
-    trace.emit("score", step=None, **event)
-    return {"valid": event["valid"], "score": event["score"], "ratio": event["ratio"]}
+def _final_submission(folder: RunDir, submissions: list[dict[str, Any]], direction: str) -> dict[str, Any]:
+    """The best submission by the pristine dev score, else the last one; copied to submission/submission.json."""
+    chosen = best_submission(submissions, direction) or (submissions[-1] if submissions else None)
+    if chosen is None:
+        return {"final_submission": None, "dev_valid": False, "dev_score": None}
+    folder.final_submission.write_bytes(folder.resolve(chosen["file"]).read_bytes())
+    return {"final_submission": chosen["file"], "dev_valid": chosen["dev_valid"], "dev_score": chosen["dev_score"]}
 
 
 def main() -> None:
-    """python -m innolab.gym.run RUN_DIR [--resume]: execute a prepared run directory."""
+    """python -m innolab.gym.run RUN_DIR [--resume]: execute a prepared run directory (no scoring)."""
     import argparse
 
     parser = argparse.ArgumentParser(description=main.__doc__)

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from innolab.gym.sandbox import Sandbox, SandboxError
+from innolab.gym.validator import Validator
 
 MAX_OUTPUT_CHARS = 8000
 SUBMISSION_PATH = "submission.json"
@@ -58,10 +59,12 @@ TOOL_SPECS: list[dict[str, Any]] = [
     _schema("edit_file", "Replace one exact occurrence of old with new in a file.",
             {"path": _PATH, "old": {"type": "string"}, "new": {"type": "string"}}, ["path", "old", "new"]),
     _schema("list_files", "List files under a folder of the workspace.", {"path": _PATH}, []),
-    _schema("validate", "Check a candidate submission with the task's validator (format and constraints).",
+    _schema("validate", "Check a candidate with the task's pristine validator (format, constraints and its score); "
+            "the copy of validate.py in the workspace is for reading and running by hand, it scores nothing.",
             {"path": _PATH}, ["path"]),
-    _schema("submit", "Record a candidate as your submission; the last valid one is scored after the run.",
-            {"path": _PATH}, ["path"]),
+    _schema("submit", "Record a copy of a candidate as a submission; the pristine validator checks it now. After the "
+            "run, the submission with the best validator score is scored by the hidden evaluator (the last "
+            "submission when none is valid).", {"path": _PATH}, ["path"]),
 ]
 TOOL_NAMES = [spec["function"]["name"] for spec in TOOL_SPECS]
 DEFAULT_TIMEOUTS = {"bash": 120.0, "python": 120.0, "validate": 60.0, "submit": 60.0}
@@ -91,8 +94,10 @@ def check_arguments(call: ToolCall) -> None:
 class Toolbox:
     """Runs tool calls against one sandbox. Blocking; the dispatcher runs calls in threads, concurrently."""
 
-    def __init__(self, sandbox: Sandbox, on_submit: Callable[[str, dict[str, Any]], None] | None = None) -> None:
+    def __init__(self, sandbox: Sandbox, validator: Validator,
+                 on_submit: Callable[[str, dict[str, Any]], None] | None = None) -> None:
         self.sandbox = sandbox
+        self.validator = validator
         self.on_submit = on_submit
 
     def run(self, call: ToolCall, timeout_s: float) -> ToolResult:
@@ -134,17 +139,16 @@ class Toolbox:
     def _list_files(self, timeout_s: float, path: str = ".") -> tuple[str, bool, dict]:
         return self._command(f"find {shlex.quote(path)} -maxdepth 3 -not -path '*/.*' | sort | head -500", timeout_s)
 
+    def _check(self, content: bytes, timeout_s: float) -> tuple[str, bool, dict]:
+        verdict = self.validator.check(content, timeout_s)
+        return json.dumps(verdict), bool(verdict["valid"]), {"verdict": verdict}
+
     def _validate(self, path: str, timeout_s: float) -> tuple[str, bool, dict]:
-        result = self.sandbox.exec(["python3", "validate.py", path], timeout_s=timeout_s)
-        try:
-            verdict = json.loads(result.stdout.strip().splitlines()[-1])
-        except (IndexError, json.JSONDecodeError):
-            return f"validator failed: {truncate(result.stdout + result.stderr, 2000)}", False, {}
-        return json.dumps(verdict), bool(verdict.get("valid")), {"verdict": verdict}
+        return self._check(self.sandbox.read_file(path, max_bytes=50_000_000), timeout_s)
 
     def _submit(self, path: str, timeout_s: float) -> tuple[str, bool, dict]:
         content = self.sandbox.read_file(path, max_bytes=50_000_000)
-        output, ok, extra = self._validate(path, timeout_s)
+        output, ok, extra = self._check(content, timeout_s)
         if self.on_submit:
-            self.on_submit(content.decode("utf-8", errors="replace"), extra.get("verdict", {}))
-        return f"recorded {path} as a submission; validator: {output}", ok, extra
+            self.on_submit(content.decode("utf-8", errors="replace"), extra["verdict"])
+        return f"recorded a copy of {path} as a submission; pristine validator: {output}", ok, extra

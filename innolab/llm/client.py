@@ -10,12 +10,10 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from innolab.llm import local
 from innolab.llm.cache import ResponseCache, request_key
+from innolab.llm.errors import LLMError
 from innolab.llm.settings import LLMSettings
-
-
-class LLMError(RuntimeError):
-    """The model could not be reached after the retries, or a replay found no cached response."""
 
 
 @dataclass
@@ -66,7 +64,6 @@ class LLMClient:
 
             base_url = self.settings.base_url
             if base_url is None:
-                from innolab.llm import local
 
                 base_url = local.start()
             self._client = openai.OpenAI(base_url=base_url, api_key=self.settings.api_key or "not-needed",
@@ -143,6 +140,12 @@ class LLMClient:
 
 
 _FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL)
+
+
+def json_schema(name: str, properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
+    """A response_format asking for one JSON object (enforced where the endpoint supports JSON schemas)."""
+    return {"type": "json_schema", "json_schema": {"name": name, "strict": True, "schema": {
+        "type": "object", "properties": properties, "required": required, "additionalProperties": False}}}
 
 
 def parse_json_object(text: str) -> dict[str, Any]:

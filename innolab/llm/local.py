@@ -13,7 +13,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from innolab.llm.client import LLMError
+from innolab.llm.errors import LLMError
 
 GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
 _lock = threading.Lock()

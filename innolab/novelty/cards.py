@@ -8,6 +8,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from innolab.rundir import RunDir
+
 CARD_PROMPT = """Reduce this solution to its method. Write a summary (what problem framing, model or algorithm, \
 search or optimisation strategy, data handling and evaluation it uses; about 150 words) and pseudocode of its core \
 procedure. Leave out incidental details: file layout, names, logging, formatting."""
@@ -30,10 +32,9 @@ def load_card(folder: Path) -> MethodCard:
 
 def extract_card(code: str, settings: dict[str, Any] | None = None, cache_path: str | None = None) -> MethodCard:
     """Ask the LLM for a card of some code (JSON schema: summary, pseudocode)."""
-    from innolab.agents.base import json_schema
     from innolab.llm import LLMClient, LLMSettings
     from innolab.llm.cache import ResponseCache
-    from innolab.llm.client import parse_json_object
+    from innolab.llm.client import json_schema, parse_json_object
 
     client = LLMClient(LLMSettings.from_env(**{"temperature": 0.0, **(settings or {})}),
                        ResponseCache(Path(cache_path)) if cache_path else None)
@@ -48,19 +49,16 @@ def extract_card(code: str, settings: dict[str, Any] | None = None, cache_path: 
         return MethodCard(completion.text.strip() or "(no summary)", "(no pseudocode)")
 
 
-def run_code(run_dir: Path) -> str:
+def run_code(folder: RunDir) -> str:
     """The agent's code at the end of a run: the .py files of its last workspace snapshot (task files excluded)."""
-    import json
-
-    state_file = run_dir / "checkpoint" / "state.json"
-    if not state_file.is_file():
+    tar_path = folder.final_workspace()
+    if tar_path is None:
         return ""
-    tar_path = run_dir / "checkpoint" / json.loads(state_file.read_text())["workspace"]
     parts = []
     with tarfile.open(fileobj=io.BytesIO(tar_path.read_bytes())) as archive:
         for member in archive.getmembers():
             name = member.name.lstrip("./")
-            if member.isfile() and name.endswith(".py") and name not in ("validate.py", "taskkit.py"):
+            if member.isfile() and name.endswith(".py") and name != "validate.py" and not name.startswith("taskkit/"):
                 handle = archive.extractfile(member)
                 if handle:
                     parts.append(f"# file: {name}\n{handle.read().decode(errors='replace')}")

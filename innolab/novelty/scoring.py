@@ -43,6 +43,13 @@ class Diversity:
     detail: str
 
 
+def task_diversity(task: Task, backend: str = "tfidf") -> Diversity:
+    """Div(T) with a named back end (default: tfidf, which needs no model)."""
+    from innolab.novelty.backends import make_backend
+
+    return diversity(task, Scorer(make_backend(backend)))
+
+
 def diversity(task: Task, scorer: Scorer) -> Diversity:
     """Div(T): mean pairwise distance among the known solutions; undefined with fewer than two."""
     cards = list(known_cards(task).values())

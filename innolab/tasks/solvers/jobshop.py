@@ -98,7 +98,7 @@ def anneal(instance: Instance, sequence: list[int], iterations: int, rng: np.ran
 
 
 def _instances(task_id: str) -> dict[str, Instance]:
-    return get_task(task_id).context["instances"]
+    return get_task(task_id).problem_data.params["instances"]
 
 
 def _write(task_id: str, out: str, schedules: dict[str, np.ndarray]) -> None:

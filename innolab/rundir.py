@@ -1,0 +1,159 @@
+"""The one owner of a run folder's layout: config, trace, checkpoint, submissions, caches, card, final workspace.
+
+```
+results/runs/<run id>/
+  config.json            the settings in force (written once, when the run is created)
+  trace.jsonl            versioned events (innolab.traces)
+  checkpoint/state.json  agent state, budgets, trace position; checkpoint/workspace-<step>.tar beside it
+  submission/            step<k>-<i>.json for every submission; submission.json, the final one
+  llm_cache.sqlite       every model request and reply of the run (replay, resume)
+  distances.sqlite       novelty distances by content hash
+  method_card.json       the method card of the final submission
+  score.json             V, G, ratio and N, written once by innolab.scoring
+  run.ipynb              the executed run notebook, when the run went through papermill
+```
+Every other module asks this one for a path; none spells a file name of the folder itself.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+CONFIG_FILE = "config.json"
+TRACE_FILE = "trace.jsonl"
+CHECKPOINT_DIR = "checkpoint"
+STATE_FILE = "state.json"
+SUBMISSION_DIR = "submission"
+FINAL_SUBMISSION = "submission.json"
+LLM_CACHE = "llm_cache.sqlite"
+DISTANCE_CACHE = "distances.sqlite"
+METHOD_CARD = "method_card.json"
+SCORE_FILE = "score.json"
+NOTEBOOK = "run.ipynb"
+SCORES_TABLE = "scores.csv"
+
+
+class RunDirError(ValueError):
+    """A folder that is not (yet) a run folder, or a file of it that is missing."""
+
+
+@dataclass(frozen=True)
+class RunDir:
+    """Paths inside one run folder."""
+
+    root: Path
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "root", Path(self.root))
+
+    @property
+    def name(self) -> str:
+        return self.root.name
+
+    @property
+    def config(self) -> Path:
+        return self.root / CONFIG_FILE
+
+    @property
+    def trace(self) -> Path:
+        return self.root / TRACE_FILE
+
+    @property
+    def checkpoint_dir(self) -> Path:
+        return self.root / CHECKPOINT_DIR
+
+    @property
+    def state(self) -> Path:
+        return self.checkpoint_dir / STATE_FILE
+
+    def workspace_tar(self, step: int) -> Path:
+        return self.checkpoint_dir / f"workspace-{step}.tar"
+
+    @property
+    def submission_dir(self) -> Path:
+        return self.root / SUBMISSION_DIR
+
+    def submission(self, step: int, index: int) -> Path:
+        return self.submission_dir / f"step{step:05d}-{index:03d}.json"
+
+    @property
+    def final_submission(self) -> Path:
+        return self.submission_dir / FINAL_SUBMISSION
+
+    def relative(self, path: Path) -> str:
+        """A path of this folder as written into its trace (relative, so a moved folder stays readable)."""
+        return str(Path(path).relative_to(self.root))
+
+    def resolve(self, relative: str) -> Path:
+        """A relative path written in the trace, back to a path; refuses anything outside the folder."""
+        target = (self.root / relative).resolve()
+        if self.root.resolve() not in target.parents:
+            raise RunDirError(f"{relative!r} is not inside {self.root}")
+        return target
+
+    @property
+    def llm_cache(self) -> Path:
+        return self.root / LLM_CACHE
+
+    @property
+    def distance_cache(self) -> Path:
+        return self.root / DISTANCE_CACHE
+
+    @property
+    def method_card(self) -> Path:
+        return self.root / METHOD_CARD
+
+    @property
+    def score(self) -> Path:
+        return self.root / SCORE_FILE
+
+    @property
+    def notebook(self) -> Path:
+        return self.root / NOTEBOOK
+
+    @property
+    def scores_table(self) -> Path:
+        """The results table of the folder of runs this run lives in."""
+        return self.root.parent / SCORES_TABLE
+
+    def final_workspace(self) -> Path | None:
+        """The tar of the workspace at the last checkpoint (None before the first one)."""
+        if not self.state.is_file():
+            return None
+        return self.checkpoint_dir / json.loads(self.state.read_text(encoding="utf-8"))["workspace"]
+
+    def steps_taken(self) -> int | None:
+        return json.loads(self.state.read_text(encoding="utf-8"))["step"] if self.state.is_file() else None
+
+    def exists(self) -> bool:
+        return self.config.is_file()
+
+    def read_config(self) -> dict[str, Any]:
+        if not self.config.is_file():
+            raise RunDirError(f"{self.root} is not a run directory (no {CONFIG_FILE})")
+        return json.loads(self.config.read_text(encoding="utf-8"))
+
+    def read_score(self) -> dict[str, Any] | None:
+        return json.loads(self.score.read_text(encoding="utf-8")) if self.score.is_file() else None
+
+
+def write_atomic(path: Path, data: bytes) -> None:
+    """Write a file so that a kill leaves either the old or the new content, never a torn one."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temporary = path.with_name(path.name + ".tmp")
+    with temporary.open("wb") as handle:
+        handle.write(data)
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.replace(temporary, path)
+
+
+def runs_root() -> Path:
+    """Where new runs go: $INNOLAB_RUNS_DIR, else results/runs of the project (or of the current folder)."""
+    from innolab.paths import project_root
+
+    return Path(os.environ.get("INNOLAB_RUNS_DIR", project_root() / "results" / "runs"))

@@ -1,0 +1,278 @@
+"""What every problem's checks share: strict parsing, shape and range checks, violation lists, the validator CLI.
+
+Rules that hold for every problem:
+
+* the submission is a JSON object no larger than the task's byte limit; NaN, Infinity and unknown top-level keys
+  are rejected (a reported score is never read: the objective is recomputed from the construction);
+* numbers must be JSON numbers (not strings, not booleans) within float64's range; integer fields must be
+  integers; an integer literal of more than `MAX_INT_DIGITS` digits is rejected by name, never converted;
+* constraints are checked with zero tolerance: exactly in rational arithmetic where that is cheap (circles,
+  points, triangles: a float64 value is a dyadic rational, so `fractions.Fraction` decides without rounding),
+  exactly in Python integers (kissing vectors, schedules), or in float64 (step-function objectives);
+* every violated constraint is listed (up to `MAX_LISTED_VIOLATIONS`) with its magnitude.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import math
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+DEFAULT_MAX_BYTES = 5_000_000
+MAX_LISTED_VIOLATIONS = 20
+MAX_INT_DIGITS = 400  # any integer beyond float64's range (about 1.8e308) has at least 309 digits
+FLOAT_MAX = sys.float_info.max
+FAMILIES = ("circles", "points", "steps", "kissing", "jobshop")
+
+
+class Invalid(ValueError):
+    """The submission breaks a rule; the message names the field and the rule."""
+
+
+class HugeInt:
+    """An integer literal too long to convert (Python refuses beyond 4,300 digits): kept as its digit count."""
+
+    def __init__(self, digits: int) -> None:
+        self.digits = digits
+
+    def __repr__(self) -> str:
+        return f"<integer of {self.digits} digits>"
+
+
+# --------------------------------------------------------------------------------------------- strict parsing
+
+
+def _reject_constant(name: str) -> None:
+    raise Invalid(f"JSON constant {name} is not allowed: every number must be finite")
+
+
+def _parse_int(text: str) -> int | HugeInt:
+    digits = len(text.lstrip("-"))
+    return HugeInt(digits) if digits > MAX_INT_DIGITS else int(text)
+
+
+def load_submission(path: str | Path, max_bytes: int = DEFAULT_MAX_BYTES) -> dict[str, Any]:
+    """Read a submission file: size-capped, strict JSON (no NaN/Infinity), a top-level object."""
+    path = Path(path)
+    if path.is_symlink():
+        raise Invalid(f"submission {path.name} is a symbolic link; submit a regular file")
+    if not path.is_file():
+        raise Invalid(f"submission {path.name} does not exist or is not a regular file")
+    size = path.stat().st_size
+    if size > max_bytes:
+        raise Invalid(f"submission is {size} bytes; the limit is {max_bytes} bytes")
+    with path.open("rb") as handle:
+        raw = handle.read(max_bytes + 1)
+    if len(raw) > max_bytes:
+        raise Invalid(f"submission exceeds the limit of {max_bytes} bytes")
+    return parse_submission(raw)
+
+
+def parse_submission(raw: bytes | str) -> dict[str, Any]:
+    try:
+        text = raw.decode("utf-8") if isinstance(raw, bytes) else raw
+        data = json.loads(text, parse_constant=_reject_constant, parse_int=_parse_int)
+    except UnicodeDecodeError:
+        raise Invalid("submission is not UTF-8 text") from None
+    except json.JSONDecodeError as error:
+        raise Invalid(f"submission is not valid JSON: {error.msg} at line {error.lineno}") from None
+    except RecursionError:
+        raise Invalid("submission is nested too deeply") from None
+    if not isinstance(data, dict):
+        raise Invalid(f"submission must be a JSON object, got {type(data).__name__}")
+    return data
+
+
+def only_keys(data: dict[str, Any], allowed: tuple[str, ...]) -> None:
+    extra = sorted(set(data) - set(allowed))
+    if extra:
+        raise Invalid(
+            f"unknown field(s) {extra}: a submission holds only {list(allowed)}; scores are recomputed, never read"
+        )
+    missing = [k for k in allowed if k not in data]
+    if missing:
+        raise Invalid(f"missing field(s) {missing}")
+
+
+def is_real(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _out_of_range(item: Any, where: str) -> Invalid:
+    if isinstance(item, HugeInt):
+        return Invalid(f"{where} is an integer of {item.digits} digits: it must lie within float64's range "
+                       f"(magnitude at most {FLOAT_MAX:.4g})")
+    return Invalid(f"{where} must lie within float64's range (magnitude at most {FLOAT_MAX:.4g})")
+
+
+def finite_number(item: Any, where: str) -> float:
+    """A JSON number representable as a finite float64; the error names the field and the rule."""
+    if isinstance(item, HugeInt):
+        raise _out_of_range(item, where)
+    if not is_real(item):
+        raise Invalid(f"{where} must be a number, got {type(item).__name__}")
+    try:
+        value = float(item)
+    except OverflowError:
+        raise _out_of_range(item, where) from None
+    if not math.isfinite(value):
+        raise Invalid(f"{where} must be finite")
+    return value
+
+
+def _matrix(value: Any, key: str, rows: int | None, cols: int, check_item: Any, kind: str) -> list[list[Any]]:
+    """The shape checks shared by every matrix field; `check_item(item, where)` checks one entry."""
+    if not isinstance(value, list):
+        raise Invalid(f"{key} must be a list of rows, got {type(value).__name__}")
+    if rows is not None and len(value) != rows:
+        raise Invalid(f"{key} must have exactly {rows} rows, got {len(value)}")
+    for i, row in enumerate(value):
+        if not isinstance(row, list) or len(row) != cols:
+            raise Invalid(f"{key}[{i}] must be a list of {cols} {kind}")
+        for j, item in enumerate(row):
+            check_item(item, f"{key}[{i}][{j}]")
+    return value
+
+
+def real_matrix(data: dict[str, Any], key: str, rows: int | None, cols: int) -> np.ndarray:
+    """A list of `rows` lists of `cols` finite JSON numbers, as float64."""
+    value = _matrix(data[key], key, rows, cols, finite_number, "numbers")
+    return np.array(value, dtype=np.float64).reshape(len(value), cols)
+
+
+def real_vector(data: dict[str, Any], key: str, min_len: int, max_len: int, max_abs: float = 1e100) -> np.ndarray:
+    value = data[key]
+    if not isinstance(value, list):
+        raise Invalid(f"{key} must be a list of numbers, got {type(value).__name__}")
+    if not min_len <= len(value) <= max_len:
+        raise Invalid(f"{key} must have between {min_len} and {max_len} values, got {len(value)}")
+    for i, item in enumerate(value):
+        number = finite_number(item, f"{key}[{i}]")
+        if abs(number) > max_abs:
+            raise Invalid(f"{key}[{i}] must have magnitude at most {max_abs:g}")
+    return np.array(value, dtype=np.float64)
+
+
+def int_rows(data: Any, key: str, rows: int | None, cols: int, max_bits: int) -> list[list[int]]:
+    """A list of lists of JSON integers (1.0 is not an integer here), each of bit length at most `max_bits`,
+    kept as exact Python integers (no fixed-width arithmetic can overflow silently)."""
+
+    def integer(item: Any, where: str) -> None:
+        if isinstance(item, HugeInt):
+            raise Invalid(f"{where} is an integer of {item.digits} digits; entries must have magnitude below "
+                          f"2^{max_bits}")
+        if not isinstance(item, int) or isinstance(item, bool):
+            raise Invalid(f"{where} must be an integer, got {type(item).__name__} {item!r}")
+        if item.bit_length() > max_bits:
+            raise Invalid(f"{where} must have magnitude below 2^{max_bits} (it has {item.bit_length()} bits)")
+
+    return _matrix(data[key] if isinstance(data, dict) else data, key, rows, cols, integer, "integers")
+
+
+def violations(name: str, found: list[str]) -> None:
+    """Raise one error listing every violation of a constraint (the first MAX_LISTED_VIOLATIONS of them)."""
+    if found:
+        more = f" (and {len(found) - MAX_LISTED_VIOLATIONS} more)" if len(found) > MAX_LISTED_VIOLATIONS else ""
+        raise Invalid(f"{name}: {len(found)} violation(s): " + "; ".join(found[:MAX_LISTED_VIOLATIONS]) + more)
+
+
+def all_violations(found: dict[str, list[str]]) -> None:
+    """Raise one error naming every violated constraint of several kinds, each with its violations listed."""
+    parts = []
+    listed = 0
+    for name, items in found.items():
+        if not items:
+            continue
+        room = max(MAX_LISTED_VIOLATIONS - listed, 1)
+        more = f" (and {len(items) - room} more)" if len(items) > room else ""
+        parts.append(f"{name}: {len(items)} violation(s): " + "; ".join(items[:room]) + more)
+        listed += min(len(items), room)
+    if parts:
+        raise Invalid(" | ".join(parts))
+
+
+def distinct_rows(points: np.ndarray | list[list[Any]], key: str) -> None:
+    seen: dict[tuple[Any, ...], int] = {}
+    duplicates = []
+    for i, row in enumerate(points):
+        t = tuple(row.tolist() if isinstance(row, np.ndarray) else row)
+        if t in seen:
+            duplicates.append(f"{key}[{i}] duplicates {key}[{seen[t]}]")
+        else:
+            seen[t] = i
+    violations("distinctness", duplicates)
+
+
+def as_float(value: Any, what: str) -> float:
+    """An exact quantity (Fraction, int) rounded once to float64; an overflow is a named rejection."""
+    try:
+        result = float(value)
+    except OverflowError:
+        raise Invalid(f"{what} overflows float64 (the construction's scale is out of range)") from None
+    if not math.isfinite(result):
+        raise Invalid(f"{what} is not finite")
+    return result
+
+
+# ------------------------------------------------------------------------------------------------- dispatch
+
+
+def resolve(reference: str) -> Callable[..., float]:
+    """The check function named "module:function" (module one of FAMILIES, in this package)."""
+    module, _, function = reference.partition(":")
+    if module not in FAMILIES or not function:
+        raise ValueError(f"check {reference!r} must be 'module:function' with module one of {list(FAMILIES)}")
+    package = __name__.rpartition(".")[0]
+    try:
+        found = getattr(importlib.import_module(f"{package}.{module}"), function)
+    except (ImportError, AttributeError):
+        raise ValueError(f"check {reference!r}: module {module!r} has no function {function!r}") from None
+    if function.startswith("_") or not callable(found):
+        raise ValueError(f"check {reference!r} is not a public check function")
+    return found
+
+
+def check(reference: str, params: dict[str, Any], data: dict[str, Any]) -> tuple[list[str], float | None]:
+    """(errors, score): no errors and the recomputed objective, or the errors and None."""
+    try:
+        function = resolve(reference)
+    except ValueError as error:
+        return [str(error)], None
+    try:
+        score = function(data, **params)
+    except Invalid as error:
+        return [str(error)], None
+    if not math.isfinite(score):
+        return ["the objective is not finite"], None
+    return [], score
+
+
+def check_file(reference: str, params: dict[str, Any], path: str | Path, max_bytes: int = DEFAULT_MAX_BYTES
+               ) -> tuple[list[str], float | None]:
+    try:
+        data = load_submission(path, max_bytes)
+    except Invalid as error:
+        return [str(error)], None
+    return check(reference, params, data)
+
+
+def main_from_config(config_file: str) -> None:
+    """The sandbox's validate.py: the check configuration comes from task.json beside the package."""
+    config = json.loads((Path(__file__).resolve().parent.parent / config_file).read_text(encoding="utf-8"))
+    main(config["check"], config["params"], config["max_bytes"])
+
+
+def main(reference: str, params: dict[str, Any], max_bytes: int = DEFAULT_MAX_BYTES) -> None:
+    """Validator command line: `python validate.py SUBMISSION.json` prints a JSON verdict; exit 0 iff valid."""
+    if len(sys.argv) != 2:
+        print("usage: python validate.py SUBMISSION.json", file=sys.stderr)
+        raise SystemExit(2)
+    errors, score = check_file(reference, params, sys.argv[1], max_bytes)
+    print(json.dumps({"valid": not errors, "score": score, "errors": errors}))
+    raise SystemExit(0 if not errors else 1)

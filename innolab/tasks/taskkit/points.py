@@ -1,0 +1,85 @@
+"""Point configurations: min-max distance ratio, Heilbronn in a triangle and in the convex hull (exact rationals)."""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+from itertools import combinations
+from typing import Any
+
+from .core import Invalid, as_float, distinct_rows, only_keys, real_matrix, violations
+
+SQRT3_OVER_4 = math.sqrt(3) / 4
+Point = tuple[Fraction, ...]
+
+
+def min_max_distance_ratio(data: dict[str, Any], n: int, dim: int = 2) -> float:
+    """n distinct points; score (d_max / d_min)² (minimise), computed exactly then rounded once."""
+    only_keys(data, ("points",))
+    p = real_matrix(data, "points", n, dim)
+    distinct_rows(p, "points")
+    q = [tuple(Fraction(v) for v in row) for row in p.tolist()]
+    d2 = [sum((a - b) ** 2 for a, b in zip(u, v, strict=True)) for u, v in combinations(q, 2)]
+    if min(d2) == 0:
+        raise Invalid("points: two points coincide (the minimum distance is 0)")
+    return as_float(max(d2) / min(d2), "points: the squared distance ratio")
+
+
+def _double_area(a: Point, b: Point, c: Point) -> Fraction:
+    return abs((b[0] - a[0]) * (c[1] - a[1]) - (b[1] - a[1]) * (c[0] - a[0]))
+
+
+def heilbronn_triangle(data: dict[str, Any], n: int) -> float:
+    """n points in the triangle (0,0), (1,0), (1/2, √3/2); score min triangle area / (√3/4) (maximise)."""
+    only_keys(data, ("points",))
+    p = real_matrix(data, "points", n, 2)
+    distinct_rows(p, "points")
+    q = [(Fraction(x), Fraction(y)) for x, y in p.tolist()]
+    outside = []
+    for i, (x, y) in enumerate(q):
+        # y ≥ 0, y ≤ √3·x and y ≤ √3·(1 − x), decided exactly by squaring non-negative sides.
+        broken = []
+        if y < 0:
+            broken.append(f"below the base by {float(-y):.3g}")
+        if x < 0 or y * y > 3 * x * x:
+            broken.append("left of the side y = √3·x")
+        if 1 - x < 0 or y * y > 3 * (1 - x) ** 2:
+            broken.append("right of the side y = √3·(1 − x)")
+        if broken:
+            outside.append(f"points[{i}] lies outside the triangle ({', '.join(broken)})")
+    violations("containment", outside)
+    smallest = min(_double_area(a, b, c) for a, b, c in combinations(q, 3)) / 2
+    return as_float(smallest, "points: the smallest triangle area") / SQRT3_OVER_4
+
+
+def _hull(points: list[tuple[Fraction, Fraction]]) -> list[tuple[Fraction, Fraction]]:
+    pts = sorted(set(points))
+
+    def cross(o: tuple[Fraction, Fraction], a: tuple[Fraction, Fraction], b: tuple[Fraction, Fraction]) -> Fraction:
+        return (a[0] - o[0]) * (b[1] - o[1]) - (a[1] - o[1]) * (b[0] - o[0])
+
+    lower: list[tuple[Fraction, Fraction]] = []
+    upper: list[tuple[Fraction, Fraction]] = []
+    for p in pts:
+        while len(lower) >= 2 and cross(lower[-2], lower[-1], p) <= 0:
+            lower.pop()
+        lower.append(p)
+    for p in reversed(pts):
+        while len(upper) >= 2 and cross(upper[-2], upper[-1], p) <= 0:
+            upper.pop()
+        upper.append(p)
+    return lower[:-1] + upper[:-1]
+
+
+def heilbronn_convex(data: dict[str, Any], n: int) -> float:
+    """n points; score min triangle area / area of their convex hull (maximise). Exact rationals."""
+    only_keys(data, ("points",))
+    p = real_matrix(data, "points", n, 2)
+    distinct_rows(p, "points")
+    q = [(Fraction(x), Fraction(y)) for x, y in p.tolist()]
+    hull = _hull(q)
+    hull_area2 = abs(sum(a[0] * b[1] - b[0] * a[1] for a, b in zip(hull, hull[1:] + hull[:1], strict=True)))
+    if hull_area2 == 0:
+        raise Invalid("points: the convex hull is degenerate (zero area)")
+    smallest2 = min(_double_area(a, b, c) for a, b, c in combinations(q, 3))
+    return as_float(smallest2 / hull_area2, "points: the smallest triangle area over the hull area")
