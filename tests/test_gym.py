@@ -254,3 +254,44 @@ def test_cli_resume_continues_a_killed_run(tmp_path):
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.strip().splitlines()[-1] == str(run_dir)
     _steps_are_complete(run_dir, 5)
+
+
+def test_trace_events_are_typed_on_write_and_on_read(tmp_path):
+    writer = traces.TraceWriter(tmp_path)
+    writer.emit("checkpoint", step=1)
+    with pytest.raises(traces.TraceError, match="submission event, field 'dev_valid'"):
+        writer.emit("submission", step=1, file="submission/x.json", dev_score=1.0)
+    with pytest.raises(traces.TraceError, match="field 'colour'"):
+        writer.emit("checkpoint", step=2, colour="red")
+    with pytest.raises(traces.TraceError, match="unknown event type 'party'"):
+        writer.emit("party", step=2)
+    writer.close()
+    with (tmp_path / "trace.jsonl").open("a") as handle:
+        handle.write('{"v": 2, "seq": 1, "time": 1.0, "type": "tool_call", "step": 1, "call_id": "a"}\n')
+        handle.write('{"v": 2, "seq": 2, "time": 1.0, "type": "checkpoint", "step": 2}\n')
+    with pytest.raises(traces.TraceError, match="line 2: tool_call event, field 'tool'"):
+        traces.read_events(tmp_path)
+
+
+V1_TRACE = [
+    {"v": 1, "seq": 0, "time": 1.0, "type": "run_started", "step": 0, "config": {"task": "circle-packing-26"}},
+    {"v": 1, "seq": 1, "time": 2.0, "type": "submission", "step": 0, "file": "submission/step00000-000.json",
+     "valid": True, "dev_score": 2.1},
+    {"v": 1, "seq": 2, "time": 3.0, "type": "score", "step": None, "valid": True, "score": 2.1, "v_star": 2.6,
+     "gain": -0.5, "ratio": -0.19, "errors": [], "file": "submission/step00000-000.json"},
+    {"v": 1, "seq": 3, "time": 4.0, "type": "run_finished", "step": None, "reason": "steps", "budget": {},
+     "valid": True, "score": 2.1, "ratio": -0.19},
+    {"v": 1, "seq": 4, "time": 5.0, "type": "score", "step": None, "valid": True, "score": 2.1, "v_star": 2.6,
+     "gain": -0.5, "ratio": -0.19, "errors": [], "backend": "tfidf", "novelty": 40.0, "nearest_known": "a",
+     "d_a": 40.0, "d_b": 60.0, "rescored": True},
+]
+
+
+def test_a_trace_of_schema_version_1_still_loads(tmp_path):
+    (tmp_path / "trace.jsonl").write_text("".join(json.dumps(e) + "\n" for e in V1_TRACE))
+    events = traces.read_events(tmp_path)
+    assert [e["v"] for e in events] == [2] * 5
+    assert events[1]["dev_valid"] is True and "valid" not in events[1]
+    assert events[3]["final_submission"] is None and "score" not in events[3]
+    assert events[4]["distances"] == {"a": 40.0, "b": 60.0} and events[4]["novelty"] == 40.0
+    assert "score 2.1" in traces.summary(tmp_path)

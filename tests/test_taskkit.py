@@ -251,3 +251,117 @@ def test_corrupted_valid_packings_are_rejected(corruption, row, col):
         circles[row][col] = value
     errors, score = taskkit.check("circles:circles_in_square", {"n": 26}, {"circles": circles})
     assert errors and score is None
+
+
+# ------------------------------------------------------------------------------------ hostile numbers, sizes
+
+
+def with_first_entry(text: str) -> str:
+    """A valid packing's JSON with its first number replaced by `text` (to write what json.dumps cannot)."""
+    circles = grid_circles()
+    return json.dumps({"circles": circles}).replace(json.dumps(circles[0][0]), text, 1)
+
+
+def test_integers_beyond_float_range_are_rejected_by_name():
+    raw = with_first_entry("1" + "0" * 5000)
+    data = taskkit.parse_submission(raw)  # Python refuses int() of 5001 digits: the parser keeps a marker
+    errors, score = taskkit.check("circles:circles_in_square", {"n": 26}, data)
+    assert score is None and errors[0].startswith("circles[0][0] is an integer of 5001 digits")
+    big = with_first_entry("9" * 320)
+    errors, _ = taskkit.check("circles:circles_in_square", {"n": 26}, taskkit.parse_submission(big))
+    assert errors[0].startswith("circles[0][0] must lie within float64's range")
+
+
+def test_cli_scores_a_10_to_5000_integer_as_invalid_never_as_an_evaluator_failure(tmp_path):
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    submission = tmp_path / "huge.json"
+    submission.write_text(with_first_entry("1" + "0" * 5000))
+    innolab = str(Path(sys.executable).parent / "innolab")
+    done = subprocess.run([innolab, "tasks", "score", "circle-packing-26", str(submission), "--json"],
+                          capture_output=True, text=True, timeout=120)
+    verdict = json.loads(done.stdout)
+    assert done.returncode == 1 and verdict["valid"] is False
+    assert "circles[0][0]" in verdict["errors"][0] and "evaluator failed" not in verdict["errors"][0]
+
+
+def test_ratio_overflow_of_min_max_distance_is_a_named_rejection():
+    points = [[1e-300 * (i + 1), 2e-300 * (i % 3)] for i in range(15)] + [[1e300, 1e300]]
+    errors, score = taskkit.check("points:min_max_distance_ratio", {"n": 16, "dim": 2}, {"points": points})
+    assert score is None and "overflows float64" in errors[0] and errors[0].startswith("points")
+
+
+@settings(max_examples=60, deadline=None)
+@given(exponent=st.integers(300, 5000), sign=st.sampled_from([1, -1]), row=st.integers(0, 25), col=st.integers(0, 2))
+def test_fuzzed_huge_integers_never_crash(exponent, sign, row, col):
+    circles = grid_circles()
+    text = json.dumps({"circles": circles})
+    circles_text = json.dumps(circles[row][col])
+    huge = ("-" if sign < 0 else "") + "1" + "0" * exponent
+    raw = text.replace(circles_text, huge, 1)
+    errors, score = taskkit.check("circles:circles_in_square", {"n": 26}, taskkit.parse_submission(raw))
+    assert errors and score is None and "circles[" in errors[0]
+
+
+@settings(max_examples=60, deadline=None)
+@given(value=st.sampled_from([1.7976931348623157e308, -1.7976931348623157e308, 5e-324, -5e-324, 1e308, 2.2e-308]),
+       row=st.integers(0, 15), col=st.integers(0, 1))
+def test_floats_near_the_limits_never_crash(value, row, col):
+    for problem, params in (("points:min_max_distance_ratio", {"n": 16, "dim": 2}),
+                            ("points:heilbronn_convex", {"n": 16})):
+        points = [[(i % 4) / 3, (i // 4) / 3] for i in range(16)]
+        points[row][col] = value
+        errors, score = taskkit.check(problem, params, json.loads(json.dumps({"points": points})))
+        assert (errors and score is None) or (not errors and math.isfinite(score))
+
+
+# ------------------------------------------------------------------------------- every violation, with size
+
+
+def test_every_violated_constraint_is_listed_with_its_size():
+    circles = grid_circles()
+    circles[0][0] = circles[0][2] - 1e-9            # crosses the left wall by 1e-9
+    circles[1][0] -= 0.01                             # overlaps circles[0]
+    circles[13][1] -= 0.02                            # overlaps circles[7]
+    errors, _ = check("circles:circles_in_square", {"circles": circles}, n=26)
+    message = errors[0]
+    assert "containment: 1 violation(s): circles[0] crosses the left wall by 1e-09" in message
+    assert "disjointness: 2 violation(s)" in message
+    assert "circles[0] and circles[1] overlap by" in message and "circles[7] and circles[13] overlap by" in message
+
+
+def test_violation_lists_are_capped():
+    circles = [[0.5 + 1e-6 * i, 0.5, 0.01] for i in range(26)]
+    errors, _ = check("circles:circles_in_square", {"circles": circles}, n=26)
+    assert "disjointness: 325 violation(s)" in errors[0] and "(and 305 more)" in errors[0]
+
+
+# ------------------------------------------------------------------------------ kissing: exact big integers
+
+
+def d11_roots(scale=1):
+    vectors = []
+    for i in range(11):
+        for j in range(i + 1, 11):
+            for si in (1, -1):
+                for sj in (1, -1):
+                    v = [0] * 11
+                    v[i], v[j] = si * scale, sj * scale
+                    vectors.append(v)
+    return vectors
+
+
+def test_kissing_check_is_exact_with_entries_near_the_cap():
+    params = {"dim": 11, "max_vectors": 5000, "max_bits": 63}
+    scale = 2**62  # squares need 125 bits: int64 arithmetic would overflow silently
+    assert taskkit.check("kissing:kissing_configuration", params, {"vectors": d11_roots(scale)}) == ([], 220.0)
+    nudged = d11_roots(scale)
+    nudged[0][nudged[0].index(scale)] += 1  # one unit at 2^62: invisible in float64, fatal in exact arithmetic
+    errors, score = taskkit.check("kissing:kissing_configuration", params, {"vectors": nudged})
+    assert score is None and "separation" in errors[0] and "(short by" in errors[0]
+    too_big = d11_roots(1)
+    too_big[5][0] = 2**63 + 1
+    errors, _ = taskkit.check("kissing:kissing_configuration", params, {"vectors": too_big})
+    assert errors[0].startswith("vectors[5][0] must have magnitude below 2^63")

@@ -247,3 +247,59 @@ def test_log_normalisation_and_consistency():
     assert minimise.tolist()[0] == 1.0 and minimise[1] > minimise[2]
     with pytest.raises(ValueError, match="extrema"):
         log_normalise([3.0], best=2.635, worst=2.0)
+
+
+def decimal_half_unit(value: float) -> float:
+    """Half a unit of the last digit of a number as stored (its rounding error bound)."""
+    text = repr(float(value))
+    if "e" in text:
+        mantissa, exponent = text.split("e")
+        decimals = len(mantissa.split(".")[1]) if "." in mantissa else 0
+        return 0.5 * 10.0 ** (int(exponent) - decimals)
+    if float(value).is_integer():
+        return 0.0
+    return 0.5 * 10.0 ** -len(text.split(".")[1])
+
+
+@pytest.mark.parametrize("task_id", sorted(EXPECTED))
+def test_v_star_is_stored_with_enough_digits_for_its_tie_margin(task_id):
+    from innolab.tasks.evaluation import tie_margin
+
+    task = get_task(task_id)
+    assert decimal_half_unit(task.v_star) <= tie_margin(task), (task.v_star, tie_margin(task))
+
+
+@pytest.mark.parametrize("task_id", sorted(EXPECTED))
+def test_no_construction_equal_to_v_star_is_announced_as_a_record(task_id):
+    from innolab.metrics import score_solution
+    from innolab.tasks.evaluation import beats_v_star, tie_margin
+
+    task = get_task(task_id)
+    sign = 1 if task.direction == "max" else -1
+    candidates = [task.v_star, task.spec.v_star_reproduced or task.v_star,
+                  task.v_star + sign * decimal_half_unit(task.v_star)]
+    for value in candidates:
+        gain = score_solution(True, value, task.v_star, task.direction).gain
+        assert not beats_v_star(task, gain), (value, gain)
+    record = task.v_star + sign * 2 * tie_margin(task)
+    assert beats_v_star(task, score_solution(True, record, task.v_star, task.direction).gain)
+
+
+def test_v_star_is_the_published_frontier_with_the_reproduced_value_beside_it():
+    first = get_task("first-autocorrelation").spec
+    assert first.v_star.value == 1.5028609073611405 and first.v_star_reproduced == 1.5028628587053101
+    kissing = get_task("kissing-number-11").spec
+    assert kissing.v_star.value == 604 and kissing.v_star_reproduced == 593
+    second = get_task("second-autocorrelation").spec
+    assert second.v_star.value == 0.962643 and second.v_star_reproduced == 0.9612055422690106
+    assert get_task("heilbronn-convex-13").v_star == 0.030936889034895654
+    shown = cli("tasks", "show", "kissing-number-11").stdout
+    assert "V* = 604.0 (the best published value); best reproduced 593.0" in shown
+
+
+def test_a_v_star_below_a_published_entry_is_refused(tmp_path):
+    text = GOOD_YAML.replace("v_star: {value: 1.0, entries: [{value: 1.0, who: me, source: here, status: reported}]}",
+                             "v_star: {value: 1.0, entries: [{value: 1.0, who: me, source: here, status: verified}, "
+                             "{value: 1.5, who: you, source: there, status: reported}]}\nv_star_reproduced: 1.0")
+    with pytest.raises(TaskError, match="must be the best published entry"):
+        load_task(_write_task(tmp_path, text))

@@ -34,6 +34,17 @@ class Evaluation:
         return asdict(self)
 
 
+def tie_margin(task: Task) -> float:
+    """A gain at or below this is a tie with V*, not a record: min_improvement · |V*| (V* is published with finite
+    precision, e.g. to about 1e-9 for the circle packings and to six digits for second-autocorrelation)."""
+    return task.spec.min_improvement * abs(task.v_star)
+
+
+def beats_v_star(task: Task, gain: float) -> bool:
+    """Does a valid solution with this (direction-aware) gain beat the published frontier?"""
+    return gain > tie_margin(task)
+
+
 def _limit_resources(memory_mb: int, cpu_s: float) -> None:
     memory = memory_mb * 1024 * 1024
     resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
@@ -49,8 +60,7 @@ def evaluate(task: Task, submission: str | Path, timeout_s: float | None = None)
     elapsed = time.perf_counter() - start
     valid = not errors and score is not None
     metrics = score_solution(valid, score if valid else None, task.v_star, task.direction)
-    # V* is known to about 1e-9 only: a gain below the task's minimum improvement is a tie, not a record.
-    beats = valid and metrics.gain > task.spec.min_improvement * abs(task.v_star)
+    beats = valid and beats_v_star(task, metrics.gain)
     return Evaluation(task.id, valid, score if valid else None, task.v_star, task.direction, metrics.gain,
                       metrics.ratio, errors, elapsed, beats)
 

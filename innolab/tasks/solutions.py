@@ -59,13 +59,14 @@ class Solution:
                 if (self.folder / name).is_file()}
 
     def run(self, out: Path, quick: bool = False, seed: int = 0, time_limit_s: float | None = None,
-            timeout_s: float = 3600) -> subprocess.CompletedProcess[str]:
+            timeout_s: float = 3600, extra_args: list[str] | None = None) -> subprocess.CompletedProcess[str]:
         """Run solve.py in a child process; it writes a JSON submission to `out`."""
         command = [sys.executable, str(self.folder / "solve.py"), "--out", str(out), "--seed", str(seed)]
         if quick:
             command.append("--quick")
         if time_limit_s is not None:
             command += ["--time-limit", str(time_limit_s)]
+        command += extra_args or []
         return subprocess.run(command, capture_output=True, text=True, timeout=timeout_s, check=False,
                               cwd=self.folder)
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
+from pathlib import Path
+
 import numpy as np
 from scipy.optimize import linprog, minimize
 
@@ -96,17 +98,28 @@ class Packer:
 
     def iterated_local_search(self, rng: np.random.Generator, chain_iterations: int, chains: int | None = None,
                               deadline: float | None = None, starts_per_chain: int = 5,
-                              log: Callable[[str], None] | None = None) -> tuple[np.ndarray, float]:
+                              log: Callable[[str], None] | None = None, marks: tuple[float, ...] = (),
+                              on_mark: Callable[[int, np.ndarray], None] | None = None) -> tuple[np.ndarray, float]:
         """Chains of perturb-and-resolve from the best of a few random starts; accept only improvements.
 
         Stops after `chains` chains, or when `deadline` (time.monotonic) passes; the best of all chains wins.
+        `on_mark(i, z)` receives the best configuration so far when time.monotonic() passes `marks[i]`.
         """
         best_z, best = self.random_start(rng), 0.0
         done = 0
+        pending = list(enumerate(marks))
+
+        def mark(current: np.ndarray, value: float) -> None:
+            while pending and time.monotonic() >= pending[0][1]:
+                index, _ = pending.pop(0)
+                if on_mark:
+                    on_mark(index, current if value > best else best_z)
+
         while (chains is None or done < chains) and (deadline is None or time.monotonic() < deadline):
             current, value = max((self.solve(self.random_start(rng)) for _ in range(starts_per_chain)),
                                  key=lambda t: t[1])
             for _ in range(chain_iterations):
+                mark(current, value)
                 if deadline is not None and time.monotonic() >= deadline:
                     break
                 candidate, score = self.solve(self.perturb(current, rng))
@@ -213,12 +226,16 @@ def run_ils(task_id: str, n: int, half_perimeter: float | None = None, chain_ite
 
     from innolab.tasks.solvers.cli import parse_args
 
-    args = parse_args("iterated local search over SLSQP optima", default_time_limit=default_time_limit)
+    args = parse_args("iterated local search over SLSQP optima", default_time_limit=default_time_limit,
+                      snapshots=True)
     if args.quick:  # deterministic: one short chain in one process
         results = [_ils_worker(n, half_perimeter, args.seed, None, 1, 15)]
     else:
-        deadline = time.monotonic() + args.time_limit
-        jobs = [(n, half_perimeter, args.seed * 2 + k, deadline, None, chain_iterations) for k in range(2)]
+        start = time.monotonic()
+        deadline = start + args.time_limit
+        snapshots = (task_id, args.snapshot_dir, tuple(args.snapshot_at), start) if args.snapshot_dir else None
+        jobs = [(n, half_perimeter, args.seed * 2 + k, deadline, None, chain_iterations, snapshots, k)
+                for k in range(2)]
         with mp.Pool(2) as pool:
             results = pool.starmap(_ils_worker, jobs)
     circles, _ = max(results, key=lambda t: t[1])
@@ -226,8 +243,19 @@ def run_ils(task_id: str, n: int, half_perimeter: float | None = None, chain_ite
 
 
 def _ils_worker(n: int, half_perimeter: float | None, seed: int, deadline: float | None, chains: int | None,
-                chain_iterations: int) -> tuple[np.ndarray, float]:
+                chain_iterations: int, snapshots: tuple | None = None, worker: int = 0) -> tuple[np.ndarray, float]:
+    """One search process; with `snapshots` (task, folder, seconds, start) it writes its best-so-far packing
+    to folder/t<seconds>-w<worker>.json as each time mark passes (what a time-budget curve is made of)."""
     packer = Packer(n, half_perimeter)
+    marks: tuple[float, ...] = ()
+    on_mark = None
+    if snapshots:
+        task_id, folder, seconds, start = snapshots
+        marks = tuple(start + s for s in seconds)
+
+        def on_mark(index: int, z: np.ndarray) -> None:
+            _write(task_id, str(Path(folder) / f"t{seconds[index]:g}-w{worker}.json"), packer.circles(z))
+
     z, value = packer.iterated_local_search(np.random.default_rng(seed), chain_iterations, chains=chains,
-                                            deadline=deadline)
+                                            deadline=deadline, marks=marks, on_mark=on_mark)
     return packer.circles(z), value

@@ -14,12 +14,17 @@ from innolab.tasks import taskkit
 from innolab.tasks.registry import get_task
 
 
-def parse_args(description: str, default_time_limit: float | None = None) -> argparse.Namespace:
+def parse_args(description: str, default_time_limit: float | None = None, snapshots: bool = False
+               ) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--out", required=True, help="where to write the JSON submission")
     parser.add_argument("--quick", action="store_true", help="a small, deterministic budget (test suite)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--time-limit", type=float, default=default_time_limit, help="wall-clock seconds")
+    if snapshots:
+        parser.add_argument("--snapshot-dir", help="write the best-so-far candidate here at each --snapshot-at")
+        parser.add_argument("--snapshot-at", type=lambda s: [float(x) for x in s.split(",")], default=[],
+                            help="seconds after the start, comma-separated (e.g. 60,240)")
     return parser.parse_args()
 
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from .core import all_violations, distinct_rows, only_keys, real_matrix
+from .core import all_violations, distinct_rows, only_keys, real_matrix, size
 
 
 def circles_in_square(data: dict[str, Any], n: int) -> float:
@@ -33,7 +33,7 @@ def _check_circles(c: np.ndarray, box: tuple[Fraction, Fraction] | None,
     """Every violated constraint, each with its size: negative radii, walls, the bounding box, overlaps."""
     distinct_rows(c[:, :2], "circles")
     q = [(Fraction(x), Fraction(y), Fraction(r)) for x, y, r in c.tolist()]
-    negative = [f"circles[{i}] has radius {float(r)!r} < 0" for i, (_, _, r) in enumerate(q) if r < 0]
+    negative = [f"circles[{i}] has radius {size(r)} < 0" for i, (_, _, r) in enumerate(q) if r < 0]
     outside = []
     if box is not None:
         width, height = box
@@ -41,18 +41,18 @@ def _check_circles(c: np.ndarray, box: tuple[Fraction, Fraction] | None,
             walls = {"left": r - x, "right": x + r - width, "bottom": r - y, "top": y + r - height}
             for wall, excess in walls.items():
                 if excess > 0:
-                    outside.append(f"circles[{i}] crosses the {wall} wall by {float(excess):.3g}")
+                    outside.append(f"circles[{i}] crosses the {wall} wall by {size(excess)}")
     bounding = []
     if half_perimeter is not None and q:
         w = max(x + r for x, _, r in q) - min(x - r for x, _, r in q)
         h = max(y + r for _, y, r in q) - min(y - r for _, y, r in q)
         if w + h > half_perimeter:
-            bounding.append(f"width + height = {float(w + h)!r} exceeds {float(half_perimeter)!r} by "
-                            f"{float(w + h - half_perimeter):.3g}")
+            bounding.append(f"width + height = {size(w + h)} exceeds {float(half_perimeter)!r} by "
+                            f"{size(w + h - half_perimeter)}")
     overlaps = []
     for (i, (xi, yi, ri)), (j, (xj, yj, rj)) in combinations(enumerate(q), 2):
         shortfall = (ri + rj) ** 2 - ((xi - xj) ** 2 + (yi - yj) ** 2)
         if shortfall > 0:
-            overlaps.append(f"circles[{i}] and circles[{j}] overlap by {float(shortfall):.3g} in squared distance")
+            overlaps.append(f"circles[{i}] and circles[{j}] overlap by {size(shortfall)} in squared distance")
     all_violations({"radius": negative, "containment": outside, "bounding box": bounding,
                     "disjointness": overlaps})

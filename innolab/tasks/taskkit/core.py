@@ -209,6 +209,14 @@ def distinct_rows(points: np.ndarray | list[list[Any]], key: str) -> None:
     violations("distinctness", duplicates)
 
 
+def size(value: Any) -> str:
+    """A violation's magnitude for a message, even when it is beyond float64's range."""
+    try:
+        return f"{float(value):.3g}"
+    except OverflowError:
+        return f"more than {FLOAT_MAX:.3g}"
+
+
 def as_float(value: Any, what: str) -> float:
     """An exact quantity (Fraction, int) rounded once to float64; an overflow is a named rejection."""
     try:

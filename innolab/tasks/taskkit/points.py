@@ -7,7 +7,7 @@ from fractions import Fraction
 from itertools import combinations
 from typing import Any
 
-from .core import Invalid, as_float, distinct_rows, only_keys, real_matrix, violations
+from .core import Invalid, as_float, distinct_rows, only_keys, real_matrix, size, violations
 
 SQRT3_OVER_4 = math.sqrt(3) / 4
 Point = tuple[Fraction, ...]
@@ -40,7 +40,7 @@ def heilbronn_triangle(data: dict[str, Any], n: int) -> float:
         # y ≥ 0, y ≤ √3·x and y ≤ √3·(1 − x), decided exactly by squaring non-negative sides.
         broken = []
         if y < 0:
-            broken.append(f"below the base by {float(-y):.3g}")
+            broken.append(f"below the base by {size(-y)}")
         if x < 0 or y * y > 3 * x * x:
             broken.append("left of the side y = √3·x")
         if 1 - x < 0 or y * y > 3 * (1 - x) ** 2:
