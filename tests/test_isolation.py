@@ -101,7 +101,8 @@ def test_adversarial_agent_cannot_escape(docker_client, base_image, tmp_path, ho
     score = next(e for e in events if e["type"] == "score")
     assert score["valid"] is False and score["ratio"] == -1.0 and not outcome["valid"]
     assert "overlap" in " ".join(score["errors"])
-    assert events[-1]["type"] == "run_finished" and [e["seq"] for e in events] == list(range(len(events)))
+    assert [e["type"] for e in events[-2:]] == ["run_finished", "score"]
+    assert [e["seq"] for e in events] == list(range(len(events)))
 
     # The host is untouched and nothing is left running.
     canary, passwd = host_canaries

@@ -303,3 +303,13 @@ def test_a_v_star_below_a_published_entry_is_refused(tmp_path):
                              "{value: 1.5, who: you, source: there, status: reported}]}\nv_star_reproduced: 1.0")
     with pytest.raises(TaskError, match="must be the best published entry"):
         load_task(_write_task(tmp_path, text))
+
+
+def test_the_published_593_vector_kissing_configuration_scores_593():
+    """AlphaEvolve's construction (entries up to 8.7e12, relative slack 3e-13) under the hidden evaluator."""
+    published = Path(__file__).parent / "data" / "kissing-11-alphaevolve-593.json"
+    vectors = json.loads(published.read_text())["vectors"]
+    assert len(vectors) == 593 and max(abs(x) for row in vectors for x in row) > 8e12
+    verdict = evaluate(get_task("kissing-number-11"), published)
+    assert verdict.valid and verdict.score == 593.0 and verdict.errors == []
+    assert not verdict.beats_v_star and verdict.gain == -11.0  # V* = 604, the best published (reported) value

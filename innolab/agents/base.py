@@ -17,9 +17,11 @@ INNOVATION_PROMPT = (
     "version of them, while keeping the submission valid."
 )
 WORKSPACE_RULES = (
-    "You work in a sandboxed folder. Files there: description.md (the task), validate.py (run "
-    "`python3 validate.py FILE` to check a candidate; it prints a JSON verdict with the score), taskkit.py and "
-    "task.json (used by the validator). Write your candidate to submission.json and submit it."
+    "You work in a sandboxed folder. Files there: description.md (the task), validate.py with the taskkit/ "
+    "package and task.json (a copy of the task's checker: read it, or run `python3 validate.py FILE` by hand). "
+    "Dev scores come only from the validate and submit actions, which check a copy of your file with a pristine "
+    "checker. Write your candidate to submission.json and submit it; the submission with the best validator "
+    "score is scored after the run."
 )
 
 
