@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from innolab import __version__
+from innolab.paths import project_root
 
 
 def _reproduce(args: argparse.Namespace) -> int:
@@ -213,14 +214,38 @@ def _llm_replay(args: argparse.Namespace) -> int:
 
 def _novelty_distance(args: argparse.Namespace) -> int:
     from innolab.novelty.backends import NoveltyError, make_backend
+    from innolab.novelty.scoring import comparable, default_backend
 
+    name = args.backend or default_backend()
     try:
-        backend = make_backend(args.backend)
-        value = backend.distance(Path(args.file_a).read_text(), Path(args.file_b).read_text())
+        backend = make_backend(name)
+        a, b = (comparable(Path(f).read_text(), name) for f in (args.file_a, args.file_b))
+        value = backend.distance(a, b)
     except (NoveltyError, OSError) as error:
         print(f"innolab novelty distance: {error}", file=sys.stderr)
         return 2
+    print(f"back end: {backend.name}", file=sys.stderr)
     print(f"{value:.2f}")
+    return 0
+
+
+def _novelty_validate(args: argparse.Namespace) -> int:
+    from innolab.novelty.backends import NoveltyError
+    from innolab.novelty.triplets import validation_table
+
+    models = [m for m in (args.models or "").split(",") if m]
+    output = Path(args.output) if args.output else project_root() / "results" / "novelty" / "dagent_validation.csv"
+    try:
+        table = validation_table(args.backend or ["ast", "tfidf", "embedding"], output.parent / "cache",
+                                 models=models, llm_limit=args.limit)
+    except NoveltyError as error:
+        print(f"innolab novelty validate: {error}", file=sys.stderr)
+        return 2
+    output.parent.mkdir(parents=True, exist_ok=True)
+    table.to_csv(output, index=False)
+    columns = ["backend", "kind", "n", "mean_closer", "mean_farther", "agreement", "alpha"]
+    print(table[[c for c in columns if c in table.columns]].to_string(index=False))
+    print(output)
     return 0
 
 
@@ -324,8 +349,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--initial-solution", metavar="FILE", help="start from this prior solution's code")
     run.add_argument("--run-dir", metavar="DIR", help="where to write the run (default results/runs/<id>)")
     run.add_argument("--resume", metavar="RUN_DIR", help="continue the run in RUN_DIR from its last checkpoint")
-    run.add_argument("--novelty", default="tfidf", choices=["tfidf", "embedding", "llm", "none"],
-                     help="back end for N when the run is scored at its end (default tfidf; none: skip N)")
+    run.add_argument("--novelty", default="default", choices=["default", "ast", "tfidf", "embedding", "llm", "none"],
+                     help="back end for N when the run is scored at its end (default: the DAGENT judge where "
+                          "$INNOLAB_LLM_BASE_URL is set, else ast; none: skip N)")
     run.set_defaults(handler=_run)
 
     llm = commands.add_parser("llm", help="the LLM layer: serve the embedded model, replay a run from its cache")
@@ -339,10 +365,19 @@ def build_parser() -> argparse.ArgumentParser:
     nov = commands.add_parser("novelty", help="method cards and novelty distances (DAGENT and others)")
     nov_sub = nov.add_subparsers(dest="novelty_command", metavar="ACTION", required=True)
     dist = nov_sub.add_parser("distance", help="distance 0-100 between two method descriptions or programs")
-    dist.add_argument("--backend", choices=["llm", "embedding", "tfidf"], default="tfidf")
+    dist.add_argument("--backend", choices=["ast", "llm", "embedding", "tfidf"], default=None,
+                      help="default: llm where $INNOLAB_LLM_BASE_URL is set, else ast (prints the distance last)")
     dist.add_argument("file_a", metavar="FILE_A")
     dist.add_argument("file_b", metavar="FILE_B")
     dist.set_defaults(handler=_novelty_distance)
+    val = nov_sub.add_parser("validate", help="every back end on the project's full triplet set: agreement, "
+                             "means, Spearman where human scores exist, Krippendorff's alpha with >= 2 judges")
+    val.add_argument("--backend", action="append", choices=["ast", "llm", "embedding", "tfidf"],
+                     help="repeat for several (default: ast, tfidf, embedding)")
+    val.add_argument("--models", help="comma-separated judge models for the llm back end (>= 2: alpha)")
+    val.add_argument("--limit", type=int, help="judge only the first N triplets of each kind (llm)")
+    val.add_argument("--output", help="CSV path (default results/novelty/dagent_validation.csv)")
+    val.set_defaults(handler=_novelty_validate)
     card = nov_sub.add_parser("card", help="the method card (summary, pseudocode) of a solution file, by the LLM")
     card.add_argument("file", metavar="FILE")
     card.set_defaults(handler=_novelty_card)
@@ -350,8 +385,9 @@ def build_parser() -> argparse.ArgumentParser:
     score_cmd = commands.add_parser("score", help="V, G, ratio and N of a finished run (scored once: a scored run "
                                     "prints its recorded score)")
     score_cmd.add_argument("run_dir", metavar="RUN_DIR")
-    score_cmd.add_argument("--backend", choices=["llm", "embedding", "tfidf"], default="tfidf",
-                           help="novelty back end when the run is not yet scored (default tfidf)")
+    score_cmd.add_argument("--backend", choices=["default", "ast", "llm", "embedding", "tfidf"], default="default",
+                           help="novelty back end when the run is not yet scored (default: llm where a judge "
+                                "endpoint is configured, else ast)")
     score_cmd.set_defaults(handler=_score)
     return parser
 

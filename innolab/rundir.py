@@ -5,7 +5,8 @@ results/runs/<run id>/
   config.json            the settings in force (written once, when the run is created)
   trace.jsonl            versioned events (innolab.traces)
   checkpoint/state.json  agent state, budgets, trace position; checkpoint/workspace-<step>.tar beside it
-  submission/            step<k>-<i>.json for every submission; submission.json, the final one
+  submission/            step<k>-<i>.json for every submission and step<k>-<i>.source.py, the code that wrote it;
+                         submission.json and submission.source.py, the final one
   llm_cache.sqlite       every model request and reply of the run (replay, resume)
   distances.sqlite       novelty distances by content hash
   method_card.json       the method card of the final submission
@@ -83,6 +84,15 @@ class RunDir:
     @property
     def final_submission(self) -> Path:
         return self.submission_dir / FINAL_SUBMISSION
+
+    @staticmethod
+    def source_of(submission: Path) -> Path:
+        """Where the code that produced a submission is kept: beside it, `<name>.source.py`."""
+        return submission.with_name(submission.stem + ".source.py")
+
+    @property
+    def final_source(self) -> Path:
+        return self.source_of(self.final_submission)
 
     def relative(self, path: Path) -> str:
         """A path of this folder as written into its trace (relative, so a moved folder stays readable)."""

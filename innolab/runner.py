@@ -36,14 +36,14 @@ def agent_config(agent: str, task: str, model: str | None = None, temperature: f
                      seed=seed, extra={"model": llm.get("model"), "temperature": llm.get("temperature")})
 
 
-def start(config: RunConfig, run_dir: Path | None = None, novelty: str | None = "tfidf",
+def start(config: RunConfig, run_dir: Path | None = None, novelty: str | None = "default",
           show_progress: bool = True) -> dict[str, Any]:
     """Create a run folder, execute the run, score it; returns the outcome with V, G, ratio and N."""
     folder = create_run(config, run_dir)
     return finish(execute(folder, show_progress=show_progress), novelty)
 
 
-def resume(run_dir: Path, novelty: str | None = "tfidf", show_progress: bool = True) -> dict[str, Any]:
+def resume(run_dir: Path, novelty: str | None = "default", show_progress: bool = True) -> dict[str, Any]:
     """Continue a killed run from its last checkpoint (a finished one is only reported), then score it once."""
     return finish(execute(Path(run_dir), resume=True, show_progress=show_progress), novelty)
 

@@ -15,6 +15,9 @@ from typing import Any
 import pandas as pd
 
 from innolab.llm.errors import LLMError
+from innolab.novelty.backends import NoveltyError, Scorer, make_backend
+from innolab.novelty.cards import extract_card
+from innolab.novelty.scoring import compares_cards, default_backend, novelty, novelty_of_code
 from innolab.rundir import RunDir, RunDirError
 from innolab.tasks.evaluation import evaluate
 from innolab.tasks.registry import get_task
@@ -25,12 +28,13 @@ class ScoringError(RuntimeError):
     """A run that cannot be scored (not finished, not a run folder); the message says why."""
 
 
-def score_run(run_dir: str | Path, novelty_backend: str | None = "tfidf", settings: dict[str, Any] | None = None,
+def score_run(run_dir: str | Path, novelty_backend: str | None = "default", settings: dict[str, Any] | None = None,
               table: Path | None = None) -> dict[str, Any]:
-    """V, G, ratio and (with a back end) N of a finished run; written once (see the module's docstring).
+    """V, G, ratio and (with a back end) N of a finished run, and of every improving candidate; written once.
 
-    `novelty_backend=None` leaves N uncomputed (recorded as None with the reason); `settings` are the LLM
-    settings for the method card and the llm back end (default: the run's own model settings).
+    `novelty_backend`: "default" (the DAGENT judge where a judge endpoint is configured, else the structural
+    `ast` back end), a back end's name, or None to leave N uncomputed (recorded as None with the reason).
+    `settings` are the LLM settings of the llm back end (default: the run's own model settings).
     """
     folder = RunDir(Path(run_dir))
     recorded = folder.read_score()
@@ -45,6 +49,8 @@ def score_run(run_dir: str | Path, novelty_backend: str | None = "tfidf", settin
     if finished is None:
         raise ScoringError(f"{folder.root}: the run has not finished (resume it first)")
     task = get_task(config["task"])
+    backend = default_backend() if novelty_backend == "default" else novelty_backend
+    measure = _Novelty(folder, config, task, backend, settings)
     submission = folder.final_submission if finished.get("final_submission") else None
     verdict = evaluate(task, submission) if submission is not None and submission.is_file() else None
     valid = bool(verdict and verdict.valid)
@@ -56,42 +62,85 @@ def score_run(run_dir: str | Path, novelty_backend: str | None = "tfidf", settin
         "errors": verdict.errors if verdict else ["no submission"],
         "final_submission": finished.get("final_submission"), "dev_score": finished.get("dev_score"),
     }
-    row.update(_novelty(folder, config, task, valid, novelty_backend, settings))
+    source = folder.final_source.read_text(encoding="utf-8") if folder.final_source.is_file() else ""
+    row.update(measure(source, valid))
+    row["candidates"] = _candidates(folder, events, task, measure)
     folder.score.write_text(json.dumps(row, indent=2, default=str) + "\n", encoding="utf-8")
     writer = TraceWriter(folder.root, next_seq=events[-1]["seq"] + 1)
     writer.emit("score", step=None, **{k: v for k, v in row.items() if k not in ("run", "agent", "task")})
     writer.close()
     table = table or folder.scores_table
-    flat = {k: v for k, v in row.items() if k not in ("errors", "distances")}
+    flat = {k: v for k, v in row.items() if k not in ("errors", "distances", "candidates")}
     pd.DataFrame([flat]).to_csv(table, mode="a", header=not table.exists(), index=False)
     return row
 
 
-def _novelty(folder: RunDir, config: dict[str, Any], task, valid: bool, backend: str | None,
-             settings: dict[str, Any] | None) -> dict[str, Any]:
-    """N = C · min D against the task's known solutions, from the method card of the run's code."""
-    if backend is None:
-        return {"novelty": None, "novelty_backend": None, "nearest_known": None, "distances": {},
-                "novelty_note": "not computed (no back end asked for)"}
-    from innolab.novelty.backends import Scorer, make_backend
-    from innolab.novelty.cards import extract_card, run_code
-    from innolab.novelty.scoring import novelty
+def _candidates(folder: RunDir, events: list[dict[str, Any]], task, measure: _Novelty) -> list[dict[str, Any]]:
+    """Every improving candidate (a submission whose pristine dev score beats every earlier one), scored by the
+    hidden evaluator and given its N, with its time since the run started (N over time; distances cached)."""
+    started = next((e["time"] for e in events if e["type"] == "run_started"), events[0]["time"])
+    better = (lambda a, b: a > b) if task.direction == "max" else (lambda a, b: a < b)
+    best: float | None = None
+    out = []
+    for event in events:
+        if event["type"] != "submission" or not event["dev_valid"] or event["dev_score"] is None:
+            continue
+        if best is not None and not better(event["dev_score"], best):
+            continue
+        best = event["dev_score"]
+        verdict = evaluate(task, folder.resolve(event["file"]))
+        source_path = folder.resolve(event["source"]) if event.get("source") else None
+        source = source_path.read_text(encoding="utf-8") if source_path and source_path.is_file() else ""
+        measured = measure(source, verdict.valid)
+        out.append({"file": event["file"], "step": event["step"], "t_s": round(event["time"] - started, 3),
+                    "dev_score": event["dev_score"], "valid": verdict.valid, "score": verdict.score,
+                    "gain": verdict.gain, "ratio": verdict.ratio, "novelty": measured["novelty"],
+                    "nearest_known": measured["nearest_known"]})
+    return out
 
-    run_settings = config.get("policy_args", {}).get("settings")
-    if run_settings is None and settings is None:
-        return {"novelty": None, "novelty_backend": None, "nearest_known": None, "distances": {},
-                "novelty_note": "not computed: the run's policy has no model to extract a method card with"}
-    card_settings = {**(run_settings or {}), **(settings or {})}
-    code = run_code(folder)
-    try:
-        card = extract_card(code or "(no code)", card_settings, str(folder.llm_cache))
-    except LLMError as error:
-        return {"novelty": None, "novelty_backend": None, "nearest_known": None, "distances": {},
-                "novelty_note": f"not computed: the model extracting the method card failed ({error})"[:500]}
-    folder.method_card.write_text(json.dumps({"summary": card.summary, "pseudocode": card.pseudocode}, indent=2),
-                                  encoding="utf-8")
-    options = {"settings": card_settings, "cache_path": str(folder.llm_cache)} if backend == "llm" else {}
-    scorer = Scorer(make_backend(backend, **options), folder.distance_cache)
-    result = novelty(card, valid, task, scorer)
-    return {"novelty": result.novelty, "novelty_backend": scorer.backend.name, "nearest_known": result.nearest,
-            "distances": result.distances}
+
+class _Novelty:
+    """N of a program's code with one back end: code with code, or (llm) card with card by one extractor."""
+
+    def __init__(self, folder: RunDir, config: dict[str, Any], task, backend: str | None,
+                 settings: dict[str, Any] | None) -> None:
+        self.folder, self.task, self.backend = folder, task, backend
+        run_settings = config.get("policy_args", {}).get("settings")
+        self.settings = None if run_settings is None and settings is None else {**(run_settings or {}),
+                                                                                  **(settings or {})}
+        self._scorer: Scorer | None = None
+
+    def none(self, why: str) -> dict[str, Any]:
+        return {"novelty": None, "novelty_backend": self.backend, "nearest_known": None, "distances": {},
+                "novelty_note": f"not computed: {why}"[:500]}
+
+    def scorer(self) -> Scorer:
+        if self._scorer is None:
+            options = {"settings": self.settings, "cache_path": str(self.folder.llm_cache)} \
+                if compares_cards(self.backend or "") else {}
+            self._scorer = Scorer(make_backend(self.backend or "", **options), self.folder.distance_cache)
+        return self._scorer
+
+    def __call__(self, source: str, valid: bool) -> dict[str, Any]:
+        if self.backend is None:
+            return {**self.none("no back end asked for"), "novelty_backend": None}
+        if not valid:
+            return {"novelty": 0.0, "novelty_backend": self.backend, "nearest_known": None, "distances": {},
+                    "novelty_note": "invalid: N = C · min D = 0"}
+        if not source.strip():
+            return self.none("no code was recorded with this submission")
+        try:
+            if compares_cards(self.backend):
+                if self.settings is None:
+                    return self.none("the llm back end needs model settings (the run has none)")
+                card = extract_card(source, self.settings, str(self.folder.llm_cache))
+                self.folder.method_card.write_text(json.dumps({"summary": card.summary,
+                                                               "pseudocode": card.pseudocode}, indent=2),
+                                                   encoding="utf-8")
+                result = novelty(card, valid, self.task, self.scorer(), self.settings, str(self.folder.llm_cache))
+            else:
+                result = novelty_of_code(source, valid, self.task, self.scorer())
+        except (LLMError, NoveltyError) as error:
+            return self.none(f"the back end failed ({error})")
+        return {"novelty": result.novelty, "novelty_backend": self.scorer().backend.name,
+                "nearest_known": result.nearest, "distances": result.distances}

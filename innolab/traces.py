@@ -94,6 +94,7 @@ class Checkpoint(Event):
 
 class Submission(Event):
     file: str
+    source: str | None = None  # the code that wrote it (innolab.rundir: <name>.source.py)
     dev_valid: bool
     dev_score: float | None
     dev_errors: list[str] = Field(default_factory=list)
@@ -126,6 +127,7 @@ class Score(Event):
     nearest_known: str | None
     distances: dict[str, float]
     novelty_note: str | None = None
+    candidates: list[dict[str, Any]] = Field(default_factory=list)  # every improving candidate: V, G, ratio, N
 
 
 class RunFinished(Event):

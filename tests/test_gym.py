@@ -81,7 +81,7 @@ def test_tool_specs_are_openai_function_schemas():
 def test_tools_run_against_the_sandbox(toolbox):
     submitted = []
     box = toolbox
-    box.on_submit = lambda content, verdict: submitted.append(verdict)
+    box.on_submit = lambda content, verdict, call_id=None: submitted.append(verdict)
     run = box.run
     assert run(ToolCall("1", "write_file", {"path": "x.py", "content": "print(1)\nprint(2)\n"}), 10).ok
     assert run(ToolCall("2", "edit_file", {"path": "x.py", "old": "print(2)", "new": "print(3)"}), 10).ok

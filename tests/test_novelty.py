@@ -11,6 +11,7 @@ import pytest
 from innolab.novelty.backends import EmbeddingBackend, LLMJudge, NoveltyError, Scorer, TfidfBackend, cosine_to_distance
 from innolab.novelty.cards import MethodCard
 from innolab.novelty.scoring import diversity, ensemble, novelty
+from innolab.novelty.structure import StructuralBackend
 from innolab.novelty.triplets import load_triplets, validate, validation_table
 from innolab.novelty.variants import cosmetic_variant
 from innolab.paths import data_dir
@@ -74,14 +75,16 @@ def test_llm_judge_follows_the_dagent_formula(tmp_path):
 
 def test_novelty_and_diversity_of_a_task(tmp_path):
     task = get_task("circle-packing-26")
-    scorer = Scorer(TfidfBackend(), tmp_path / "d.sqlite")
-    card = MethodCard("Place equal circles on a grid.", "for each cell: put a circle")
-    result = novelty(card, True, task, scorer)
-    assert set(result.distances) == {"ils-slsqp", "lp-hex-pattern"}
-    assert result.novelty == min(result.distances.values()) and 0 < result.novelty <= 100
-    assert novelty(card, False, task, scorer).novelty == 0
-    div = diversity(task, scorer)
-    assert div.pairs == 1 and 0 < div.value <= 100
+    with FakeLLM() as server:  # like with like: the same extractor makes the run's card and the known ones
+        settings = {"base_url": server.base_url, "model": "fake"}
+        scorer = Scorer(TfidfBackend(), tmp_path / "d.sqlite")
+        card = MethodCard("Place equal circles on a grid.", "for each cell: put a circle")
+        result = novelty(card, True, task, scorer, settings, str(tmp_path / "llm.sqlite"))
+    assert set(result.distances) == {"baseline-grid", "ils-slsqp", "lp-hex-pattern"}  # baselines are known too
+    assert result.novelty == min(result.distances.values()) and 0 <= result.novelty <= 100
+    assert novelty(card, False, task, scorer, settings, str(tmp_path / "llm.sqlite")).novelty == 0
+    div = diversity(task, Scorer(StructuralBackend()))
+    assert div.pairs == 3 and 0 < div.value <= 100
 
 
 def test_cached_rerun_makes_no_model_call(tmp_path):
@@ -90,7 +93,7 @@ def test_cached_rerun_makes_no_model_call(tmp_path):
         first = validation_table(["llm", "tfidf"], tmp_path, llm_limit=3, llm_settings=settings)
         requests = len(server.requests)
         second = validation_table(["llm", "tfidf"], tmp_path, llm_limit=3, llm_settings=settings)
-    assert first["model_calls"].sum() == requests == 12
+    assert first["model_calls"].sum() == requests == 12  # 3 triplets x 2 pairs x 2 kinds
     assert second["model_calls"].sum() == 0 and second["pairs_computed"].sum() == 0
     assert first[["mean_closer", "mean_farther", "agreement"]].equals(second[["mean_closer", "mean_farther",
                                                                                   "agreement"]])

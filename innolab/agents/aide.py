@@ -94,8 +94,8 @@ class AideAgent(LLMAgent):
             best = self._best(observation.direction)
             memory["phase"] = "generate"
             if node["valid"] and best is node:
-                return self.action([ToolCall(f"n{node['id']}-s", "submit", {"path": "submission.json"})], None,
-                                   events)
+                submit = ToolCall(f"n{node['id']}-s", "submit", {"path": "submission.json"}, source=node["code"])
+                return self.action([submit], None, events)
             return self._generate(observation, events)
         return self._generate(observation, [])
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import re
 import secrets
 import time
 from dataclasses import asdict
@@ -20,6 +21,7 @@ from innolab.gym.budget import Budget
 from innolab.gym.dispatcher import dispatch_sync
 from innolab.gym.factory import open_sandbox, open_validator
 from innolab.gym.policy import Observation, Policy, RunConfig
+from innolab.gym.sandbox import SandboxError
 from innolab.gym.tools import Toolbox, ToolResult
 from innolab.llm.client import LLMError
 from innolab.rundir import RunDir, runs_root, write_atomic
@@ -104,6 +106,7 @@ def execute(run_dir: Path, resume: bool = False, show_progress: bool = True) -> 
     budget = Budget(config.wall_clock_s, config.max_steps, config.max_tokens, config.max_cost_usd)
     submissions: list[dict[str, Any]] = []
     results: list[ToolResult] = []
+    code_log: list[dict[str, Any]] = []
     step = 0
     sandbox = open_sandbox(task, config.runtime, config.image)
     validator = open_validator(task, sandbox)
@@ -117,13 +120,14 @@ def execute(run_dir: Path, resume: bool = False, show_progress: bool = True) -> 
             budget = Budget(**state["budget"])
             submissions, step = state["submissions"], state["step"]
             results = [ToolResult(**r) for r in state["results"]]
+            code_log = state.get("code_log", [])
             trace.emit("run_resumed", step=step, from_checkpoint=step)
         else:
             trace = TraceWriter(folder.root)
             trace.emit("run_started", step=0, config=asdict(config))
         toolbox = Toolbox(sandbox, validator)
-        reason = _loop(folder, config, task, policy, sandbox, toolbox, trace, budget, submissions, results, step,
-                       show_progress)
+        reason = _loop(folder, config, task, policy, sandbox, toolbox, trace, budget, submissions, results,
+                       code_log, step, show_progress)
         final = _final_submission(folder, submissions, task.direction)
         event = trace.emit("run_finished", step=None, reason=reason, budget=budget.as_dict(), **final)
         trace.close()
@@ -140,12 +144,13 @@ def _outcome(finished: dict[str, Any]) -> dict[str, Any]:
 
 
 def _loop(folder: RunDir, config: RunConfig, task, policy: Policy, sandbox, toolbox: Toolbox, trace: TraceWriter,
-          budget: Budget, submissions: list[dict[str, Any]], results: list[ToolResult], step: int,
-          show_progress: bool) -> str:
+          budget: Budget, submissions: list[dict[str, Any]], results: list[ToolResult],
+          code_log: list[dict[str, Any]], step: int, show_progress: bool) -> str:
     pending: list[dict[str, Any]] = []
+    sources: dict[str, str | None] = {}
 
-    def on_submit(content: str, verdict: dict[str, Any]) -> None:
-        pending.append({"content": content, "verdict": verdict})
+    def on_submit(content: str, verdict: dict[str, Any], call_id: str | None = None) -> None:
+        pending.append({"content": content, "verdict": verdict, "source": sources.get(call_id or "")})
 
     toolbox.on_submit = on_submit
     bar = tqdm(total=config.max_steps, initial=step, desc=f"{config.agent} on {task.id}", unit="step",
@@ -168,6 +173,10 @@ def _loop(folder: RunDir, config: RunConfig, task, policy: Policy, sandbox, tool
                 return "agent_finished"
             for call in action.tool_calls:
                 trace.emit("tool_call", step=step, call_id=call.id, tool=call.name, arguments=call.arguments)
+            code_log += code_actions(sandbox, action.tool_calls, step)
+            sources.clear()
+            sources.update({c.id: c.source if c.source is not None else program_text(code_log)
+                            for c in action.tool_calls if c.name == "submit"})
             results = dispatch_sync(toolbox, action.tool_calls, config.tool_timeouts, budget.remaining_s())
             for result in results:
                 trace.emit("tool_result", step=step, call_id=result.call_id, tool=result.name, ok=result.ok,
@@ -184,6 +193,7 @@ def _loop(folder: RunDir, config: RunConfig, task, policy: Policy, sandbox, tool
             trace.emit("checkpoint", step=step)
             save_checkpoint(folder.root, {"step": step, "policy": policy.state(), "budget": budget.as_dict(),
                                           "submissions": submissions, "trace": trace.position(),
+                                          "code_log": code_log,
                                           "results": [asdict(r) for r in results]}, sandbox.snapshot())
             bar.update(1)
             best = best_submission(submissions, task.direction)
@@ -204,9 +214,50 @@ def _save_submission(folder: RunDir, step: int, index: int, item: dict[str, Any]
     path = folder.submission(step, index)
     path.parent.mkdir(exist_ok=True)
     path.write_text(item["content"], encoding="utf-8")
+    source = folder.source_of(path)
+    source.write_text((item.get("source") or "")[:MAX_SOURCE_CHARS], encoding="utf-8")
     verdict = item["verdict"]
-    return {"file": folder.relative(path), "dev_valid": bool(verdict.get("valid")), "dev_score": verdict.get("score"),
-            "dev_errors": list(verdict.get("errors", []))[:5]}
+    return {"file": folder.relative(path), "source": folder.relative(source), "dev_valid": bool(verdict.get("valid")),
+            "dev_score": verdict.get("score"), "dev_errors": list(verdict.get("errors", []))[:5]}
+
+
+SCRIPT_RUN = re.compile(r"^\s*(?:timeout\s+\S+\s+)?python3?\s+(?:-u\s+)?([\w./-]+\.py)\b")
+MAX_SOURCE_CHARS = 500_000
+
+
+def code_actions(sandbox, calls: list, step: int) -> list[dict[str, Any]]:
+    """The code a step is about to run: python code actions, bash commands, and the content of any workspace
+    script a bash command executes (read before it runs)."""
+    entries: list[dict[str, Any]] = []
+    for call in calls:
+        if call.name == "python":
+            entries.append({"step": step, "kind": "python", "code": str(call.arguments.get("code", ""))})
+        elif call.name == "bash":
+            command = str(call.arguments.get("command", ""))
+            match = SCRIPT_RUN.match(command)
+            script = None
+            if match:
+                try:
+                    script = sandbox.read_file(match.group(1)).decode("utf-8", errors="replace")
+                except (SandboxError, OSError):
+                    script = None
+            if script is not None:
+                entries.append({"step": step, "kind": "script", "file": match.group(1), "code": script})
+            else:
+                entries.append({"step": step, "kind": "bash", "code": command})
+    return entries
+
+
+def program_text(code_log: list[dict[str, Any]]) -> str:
+    """The run's code actions up to now, in order, as one Python text (bash commands kept as comments)."""
+    parts = []
+    for entry in code_log:
+        if entry["kind"] == "bash":
+            parts.append("\n".join(f"# bash: {line}" for line in entry["code"].splitlines()))
+        else:
+            label = f"{entry['kind']} {entry.get('file', '')}".strip()
+            parts.append(f"# --- step {entry['step']}: {label}\n{entry['code']}")
+    return "\n\n".join(parts) + ("\n" if parts else "")
 
 
 def best_submission(submissions: list[dict[str, Any]], direction: str) -> dict[str, Any] | None:
@@ -223,6 +274,8 @@ def _final_submission(folder: RunDir, submissions: list[dict[str, Any]], directi
     if chosen is None:
         return {"final_submission": None, "dev_valid": False, "dev_score": None}
     folder.final_submission.write_bytes(folder.resolve(chosen["file"]).read_bytes())
+    if chosen.get("source"):
+        folder.final_source.write_bytes(folder.resolve(chosen["source"]).read_bytes())
     return {"final_submission": chosen["file"], "dev_valid": chosen["dev_valid"], "dev_score": chosen["dev_score"]}
 
 

@@ -25,9 +25,13 @@ def truncate(text: str, limit: int = MAX_OUTPUT_CHARS) -> str:
 
 @dataclass(frozen=True)
 class ToolCall:
+    """One call of a tool. `source`, on a submit call, is the program that wrote the candidate as the scaffold
+    knows it (e.g. AIDE's node); it is bookkeeping for the run record, never sent to the tool."""
+
     id: str
     name: str
     arguments: dict[str, Any]
+    source: str | None = None
 
 
 @dataclass
@@ -95,7 +99,7 @@ class Toolbox:
     """Runs tool calls against one sandbox. Blocking; the dispatcher runs calls in threads, concurrently."""
 
     def __init__(self, sandbox: Sandbox, validator: Validator,
-                 on_submit: Callable[[str, dict[str, Any]], None] | None = None) -> None:
+                 on_submit: Callable[..., None] | None = None) -> None:
         self.sandbox = sandbox
         self.validator = validator
         self.on_submit = on_submit
@@ -103,7 +107,8 @@ class Toolbox:
     def run(self, call: ToolCall, timeout_s: float) -> ToolResult:
         try:
             check_arguments(call)
-            output, ok, extra = getattr(self, f"_{call.name}")(timeout_s=timeout_s, **call.arguments)
+            extra_args = {"call_id": call.id} if call.name == "submit" else {}
+            output, ok, extra = getattr(self, f"_{call.name}")(timeout_s=timeout_s, **call.arguments, **extra_args)
         except (ToolError, SandboxError, UnicodeDecodeError) as error:
             return ToolResult(call.id, call.name, f"error: {error}", False)
         return ToolResult(call.id, call.name, truncate(output), ok, extra=extra)
@@ -146,9 +151,9 @@ class Toolbox:
     def _validate(self, path: str, timeout_s: float) -> tuple[str, bool, dict]:
         return self._check(self.sandbox.read_file(path, max_bytes=50_000_000), timeout_s)
 
-    def _submit(self, path: str, timeout_s: float) -> tuple[str, bool, dict]:
+    def _submit(self, path: str, timeout_s: float, call_id: str | None = None) -> tuple[str, bool, dict]:
         content = self.sandbox.read_file(path, max_bytes=50_000_000)
         output, ok, extra = self._check(content, timeout_s)
         if self.on_submit:
-            self.on_submit(content.decode("utf-8", errors="replace"), extra["verdict"])
+            self.on_submit(content.decode("utf-8", errors="replace"), extra["verdict"], call_id)
         return f"recorded a copy of {path} as a submission; pristine validator: {output}", ok, extra

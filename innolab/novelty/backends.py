@@ -1,10 +1,11 @@
-"""Distance back ends behind one protocol, each returning 0–100: the DAGENT LLM judge, embeddings, TF-IDF.
+"""Distance back ends behind one protocol, each returning 0–100: DAGENT judge, structural (ast), embeddings, TF-IDF.
 
 Calibrations (documented choices of innolab, not the paper's):
 * tfidf: cosine similarity of character 3–5-gram TF-IDF vectors fitted on the two texts; distance = 100·(1 − cos).
 * embedding: cosine of sentence embeddings (all-MiniLM-L6-v2, int8 ONNX, by default). Unrelated texts sit near
   cos 0.1 and paraphrases near 0.75 (measured on a paraphrase probe), so 1 − cos is mapped linearly from
   [0.1, 0.9] to [0, 100] and clipped.
+* ast: the structural distance of innolab.novelty.structure (normalised Python ASTs; text falls back to tfidf).
 * llm: DAGENT (paper §3.4, App. H.2): six dimensions scored 0 (completely similar) to 4 (completely different)
   with a one-line justification each; distance = mean(score / 4) · 100.
 """
@@ -204,14 +205,21 @@ class LLMJudge:
         return float(self.judge(a, b)["distance"])
 
 
+BACKENDS = ("ast", "tfidf", "embedding", "llm")
+
+
 def make_backend(name: str, **options: Any) -> DistanceBackend:
+    if name == "ast":
+        from innolab.novelty.structure import StructuralBackend
+
+        return StructuralBackend()
     if name == "tfidf":
         return TfidfBackend()
     if name == "embedding":
         return EmbeddingBackend(**options)
     if name == "llm":
         return LLMJudge(**options)
-    raise NoveltyError(f"backend must be llm, embedding or tfidf, got {name!r}")
+    raise NoveltyError(f"backend must be one of {', '.join(BACKENDS)}, got {name!r}")
 
 
 class Scorer:

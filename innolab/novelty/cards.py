@@ -2,13 +2,9 @@
 
 from __future__ import annotations
 
-import io
-import tarfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-
-from innolab.rundir import RunDir
 
 CARD_PROMPT = """Reduce this solution to its method. Write a summary (what problem framing, model or algorithm, \
 search or optimisation strategy, data handling and evaluation it uses; about 150 words) and pseudocode of its core \
@@ -47,19 +43,3 @@ def extract_card(code: str, settings: dict[str, Any] | None = None, cache_path: 
         return MethodCard(str(reply["summary"]), str(reply["pseudocode"]))
     except (ValueError, KeyError):
         return MethodCard(completion.text.strip() or "(no summary)", "(no pseudocode)")
-
-
-def run_code(folder: RunDir) -> str:
-    """The agent's code at the end of a run: the .py files of its last workspace snapshot (task files excluded)."""
-    tar_path = folder.final_workspace()
-    if tar_path is None:
-        return ""
-    parts = []
-    with tarfile.open(fileobj=io.BytesIO(tar_path.read_bytes())) as archive:
-        for member in archive.getmembers():
-            name = member.name.lstrip("./")
-            if member.isfile() and name.endswith(".py") and name != "validate.py" and not name.startswith("taskkit/"):
-                handle = archive.extractfile(member)
-                if handle:
-                    parts.append(f"# file: {name}\n{handle.read().decode(errors='replace')}")
-    return "\n\n".join(parts)

@@ -96,28 +96,65 @@ PAPER_ALGORITHMIC = 9.75 / 24 * 100
 
 
 def validation_table(backends: list[str], cache_dir: Path, llm_limit: int | None = None,
-                     llm_settings: dict[str, Any] | None = None) -> pd.DataFrame:
-    """Every back end on the code and method triplets; `model_calls` counts requests that reached a model."""
+                     llm_settings: dict[str, Any] | None = None, models: list[str] | None = None) -> pd.DataFrame:
+    """Every back end on the full code and method triplets; `model_calls` counts requests that reached a model.
+
+    Code back ends compare code as `innolab.novelty.scoring.comparable` prepares it (normalised for tfidf and
+    embedding). For the llm back end each judge model in `models` (default: the configured one) gets its rows;
+    with two or more, a row per kind reports their mean and Krippendorff's alpha (interval) over the pairs.
+    """
     from innolab.novelty.backends import LLMJudge, make_backend
+    from innolab.novelty.scoring import comparable, ensemble
 
     rows = []
     for name in backends:
+        judges = [m or None for m in (models or [""])] if name == "llm" else [None]
         for kind in ("code", "method"):
             triplets = load_triplets(kind)
-            if name == "llm":
-                backend = LLMJudge(llm_settings, cache_path=str(cache_dir / "llm_cache.sqlite"))
-                triplets = triplets[:llm_limit] if llm_limit else triplets
-            else:
-                backend = make_backend(name)
-            scorer = Scorer(backend, cache_dir / "distances.sqlite", workers=1 if name == "llm" else 4)
-            row = validate(scorer, triplets).row()
-            judged = isinstance(backend, LLMJudge)
-            row["model_calls"] = backend.client.calls if judged else 0
-            row["tokens"] = backend.tokens if judged else 0
-            row["cost_usd"] = backend.cost_usd if judged else 0.0
-            row["pairs_computed"] = scorer.computed
-            rows.append(row)
+            if name == "llm" and llm_limit:
+                triplets = triplets[:llm_limit]
+            prepared = [Triplet(t.name, t.kind, comparable(t.base, name), comparable(t.closer, name),
+                                comparable(t.farther, name), t.human) for t in triplets]
+            scorers = []
+            for model in judges:
+                if name == "llm":
+                    settings = {**(llm_settings or {}), **({"model": model} if model else {})}
+                    backend = LLMJudge(settings, cache_path=str(cache_dir / "llm_cache.sqlite"))
+                else:
+                    backend = make_backend(name)
+                scorer = Scorer(backend, cache_dir / "distances.sqlite", workers=1 if name == "llm" else 4)
+                scorers.append(scorer)
+                row = validate(scorer, prepared).row()
+                judged = isinstance(backend, LLMJudge)
+                row["model_calls"] = backend.client.calls if judged else 0
+                row["tokens"] = backend.tokens if judged else 0
+                row["cost_usd"] = backend.cost_usd if judged else 0.0
+                row["pairs_computed"] = scorer.computed
+                row["alpha"] = None
+                rows.append(row)
+            if len(scorers) >= 2:
+                pairs = [(t.base, t.closer) for t in prepared] + [(t.base, t.farther) for t in prepared]
+                result = ensemble(scorers, pairs)
+                closer, farther = np.array(result.mean[: len(prepared)]), np.array(result.mean[len(prepared) :])
+                rows.append({"backend": "llm ensemble: " + ", ".join(s.backend.name for s in scorers), "kind": kind,
+                             "n": len(prepared), "mean_closer": float(closer.mean()),
+                             "mean_farther": float(farther.mean()), "agreement": float(np.mean(farther > closer)),
+                             "failed": 0, "spearman": None, "pearson": None, "model_calls": 0, "tokens": 0,
+                             "cost_usd": 0.0, "pairs_computed": 0, "alpha": result.alpha})
     table = pd.DataFrame(rows)
     table["paper_cosmetic"] = PAPER_COSMETIC
     table["paper_algorithmic"] = PAPER_ALGORITHMIC
     return table
+
+
+def judge_endpoint() -> tuple[str, int | None]:
+    """Which judge the llm back end would use, in words (host, never the key), and how many triplets of each
+    kind it should judge: all where an endpoint is configured, 2 on the embedded 135M model (slow, and no judge)."""
+    from urllib.parse import urlparse
+
+    from innolab.llm.settings import LLMSettings
+
+    settings = LLMSettings.from_env()
+    if settings.base_url:
+        return f"model {settings.model} at {urlparse(settings.base_url).netloc or settings.base_url}", None
+    return f"the embedded model {settings.model} (SmolLM2-135M, local; exercises the pipeline only)", 2

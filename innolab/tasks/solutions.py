@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import json
 import subprocess
 import sys
@@ -53,6 +54,12 @@ class Solution:
                             full_runtime_s=raw.get("recording", {}).get("wall_s"), recording=raw.get("recording"))
         except (OSError, KeyError, ValueError, TypeError) as error:
             raise TaskError(f"{path}: needs kind, score and quick_score ({error})") from None
+
+    def code(self) -> str:
+        """The solution's code as a reader would compare it with another program: solve.py followed by every
+        function, class and constant of innolab's solver modules that it reaches (the shared command-line
+        plumbing of `solvers/cli.py` left out)."""
+        return source_bundle(self.folder / "solve.py")
 
     def card(self) -> dict[str, str]:
         return {name: (self.folder / name).read_text(encoding="utf-8") for name in CARD_FILES
@@ -138,3 +145,59 @@ def record(solution: Solution, kind: Literal["reference", "baseline"] | None = N
                "recording": {k: recording[k] for k in RECORDING_FIELDS}}
     (solution.folder / "score.json").write_text(json.dumps(payload, indent=2) + "\n", encoding="utf-8")
     return Recorded(kind, full.score, quick.score, wall, payload["recording"])
+
+
+SOLVER_PACKAGE = "innolab.tasks.solvers"
+PLUMBING = {"innolab.tasks.solvers.cli"}
+
+
+def _module_tree(module: str) -> tuple[str, ast.Module] | None:
+    import importlib.util
+
+    spec = importlib.util.find_spec(module)
+    if spec is None or spec.origin is None:
+        return None
+    text = Path(spec.origin).read_text(encoding="utf-8")
+    return text, ast.parse(text)
+
+
+def _solver_imports(node: ast.AST) -> list[tuple[str, str]]:
+    return [(n.module, alias.name) for n in ast.walk(node) if isinstance(n, ast.ImportFrom)
+            and n.module and n.module.startswith(SOLVER_PACKAGE) and n.module not in PLUMBING for alias in n.names]
+
+
+def source_bundle(entry: Path) -> str:
+    """A script followed by the definitions it reaches in innolab's solver modules, each once, in order found."""
+    text = entry.read_text(encoding="utf-8")
+    queue = _solver_imports(ast.parse(text))
+    seen: set[tuple[str, str]] = set()
+    parts = [text.rstrip()]
+    modules: dict[str, tuple[str, ast.Module] | None] = {}
+    while queue:
+        module, name = queue.pop(0)
+        if (module, name) in seen:
+            continue
+        seen.add((module, name))
+        if module not in modules:
+            modules[module] = _module_tree(module)
+        found = modules[module]
+        if found is None:
+            continue
+        source, tree = found
+        definitions = {}
+        for node in tree.body:
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+                definitions[node.name] = node
+            elif isinstance(node, ast.Assign):
+                definitions.update({t.id: node for t in node.targets if isinstance(t, ast.Name)})
+        node = definitions.get(name)
+        if node is None:
+            continue
+        parts.append(f"# {module}.{name}\n{ast.get_source_segment(source, node)}")
+        used = {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+        queue += [(module, other) for other in sorted(used) if other in definitions and other != name]
+        queue += _solver_imports(node)
+        for top in tree.body:  # module-level imports of other solver modules that this definition uses
+            if isinstance(top, ast.ImportFrom):
+                queue += [(m, n) for m, n in _solver_imports(top) if n in used]
+    return "\n\n\n".join(parts) + "\n"
