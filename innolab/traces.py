@@ -57,6 +57,9 @@ class LLMCall(Event):
     key: str | None = None
     attempts: list[dict[str, Any]] = Field(default_factory=list)
     latency_s: float = 0.0
+    temperature: float | None = None  # as sent
+    seed: int | None = None  # as sent: derived from (run seed, call index)
+    call_index: int | None = None
 
 
 class ToolCallEvent(Event):

@@ -70,10 +70,17 @@ class LLMAgent:
         remaining = observation.remaining_s
         self.client.deadline = None if remaining is None else time.monotonic() + remaining
 
+    def chat(self, messages: list[dict[str, Any]], **options: Any) -> Completion:
+        """One model call, numbered: the index lives in the agent's state, so a resumed run asks with the same
+        indices (and gets its cached replies) while every new call samples with its own seed."""
+        index = int(self.memory.get("llm_calls", 0))
+        self.memory["llm_calls"] = index + 1
+        return self.client.chat(messages, call_index=index, **options)
+
     def ask(self, messages: list[dict[str, Any]], response_format: dict[str, Any],
             tools: list[dict[str, Any]] | None = None) -> tuple[dict[str, Any] | None, Completion]:
         """One LLM call; returns the parsed JSON object (None when the reply has none) and the completion."""
-        completion = self.client.chat(messages, response_format=response_format, tools=tools)
+        completion = self.chat(messages, response_format=response_format, tools=tools)
         try:
             return parse_json_object(completion.text), completion
         except ValueError:

@@ -44,7 +44,7 @@ class CodeActAgent(LLMAgent):
             from innolab.gym.tools import TOOL_SPECS
 
             specs = [s for s in TOOL_SPECS if s["function"]["name"] in TOOLS_NATIVE]
-            completion = self.client.chat(self.trimmed(memory["messages"]), tools=specs)
+            completion = self.chat(self.trimmed(memory["messages"]), tools=specs)
             memory["messages"].append({"role": "assistant", "content": completion.text or json.dumps(
                 completion.tool_calls)})
             calls = [ToolCall(f"t{turn}-{i}", c["name"], json.loads(c["arguments"] or "{}"))

@@ -62,4 +62,5 @@ class RunConfig:
     max_cost_usd: float | None = None
     seed: int = 0
     tool_timeouts: dict[str, float] = field(default_factory=dict)
+    stall_steps: int | None = 5  # consecutive steps without a tool call that end the run as "stalled"
     extra: dict[str, Any] = field(default_factory=dict)

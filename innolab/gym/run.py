@@ -148,6 +148,7 @@ def _loop(folder: RunDir, config: RunConfig, task, policy: Policy, sandbox, tool
           code_log: list[dict[str, Any]], step: int, show_progress: bool) -> str:
     pending: list[dict[str, Any]] = []
     sources: dict[str, str | None] = {}
+    idle = 0  # consecutive steps without a tool call (not checkpointed: a resume starts counting anew)
 
     def on_submit(content: str, verdict: dict[str, Any], call_id: str | None = None) -> None:
         pending.append({"content": content, "verdict": verdict, "source": sources.get(call_id or "")})
@@ -171,6 +172,9 @@ def _loop(folder: RunDir, config: RunConfig, task, policy: Policy, sandbox, tool
                 trace.emit(event["type"], step=step, **{k: v for k, v in event.items() if k != "type"})
             if action.done:
                 return "agent_finished"
+            idle = 0 if action.tool_calls else idle + 1
+            if config.stall_steps and idle >= config.stall_steps:
+                return "stalled"
             for call in action.tool_calls:
                 trace.emit("tool_call", step=step, call_id=call.id, tool=call.name, arguments=call.arguments)
             code_log += code_actions(sandbox, action.tool_calls, step)

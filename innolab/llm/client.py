@@ -27,6 +27,9 @@ class Completion:
     key: str
     attempts: list[dict[str, Any]] = field(default_factory=list)
     latency_s: float = 0.0
+    temperature: float | None = None  # the sampling settings the request was sent with
+    seed: int | None = None
+    call_index: int | None = None
 
     def event(self) -> dict[str, Any]:
         """The payload of an llm_call trace event."""
@@ -71,22 +74,28 @@ class LLMClient:
         return self._client
 
     def request(self, messages: list[dict[str, Any]], response_format: dict[str, Any] | None = None,
-                tools: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+                tools: list[dict[str, Any]] | None = None, call_index: int | None = None) -> dict[str, Any]:
         s = self.settings
+        seed = call_seed(s.seed, call_index)
         request: dict[str, Any] = {"model": s.model, "messages": messages, "temperature": s.temperature,
-                                   "max_tokens": s.max_tokens, "seed": s.seed, "top_p": s.top_p,
+                                   "max_tokens": s.max_tokens, "seed": seed, "top_p": s.top_p,
                                    "response_format": response_format if self.supports_schema else None,
                                    "tools": tools}
         return {k: v for k, v in request.items() if v is not None}
 
     def chat(self, messages: list[dict[str, Any]], response_format: dict[str, Any] | None = None,
-             tools: list[dict[str, Any]] | None = None) -> Completion:
-        request = self.request(messages, response_format, tools)
-        key = request_key(request)
+             tools: list[dict[str, Any]] | None = None, call_index: int | None = None) -> Completion:
+        """One chat completion. With `call_index` (a run's model calls are numbered), the seed derives from (the
+        settings' seed, index) and the cache key includes the index: a resumed or replayed run repeats every reply,
+        and an identical request made later in the run samples anew."""
+        request = self.request(messages, response_format, tools, call_index)
+        cache_key = {**request, "_call_index": call_index} if call_index is not None else request
+        key = request_key(cache_key)
+        sent = {"temperature": request.get("temperature"), "seed": request.get("seed"), "call_index": call_index}
         if self.cache is not None:
-            hit = self.cache.get(request)
+            hit = self.cache.get(cache_key)
             if hit is not None:
-                return Completion(**{**hit, "cached": True, "attempts": [], "latency_s": 0.0})
+                return Completion(**{**hit, "cached": True, "attempts": [], "latency_s": 0.0, **sent})
         if self.replay_only:
             raise LLMError(f"replay: no cached response for request {key[:12]}")
         attempts: list[dict[str, Any]] = []
@@ -107,7 +116,7 @@ class LLMClient:
                 if (isinstance(error, openai.BadRequestError) and "response_format" in request
                         and "response_format" in str(error)):
                     self.supports_schema = False  # no JSON-schema support: ask in plain text, parse robustly
-                    request = self.request(messages, None, tools)
+                    request = self.request(messages, None, tools, call_index)
                     attempts.append({"attempt": attempt, "error": "response_format unsupported", "wait_s": 0})
                     continue
                 if not _retryable(error) or attempt == self.settings.max_retries:
@@ -121,8 +130,8 @@ class LLMClient:
                 self.sleep(wait)
         self.calls += 1
         if self.cache is not None:
-            self.cache.put(request, payload)  # before use: a kill after this point repeats no call
-        return Completion(**payload, cached=False, attempts=attempts, latency_s=time.monotonic() - start)
+            self.cache.put(cache_key, payload)  # before use: a kill after this point repeats no call
+        return Completion(**payload, cached=False, attempts=attempts, latency_s=time.monotonic() - start, **sent)
 
     def _payload(self, response: Any, key: str) -> dict[str, Any]:
         if not getattr(response, "choices", None):
@@ -140,6 +149,16 @@ class LLMClient:
 
 
 _FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL)
+
+
+def call_seed(seed: int | None, call_index: int | None) -> int | None:
+    """The seed of one call: derived from (run seed, call index) so that every call samples anew, reproducibly."""
+    if seed is None or call_index is None:
+        return seed
+    import hashlib
+
+    digest = hashlib.sha256(f"{seed}:{call_index}".encode()).digest()
+    return int.from_bytes(digest[:4], "big") & 0x7FFFFFFF
 
 
 def json_schema(name: str, properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
