@@ -313,3 +313,14 @@ def test_the_published_593_vector_kissing_configuration_scores_593():
     verdict = evaluate(get_task("kissing-number-11"), published)
     assert verdict.valid and verdict.score == 593.0 and verdict.errors == []
     assert not verdict.beats_v_star and verdict.gain == -11.0  # V* = 604, the best published (reported) value
+
+
+@pytest.mark.parametrize("task_id", sorted(EXPECTED))
+def test_every_recorded_score_comes_from_a_recorded_run_of_its_own_solver(task_id):
+    from innolab.tasks.solutions import RECORDING_FIELDS
+
+    for solution in solutions(get_task(task_id)):
+        recording = solution.recorded.recording
+        assert recording is not None, f"{solution.name}: score.json has no recording"
+        assert set(RECORDING_FIELDS) <= set(recording), solution.name
+        assert isinstance(recording["seed"], int) and recording["wall_s"] > 0 and recording["cores"] >= 1
