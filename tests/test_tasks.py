@@ -231,8 +231,8 @@ def test_all_standardisation_checks_pass():
 
 
 def test_diversity_of_known_solutions():
-    diversity = task_diversity(get_task("job-shop-taillard-41-50"))
-    assert diversity.pairs == 1 and 0 < diversity.value <= 100
+    diversity = task_diversity(get_task("job-shop-taillard-41-50"))  # three known solutions, baseline included
+    assert diversity.pairs == 3 and 0 < diversity.value <= 100 and "code" in diversity.detail
 
 
 def test_log_normalisation_and_consistency():

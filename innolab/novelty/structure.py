@@ -25,15 +25,14 @@ import builtins
 import functools
 import io
 import math
-import threading
 import tokenize
 from collections import Counter
 
+from innolab import pyparse
+
 BUILTINS = set(dir(builtins))
 SMALL_INT = 10
-# CPython 3.11's parser is not safe to enter from several threads at once (a SystemError, "AST constructor
-# recursion depth mismatch"); the Scorer computes distances in threads, so parsing goes through one lock.
-_PARSE_LOCK = threading.RLock()
+_PARSE_LOCK = pyparse.lock()  # the Scorer computes distances in threads; CPython 3.11's parser needs one at a time
 
 
 class _Canonical(ast.NodeTransformer):
@@ -95,7 +94,7 @@ def _drop_docstring(node: ast.AST) -> None:
 def parse_code(text: str) -> ast.Module | None:
     """The AST of a text that is Python code (not a sentence that happens to parse)."""
     try:
-        tree = ast.parse(text)
+        tree = pyparse.parse(text)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
     code_like = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Assign, ast.AugAssign, ast.For,

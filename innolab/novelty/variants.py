@@ -10,6 +10,8 @@ from __future__ import annotations
 import ast
 import builtins
 
+from innolab import pyparse
+
 BUILTINS = set(dir(builtins))
 
 
@@ -47,7 +49,7 @@ def _strip_docstrings(tree: ast.Module) -> None:
 
 def cosmetic_variant(source: str, style: str = "short", reorder: bool = False) -> str:
     """Rename locals (`short`: v0, v1...; `suffixed`: name_x0...), drop docstrings, regenerate the layout."""
-    tree = ast.parse(source)
+    tree = pyparse.parse(source)
     keep = {n.name for n in ast.walk(tree) if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)}
     imports = [n for n in ast.walk(tree) if isinstance(n, ast.Import | ast.ImportFrom)]
     keep |= {alias.asname or alias.name.split(".")[0] for n in imports for alias in n.names}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import functools
 import json
 import subprocess
 import sys
@@ -10,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from innolab import pyparse
 from innolab.tasks.model import Task, TaskError
 
 CARD_FILES = ("summary.md", "pseudocode.tex")
@@ -151,6 +153,7 @@ SOLVER_PACKAGE = "innolab.tasks.solvers"
 PLUMBING = {"innolab.tasks.solvers.cli"}
 
 
+@functools.lru_cache(maxsize=64)
 def _module_tree(module: str) -> tuple[str, ast.Module] | None:
     import importlib.util
 
@@ -158,7 +161,7 @@ def _module_tree(module: str) -> tuple[str, ast.Module] | None:
     if spec is None or spec.origin is None:
         return None
     text = Path(spec.origin).read_text(encoding="utf-8")
-    return text, ast.parse(text)
+    return text, pyparse.parse(text)
 
 
 def _solver_imports(node: ast.AST) -> list[tuple[str, str]]:
@@ -169,7 +172,7 @@ def _solver_imports(node: ast.AST) -> list[tuple[str, str]]:
 def source_bundle(entry: Path) -> str:
     """A script followed by the definitions it reaches in innolab's solver modules, each once, in order found."""
     text = entry.read_text(encoding="utf-8")
-    queue = _solver_imports(ast.parse(text))
+    queue = _solver_imports(pyparse.parse(text))
     seen: set[tuple[str, str]] = set()
     parts = [text.rstrip()]
     modules: dict[str, tuple[str, ast.Module] | None] = {}
