@@ -31,7 +31,7 @@ def parse(source: str) -> ast.Module:
             worker.start()
             worker.join()
             if "error" in result:
-                raise result["error"]  # type: ignore[misc]
+                raise result["error"] from None  # type: ignore[misc]
             return result["tree"]  # type: ignore[return-value]
 
 
