@@ -178,7 +178,8 @@ def _run(args: argparse.Namespace) -> int:
                                   seed=args.seed, budget_s=parse_duration(args.budget), runtime=args.runtime,
                                   max_steps=args.max_steps, innovation_prompt=args.innovation_prompt,
                                   initial_solution=Path(args.initial_solution).read_text()
-                                  if args.initial_solution else None)
+                                  if args.initial_solution else None,
+                                  prior_name=Path(args.initial_solution).stem if args.initial_solution else None)
             outcome = runner.start(config, Path(args.run_dir) if args.run_dir else None, novelty=novelty)
     except (RunError, BudgetError, LLMError, ValueError) as error:
         print(f"innolab run: {error}", file=sys.stderr)

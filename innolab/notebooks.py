@@ -127,6 +127,19 @@ def _matches(notebook: Path, name: str) -> bool:
     return notebook.stem == name or notebook.stem.split("_", 1)[1] == name
 
 
+RUN_NOTEBOOK_20 = "20_agent_run.ipynb"
+
+
+def execute_run_notebook(parameters: dict[str, Any], run_dir: Path, timeout_s: int = 24 * 3600) -> Path:
+    """One run through notebooks/20_agent_run.ipynb, its executed copy kept as the run's record (<run>/run.ipynb).
+    Executing it again resumes the run, or only reports it when it has finished."""
+    folder = RunDir(Path(run_dir).resolve())
+    folder.root.mkdir(parents=True, exist_ok=True)
+    source = notebooks_dir() / RUN_NOTEBOOK_20
+    execute(source, folder.notebook, {**parameters, "run_dir": str(folder.root)}, timeout_s=timeout_s)
+    return folder.notebook
+
+
 DEMO_AGENTS = ("aide", "mlab", "codeact")
 RUN_NOTEBOOK = "01_run_agent.ipynb"
 

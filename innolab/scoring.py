@@ -105,7 +105,7 @@ class _Novelty:
     def __init__(self, folder: RunDir, config: dict[str, Any], task, backend: str | None,
                  settings: dict[str, Any] | None) -> None:
         self.folder, self.task, self.backend = folder, task, backend
-        run_settings = config.get("policy_args", {}).get("settings")
+        run_settings = config.get("llm") or config.get("policy_args", {}).get("settings")
         self.settings = None if run_settings is None and settings is None else {**(run_settings or {}),
                                                                                   **(settings or {})}
         self._scorer: Scorer | None = None

@@ -28,7 +28,8 @@ def test_notebook_has_parameters_cell_and_executes(path, reproduced, tmp_path):
     out, executed = reproduced
     if path.name not in executed:  # opted out of `reproduce`: run it here on its own
         with FakeLLM() as server:
-            extra = {"base_url": server.base_url, "max_steps": 10} if path.name == "01_run_agent.ipynb" else {}
+            runs = ("01_run_agent.ipynb", "20_agent_run.ipynb")
+            extra = {"base_url": server.base_url, "max_steps": 10} if path.name in runs else {}
             notebooks.execute(path, tmp_path / path.name, {"results_dir": str(tmp_path / "results"),
                                                           "figures_dir": str(tmp_path / "figures"), **extra})
         executed_copy = tmp_path / path.name
@@ -89,3 +90,20 @@ def test_demo_runs_keep_their_notebook_and_summaries(tmp_path):
     assert demo["complete"].all() and demo["valid"].all() and list(demo["agent"]) == ["aide", "codeact"]
     for run in demo["run"]:
         assert (tmp_path / "results" / "runs" / run / "run.ipynb").is_file()
+
+
+@pytest.mark.notebook
+def test_run_notebook_performs_the_run_keeps_its_record_and_never_runs_twice(tmp_path):
+    from innolab import traces
+    from innolab.rundir import RunDir
+
+    folder = RunDir(tmp_path / "runs" / "r1")
+    parameters = {"agent": "codeact", "budget": "60s", "max_steps": 8, "temperature": 0.5, "seed": 2}
+    with FakeLLM() as server:
+        record = notebooks.execute_run_notebook({**parameters, "base_url": server.base_url}, folder.root)
+        first = traces.read_events(folder.root)
+        notebooks.execute_run_notebook({**parameters, "base_url": server.base_url}, folder.root)
+    assert record == folder.notebook and record.is_file()
+    assert json.loads(record.read_text())["metadata"]["papermill"]["parameters"]["temperature"] == 0.5
+    assert folder.read_score()["valid"] and first[0]["config"]["llm"]["temperature"] == 0.5
+    assert len(traces.read_events(folder.root)) == len(first)  # the second execution only reported the run

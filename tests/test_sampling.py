@@ -45,3 +45,24 @@ def test_identical_requests_sample_anew_and_replay_exactly(tmp_path):
     sent = [r["seed"] for r in server.requests]
     assert sent == [call_seed(7, 0), call_seed(7, 1)] and sent[0] != sent[1]
     assert first.event()["seed"] == call_seed(7, 0) and again.event()["call_index"] == 1
+
+
+def test_the_settings_in_force_are_settled_once_and_recorded(tmp_path, monkeypatch):
+    monkeypatch.setenv("INNOLAB_LLM_TEMPERATURE", "0.3")
+    monkeypatch.setenv("INNOLAB_LLM_API_KEY", "sk-secret-never-written")
+    with FakeLLM() as server:
+        config = runner.agent_config("codeact", "circle-packing-26", seed=4, budget_s=120, max_steps=6,
+                                     settings={"base_url": server.base_url, "model": "fake"},
+                                     initial_solution="print('prior')\n", prior_name="grid")
+        monkeypatch.setenv("INNOLAB_LLM_TEMPERATURE", "1.5")  # changed after settling: must not take effect
+        outcome = runner.start(config, tmp_path / "run", novelty=None, show_progress=False)
+    folder = Path(outcome["run_dir"])
+    written = json.loads((folder / "config.json").read_text())
+    assert "extra" not in written and "settings" not in written["policy_args"]
+    assert written["llm"]["temperature"] == 0.3 and written["llm"]["seed"] == 4 and "api_key" not in written["llm"]
+    assert written["endpoint"] == server.base_url.split("//")[1].split("/")[0] and written["model_reported"] == "fake"
+    assert written["prior_solution"]["name"] == "grid" and len(written["prior_solution"]["sha256"]) == 64
+    assert "sk-secret" not in (folder / "config.json").read_text() + (folder / "trace.jsonl").read_text()
+    events = traces.read_events(folder)
+    assert events[0]["config"] == written
+    assert all(e["temperature"] == 0.3 for e in events if e["type"] == "llm_call")

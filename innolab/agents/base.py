@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -38,7 +39,10 @@ class LLMAgent:
     def __init__(self, settings: dict[str, Any] | None = None, cache_path: str | None = None,
                  innovation_prompt: bool = False, initial_solution: str | None = None,
                  history_turns: int = 4, replay_only: bool = False) -> None:
-        self.settings = LLMSettings.from_env(**(settings or {}))
+        # Settled settings come from the run's config; only the key (a secret, never written) is read here.
+        self.settings = LLMSettings(**{**settings, "api_key": settings.get("api_key") or
+                                       os.environ.get("INNOLAB_LLM_API_KEY") or None}) if settings \
+            else LLMSettings.from_env()
         self.cache_path = cache_path
         self.innovation_prompt = innovation_prompt
         self.initial_solution = initial_solution

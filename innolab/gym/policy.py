@@ -46,14 +46,27 @@ class Policy(Protocol):
     def load_state(self, state: dict[str, Any]) -> None: ...
 
 
+SEED_RULE = "each model call's seed = sha256('<seed>:<call index>')[:4] (31 bits); cache keyed by request + index"
+
+
 @dataclass
 class RunConfig:
-    """Everything needed to start (or restart) a run; written to config.json."""
+    """Everything needed to start (or restart) a run, resolved once and written to config.json: no setting is
+    re-derived from the environment later (the API key, a secret, is read at run time and never written).
+
+    `llm` holds the model settings in force (endpoint, model, temperature, top_p, max_tokens, seed, retries...);
+    `policy_args` only the scaffold's own options.
+    """
 
     task: str
-    policy: str  # "module:factory", called with policy_args
+    policy: str  # "module:factory", called with policy_args (and, for LLM agents, the settings below)
     policy_args: dict[str, Any] = field(default_factory=dict)
     agent: str = "scripted"
+    llm: dict[str, Any] | None = None
+    endpoint: str | None = None  # "embedded" or the endpoint's host (never a key)
+    model_reported: str | None = None  # the model id as the endpoint reports it
+    innovation_prompt: bool = False
+    prior_solution: dict[str, Any] | None = None  # {"name", "sha256", "code"}
     runtime: Runtime = "local"
     image: str | None = None
     wall_clock_s: float | None = 600.0
@@ -61,6 +74,30 @@ class RunConfig:
     max_tokens: int | None = None
     max_cost_usd: float | None = None
     seed: int = 0
+    seed_rule: str = SEED_RULE
     tool_timeouts: dict[str, float] = field(default_factory=dict)
     stall_steps: int | None = 5  # consecutive steps without a tool call that end the run as "stalled"
-    extra: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> RunConfig:
+        """A config.json, including one written before the settings were settled (its `extra` bag is dropped and
+        its model settings move from policy_args to `llm`)."""
+        data = dict(data)
+        data.pop("extra", None)
+        args = dict(data.get("policy_args") or {})
+        if data.get("llm") is None and isinstance(args.get("settings"), dict):
+            data["llm"] = args.pop("settings")
+            for key in ("innovation_prompt",):
+                if key in args:
+                    data[key] = args.pop(key)
+            if args.get("initial_solution"):
+                code = args.pop("initial_solution")
+                data["prior_solution"] = {"name": "prior", "sha256": None, "code": code}
+            args.pop("initial_solution", None)
+            args.pop("cache_path", None)
+        data["policy_args"] = args
+        known = set(cls.__dataclass_fields__)
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise ValueError(f"config.json: unknown field(s) {unknown}")
+        return cls(**data)

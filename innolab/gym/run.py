@@ -33,11 +33,15 @@ class RunError(RuntimeError):
     """A run that cannot start or resume; the message says why."""
 
 
+def new_run_id(config: RunConfig) -> str:
+    """A fresh run folder name: time, agent, task and a random suffix."""
+    return time.strftime("%Y%m%d-%H%M%S") + f"-{config.agent}-{config.task}-{secrets.token_hex(3)}"
+
+
 def create_run(config: RunConfig, run_dir: Path | None = None) -> Path:
     """A new run directory with its config.json; nothing runs yet."""
     get_task(config.task)  # fail early on an unknown task
-    run_id = time.strftime("%Y%m%d-%H%M%S") + f"-{config.agent}-{config.task}-{secrets.token_hex(3)}"
-    folder = RunDir(Path(run_dir or runs_root() / run_id))
+    folder = RunDir(Path(run_dir or runs_root() / new_run_id(config)))
     folder.root.mkdir(parents=True, exist_ok=True)
     if folder.exists():
         raise RunError(f"{folder.root} already holds a run")
@@ -49,7 +53,10 @@ def load_config(run_dir: Path) -> RunConfig:
     folder = RunDir(run_dir)
     if not folder.exists():
         raise RunError(f"{run_dir} is not a run directory (no {folder.config.name})")
-    return RunConfig(**folder.read_config())
+    try:
+        return RunConfig.from_dict(folder.read_config())
+    except (TypeError, ValueError) as error:
+        raise RunError(f"{folder.config}: {error}") from None
 
 
 def make_policy(config: RunConfig, run_dir: Path) -> Policy:
@@ -60,7 +67,11 @@ def make_policy(config: RunConfig, run_dir: Path) -> Policy:
     except (ImportError, AttributeError) as error:
         raise RunError(f"policy {config.policy!r} cannot be imported: {error}") from None
     args = dict(config.policy_args)
-    if args.get("cache_path") and not Path(args["cache_path"]).is_absolute():
+    if config.llm is not None:  # an LLM agent: the settled settings, the run's response cache, its options
+        args.setdefault("cache_path", str(RunDir(run_dir).llm_cache))
+        args.update(settings=config.llm, innovation_prompt=config.innovation_prompt,
+                    initial_solution=(config.prior_solution or {}).get("code"))
+    elif args.get("cache_path") and not Path(args["cache_path"]).is_absolute():
         args["cache_path"] = str(run_dir / args["cache_path"])
     return factory(**args)
 

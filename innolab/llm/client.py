@@ -73,6 +73,17 @@ class LLMClient:
                                          max_retries=0, timeout=self.settings.timeout_s)
         return self._client
 
+    def reported_model(self) -> str | None:
+        """The model id as the endpoint reports it (GET /v1/models): the configured id when it is listed, the only
+        one when one is served; None when the endpoint lists none."""
+        try:
+            listed = [m.id for m in self._sdk().models.list(timeout=min(self.settings.timeout_s, 30.0))]
+        except Exception as error:  # an endpoint without /v1/models, or none at all
+            raise LLMError(f"the endpoint lists no models: {error}") from error
+        if self.settings.model in listed:
+            return self.settings.model
+        return listed[0] if len(listed) == 1 else None
+
     def request(self, messages: list[dict[str, Any]], response_format: dict[str, Any] | None = None,
                 tools: list[dict[str, Any]] | None = None, call_index: int | None = None) -> dict[str, Any]:
         s = self.settings
