@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import statistics
@@ -12,8 +13,9 @@ import time
 from pathlib import Path
 
 from innolab.gym.dispatcher import dispatch_sync
-from innolab.gym.factory import open_sandbox
-from innolab.gym.run import RunConfig, create_run
+from innolab.gym.factory import open_sandbox, open_validator
+from innolab.gym.policy import RunConfig
+from innolab.gym.run import create_run
 from innolab.gym.sandbox import SandboxError
 from innolab.gym.tools import Toolbox, ToolCall
 from innolab.tasks import get_task
@@ -21,28 +23,39 @@ from innolab.tasks import get_task
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def overhead_ms(runtime: str, calls: int = 30) -> float | None:
+def overhead_ms(runtime: str, calls: int = 30, tool: str = "bash") -> float | None:
+    """Median milliseconds of one tool call: `bash true`, or `validate` of a valid packing (pristine checker)."""
+    task = get_task("circle-packing-26")
     try:
-        sandbox = open_sandbox(get_task("circle-packing-26"), runtime)  # type: ignore[arg-type]
+        sandbox = open_sandbox(task, runtime)  # type: ignore[arg-type]
     except SandboxError as error:
         print(f"  {runtime}: skipped ({error})")
         return None
-    toolbox = Toolbox(sandbox)
+    validator = open_validator(task, sandbox)
+    toolbox = Toolbox(sandbox, validator)
+    arguments = {"command": "true"} if tool == "bash" else {"path": "packing.json"}
+    if tool == "validate":
+        from tests.gym_policies import GRID
+
+        sandbox.write_file("packing.json", json.dumps({"circles": GRID}).encode())
     try:
         times = []
         for i in range(calls):
             start = time.perf_counter()
-            result = toolbox.run(ToolCall(str(i), "bash", {"command": "true"}), 10)
+            result = toolbox.run(ToolCall(str(i), tool, arguments), 30)
             times.append((time.perf_counter() - start) * 1000)
-            assert result.ok
+            assert result.ok, result.output
     finally:
         sandbox.close()
+        validator.close()
     return statistics.median(times)
 
 
 def concurrency(n: int = 8, seconds: float = 1.0) -> tuple[float, float]:
-    sandbox = open_sandbox(get_task("circle-packing-26"), "local")
-    toolbox = Toolbox(sandbox)
+    task = get_task("circle-packing-26")
+    sandbox = open_sandbox(task, "local")
+    validator = open_validator(task, sandbox)
+    toolbox = Toolbox(sandbox, validator)
     calls = [ToolCall(str(i), "bash", {"command": f"sleep {seconds}"}) for i in range(n)]
     try:
         start = time.perf_counter()
@@ -54,6 +67,7 @@ def concurrency(n: int = 8, seconds: float = 1.0) -> tuple[float, float]:
         one_by_one = time.perf_counter() - start
     finally:
         sandbox.close()
+        validator.close()
     return together, one_by_one
 
 
@@ -89,6 +103,11 @@ def main() -> None:
     docker = overhead_ms("docker")
     if docker is not None:
         print(f"  docker  {docker:7.1f} ms   (target <= 100 ms: {'met' if docker <= 100 else 'MISSED'})")
+    print("validate tool (pristine checker on a copy of the candidate, circle-packing-26, median of 10)")
+    for runtime in ("local", "docker"):
+        validating = overhead_ms(runtime, calls=10, tool="validate")
+        if validating is not None:
+            print(f"  {runtime:7} {validating:7.1f} ms")
     together, one_by_one = concurrency()
     print(f"8 concurrent 1-second calls: {together:.2f} s (target <= 1.3 s: {'met' if together <= 1.3 else 'MISSED'});"
           f" one after another {one_by_one:.2f} s; ratio {one_by_one / together:.1f}x")
