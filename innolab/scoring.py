@@ -14,10 +14,18 @@ from typing import Any
 
 import pandas as pd
 
+from innolab.gym.policy import RunConfig
 from innolab.llm.errors import LLMError
 from innolab.novelty.backends import NoveltyError, Scorer, make_backend
 from innolab.novelty.cards import extract_card
-from innolab.novelty.scoring import compares_cards, default_backend, novelty, novelty_of_code
+from innolab.novelty.scoring import (
+    comparable,
+    compares_cards,
+    default_backend,
+    known_cards,
+    known_code,
+    novelty_against,
+)
 from innolab.rundir import RunDir, RunDirError
 from innolab.tasks.evaluation import evaluate
 from innolab.tasks.registry import get_task
@@ -50,9 +58,15 @@ def score_run(run_dir: str | Path, novelty_backend: str | None = "default", sett
         raise ScoringError(f"{folder.root}: the run has not finished (resume it first)")
     task = get_task(config["task"])
     backend = default_backend() if novelty_backend == "default" else novelty_backend
-    measure = _Novelty(folder, config, task, backend, settings)
-    submission = folder.final_submission if finished.get("final_submission") else None
-    verdict = evaluate(task, submission) if submission is not None and submission.is_file() else None
+    assess = _Assessor(folder, task, _Novelty(folder, config, task, backend, settings))
+    candidates = _candidates(events, task, assess)
+    final = finished.get("final_submission")
+    if final:
+        verdict, measured = assess(final, finished_source(events, final))
+    else:
+        verdict, measured = None, assess.measure(None, False)
+    measured = dict(measured)
+    card = measured.pop("card", None)
     valid = bool(verdict and verdict.valid)
     row: dict[str, Any] = {
         "run": folder.name, "agent": config.get("agent"), "task": task.id, "valid": valid,
@@ -60,11 +74,12 @@ def score_run(run_dir: str | Path, novelty_backend: str | None = "default", sett
         "gain": verdict.gain if verdict else None, "ratio": verdict.ratio if verdict else -1.0,
         "beats_v_star": bool(verdict and verdict.beats_v_star),
         "errors": verdict.errors if verdict else ["no submission"],
-        "final_submission": finished.get("final_submission"), "dev_score": finished.get("dev_score"),
+        "final_submission": final, "dev_score": finished.get("dev_score"), **measured,
     }
-    source = folder.final_source.read_text(encoding="utf-8") if folder.final_source.is_file() else ""
-    row.update(measure(source, valid))
-    row["candidates"] = _candidates(folder, events, task, measure)
+    if card is not None:
+        folder.method_card.write_text(json.dumps({"summary": card.summary, "pseudocode": card.pseudocode},
+                                                 indent=2), encoding="utf-8")
+    row["candidates"] = candidates
     folder.score.write_text(json.dumps(row, indent=2, default=str) + "\n", encoding="utf-8")
     writer = TraceWriter(folder.root, next_seq=events[-1]["seq"] + 1)
     writer.emit("score", step=None, **{k: v for k, v in row.items() if k not in ("run", "agent", "task")})
@@ -75,7 +90,29 @@ def score_run(run_dir: str | Path, novelty_backend: str | None = "default", sett
     return row
 
 
-def _candidates(folder: RunDir, events: list[dict[str, Any]], task, measure: _Novelty) -> list[dict[str, Any]]:
+def finished_source(events: list[dict[str, Any]], file: str | None) -> str | None:
+    """The source file recorded with a submission file (None when none was)."""
+    return next((e.get("source") for e in events if e["type"] == "submission" and e["file"] == file), None)
+
+
+class _Assessor:
+    """Hidden-evaluator verdict and N of one submission file, each computed once (the final submission is usually
+    also the last improving candidate)."""
+
+    def __init__(self, folder: RunDir, task, measure: _Novelty) -> None:
+        self.folder, self.task, self.measure = folder, task, measure
+        self._done: dict[str, tuple[Any, dict[str, Any]]] = {}
+
+    def __call__(self, file: str, source_file: str | None) -> tuple[Any, dict[str, Any]]:
+        if file not in self._done:
+            verdict = evaluate(self.task, self.folder.resolve(file))
+            path = self.folder.resolve(source_file) if source_file else None
+            source = path.read_text(encoding="utf-8") if path and path.is_file() else ""
+            self._done[file] = (verdict, self.measure(source, verdict.valid))
+        return self._done[file]
+
+
+def _candidates(events: list[dict[str, Any]], task, assess: _Assessor) -> list[dict[str, Any]]:
     """Every improving candidate (a submission whose pristine dev score beats every earlier one), scored by the
     hidden evaluator and given its N, with its time since the run started (N over time; distances cached)."""
     started = next((e["time"] for e in events if e["type"] == "run_started"), events[0]["time"])
@@ -88,10 +125,7 @@ def _candidates(folder: RunDir, events: list[dict[str, Any]], task, measure: _No
         if best is not None and not better(event["dev_score"], best):
             continue
         best = event["dev_score"]
-        verdict = evaluate(task, folder.resolve(event["file"]))
-        source_path = folder.resolve(event["source"]) if event.get("source") else None
-        source = source_path.read_text(encoding="utf-8") if source_path and source_path.is_file() else ""
-        measured = measure(source, verdict.valid)
+        verdict, measured = assess(event["file"], event.get("source"))
         out.append({"file": event["file"], "step": event["step"], "t_s": round(event["time"] - started, 3),
                     "dev_score": event["dev_score"], "valid": verdict.valid, "score": verdict.score,
                     "gain": verdict.gain, "ratio": verdict.ratio, "novelty": measured["novelty"],
@@ -100,15 +134,17 @@ def _candidates(folder: RunDir, events: list[dict[str, Any]], task, measure: _No
 
 
 class _Novelty:
-    """N of a program's code with one back end: code with code, or (llm) card with card by one extractor."""
+    """N of a program's code with one back end: code with code, or (llm) card with card by one extractor. The
+    known solutions' texts are prepared once per run, whatever the number of candidates."""
 
     def __init__(self, folder: RunDir, config: dict[str, Any], task, backend: str | None,
                  settings: dict[str, Any] | None) -> None:
         self.folder, self.task, self.backend = folder, task, backend
-        run_settings = config.get("llm") or config.get("policy_args", {}).get("settings")
+        run_settings = RunConfig.from_dict(config).llm
         self.settings = None if run_settings is None and settings is None else {**(run_settings or {}),
                                                                                   **(settings or {})}
         self._scorer: Scorer | None = None
+        self._known: dict[str, str] | None = None
 
     def none(self, why: str) -> dict[str, Any]:
         return {"novelty": None, "novelty_backend": self.backend, "nearest_known": None, "distances": {},
@@ -121,26 +157,35 @@ class _Novelty:
             self._scorer = Scorer(make_backend(self.backend or "", **options), self.folder.distance_cache)
         return self._scorer
 
-    def __call__(self, source: str, valid: bool) -> dict[str, Any]:
+    def known(self) -> dict[str, str]:
+        if self._known is None:
+            name = self.scorer().backend.name
+            if compares_cards(name):
+                cards = known_cards(self.task, self.settings, str(self.folder.llm_cache))
+                self._known = {n: c.text() for n, c in cards.items()}
+            else:
+                self._known = {n: comparable(code, name) for n, code in known_code(self.task).items()}
+        return self._known
+
+    def __call__(self, source: str | None, valid: bool) -> dict[str, Any]:
         if self.backend is None:
             return {**self.none("no back end asked for"), "novelty_backend": None}
         if not valid:
             return {"novelty": 0.0, "novelty_backend": self.backend, "nearest_known": None, "distances": {},
                     "novelty_note": "invalid: N = C · min D = 0"}
-        if not source.strip():
+        if not (source or "").strip():
             return self.none("no code was recorded with this submission")
+        card = None
         try:
             if compares_cards(self.backend):
                 if self.settings is None:
                     return self.none("the llm back end needs model settings (the run has none)")
-                card = extract_card(source, self.settings, str(self.folder.llm_cache))
-                self.folder.method_card.write_text(json.dumps({"summary": card.summary,
-                                                               "pseudocode": card.pseudocode}, indent=2),
-                                                   encoding="utf-8")
-                result = novelty(card, valid, self.task, self.scorer(), self.settings, str(self.folder.llm_cache))
+                card = extract_card(source or "", self.settings, str(self.folder.llm_cache))
+                text = card.text()
             else:
-                result = novelty_of_code(source, valid, self.task, self.scorer())
+                text = comparable(source or "", self.scorer().backend.name)
+            result = novelty_against(text, valid, self.known(), self.scorer())
         except (LLMError, NoveltyError) as error:
             return self.none(f"the back end failed ({error})")
         return {"novelty": result.novelty, "novelty_backend": self.scorer().backend.name,
-                "nearest_known": result.nearest, "distances": result.distances}
+                "nearest_known": result.nearest, "distances": result.distances, "card": card}

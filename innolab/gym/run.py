@@ -230,7 +230,7 @@ def _save_submission(folder: RunDir, step: int, index: int, item: dict[str, Any]
     path.parent.mkdir(exist_ok=True)
     path.write_text(item["content"], encoding="utf-8")
     source = folder.source_of(path)
-    source.write_text((item.get("source") or "")[:MAX_SOURCE_CHARS], encoding="utf-8")
+    source.write_text((item.get("source") or "")[-MAX_SOURCE_CHARS:], encoding="utf-8")  # the latest code
     verdict = item["verdict"]
     return {"file": folder.relative(path), "source": folder.relative(source), "dev_valid": bool(verdict.get("valid")),
             "dev_score": verdict.get("score"), "dev_errors": list(verdict.get("errors", []))[:5]}

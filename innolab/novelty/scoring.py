@@ -11,7 +11,7 @@ import numpy as np
 
 from innolab.metrics import novelty as novelty_metric
 from innolab.novelty.backends import Scorer
-from innolab.novelty.cards import MethodCard, extract_card, load_card
+from innolab.novelty.cards import MethodCard, extract_card
 from innolab.novelty.structure import normalise
 from innolab.tasks.model import Task
 from innolab.tasks.solutions import solutions
@@ -36,11 +36,6 @@ def known_code(task: Task) -> dict[str, str]:
     return {s.name: s.code() for s in solutions(task)}
 
 
-def reference_cards(task: Task) -> dict[str, MethodCard]:
-    """The hand-written method cards of the known solutions: the reference shown to people, not what N uses."""
-    return {s.name: load_card(s.folder) for s in solutions(task)}
-
-
 def known_cards(task: Task, settings: dict[str, Any] | None = None, cache_path: str | None = None
                 ) -> dict[str, MethodCard]:
     """S_known as method cards made by the same extractor as a run's card (the configured LLM, from each known
@@ -62,10 +57,10 @@ class NoveltyResult:
 
 
 def novelty_against(text: str, valid: bool, known: dict[str, str], scorer: Scorer) -> NoveltyResult:
-    """N = C · min over the known texts of D(text, known); 0 when invalid (C = 0)."""
+    """N = C · min over the known texts of D(text, known); 0 when invalid (C = 0). Texts are compared as given:
+    prepare code with `comparable` first."""
     names = sorted(known)
-    name = scorer.backend.name
-    values = scorer.distances([(comparable(text, name), comparable(known[n], name)) for n in names]) if valid else []
+    values = scorer.distances([(text, known[n]) for n in names]) if valid else []
     distances = dict(zip(names, values, strict=True)) if valid else {}
     nearest = min(distances, key=distances.get) if distances else None
     return NoveltyResult(novelty_metric(valid, values), distances, nearest)
@@ -73,7 +68,9 @@ def novelty_against(text: str, valid: bool, known: dict[str, str], scorer: Score
 
 def novelty_of_code(code: str, valid: bool, task: Task, scorer: Scorer) -> NoveltyResult:
     """N of a program against every known solution's code (code back ends)."""
-    return novelty_against(code, valid, known_code(task), scorer)
+    name = scorer.backend.name
+    known = {n: comparable(c, name) for n, c in known_code(task).items()}
+    return novelty_against(comparable(code, name), valid, known, scorer)
 
 
 def novelty(card: MethodCard, valid: bool, task: Task, scorer: Scorer, settings: dict[str, Any] | None = None,
