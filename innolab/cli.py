@@ -191,6 +191,56 @@ def _run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _sweep_run(args: argparse.Namespace) -> int:
+    from innolab import sweep
+
+    try:
+        folder = sweep.run(Path(args.spec), output=Path(args.output) if args.output else None, workers=args.workers,
+                           scheduler=args.scheduler, overrides=args.set)
+    except sweep.SpecError as error:
+        print(f"innolab sweep run: {error}", file=sys.stderr)
+        return 2
+    state = sweep.status(folder)
+    print(f"{state['finished']} of {state['configurations']} configurations finished, {state['failed']} failed",
+          file=sys.stderr)
+    print(folder)
+    return 0 if state["failed"] == 0 else 1
+
+
+def _sweep_status(args: argparse.Namespace) -> int:
+    from innolab import sweep
+
+    try:
+        state = sweep.status(Path(args.sweep_dir))
+    except sweep.SpecError as error:
+        print(f"innolab sweep status: {error}", file=sys.stderr)
+        return 2
+    if args.json:
+        print(json.dumps(state, indent=2))
+        return 0
+    print(f"sweep {state['name']}: {state['configurations']} configurations: {state['finished']} finished, "
+          f"{state['interrupted']} interrupted, {state['failed']} failed, {state['pending']} pending")
+    for identifier, run in state["runs"].items():
+        levels = " ".join(f"{k}={v}" for k, v in run["levels"].items())
+        print(f"  {identifier}  {run['state']:11}  {levels}" + (f"  ({run['error']})" if run["error"] else ""))
+    return 0
+
+
+def _sweep_collect(args: argparse.Namespace) -> int:
+    from innolab import results
+
+    folder = Path(args.sweep_dir)
+    if not folder.is_dir():
+        print(f"innolab sweep collect: {folder} is not a folder", file=sys.stderr)
+        return 2
+    runs_path, trajectory_path = results.collect(folder)
+    table = results.runs(folder)
+    print(f"{len(table)} runs, {int(table['complete'].sum())} complete -> {runs_path}, {trajectory_path}",
+          file=sys.stderr)
+    print(runs_path)
+    return 0
+
+
 def _llm_serve(args: argparse.Namespace) -> int:
     import time
 
@@ -354,6 +404,28 @@ def build_parser() -> argparse.ArgumentParser:
                      help="back end for N when the run is scored at its end (default: the DAGENT judge where "
                           "$INNOLAB_LLM_BASE_URL is set, else ast; none: skip N)")
     run.set_defaults(handler=_run)
+
+    swp = commands.add_parser("sweep", help="sweeps of agent runs: run a YAML spec on Dask, status, collect tables")
+    swp_sub = swp.add_subparsers(dest="sweep_command", metavar="ACTION", required=True)
+    srun = swp_sub.add_parser("run", help="run every configuration of SPEC that has no finished run; prints the "
+                              "sweep folder last", description="Each configuration executes notebooks/"
+                              "20_agent_run.ipynb (papermill) as one Dask task into DIR/runs/<config id>/; a rerun "
+                              "skips finished configurations and resumes interrupted ones.")
+    srun.add_argument("spec", metavar="SPEC", help="a YAML sweep spec (see data/sweeps/)")
+    srun.add_argument("--workers", type=int, default=None,
+                      help="LocalCluster worker processes (default: cores / the runtime's CPU limit)")
+    srun.add_argument("--scheduler", metavar="ADDRESS", help="use a running Dask scheduler, e.g. tcp://host:8786")
+    srun.add_argument("--output", metavar="DIR", help="the sweep folder (default results/sweeps/<name>/)")
+    srun.add_argument("--set", action="append", default=[], metavar="K=V",
+                      help="override a base field (or name, seeds), e.g. --set budget=20s; repeatable")
+    srun.set_defaults(handler=_sweep_run)
+    sstat = swp_sub.add_parser("status", help="finished, interrupted, failed and pending configurations")
+    sstat.add_argument("sweep_dir", metavar="DIR")
+    sstat.add_argument("--json", action="store_true")
+    sstat.set_defaults(handler=_sweep_status)
+    scol = swp_sub.add_parser("collect", help="rebuild DIR/runs.parquet and DIR/trajectory.parquet from the runs")
+    scol.add_argument("sweep_dir", metavar="DIR")
+    scol.set_defaults(handler=_sweep_collect)
 
     llm = commands.add_parser("llm", help="the LLM layer: serve the embedded model, replay a run from its cache")
     llm_sub = llm.add_subparsers(dest="llm_command", metavar="ACTION", required=True)

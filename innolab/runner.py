@@ -6,8 +6,11 @@ scores, and this module only wires the two.
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
+import json
 import secrets
+import time
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -22,21 +25,22 @@ from innolab.llm.settings import LLMSettings
 from innolab.rundir import LLM_CACHE, RunDir
 from innolab.scoring import score_run
 
-__all__ = ["agent_config", "create_run", "finish", "new_run_id", "replay", "resume", "run_or_resume", "settle",
-           "start"]
+__all__ = ["RUN_PARAMETERS", "agent_config", "config_from_parameters", "config_id", "create_run", "finish",
+           "new_run_id", "replay", "resume", "run_or_resume", "settle", "start"]
 
 
 def agent_config(agent: str, task: str, model: str | None = None, temperature: float | None = None,
                  seed: int = 0, budget_s: float = 600.0, runtime: str = "local", max_steps: int | None = None,
                  innovation_prompt: bool = False, initial_solution: str | None = None,
                  settings: dict[str, Any] | None = None, image: str | None = None,
-                 prior_name: str | None = None, **options: Any) -> RunConfig:
+                 prior_name: str | None = None, backbone: str | None = None, **options: Any) -> RunConfig:
     """One run = agent × task × model × temperature × seed × budget (× runtime), its settings resolved once from
-    these arguments and the INNOLAB_LLM_* environment (explicit arguments win); the API key is never written."""
+    these arguments and the INNOLAB_LLM_* environment, or a backbone's own (`backbone="OPENAI"`: OPENAI_BASE_URL,
+    OPENAI_MODEL, OPENAI_API_KEY...); explicit arguments win; the API key is never written, only its variable's name."""
     if agent not in SCAFFOLDS:
         raise ValueError(f"agent must be one of {sorted(SCAFFOLDS)}, got {agent!r}")
-    resolved = LLMSettings.from_env(**{"model": model, "temperature": temperature, "seed": seed,
-                                       **(settings or {})})
+    resolved = LLMSettings.from_env(backbone or "INNOLAB_LLM", **{"model": model, "temperature": temperature,
+                                                                  "seed": seed, **(settings or {})})
     llm = resolved.model_dump(exclude={"api_key"})
     if runtime == "docker" and image is None:
         from innolab.gym.docker_sandbox import DEFAULT_IMAGE
@@ -50,6 +54,44 @@ def agent_config(agent: str, task: str, model: str | None = None, temperature: f
                      endpoint=endpoint_of(resolved), innovation_prompt=innovation_prompt, prior_solution=prior,
                      runtime=runtime, image=image, wall_clock_s=budget_s, max_steps=max_steps,  # type: ignore[arg-type]
                      seed=seed)
+
+
+# The run notebook's parameters (notebooks/20_agent_run.ipynb) and their defaults: every field of a run configuration.
+RUN_PARAMETERS: dict[str, Any] = {
+    "agent": "aide", "task": "circle-packing-26", "backbone": None, "model": None, "base_url": None,
+    "temperature": None, "top_p": None, "max_tokens": None, "seed": 0, "budget": "60s", "max_steps": None,
+    "runtime": "local", "image": None, "innovation_prompt": False, "prior_solution": None, "agent_options": {},
+}
+
+
+def config_from_parameters(parameters: dict[str, Any]) -> RunConfig:
+    """The run configuration that the run notebook's parameters describe (unknown names are an error): the one
+    place where notebook parameters, sweep configurations and the CLI meet."""
+    from innolab.gym.budget import parse_duration
+
+    unknown = sorted(set(parameters) - set(RUN_PARAMETERS))
+    if unknown:
+        raise ValueError(f"unknown run parameter(s) {unknown}; known: {sorted(RUN_PARAMETERS)}")
+    p = {**RUN_PARAMETERS, **parameters}
+    llm = {k: p[k] for k in ("base_url", "top_p", "max_tokens") if p[k] is not None}
+    prior = Path(p["prior_solution"]) if p["prior_solution"] else None
+    if prior is not None and not prior.is_file():
+        raise ValueError(f"prior_solution: {prior} is not a file")
+    budget = p["budget"]
+    budget_s = float(budget) if isinstance(budget, int | float) else parse_duration(str(budget))
+    return agent_config(p["agent"], p["task"], model=p["model"], temperature=p["temperature"], seed=int(p["seed"]),
+                        budget_s=budget_s, runtime=p["runtime"], image=p["image"], max_steps=p["max_steps"],
+                        innovation_prompt=bool(p["innovation_prompt"]), settings=llm,
+                        initial_solution=prior.read_text(encoding="utf-8") if prior else None,
+                        prior_name=prior.stem if prior else None, backbone=p["backbone"],
+                        **dict(p["agent_options"] or {}))
+
+
+def config_id(config: RunConfig) -> str:
+    """A configuration's stable id: the hash of its settled settings (what the endpoint reports is left out, so
+    that the id is known before the run starts)."""
+    fields = {k: v for k, v in asdict(config).items() if k != "model_reported"}
+    return hashlib.sha256(json.dumps(fields, sort_keys=True, default=str).encode()).hexdigest()[:12]
 
 
 def endpoint_of(settings: LLMSettings) -> str:
@@ -104,10 +146,44 @@ def replay(run_dir: Path) -> dict[str, Any]:
 
 
 def run_or_resume(config: RunConfig, run_dir: Path, novelty: str | None = "default",
-                  show_progress: bool = True) -> dict[str, Any]:
+                  show_progress: bool = True, wait_s: float = 120.0) -> dict[str, Any]:
     """Start the run in run_dir, or continue it when that folder already holds it (a finished run is only
-    reported): what the run notebook does, so that re-executing it never starts a run twice."""
+    reported): what the run notebook does, so that re-executing it never starts a run twice.
+
+    The folder is locked while its run executes: a second process (a sweep's task retried on another worker while
+    the killed one's kernel is still shutting down) waits for the lock, up to wait_s, and then resumes."""
     folder = RunDir(Path(run_dir))
-    if folder.exists():
-        return resume(folder.root, novelty=novelty, show_progress=show_progress)
-    return start(config, folder.root, novelty=novelty, show_progress=show_progress)
+    folder.root.mkdir(parents=True, exist_ok=True)
+    with _locked(folder.root / ".lock", wait_s):
+        if folder.exists():
+            recorded = RunConfig.from_dict(folder.read_config())
+            if config_id(recorded) != config_id(config):
+                raise ValueError(f"{folder.root} holds a run of another configuration "
+                                 f"({config_id(recorded)}, not {config_id(config)})")
+            return resume(folder.root, novelty=novelty, show_progress=show_progress)
+        return start(config, folder.root, novelty=novelty, show_progress=show_progress)
+
+
+class _locked:
+    """An exclusive advisory lock on a file (released by the kernel when its holder dies, even by SIGKILL)."""
+
+    def __init__(self, path: Path, wait_s: float) -> None:
+        self.path, self.wait_s = path, wait_s
+
+    def __enter__(self) -> None:
+        self.handle = self.path.open("a")
+        deadline = time.monotonic() + self.wait_s
+        while True:
+            try:
+                fcntl.flock(self.handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                return
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    self.handle.close()
+                    raise TimeoutError(f"{self.path.parent} is held by another process for over {self.wait_s} s"
+                                       ) from None
+                time.sleep(0.2)
+
+    def __exit__(self, *exc: object) -> None:
+        fcntl.flock(self.handle, fcntl.LOCK_UN)
+        self.handle.close()

@@ -40,9 +40,12 @@ class LLMAgent:
                  innovation_prompt: bool = False, initial_solution: str | None = None,
                  history_turns: int = 4, replay_only: bool = False) -> None:
         # Settled settings come from the run's config; only the key (a secret, never written) is read here.
-        self.settings = LLMSettings(**{**settings, "api_key": settings.get("api_key") or
-                                       os.environ.get("INNOLAB_LLM_API_KEY") or None}) if settings \
-            else LLMSettings.from_env()
+        if settings:
+            variable = settings.get("api_key_env") or "INNOLAB_LLM_API_KEY"
+            self.settings = LLMSettings(**{**settings, "api_key": settings.get("api_key")
+                                           or os.environ.get(variable) or None})
+        else:
+            self.settings = LLMSettings.from_env()
         self.cache_path = cache_path
         self.innovation_prompt = innovation_prompt
         self.initial_solution = initial_solution

@@ -54,6 +54,15 @@ def start(n_ctx: int = 4096, threads: int | None = None) -> str:
         return _url
 
 
+def attach(url: str) -> None:
+    """Use an embedded-model server that another process started (a sweep starts one for all its runs): later
+    `start()` calls in this process return its URL instead of starting a server of their own."""
+    global _url
+    with _lock:
+        if _server is None:
+            _url = url.rstrip("/")
+
+
 def stop() -> None:
     global _server, _url
     with _lock:

@@ -19,6 +19,7 @@ class LLMSettings(BaseModel):
 
     base_url: str | None = None
     api_key: str | None = None
+    api_key_env: str = Field(default="INNOLAB_LLM_API_KEY", pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")  # a name, not a key
     model: str = LOCAL_MODEL
     temperature: float = Field(default=0.7, ge=0.0, le=2.0)
     top_p: float | None = Field(default=None, gt=0.0, le=1.0)
@@ -31,13 +32,15 @@ class LLMSettings(BaseModel):
     price_out: float | None = Field(default=None, ge=0.0)
 
     @classmethod
-    def from_env(cls, **overrides: Any) -> LLMSettings:
-        """INNOLAB_LLM_BASE_URL, _API_KEY, _MODEL, _TEMPERATURE, _TOP_P, _SEED, _MAX_TOKENS, _PRICE_IN, _PRICE_OUT;
-        explicit (non-None) overrides win."""
-        env: dict[str, Any] = {}
+    def from_env(cls, prefix: str = "INNOLAB_LLM", **overrides: Any) -> LLMSettings:
+        """PREFIX_BASE_URL, _API_KEY, _MODEL, _TEMPERATURE, _TOP_P, _SEED, _MAX_TOKENS, _PRICE_IN, _PRICE_OUT
+        (PREFIX is INNOLAB_LLM, or a backbone's own, e.g. OPENAI); explicit (non-None) overrides win."""
+        if not prefix.replace("_", "a").isalnum() or prefix[0].isdigit():
+            raise ValueError(f"backbone: {prefix!r} is not an environment-variable prefix (letters, digits, _)")
+        env: dict[str, Any] = {"api_key_env": f"{prefix}_API_KEY"}
         for field in ("base_url", "api_key", "model", "temperature", "top_p", "seed", "max_tokens", "price_in",
                       "price_out"):
-            value = os.environ.get(f"INNOLAB_LLM_{field.upper()}")
+            value = os.environ.get(f"{prefix}_{field.upper()}")
             if value not in (None, ""):
                 env[field] = value
         return cls(**{**env, **{k: v for k, v in overrides.items() if v is not None}})

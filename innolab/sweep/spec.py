@@ -1,0 +1,221 @@
+"""Sweep specs: YAML validated with pydantic, `--set` overrides, and the expansion into run configurations."""
+
+from __future__ import annotations
+
+import itertools
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from innolab.gym.budget import BudgetError, parse_duration
+
+
+class SpecError(ValueError):
+    """A sweep spec that innolab cannot run; the message names the field and the rule."""
+
+
+class RunFields(BaseModel):
+    """The fields of a run that a sweep may fix (`base`) or vary (`grid`); None leaves the run's default."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    task: str | None = None
+    agent: Literal["aide", "mlab", "codeact"] | None = None
+    backbone: str | None = Field(default=None, pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")  # env-var prefix of an endpoint
+    model: str | None = None
+    base_url: str | None = None
+    temperature: float | None = Field(default=None, ge=0.0, le=2.0)
+    top_p: float | None = Field(default=None, gt=0.0, le=1.0)
+    max_tokens: int | None = Field(default=None, gt=0)
+    budget: str | float | None = None
+    max_steps: int | None = Field(default=None, gt=0)
+    runtime: Literal["local", "docker"] | None = None
+    image: str | None = None
+    innovation_prompt: bool | None = None
+    prior_solution: str | None = None  # a known solution of the task, by name, or a file
+    agent_options: dict[str, Any] | None = None
+    novelty: str | None = None  # the back end of N ("default", "ast", "tfidf", "embedding", "llm", "none")
+
+    @field_validator("budget")
+    @classmethod
+    def _duration(cls, value: str | float | None) -> str | float | None:
+        if value is None:
+            return value
+        try:
+            seconds = float(value) if isinstance(value, int | float) else parse_duration(value)
+        except BudgetError as error:
+            raise ValueError(str(error)) from None
+        if seconds <= 0:
+            raise ValueError("must be a positive duration")
+        return value
+
+
+FACTORS = tuple(RunFields.model_fields)
+
+
+class SweepSpec(BaseModel):
+    """name, base fields, a grid of factors (cartesian product) and the seeds each configuration runs with."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$", max_length=80)
+    description: str = ""
+    base: RunFields = Field(default_factory=RunFields)
+    grid: dict[str, list[Any]] = Field(default_factory=dict)
+    seeds: list[int] = Field(default_factory=lambda: [0], min_length=1)
+
+    @field_validator("grid")
+    @classmethod
+    def _factors(cls, grid: dict[str, list[Any]]) -> dict[str, list[Any]]:
+        for factor, levels in grid.items():
+            if factor not in FACTORS:
+                raise ValueError(f"{factor!r} is not a run field; known: {', '.join(FACTORS)}")
+            if not levels:
+                raise ValueError(f"{factor}: a factor needs at least one level")
+            for index, level in enumerate(levels):
+                try:
+                    RunFields(**{factor: level})
+                except ValidationError as error:
+                    raise ValueError(f"{factor}[{index}]: {error.errors()[0]['msg']}") from None
+            if len({json.dumps(level, sort_keys=True) for level in levels}) != len(levels):
+                raise ValueError(f"{factor}: a level is listed twice")
+        return grid
+
+    @field_validator("seeds")
+    @classmethod
+    def _unique(cls, seeds: list[int]) -> list[int]:
+        if len(set(seeds)) != len(seeds):
+            raise ValueError("a seed is listed twice")
+        return seeds
+
+    def model_post_init(self, _context: Any) -> None:
+        both = sorted(set(self.grid) & set(self.base.model_fields_set))
+        if both:
+            raise ValueError(f"grid: {both} also fixed in base (a field is either fixed or varied)")
+        for required in ("task", "agent"):
+            if getattr(self.base, required) is None and required not in self.grid:
+                raise ValueError(f"base.{required}: required (in base or as a grid factor)")
+
+    def factors(self) -> list[str]:
+        """The varied fields, in the spec's order, then `seed` when several seeds run."""
+        return list(self.grid) + (["seed"] if len(self.seeds) > 1 else [])
+
+
+def parse_spec(data: dict[str, Any], where: str = "spec") -> SweepSpec:
+    """A validated spec, or a SpecError naming each bad field and its rule."""
+    if not isinstance(data, dict):
+        raise SpecError(f"{where}: a sweep spec is a mapping (name, base, grid, seeds), got {type(data).__name__}")
+    try:
+        return SweepSpec(**data)
+    except ValidationError as error:
+        lines = [f"{'.'.join(str(part) for part in e['loc']) or 'spec'}: {e['msg'].removeprefix('Value error, ')}"
+                 for e in error.errors()]
+        raise SpecError(f"{where}: " + "; ".join(lines)) from None
+    except ValueError as error:
+        raise SpecError(f"{where}: {error}") from None
+
+
+def load_spec(source: str | Path | dict[str, Any], overrides: list[str] | None = None) -> SweepSpec:
+    """Read a YAML spec (or take a mapping) and apply `--set K=V` overrides: V is read as YAML; K is a base field
+    (which then leaves the grid, if it was a factor), or `name`, `description`, `seeds`."""
+    if isinstance(source, dict):
+        data, where = dict(source), "spec"
+    else:
+        path = Path(source)
+        if not path.is_file():
+            raise SpecError(f"{path}: no such spec file")
+        try:
+            data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        except yaml.YAMLError as error:
+            raise SpecError(f"{path}: not valid YAML: {error}") from None
+        where = str(path)
+        if isinstance(data, dict) and isinstance(data.get("base"), dict) and data["base"].get("prior_solution"):
+            prior = Path(data["base"]["prior_solution"])
+            if not prior.is_absolute() and (path.parent / prior).is_file():
+                data["base"] = {**data["base"], "prior_solution": str((path.parent / prior).resolve())}
+    parse_spec(data, where)  # the file itself must be valid, before any override
+    for item in overrides or []:
+        key, sep, text = item.partition("=")
+        key = key.strip()
+        if not sep or not key:
+            raise SpecError(f"--set {item!r}: write KEY=VALUE")
+        try:
+            value = yaml.safe_load(text)
+        except yaml.YAMLError as error:
+            raise SpecError(f"--set {key}: not a YAML value: {error}") from None
+        if key in ("name", "description", "seeds"):
+            data[key] = value
+        elif key in FACTORS:
+            data["base"] = {**(data.get("base") or {}), key: value}
+            data["grid"] = {k: v for k, v in (data.get("grid") or {}).items() if k != key}
+        else:
+            raise SpecError(f"--set {key}: not a run field or a spec key; known: name, seeds, {', '.join(FACTORS)}")
+    return parse_spec(data, where + (" with --set " + " ".join(overrides) if overrides else ""))
+
+
+@dataclass(frozen=True)
+class Configuration:
+    """One point of a sweep: the run notebook's parameters, the factor levels it stands for and its novelty
+    back end (scoring is not part of the run's configuration)."""
+
+    parameters: dict[str, Any]
+    levels: dict[str, Any]
+    novelty: str | None = "default"
+    config_id: str = ""
+    labels: dict[str, Any] = field(default_factory=dict)
+
+
+def expand(spec: SweepSpec, priors_dir: Path) -> list[Configuration]:
+    """Every configuration of the spec: the cartesian product of the grid, times the seeds, each with its settled
+    configuration's id. A known solution named as prior_solution is written to priors_dir (read from there)."""
+    from innolab import runner
+
+    base = spec.base.model_dump(exclude_none=True)
+    factors = list(spec.grid)
+    out = []
+    for combination in itertools.product(*(spec.grid[f] for f in factors)):
+        levels = dict(zip(factors, combination, strict=True))
+        for seed in spec.seeds:
+            fields = {**base, **levels}
+            novelty = fields.pop("novelty", "default")
+            parameters = {**fields, "seed": seed}
+            if parameters.get("prior_solution"):
+                parameters["prior_solution"] = _prior_file(parameters["task"], parameters["prior_solution"],
+                                                           priors_dir)
+            try:
+                config = runner.config_from_parameters(parameters)
+            except (ValueError, KeyError) as error:
+                raise SpecError(f"configuration {levels | {'seed': seed}}: {error}") from None
+            out.append(Configuration(parameters=parameters, levels={**levels, "seed": seed},
+                                     novelty=None if novelty == "none" else novelty,
+                                     config_id=runner.config_id(config)))
+    ids = [c.config_id for c in out]
+    if len(set(ids)) != len(ids):
+        raise SpecError("two grid points give the same run configuration (a factor whose levels change nothing)")
+    return out
+
+
+def _prior_file(task_id: str, prior: str, priors_dir: Path) -> str:
+    """A prior solution given by name (a known solution of the task) or as a file; returns a file path."""
+    path = Path(prior)
+    if path.is_file():
+        return str(path.resolve())
+    from innolab.tasks.model import TaskError
+    from innolab.tasks.registry import get_task
+    from innolab.tasks.solutions import get_solution
+
+    try:
+        solution = get_solution(get_task(task_id), prior)
+    except (TaskError, KeyError, ValueError) as error:
+        raise SpecError(f"prior_solution: {prior!r} is neither a file nor a known solution of {task_id}: {error}"
+                        ) from None
+    target = priors_dir / task_id / f"{prior}.py"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    code = solution.code()
+    if not target.is_file() or target.read_text(encoding="utf-8") != code:
+        target.write_text(code, encoding="utf-8")
+    return str(target.resolve())
