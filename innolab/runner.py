@@ -21,7 +21,7 @@ from innolab.gym.policy import RunConfig
 from innolab.gym.run import create_run, execute, load_config, new_run_id
 from innolab.llm.client import LLMClient
 from innolab.llm.errors import LLMError
-from innolab.llm.settings import LLMSettings
+from innolab.llm.settings import LOCAL_MODEL, LLMSettings
 from innolab.rundir import LLM_CACHE, RunDir
 from innolab.scoring import score_run
 
@@ -41,6 +41,9 @@ def agent_config(agent: str, task: str, model: str | None = None, temperature: f
         raise ValueError(f"agent must be one of {sorted(SCAFFOLDS)}, got {agent!r}")
     resolved = LLMSettings.from_env(backbone or "INNOLAB_LLM", **{"model": model, "temperature": temperature,
                                                                   "seed": seed, **(settings or {})})
+    if backbone and backbone != "INNOLAB_LLM" and not (resolved.base_url and resolved.model != LOCAL_MODEL):
+        raise ValueError(f"backbone {backbone}: set {backbone}_BASE_URL and {backbone}_MODEL (and {backbone}_API_KEY "
+                         "where the endpoint needs one) to the endpoint that serves it")
     llm = resolved.model_dump(exclude={"api_key"})
     if runtime == "docker" and image is None:
         from innolab.gym.docker_sandbox import DEFAULT_IMAGE

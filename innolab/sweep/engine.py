@@ -79,17 +79,32 @@ def default_workers(configurations: list[Configuration]) -> int:
 
 
 def run_configuration(parameters: dict[str, Any], config_id: str, novelty: str | None, run_dir: str,
-                      embedded_url: str | None) -> dict[str, Any]:
-    """One Dask task: execute the run notebook for one configuration (it starts or resumes the run)."""
+                      embedded_url: str | None, kernel_attempts: int = 3) -> dict[str, Any]:
+    """One Dask task: execute the run notebook for one configuration (it starts or resumes the run).
+
+    The run folder is the truth, not the task: the task succeeds when the run is finished and scored, whoever
+    finished it (Dask may execute a task twice; the folder's lock keeps two executions apart). A kernel that dies
+    or fails to start (port races, lost messages) is infrastructure: the notebook is executed again and resumes the
+    run. An exception raised by the notebook's own code is the run's failure and is returned, not retried."""
+    from papermill.exceptions import PapermillExecutionError
+
     from innolab.notebooks import execute_run_notebook
 
-    try:
-        execute_run_notebook({**parameters, "config_id": config_id, "novelty": novelty,
-                              "embedded_url": embedded_url}, Path(run_dir))
-    except Exception as error:  # a failed run is a result of the sweep, recorded with its configuration
-        message = str(error).strip().splitlines()
-        return {"config_id": config_id, "error": f"{type(error).__name__}: {message[-1] if message else ''}"[:500]}
-    return {"config_id": config_id, "error": None if finished(Path(run_dir)) else "the run was not scored"}
+    error: str | None = None
+    for _attempt in range(kernel_attempts):
+        try:
+            execute_run_notebook({**parameters, "config_id": config_id, "novelty": novelty,
+                                  "embedded_url": embedded_url}, Path(run_dir))
+            error = None
+            break
+        except PapermillExecutionError as failure:
+            error = f"{failure.ename}: {failure.evalue}"[:500]
+            break
+        except Exception as failure:  # the kernel, not the run: execute again (the run resumes)
+            error = f"{type(failure).__name__}: {failure}"[:500]
+    if finished(Path(run_dir)):
+        return {"config_id": config_id, "error": None}
+    return {"config_id": config_id, "error": error or "the run was not scored"}
 
 
 def _execute(client: Any, folder: Path, pending: list[Configuration], embedded: str | None, show_progress: bool,
@@ -111,6 +126,7 @@ def _execute(client: Any, folder: Path, pending: list[Configuration], embedded: 
                 outcomes[identifier] = future.result()
             except Exception as error:  # KilledWorker after Dask's allowed failures, a lost scheduler...
                 outcomes[identifier] = {"config_id": identifier, "error": f"{type(error).__name__}: {error}"[:500]}
+            future.release()  # a result kept on a worker would be recomputed if that worker died later
             bar.update(1)
     return outcomes
 

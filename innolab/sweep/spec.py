@@ -75,14 +75,14 @@ class SweepSpec(BaseModel):
             if factor not in FACTORS:
                 raise ValueError(f"{factor!r} is not a run field; known: {', '.join(FACTORS)}")
             if not levels:
-                raise ValueError(f"{factor}: a factor needs at least one level")
+                raise ValueError(f".{factor}: a factor needs at least one level")
             for index, level in enumerate(levels):
                 try:
                     RunFields(**{factor: level})
                 except ValidationError as error:
-                    raise ValueError(f"{factor}[{index}]: {error.errors()[0]['msg']}") from None
+                    raise ValueError(f".{factor}[{index}]: {error.errors()[0]['msg']}") from None
             if len({json.dumps(level, sort_keys=True) for level in levels}) != len(levels):
-                raise ValueError(f"{factor}: a level is listed twice")
+                raise ValueError(f".{factor}: a level is listed twice")
         return grid
 
     @field_validator("seeds")
@@ -112,8 +112,11 @@ def parse_spec(data: dict[str, Any], where: str = "spec") -> SweepSpec:
     try:
         return SweepSpec(**data)
     except ValidationError as error:
-        lines = [f"{'.'.join(str(part) for part in e['loc']) or 'spec'}: {e['msg'].removeprefix('Value error, ')}"
-                 for e in error.errors()]
+        lines = []
+        for e in error.errors():
+            where_in = ".".join(str(part) for part in e["loc"]) or "spec"
+            message = e["msg"].removeprefix("Value error, ")
+            lines.append(where_in + message if message.startswith(".") else f"{where_in}: {message}")
         raise SpecError(f"{where}: " + "; ".join(lines)) from None
     except ValueError as error:
         raise SpecError(f"{where}: {error}") from None

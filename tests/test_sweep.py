@@ -1,0 +1,284 @@
+"""Sweeps: spec validation, and real Dask clusters executing the run notebook with papermill against the scripted
+OpenAI-compatible server (LocalCluster, a SIGKILLed worker, an external scheduler) and the embedded model."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pandas as pd
+import psutil
+import pytest
+import yaml
+
+from innolab import results, sweep
+from innolab.sweep import SpecError, load_spec
+from innolab.traces import read_events
+from tests.fake_llm import FakeLLM
+
+BIN = Path(sys.executable).parent
+BASE = {"task": "circle-packing-26", "agent": "codeact", "budget": "20s", "runtime": "local"}
+
+
+# ------------------------------------------------------------------------------------------------------ specs
+
+
+def spec_error(data: dict, overrides: list[str] | None = None) -> str:
+    with pytest.raises(SpecError) as caught:
+        load_spec(data, overrides)
+    return str(caught.value)
+
+
+def test_bad_specs_name_the_field_and_the_rule():
+    assert "base.agent" in spec_error({"name": "x", "base": {**BASE, "agent": "gpt"}})
+    assert "grid.temperature" in spec_error({"name": "x", "base": BASE, "grid": {"temperature": [0.5, 3.0]}})
+    assert "temperature[1]" in spec_error({"name": "x", "base": BASE, "grid": {"temperature": [0.5, 3.0]}})
+    assert "'colour' is not a run field" in spec_error({"name": "x", "base": BASE, "grid": {"colour": [1]}})
+    assert "at least one level" in spec_error({"name": "x", "base": BASE, "grid": {"temperature": []}})
+    assert "listed twice" in spec_error({"name": "x", "base": BASE, "grid": {"temperature": [0.5, 0.5]}})
+    assert "seeds" in spec_error({"name": "x", "base": BASE, "seeds": [1, 1]})
+    assert "base.task: required" in spec_error({"name": "x", "base": {"agent": "aide"}})
+    assert "also fixed in base" in spec_error({"name": "x", "base": BASE, "grid": {"agent": ["aide", "mlab"]}})
+    assert "base.budget" in spec_error({"name": "x", "base": {**BASE, "budget": "12 parsecs"}})
+    assert "base.colour" in spec_error({"name": "x", "base": {**BASE, "colour": "red"}})
+    assert "name" in spec_error({"name": "a b/c", "base": BASE})
+    assert "write KEY=VALUE" in spec_error({"name": "x", "base": BASE}, ["budget"])
+    assert "--set colour" in spec_error({"name": "x", "base": BASE}, ["colour=red"])
+
+
+def test_spec_file_errors(tmp_path):
+    assert "no such spec file" in spec_error(str(tmp_path / "missing.yaml"))  # type: ignore[arg-type]
+    broken = tmp_path / "broken.yaml"
+    broken.write_text("name: [unclosed\n")
+    with pytest.raises(SpecError, match="not valid YAML"):
+        load_spec(broken)
+    listed = tmp_path / "list.yaml"
+    listed.write_text("- 1\n- 2\n")
+    with pytest.raises(SpecError, match="is a mapping"):
+        load_spec(listed)
+
+
+def test_set_overrides_a_base_field_and_pins_a_factor(tmp_path):
+    path = tmp_path / "t.yaml"
+    path.write_text(yaml.safe_dump({"name": "t", "base": {**BASE, "budget": "12h"},
+                                    "grid": {"temperature": [0.25, 0.5, 0.75, 1.0]}, "seeds": [0, 1, 2]}))
+    spec = load_spec(path, ["budget=20s", "temperature=0.5", "seeds=[4]"])
+    assert spec.base.budget == "20s" and spec.base.temperature == 0.5 and spec.grid == {} and spec.seeds == [4]
+    full = load_spec(path)
+    configurations = sweep.expand(full, tmp_path / "priors")
+    assert len(configurations) == 12
+    assert [c.levels["temperature"] for c in configurations[:3]] == [0.25, 0.25, 0.25]
+    again = sweep.expand(load_spec(path), tmp_path / "priors")
+    assert [c.config_id for c in configurations] == [c.config_id for c in again]  # stable ids
+    assert len({c.config_id for c in configurations}) == 12
+
+
+def test_a_known_solution_as_prior(tmp_path):
+    spec = load_spec({"name": "p", "base": {**BASE, "prior_solution": "baseline-grid"}})
+    (configuration,) = sweep.expand(spec, tmp_path / "priors")
+    prior = Path(configuration.parameters["prior_solution"])
+    assert prior.name == "baseline-grid.py" and prior.is_file() and prior.read_text().strip()
+    with pytest.raises(SpecError, match="neither a file nor a known solution"):
+        sweep.expand(load_spec({"name": "p", "base": {**BASE, "prior_solution": "nope"}}), tmp_path / "priors")
+
+
+def test_shipped_specs_are_valid(tmp_path):
+    shipped = sorted((Path(__file__).parents[1] / "data" / "sweeps").glob("*.yaml"))
+    names = {p.stem for p in shipped}
+    assert {"time_budget", "backbone", "temperature", "prior_solution", "innovation_prompt", "main_results"} <= names
+    for path in shipped:
+        spec = load_spec(path)
+        assert spec.name == path.stem
+        small = load_spec(path, ["budget=20s", "seeds=[0]"])
+        assert small.base.budget == "20s"
+
+
+def test_backbones_map_to_endpoints_by_prefix(tmp_path, monkeypatch):
+    spec = load_spec(Path(__file__).parents[1] / "data" / "sweeps" / "backbone.yaml")
+    for name in ("GEMINI_25_PRO", "GPT_5", "DEEPSEEK_V31"):
+        monkeypatch.delenv(f"{name}_BASE_URL", raising=False)
+    with pytest.raises(SpecError, match="set GEMINI_25_PRO_BASE_URL and GEMINI_25_PRO_MODEL"):
+        sweep.expand(spec, tmp_path)
+    for name, model in (("GEMINI_25_PRO", "gemini-2.5-pro"), ("GPT_5", "gpt-5"), ("DEEPSEEK_V31", "deepseek-v3.1")):
+        monkeypatch.setenv(f"{name}_BASE_URL", f"http://{name.lower()}.invalid/v1")
+        monkeypatch.setenv(f"{name}_MODEL", model)
+        monkeypatch.setenv(f"{name}_API_KEY", "sk-secret")
+    configurations = sweep.expand(spec, tmp_path)
+    assert len(configurations) == 9
+    from innolab.runner import config_from_parameters
+
+    config = config_from_parameters(configurations[3].parameters)
+    assert config.llm["model"] == "gpt-5" and config.llm["api_key_env"] == "GPT_5_API_KEY"
+    assert config.endpoint == "gpt_5.invalid" and "sk-secret" not in json.dumps(config.llm)
+
+
+# ------------------------------------------------------------------------------------- sweeps on real clusters
+
+
+def run_events(folder: Path) -> list[dict]:
+    return read_events(folder)
+
+
+def assert_exactly_once(folder: Path, count: int, server: FakeLLM) -> pd.DataFrame:
+    table = results.runs(folder)
+    assert len(table) == count and table["complete"].all(), table[["config_id", "complete", "error"]]
+    run_dirs = sorted(p.name for p in (folder / "runs").iterdir() if p.is_dir())
+    assert run_dirs == sorted(table["config_id"])  # one folder per configuration, named by its id
+    for run_dir in run_dirs:
+        events = run_events(folder / "runs" / run_dir)
+        assert sum(e["type"] == "run_finished" for e in events) == 1
+        assert sum(e["type"] == "score" for e in events) == 1
+        assert (folder / "runs" / run_dir / "run.ipynb").is_file()
+    bodies = [json.dumps(r, sort_keys=True) for r in server.requests]
+    assert len(bodies) == len(set(bodies)), "a request reached the endpoint twice"
+    return table
+
+
+def test_local_cluster_sweep_runs_each_configuration_once(tmp_path):
+    with FakeLLM() as server:
+        spec = {"name": "six", "base": {"task": "circle-packing-26", "budget": "8s", "runtime": "local",
+                                        "base_url": server.base_url, "model": "fake", "novelty": "ast"},
+                "grid": {"agent": ["aide", "mlab", "codeact"], "temperature": [0.25, 0.75]}}
+        folder = sweep.run(spec, output=tmp_path / "six", workers=2, show_progress=False)
+        table = assert_exactly_once(folder, 6, server)
+        assert set(results.RUN_COLUMNS) <= set(table.columns)
+        assert sorted(table["temperature"]) == [0.25] * 3 + [0.75] * 3
+        for row in table.itertuples():
+            calls = [e for e in run_events(folder / row.run_dir) if e["type"] == "llm_call"]
+            assert calls and {e["temperature"] for e in calls} == {row.temperature}
+        assert table["valid"].all() and (table["ratio"] > -1).all() and table["novelty"].notna().all()
+        trajectory = results.trajectory(folder)
+        assert set(results.TRAJECTORY_COLUMNS) <= set(trajectory.columns)
+        assert set(trajectory["config_id"]) == set(table["config_id"])
+        assert trajectory.loc[trajectory["improving"], "valid"].all()
+        assert pd.read_parquet(folder / "runs.parquet").shape == table.shape
+        before, requests = sorted(os.listdir(folder / "runs")), len(server.requests)
+        sweep.run(spec, output=folder, workers=2, show_progress=False)  # a rerun is a no-op
+        assert sorted(os.listdir(folder / "runs")) == before and len(server.requests) == requests
+        assert sweep.status(folder)["finished"] == 6
+        with pytest.raises(SpecError, match="other configurations"):
+            sweep.run({**spec, "grid": {"agent": ["aide"]}}, output=folder, show_progress=False)
+
+
+def kernel_holding(run_dir: Path) -> psutil.Process | None:
+    """The process (a papermill kernel) that holds a run folder's lock open."""
+    lock = str((run_dir / ".lock").resolve())
+    for process in psutil.Process().children(recursive=True):
+        try:
+            if any(f.path == lock for f in process.open_files()):
+                return process
+        except psutil.Error:
+            continue
+    return None
+
+
+def test_a_worker_killed_mid_run_still_gives_exactly_once(tmp_path):
+    with FakeLLM(program_sleep_s=6) as server:
+        spec = {"name": "kill", "base": {"task": "circle-packing-26", "agent": "codeact", "budget": "60s",
+                                         "runtime": "local", "base_url": server.base_url, "model": "fake",
+                                         "novelty": "ast"},
+                "grid": {"temperature": [0.25, 0.75]}}
+        done: dict = {}
+        thread = threading.Thread(target=lambda: done.setdefault(
+            "folder", sweep.run(spec, output=tmp_path / "kill", workers=2, show_progress=False)))
+        thread.start()
+        victim_run, worker = None, None
+        deadline = time.monotonic() + 120
+        while worker is None and time.monotonic() < deadline:  # the first run whose program is executing
+            for run_dir in sorted((tmp_path / "kill" / "runs").glob("*")):
+                trace = run_dir / "trace.jsonl"
+                if trace.is_file() and '"tool_call"' in trace.read_text():
+                    kernel = kernel_holding(run_dir)
+                    if kernel is not None:
+                        victim_run, worker = run_dir, kernel.parent()
+                        break
+            time.sleep(0.2)
+        assert worker is not None, "no run reached its first tool call"
+        assert "python" in worker.name() or "dask" in " ".join(worker.cmdline())
+        os.kill(worker.pid, signal.SIGKILL)
+        thread.join(timeout=300)
+        assert not thread.is_alive()
+        folder = done["folder"]
+        assert_exactly_once(folder, 2, server)
+        calls = [e for e in run_events(victim_run) if e["type"] == "llm_call"]
+        assert any(e["cached"] for e in calls), "the killed run did not continue from its cache"
+        assert not psutil.pid_exists(worker.pid) or worker.status() == psutil.STATUS_ZOMBIE
+
+
+def test_an_external_scheduler_through_the_cli(tmp_path):
+    scheduler_file = tmp_path / "scheduler.json"
+    scheduler = subprocess.Popen([str(BIN / "dask"), "scheduler", "--host", "127.0.0.1", "--port", "0",
+                                  "--no-dashboard", "--scheduler-file", str(scheduler_file)],
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    worker = None
+    try:
+        deadline = time.monotonic() + 60
+        while not scheduler_file.is_file() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        address = json.loads(scheduler_file.read_text())["address"]
+        worker = subprocess.Popen([str(BIN / "dask"), "worker", address, "--nthreads", "1", "--nworkers", "1",
+                                   "--no-dashboard", "--host", "127.0.0.1"],
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        with FakeLLM() as server:
+            spec = tmp_path / "external.yaml"
+            spec.write_text(yaml.safe_dump({
+                "name": "external", "base": {"task": "circle-packing-26", "runtime": "local", "budget": "60s",
+                                             "base_url": server.base_url, "model": "fake", "novelty": "ast"},
+                "grid": {"agent": ["codeact", "mlab"]}}))
+            done = subprocess.run([str(BIN / "innolab"), "sweep", "run", str(spec), "--scheduler", address,
+                                   "--output", str(tmp_path / "out"), "--set", "budget=30s"],
+                                  capture_output=True, text=True, timeout=300)
+            assert done.returncode == 0, done.stderr[-3000:]
+            assert done.stdout.strip().splitlines()[-1] == str((tmp_path / "out").resolve())
+            table = assert_exactly_once(tmp_path / "out", 2, server)
+            assert set(table["budget_s"]) == {30.0}
+            status = subprocess.run([str(BIN / "innolab"), "sweep", "status", str(tmp_path / "out")],
+                                    capture_output=True, text=True, timeout=60)
+            assert "2 finished" in status.stdout
+    finally:
+        for process in (worker, scheduler):
+            if process is not None:
+                process.terminate()
+                process.wait(timeout=30)
+
+
+def test_bad_spec_through_the_cli(tmp_path):
+    spec = tmp_path / "bad.yaml"
+    spec.write_text("name: bad\nbase: {task: circle-packing-26, agent: aide}\ngrid: {temperature: [0.5, 9]}\n")
+    done = subprocess.run([str(BIN / "innolab"), "sweep", "run", str(spec), "--output", str(tmp_path / "o")],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2 and "grid.temperature" in done.stderr and "less than or equal to 2" in done.stderr
+    assert not (tmp_path / "o").exists()
+
+
+def test_embedded_model_sweep_end_to_end(tmp_path):
+    """The issue's must-show: 2 agents x 2 temperatures, 20 s, local runtime, the embedded model, 2 workers."""
+    spec = tmp_path / "embedded.yaml"
+    spec.write_text(yaml.safe_dump({"name": "embedded", "base": {"task": "circle-packing-26", "runtime": "local",
+                                                                 "budget": "12h", "novelty": "ast"},
+                                    "grid": {"agent": ["codeact", "mlab"], "temperature": [0.25, 0.75]}}))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("INNOLAB_LLM_")}
+    command = [str(BIN / "innolab"), "sweep", "run", str(spec), "--workers", "2", "--output", str(tmp_path / "d"),
+               "--set", "budget=20s"]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=600, env=env)
+    assert done.returncode == 0, done.stderr[-3000:]
+    table = pd.read_parquet(tmp_path / "d" / "runs.parquet")
+    assert len(table) == 4 and table["complete"].all()
+    assert set(results.RUN_COLUMNS) <= set(table.columns)
+    assert sorted(zip(table["agent"], table["temperature"], strict=True)) == [
+        ("codeact", 0.25), ("codeact", 0.75), ("mlab", 0.25), ("mlab", 0.75)]
+    assert table["model"].notna().all()
+    for row in table.itertuples():
+        calls = [e for e in read_events(tmp_path / "d" / row.run_dir) if e["type"] == "llm_call"]
+        assert calls and all(e["temperature"] == row.temperature for e in calls)
+        config = json.loads((tmp_path / "d" / row.run_dir / "config.json").read_text())
+        assert config["endpoint"] == "embedded" and config["llm"]["base_url"] is None
+    again = subprocess.run(command, capture_output=True, text=True, timeout=600, env=env)
+    assert again.returncode == 0
+    assert len(list((tmp_path / "d" / "runs").iterdir())) == 4
