@@ -15,6 +15,10 @@ def _reproduce(args: argparse.Namespace) -> int:
     from innolab.notebooks import NotebookError, reproduce, run_demos
 
     output = Path(args.output) if args.output else None
+    if args.sweep and not args.only:  # first: the analysis notebooks read its tables
+        from innolab.sweep import reference_sweep
+
+        print(f"offline sweep: {reference_sweep(output)}")
     try:
         runs = reproduce(only=args.only, output=output)
     except NotebookError as error:
@@ -337,6 +341,8 @@ def build_parser() -> argparse.ArgumentParser:
     rep.add_argument("--only", action="append", metavar="NAME",
                      help="run only this notebook (e.g. 10_main_results or main_results); repeatable")
     rep.add_argument("--output", metavar="DIR", help="root for results/ and figures/ (default: the repository)")
+    rep.add_argument("--no-sweep", dest="sweep", action="store_false",
+                     help="skip the offline reference sweep (data/sweeps/offline.yaml) the analysis notebooks read")
     rep.add_argument("--no-demos", dest="demos", action="store_false",
                      help="skip the short demo run of each scaffold on the embedded model")
     rep.add_argument("--demo-budget", default="60s", help="wall clock of each demo run (default 60s)")

@@ -8,7 +8,9 @@ Scoring a run that is already scored returns the recorded score and writes nothi
 
 from __future__ import annotations
 
+import fcntl
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -86,8 +88,18 @@ def score_run(run_dir: str | Path, novelty_backend: str | None = "default", sett
     writer.close()
     table = table or folder.scores_table
     flat = {k: v for k, v in row.items() if k not in ("errors", "distances", "candidates")}
-    pd.DataFrame([flat]).to_csv(table, mode="a", header=not table.exists(), index=False)
+    _append_locked(table, pd.DataFrame([flat]))
     return row
+
+
+def _append_locked(table: Path, frame: pd.DataFrame) -> None:
+    """Append rows to a CSV shared by concurrent runs (a sweep's workers): one writer at a time, one header."""
+    with open(table, "a", encoding="utf-8", newline="") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            handle.write(frame.to_csv(header=os.fstat(handle.fileno()).st_size == 0, index=False))
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 def finished_source(events: list[dict[str, Any]], file: str | None) -> str | None:

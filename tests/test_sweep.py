@@ -71,21 +71,24 @@ def test_set_overrides_a_base_field_and_pins_a_factor(tmp_path):
     spec = load_spec(path, ["budget=20s", "temperature=0.5", "seeds=[4]"])
     assert spec.base.budget == "20s" and spec.base.temperature == 0.5 and spec.grid == {} and spec.seeds == [4]
     full = load_spec(path)
-    configurations = sweep.expand(full, tmp_path / "priors")
+    configurations = sweep.expand(full)
     assert len(configurations) == 12
     assert [c.levels["temperature"] for c in configurations[:3]] == [0.25, 0.25, 0.25]
-    again = sweep.expand(load_spec(path), tmp_path / "priors")
+    again = sweep.expand(load_spec(path))
     assert [c.config_id for c in configurations] == [c.config_id for c in again]  # stable ids
     assert len({c.config_id for c in configurations}) == 12
 
 
-def test_a_known_solution_as_prior(tmp_path):
-    spec = load_spec({"name": "p", "base": {**BASE, "prior_solution": "baseline-grid"}})
-    (configuration,) = sweep.expand(spec, tmp_path / "priors")
-    prior = Path(configuration.parameters["prior_solution"])
-    assert prior.name == "baseline-grid.py" and prior.is_file() and prior.read_text().strip()
-    with pytest.raises(SpecError, match="neither a file nor a known solution"):
-        sweep.expand(load_spec({"name": "p", "base": {**BASE, "prior_solution": "nope"}}), tmp_path / "priors")
+def test_a_prior_solution_is_a_file_beside_the_spec_never_a_known_solution(tmp_path):
+    (tmp_path / "priors").mkdir()
+    (tmp_path / "priors" / "start.py").write_text("print('prior')\n")
+    path = tmp_path / "p.yaml"
+    path.write_text(yaml.safe_dump({"name": "p", "base": BASE, "grid": {"prior_solution": [None, "priors/start.py"]}}))
+    scratch, prior = sweep.expand(load_spec(path))
+    assert scratch.parameters["prior_solution"] is None
+    assert Path(prior.parameters["prior_solution"]) == (tmp_path / "priors" / "start.py").resolve()
+    with pytest.raises(SpecError, match="known solutions never enter a sandbox"):
+        sweep.expand(load_spec({"name": "p", "base": {**BASE, "prior_solution": "baseline-grid"}}))
 
 
 def test_shipped_specs_are_valid(tmp_path):
@@ -104,12 +107,12 @@ def test_backbones_map_to_endpoints_by_prefix(tmp_path, monkeypatch):
     for name in ("GEMINI_25_PRO", "GPT_5", "DEEPSEEK_V31"):
         monkeypatch.delenv(f"{name}_BASE_URL", raising=False)
     with pytest.raises(SpecError, match="set GEMINI_25_PRO_BASE_URL and GEMINI_25_PRO_MODEL"):
-        sweep.expand(spec, tmp_path)
+        sweep.expand(spec)
     for name, model in (("GEMINI_25_PRO", "gemini-2.5-pro"), ("GPT_5", "gpt-5"), ("DEEPSEEK_V31", "deepseek-v3.1")):
         monkeypatch.setenv(f"{name}_BASE_URL", f"http://{name.lower()}.invalid/v1")
         monkeypatch.setenv(f"{name}_MODEL", model)
         monkeypatch.setenv(f"{name}_API_KEY", "sk-secret")
-    configurations = sweep.expand(spec, tmp_path)
+    configurations = sweep.expand(spec)
     assert len(configurations) == 9
     from innolab.runner import config_from_parameters
 
@@ -281,4 +284,6 @@ def test_embedded_model_sweep_end_to_end(tmp_path):
         assert config["endpoint"] == "embedded" and config["llm"]["base_url"] is None
     again = subprocess.run(command, capture_output=True, text=True, timeout=600, env=env)
     assert again.returncode == 0
-    assert len(list((tmp_path / "d" / "runs").iterdir())) == 4
+    assert len([p for p in (tmp_path / "d" / "runs").iterdir() if p.is_dir()]) == 4
+    scores = pd.read_csv(tmp_path / "d" / "runs" / "scores.csv")  # appended by concurrent runs: one header
+    assert sorted(scores["run"]) == sorted(p.name for p in (tmp_path / "d" / "runs").iterdir() if p.is_dir())

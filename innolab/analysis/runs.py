@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
-import matplotlib.pyplot as plt
+from typing import TYPE_CHECKING
+
 import pandas as pd
-from matplotlib.figure import Figure
+
+if TYPE_CHECKING:  # pyplot is imported by the plotting functions only: the run notebook starts faster without it
+    from matplotlib.figure import Figure
 
 
 def steps_table(trace: pd.DataFrame) -> pd.DataFrame:
@@ -40,6 +43,8 @@ def score_over_time(trace: pd.DataFrame) -> pd.DataFrame:
 
 
 def plot_score_over_time(scores: pd.DataFrame, v_star: float | None = None) -> Figure:
+    import matplotlib.pyplot as plt
+
     fig, ax = plt.subplots(figsize=(6, 3.5))
     for kind, group in scores.groupby("kind"):
         ax.plot(group["seconds"], group["score"], "o-" if kind == "submission" else ".", label=kind)
@@ -64,6 +69,8 @@ def aide_tree(trace: pd.DataFrame) -> pd.DataFrame:
 
 def plot_aide_tree(nodes: pd.DataFrame) -> Figure:
     """Nodes by depth (drafts on top), edges to parents; green valid, red buggy."""
+    import matplotlib.pyplot as plt
+
     fig, ax = plt.subplots(figsize=(7, 3.5))
     depth: dict[int, int] = {}
     for node in nodes.itertuples():

@@ -176,7 +176,7 @@ def _loop(folder: RunDir, config: RunConfig, task, policy: Policy, sandbox, tool
             try:
                 action = policy.step(observation)
             except LLMError as error:  # the model stayed unreachable after its retries: end cleanly
-                trace.emit("llm_call", step=step, failed=True, error=str(error)[:500])
+                trace.emit("llm_call", step=step, failed=True, error=str(error)[:500], **error.sent)
                 return budget.exhausted() or "llm_error"
             budget.spend(tokens=action.tokens, cost_usd=action.cost_usd)
             for event in action.events:

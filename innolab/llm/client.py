@@ -103,6 +103,15 @@ class LLMClient:
         cache_key = {**request, "_call_index": call_index} if call_index is not None else request
         key = request_key(cache_key)
         sent = {"temperature": request.get("temperature"), "seed": request.get("seed"), "call_index": call_index}
+        try:
+            return self._complete(request, cache_key, key, sent, messages, response_format, tools, call_index)
+        except LLMError as error:
+            error.sent = sent
+            raise
+
+    def _complete(self, request: dict[str, Any], cache_key: dict[str, Any], key: str, sent: dict[str, Any],
+                  messages: list[dict[str, Any]], response_format: dict[str, Any] | None,
+                  tools: list[dict[str, Any]] | None, call_index: int | None) -> Completion:
         if self.cache is not None:
             hit = self.cache.get(cache_key)
             if hit is not None:

@@ -44,6 +44,7 @@ def start(n_ctx: int = 4096, threads: int | None = None) -> str:
             raise LLMError("the embedded model needs `pip install xllamacpp` (make install does it)") from None
         params = xllamacpp.CommonParams()
         params.model.path = str(model_path())
+        params.model_alias = {model_path().stem}  # /v1/models reports the weights' name, not a machine path
         params.n_ctx = n_ctx
         params.cpuparams.n_threads = threads or min(2, os.cpu_count() or 1)
         params.cpuparams_batch.n_threads = params.cpuparams.n_threads

@@ -1,7 +1,7 @@
 """Sweeps of agent runs: a YAML spec expanded into configurations, each run notebook executed on Dask, tables."""
 
-from innolab.sweep.engine import finished, plan, run, status
+from innolab.sweep.engine import finished, plan, reference_sweep, run, status
 from innolab.sweep.spec import Configuration, RunFields, SpecError, SweepSpec, expand, load_spec, parse_spec
 
 __all__ = ["Configuration", "RunFields", "SpecError", "SweepSpec", "expand", "finished", "load_spec", "parse_spec",
-           "plan", "run", "status"]
+           "plan", "reference_sweep", "run", "status"]

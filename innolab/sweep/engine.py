@@ -41,7 +41,7 @@ def plan(spec: SweepSpec | str | Path | dict[str, Any], output: Path | None = No
     if not isinstance(spec, SweepSpec) or overrides:
         spec = load_spec(spec.model_dump(exclude_unset=True) if isinstance(spec, SweepSpec) else spec, overrides)
     folder = Path(output or sweeps_root() / spec.name).resolve()
-    configurations = expand(spec, folder / "priors")
+    configurations = expand(spec)
     _write_manifest(folder, spec, configurations)
     return spec, folder, configurations
 
@@ -60,6 +60,21 @@ def run(spec: SweepSpec | str | Path | dict[str, Any], output: Path | None = Non
             outcomes = _execute(client, folder, pending, embedded, show_progress, spec.name)
     _record_errors(folder, outcomes)
     collect(folder)
+    return folder
+
+
+REFERENCE_SPEC = "offline.yaml"
+
+
+def reference_sweep(output: Path | None = None, show_progress: bool = True) -> Path:
+    """`make reproduce`'s offline sweep (data/sweeps/offline.yaml, embedded model) into
+    output/results/sweeps/offline/, with its trajectory also as CSV; returns the folder."""
+    from innolab.paths import data_dir, project_root
+    from innolab.results import trajectory
+
+    target = (output or project_root()).resolve() / "results" / "sweeps" / "offline"
+    folder = run(data_dir() / "sweeps" / REFERENCE_SPEC, output=target, show_progress=show_progress)
+    trajectory(folder).to_csv(folder / "trajectory.csv", index=False)
     return folder
 
 

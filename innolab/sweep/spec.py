@@ -36,7 +36,7 @@ class RunFields(BaseModel):
     runtime: Literal["local", "docker"] | None = None
     image: str | None = None
     innovation_prompt: bool | None = None
-    prior_solution: str | None = None  # a known solution of the task, by name, or a file
+    prior_solution: str | None = None  # a file of code the run starts from (relative to the spec)
     agent_options: dict[str, Any] | None = None
     novelty: str | None = None  # the back end of N ("default", "ast", "tfidf", "embedding", "llm", "none")
 
@@ -136,10 +136,8 @@ def load_spec(source: str | Path | dict[str, Any], overrides: list[str] | None =
         except yaml.YAMLError as error:
             raise SpecError(f"{path}: not valid YAML: {error}") from None
         where = str(path)
-        if isinstance(data, dict) and isinstance(data.get("base"), dict) and data["base"].get("prior_solution"):
-            prior = Path(data["base"]["prior_solution"])
-            if not prior.is_absolute() and (path.parent / prior).is_file():
-                data["base"] = {**data["base"], "prior_solution": str((path.parent / prior).resolve())}
+        if isinstance(data, dict):
+            data = _priors_beside(data, path.parent)
     parse_spec(data, where)  # the file itself must be valid, before any override
     for item in overrides or []:
         key, sep, text = item.partition("=")
@@ -160,6 +158,22 @@ def load_spec(source: str | Path | dict[str, Any], overrides: list[str] | None =
     return parse_spec(data, where + (" with --set " + " ".join(overrides) if overrides else ""))
 
 
+def _priors_beside(data: dict[str, Any], folder: Path) -> dict[str, Any]:
+    """Prior-solution files named relative to the spec's folder (in base or as grid levels), made absolute."""
+
+    def resolve(value: Any) -> Any:
+        if isinstance(value, str) and not Path(value).is_absolute() and (folder / value).is_file():
+            return str((folder / value).resolve())
+        return value
+
+    data = dict(data)
+    if isinstance(data.get("base"), dict) and "prior_solution" in data["base"]:
+        data["base"] = {**data["base"], "prior_solution": resolve(data["base"]["prior_solution"])}
+    if isinstance(data.get("grid"), dict) and isinstance(data["grid"].get("prior_solution"), list):
+        data["grid"] = {**data["grid"], "prior_solution": [resolve(v) for v in data["grid"]["prior_solution"]]}
+    return data
+
+
 @dataclass(frozen=True)
 class Configuration:
     """One point of a sweep: the run notebook's parameters, the factor levels it stands for and its novelty
@@ -172,9 +186,9 @@ class Configuration:
     labels: dict[str, Any] = field(default_factory=dict)
 
 
-def expand(spec: SweepSpec, priors_dir: Path) -> list[Configuration]:
+def expand(spec: SweepSpec) -> list[Configuration]:
     """Every configuration of the spec: the cartesian product of the grid, times the seeds, each with its settled
-    configuration's id. A known solution named as prior_solution is written to priors_dir (read from there)."""
+    configuration's id."""
     from innolab import runner
 
     base = spec.base.model_dump(exclude_none=True)
@@ -187,8 +201,7 @@ def expand(spec: SweepSpec, priors_dir: Path) -> list[Configuration]:
             novelty = fields.pop("novelty", "default")
             parameters = {**fields, "seed": seed}
             if parameters.get("prior_solution"):
-                parameters["prior_solution"] = _prior_file(parameters["task"], parameters["prior_solution"],
-                                                           priors_dir)
+                parameters["prior_solution"] = _prior_file(parameters["prior_solution"])
             try:
                 config = runner.config_from_parameters(parameters)
             except (ValueError, KeyError) as error:
@@ -202,23 +215,11 @@ def expand(spec: SweepSpec, priors_dir: Path) -> list[Configuration]:
     return out
 
 
-def _prior_file(task_id: str, prior: str, priors_dir: Path) -> str:
-    """A prior solution given by name (a known solution of the task) or as a file; returns a file path."""
+def _prior_file(prior: str) -> str:
+    """A prior solution is a file of code the run starts from (never one of the task's known solutions: those
+    stay outside every sandbox); returns its absolute path."""
     path = Path(prior)
-    if path.is_file():
-        return str(path.resolve())
-    from innolab.tasks.model import TaskError
-    from innolab.tasks.registry import get_task
-    from innolab.tasks.solutions import get_solution
-
-    try:
-        solution = get_solution(get_task(task_id), prior)
-    except (TaskError, KeyError, ValueError) as error:
-        raise SpecError(f"prior_solution: {prior!r} is neither a file nor a known solution of {task_id}: {error}"
-                        ) from None
-    target = priors_dir / task_id / f"{prior}.py"
-    target.parent.mkdir(parents=True, exist_ok=True)
-    code = solution.code()
-    if not target.is_file() or target.read_text(encoding="utf-8") != code:
-        target.write_text(code, encoding="utf-8")
-    return str(target.resolve())
+    if not path.is_file():
+        raise SpecError(f"prior_solution: {prior!r} is not a file (a prior solution is a file of code, relative to "
+                        "the spec's folder; the task's known solutions never enter a sandbox)")
+    return str(path.resolve())
