@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -15,12 +16,16 @@ def _reproduce(args: argparse.Namespace) -> int:
     from innolab.notebooks import NotebookError, reproduce, run_demos
 
     output = Path(args.output) if args.output else None
+    extra = {}
     if args.sweep and not args.only:  # first: the analysis notebooks read its tables
+        from innolab.paths import notebooks_dir
         from innolab.sweep import reference_sweep
 
-        print(f"offline sweep: {reference_sweep(output)}")
+        folder = reference_sweep(output)
+        print(f"offline sweep: {folder}")
+        extra["sweep_dir"] = os.path.relpath(folder, notebooks_dir())
     try:
-        runs = reproduce(only=args.only, output=output)
+        runs = reproduce(only=args.only, output=output, extra_parameters=extra)
     except NotebookError as error:
         print(f"innolab reproduce: {error}", file=sys.stderr)
         return 2

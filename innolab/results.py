@@ -27,7 +27,7 @@ RUN_COLUMNS = [
     "tokens", "cost_usd", "wall_s", "error",
 ]
 TRAJECTORY_COLUMNS = ["config_id", "t_s", "step", "file", "dev_valid", "dev_score", "improving", "valid", "score",
-                      "gain", "ratio", "novelty"]
+                      "gain", "ratio", "novelty", "novelty_vs_prior"]
 
 
 def run_folders(path: Path) -> list[Path]:
@@ -109,7 +109,7 @@ def trajectory_rows(run_dir: Path) -> list[dict[str, Any]]:
                      "file": event["file"], "dev_valid": event["dev_valid"], "dev_score": event["dev_score"],
                      "improving": event["file"] in scored, "valid": hidden.get("valid"),
                      "score": hidden.get("score"), "gain": hidden.get("gain"), "ratio": hidden.get("ratio"),
-                     "novelty": hidden.get("novelty")})
+                     "novelty": hidden.get("novelty"), "novelty_vs_prior": hidden.get("novelty_vs_prior")})
     return rows
 
 

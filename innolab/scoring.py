@@ -120,7 +120,7 @@ class _Assessor:
             verdict = evaluate(self.task, self.folder.resolve(file))
             path = self.folder.resolve(source_file) if source_file else None
             source = path.read_text(encoding="utf-8") if path and path.is_file() else ""
-            self._done[file] = (verdict, self.measure(source, verdict.valid))
+            self._done[file] = (verdict, self.measure(source, verdict.valid, file))
         return self._done[file]
 
 
@@ -141,7 +141,8 @@ def _candidates(events: list[dict[str, Any]], task, assess: _Assessor) -> list[d
         out.append({"file": event["file"], "step": event["step"], "t_s": round(event["time"] - started, 3),
                     "dev_score": event["dev_score"], "valid": verdict.valid, "score": verdict.score,
                     "gain": verdict.gain, "ratio": verdict.ratio, "novelty": measured["novelty"],
-                    "nearest_known": measured["nearest_known"]})
+                    "nearest_known": measured["nearest_known"],
+                    "novelty_vs_prior": assess.measure.against_prior(event["file"], verdict.valid)})
     return out
 
 
@@ -157,6 +158,8 @@ class _Novelty:
                                                                                   **(settings or {})}
         self._scorer: Scorer | None = None
         self._known: dict[str, str] | None = None
+        self._prior_code = (config.get("prior_solution") or {}).get("code")
+        self._texts: dict[str, str] = {}  # the compared text of each assessed submission, by file
 
     def none(self, why: str) -> dict[str, Any]:
         return {"novelty": None, "novelty_backend": self.backend, "nearest_known": None, "distances": {},
@@ -179,7 +182,22 @@ class _Novelty:
                 self._known = {n: comparable(code, name) for n, code in known_code(self.task).items()}
         return self._known
 
-    def __call__(self, source: str | None, valid: bool) -> dict[str, Any]:
+    def against_prior(self, file: str, valid: bool) -> float | None:
+        """N of an assessed submission against the run's prior solution alone (Fig. 5: how far the run moved
+        from where it started); None without a prior, a back end or a compared text."""
+        text = self._texts.get(file)
+        if not self._prior_code or self.backend is None or text is None:
+            return 0.0 if self._prior_code and not valid else None
+        try:
+            if compares_cards(self.backend):
+                prior = extract_card(self._prior_code, self.settings, str(self.folder.llm_cache)).text()
+            else:
+                prior = comparable(self._prior_code, self.scorer().backend.name)
+            return novelty_against(text, valid, {"prior": prior}, self.scorer()).novelty
+        except (LLMError, NoveltyError):
+            return None
+
+    def __call__(self, source: str | None, valid: bool, file: str | None = None) -> dict[str, Any]:
         if self.backend is None:
             return {**self.none("no back end asked for"), "novelty_backend": None}
         if not valid:
@@ -197,6 +215,8 @@ class _Novelty:
             else:
                 text = comparable(source or "", self.scorer().backend.name)
             result = novelty_against(text, valid, self.known(), self.scorer())
+            if file is not None:
+                self._texts[file] = text
         except (LLMError, NoveltyError) as error:
             return self.none(f"the back end failed ({error})")
         return {"novelty": result.novelty, "novelty_backend": self.scorer().backend.name,

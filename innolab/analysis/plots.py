@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -131,5 +132,160 @@ def interval_plot(intervals: pd.DataFrame) -> Figure:
         ax.set_yticks(y, part["framework"])
         ax.set_title(f"mean {metric}, 95% bootstrap CI over tasks")
         ax.invert_yaxis()
+    fig.tight_layout()
+    return fig
+
+
+# ----------------------------------------------------------------------------------------- sweep analyses
+
+
+def save_figure(fig: Figure, folder: str | Path, name: str) -> list[Path]:
+    """Write a figure as PNG and PDF under folder (created); returns both paths."""
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    paths = [folder / f"{name}.png", folder / f"{name}.pdf"]
+    fig.savefig(paths[0], dpi=150, bbox_inches="tight")
+    fig.savefig(paths[1], bbox_inches="tight", metadata={"CreationDate": None})
+    return paths
+
+
+def _empty(ax, text: str) -> None:
+    ax.text(0.5, 0.5, text, ha="center", va="center", transform=ax.transAxes, fontsize=9, color="grey", wrap=True)
+
+
+def time_budget_curves(curves: pd.DataFrame, by: str | None = None, title: str = "Time budget (Fig. 6a)") -> Figure:
+    """Anytime curves from `sweeps.anytime`: mean best-so-far ratio with its bootstrap band, and mean N."""
+    sns.set_theme(style="whitegrid", context="paper")
+    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 3.8))
+    groups = [("all", curves)] if by is None else list(curves.groupby(by, sort=True))
+    palette = sns.color_palette("colorblind", max(1, len(groups)))
+    for colour, (label, part) in zip(palette, groups, strict=False):
+        left.plot(part["t_s"], part["mean_ratio"], color=colour, label=str(label))
+        left.fill_between(part["t_s"], part["ci_low"], part["ci_high"], color=colour, alpha=0.2, lw=0)
+        right.plot(part["t_s"], part["mean_novelty"], color=colour, label=str(label))
+    if curves.empty:
+        _empty(left, "no runs")
+    left.axhline(0, color="grey", ls="--", lw=0.8)
+    left.set_xlabel("time budget t (s)")
+    left.set_ylabel("mean ratio of the best valid candidate by t\n(-1 while none)")
+    right.set_xlabel("time budget t (s)")
+    right.set_ylabel("mean N of that candidate")
+    right.set_ylim(0, NOVELTY_SCALE)
+    left.legend(fontsize=8, title=by)
+    fig.suptitle(title)
+    fig.tight_layout()
+    return fig
+
+
+def backbone_bars(effect: pd.DataFrame, factor: str, paper: pd.DataFrame | None = None,
+                  reference: float | None = None, metric_label: str = "sum of radii (best of k)") -> Figure:
+    """Best-of-k value per level of a factor (from `sweeps.factor_effect`, kind best_of_k) beside the paper's values
+    (`fig6_backbone.csv`) and a reference line (AlphaEvolve's 2.65 in Fig. 6b)."""
+    sns.set_theme(style="whitegrid", context="paper")
+    fig, ax = plt.subplots(figsize=(7, 3.8))
+    ours = effect[effect["kind"] == "best_of_k"]
+    labels = [f"this sweep: {v}" for v in ours[factor]]
+    values = list(ours["mean"])
+    errors = [list((ours["mean"] - ours["ci_low"]).fillna(0)), list((ours["ci_high"] - ours["mean"]).fillna(0))]
+    colours = ["#264653"] * len(labels)
+    if paper is not None and len(paper):
+        published = paper[paper["framework"].notna()]
+        labels += [f"paper: {b}" for b in published["backbone"]]
+        values += list(published["sum_of_radii"])
+        errors[0] += [0.0] * len(published)
+        errors[1] += [0.0] * len(published)
+        colours += ["#e9c46a"] * len(published)
+    y = np.arange(len(labels))
+    ax.barh(y, values, xerr=errors, color=colours, capsize=3)
+    ax.set_yticks(y, labels)
+    ax.invert_yaxis()
+    if reference is not None:
+        ax.axvline(reference, color="#e76f51", ls="--", lw=1, label=f"AlphaEvolve {reference:g}")
+        ax.legend(fontsize=8, loc="lower right")
+    ax.set_xlabel(metric_label)
+    ax.set_title("Backbone (Fig. 6b): this sweep beside the paper")
+    fig.tight_layout()
+    return fig
+
+
+def temperature_panel(table: pd.DataFrame, factor: str, best_level: object,
+                      paper_best: tuple[float, float] | None = (0.5, 0.75)) -> Figure:
+    """Mean ratio and mean N per level (from `sweeps.trade_off`), the best trade-off level marked, and the range
+    the paper names as best (Fig. 6c: T = 0.5-0.75) shaded."""
+    sns.set_theme(style="whitegrid", context="paper")
+    fig, left = plt.subplots(figsize=(6.5, 3.8))
+    right = left.twinx()
+    left.plot(table[factor], table["mean_ratio"], "o-", color="#264653", label="mean ratio (G/|V*|)")
+    right.plot(table[factor], table["mean_novelty"], "s--", color="#e76f51", label="mean N")
+    if paper_best is not None:
+        left.axvspan(*paper_best, color="#e9c46a", alpha=0.25, label=f"paper's best T {paper_best[0]}-{paper_best[1]}")
+    left.axvline(float(best_level), color="#2a9d8f", lw=1.5, label=f"best trade-off here: {best_level}")
+    left.set_xlabel(factor)
+    left.set_ylabel("mean ratio")
+    right.set_ylabel("mean N")
+    right.set_ylim(0, NOVELTY_SCALE)
+    handles = left.get_legend_handles_labels()
+    more = right.get_legend_handles_labels()
+    left.legend(handles[0] + more[0], handles[1] + more[1], fontsize=7, loc="lower left")
+    left.set_title("Temperature (Fig. 6c): gain, novelty and the trade-off")
+    fig.tight_layout()
+    return fig
+
+
+def prior_trajectory_plot(rows: pd.DataFrame) -> Figure:
+    """Each improving candidate of the runs from a prior start (from `sweeps.prior_trajectory`): ratio, N against
+    the known solutions and N against the prior, over time (Fig. 5)."""
+    sns.set_theme(style="whitegrid", context="paper")
+    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 3.8))
+    for run, part in rows.groupby("config_id", sort=True):
+        line = left.plot(part["t_s"], part["ratio"], "o-", label=str(run))[0]
+        right.plot(part["t_s"], part["novelty"], "o-", color=line.get_color())
+        right.plot(part["t_s"], part["novelty_vs_prior"], "x:", color=line.get_color())
+    if rows.empty:
+        _empty(left, "no improving candidate in a run from a prior")
+    left.axhline(0, color="grey", ls="--", lw=0.8)
+    left.set_xlabel("seconds since the start")
+    left.set_ylabel("ratio (hidden evaluator)")
+    right.set_xlabel("seconds since the start")
+    right.set_ylabel("N: o vs known solutions, x vs the prior")
+    right.set_ylim(0, NOVELTY_SCALE)
+    if len(rows):
+        left.legend(fontsize=7, title="run")
+    fig.suptitle("From a prior solution (Fig. 5)")
+    fig.tight_layout()
+    return fig
+
+
+def success_heatmap(rates: pd.DataFrame, index: str, columns: str) -> Figure:
+    """Success rates (from `sweeps.success_rates` by two columns) as a heatmap annotated with Wilson intervals."""
+    sns.set_theme(style="white", context="paper")
+    table = rates.assign(**{index: rates[index].astype(str), columns: rates[columns].astype(str)})
+    values = table.pivot(index=index, columns=columns, values="rate")
+    notes = table.assign(note=[f"{r:.0%}\n[{lo:.0%}, {hi:.0%}]\n{s}/{n}" for r, lo, hi, s, n in zip(
+        table["rate"], table["ci_low"], table["ci_high"], table["successes"], table["n"], strict=True)]
+    ).pivot(index=index, columns=columns, values="note")
+    fig, ax = plt.subplots(figsize=(1.8 + 1.6 * values.shape[1], 1.2 + 0.9 * values.shape[0]))
+    sns.heatmap(values.astype(float), annot=notes.reindex_like(values), fmt="", cmap="YlGn", vmin=0, vmax=1, ax=ax,
+                cbar_kws={"label": "share of runs with a valid submission"}, annot_kws={"fontsize": 7})
+    ax.set_title("Success rates (Table 6) with 95% Wilson intervals")
+    fig.tight_layout()
+    return fig
+
+
+def paired_plot(pairs: pd.DataFrame, factor: str, metric: str, level_a: object, level_b: object) -> Figure:
+    """Paired runs at two levels of a factor (Table 7: without and with the innovation prompt), one line per pair;
+    `pairs` holds one row per run with `factor`, `metric` and a `pair` label."""
+    sns.set_theme(style="whitegrid", context="paper")
+    fig, ax = plt.subplots(figsize=(4.5, 3.8))
+    wide = pairs.pivot_table(index="pair", columns=factor, values=metric, aggfunc="mean")
+    if level_a in wide.columns and level_b in wide.columns:
+        for _, row in wide[[level_a, level_b]].dropna().iterrows():
+            ax.plot([0, 1], [row[level_a], row[level_b]], "o-", color="#264653", alpha=0.6)
+    else:
+        _empty(ax, f"no pairs: the sweep has no runs at both levels of {factor}")
+    ax.set_xticks([0, 1], [f"{factor} = {level_a}", f"{factor} = {level_b}"])
+    ax.set_xlim(-0.3, 1.3)
+    ax.set_ylabel(metric)
+    ax.set_title(f"Paired runs: {metric}")
     fig.tight_layout()
     return fig
