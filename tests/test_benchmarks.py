@@ -23,3 +23,11 @@ def test_sweep_benchmark_runs_its_real_path(capsys):
     assert figures["swept_s"] > 0 and figures["cli_s"] > 0 and figures["serial_s"] > 0
     out = capsys.readouterr().out
     assert "overhead" in out and "ratio" in out
+
+
+def test_analysis_benchmark_runs_every_function(capsys):
+    from tests.benchmarks import bench_analysis
+
+    figures = bench_analysis.main(runs=400, rows=20_000)
+    assert figures["total_s"] > 0 and {"anytime", "paired_effect", "main_results"} <= set(figures)
+    assert "target <= 5 s" in capsys.readouterr().out

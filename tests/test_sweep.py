@@ -287,3 +287,14 @@ def test_embedded_model_sweep_end_to_end(tmp_path):
     assert len([p for p in (tmp_path / "d" / "runs").iterdir() if p.is_dir()]) == 4
     scores = pd.read_csv(tmp_path / "d" / "runs" / "scores.csv")  # appended by concurrent runs: one header
     assert sorted(scores["run"]) == sorted(p.name for p in (tmp_path / "d" / "runs").iterdir() if p.is_dir())
+
+
+def test_a_local_cluster_leaves_the_callers_environment_as_it_was(monkeypatch):
+    from innolab.sweep import engine
+
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    monkeypatch.delenv("OPENBLAS_NUM_THREADS", raising=False)
+    before = dict(os.environ)
+    with engine._client(None, 1, []) as client:
+        assert client.submit(os.environ.get, "OPENBLAS_NUM_THREADS").result() == "1"  # the workers' own setting
+    assert dict(os.environ) == before

@@ -279,8 +279,9 @@ def paired_plot(pairs: pd.DataFrame, factor: str, metric: str, level_a: object, 
     fig, ax = plt.subplots(figsize=(4.5, 3.8))
     wide = pairs.pivot_table(index="pair", columns=factor, values=metric, aggfunc="mean")
     if level_a in wide.columns and level_b in wide.columns:
-        for _, row in wide[[level_a, level_b]].dropna().iterrows():
-            ax.plot([0, 1], [row[level_a], row[level_b]], "o-", color="#264653", alpha=0.6)
+        both = pd.DataFrame({"a": wide[level_a], "b": wide[level_b]}).dropna()  # scalar keys: bool levels work
+        for a, b in zip(both["a"], both["b"], strict=True):
+            ax.plot([0, 1], [a, b], "o-", color="#264653", alpha=0.6)
     else:
         _empty(ax, f"no pairs: the sweep has no runs at both levels of {factor}")
     ax.set_xticks([0, 1], [f"{factor} = {level_a}", f"{factor} = {level_b}"])

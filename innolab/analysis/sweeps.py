@@ -20,7 +20,6 @@ from innolab.metrics import FAILED_NOVELTY, FAILED_RATIO
 
 DEFAULT_CONFIDENCE = 0.95
 DEFAULT_RESAMPLES = 10_000
-_CHUNK = 1_000  # resamples per block: bounds the memory of a bootstrap over many units
 
 Trend = Literal["increasing", "decreasing", "peak"]
 Verdict = Literal["holds", "does not hold", "not enough data"]
@@ -59,33 +58,54 @@ def _groups(frame: pd.DataFrame, by: list[str]):
         yield (key if isinstance(key, tuple) else (key,)), part
 
 
+def _draws(rng: np.random.Generator, size: tuple[int, int], n: int) -> np.ndarray:
+    """Resample indices in the narrowest integer type that holds them (drawing 16-bit integers is ~4x faster)."""
+    dtype = np.uint16 if n <= np.iinfo(np.uint16).max else np.uint32 if n <= np.iinfo(np.uint32).max else np.int64
+    return rng.integers(0, n, size=size, dtype=dtype)
+
+
 def bootstrap_mean_ci(values: np.ndarray, confidence: float = DEFAULT_CONFIDENCE,
                       n_resamples: int = DEFAULT_RESAMPLES, seed: int = 0, mask: np.ndarray | None = None
                       ) -> tuple[np.ndarray, np.ndarray]:
     """Percentile bootstrap interval of the column means of a (units × columns) matrix, resampling units.
 
-    `mask` (same shape) leaves cells out of their column's mean. Resamples are drawn as count weights and applied
-    by one matrix product per block of resamples, so that 10,000 resamples of thousands of units stay fast. A
-    column with fewer than 2 units gives NaN bounds (nothing to resample)."""
+    `mask` (same shape) leaves cells out of their column's mean. One column: each resample's mean is gathered
+    directly; several columns or a mask: each resample becomes count weights applied to all columns by one matrix
+    product. Resamples run in blocks, so memory stays bounded. A column with fewer than 2 units gives NaN."""
     matrix = np.asarray(values, dtype=float)
     if matrix.ndim == 1:
         matrix = matrix[:, None]
-    present = np.ones_like(matrix) if mask is None else np.asarray(mask, dtype=float).reshape(matrix.shape)
-    n = matrix.shape[0]
-    few = present.sum(axis=0) < 2
+    n, columns = matrix.shape
+    present = None if mask is None else np.asarray(mask, dtype=bool).reshape(matrix.shape)
+    few = (np.full(columns, n) if present is None else present.sum(axis=0)) < 2
     if n < 2:
-        return np.full(matrix.shape[1], np.nan), np.full(matrix.shape[1], np.nan)
-    masked = np.where(present > 0, matrix, 0.0)
+        return np.full(columns, np.nan), np.full(columns, np.nan)
     rng = np.random.default_rng(seed)
-    means = np.empty((n_resamples, matrix.shape[1]))
-    for start in range(0, n_resamples, _CHUNK):
-        size = min(_CHUNK, n_resamples - start)
-        draws = rng.integers(0, n, size=(size, n)) + (np.arange(size) * n)[:, None]
-        weights = np.bincount(draws.ravel(), minlength=size * n).reshape(size, n).astype(float)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            means[start:start + size] = (weights @ masked) / (weights @ present)
+    means = np.empty((n_resamples, columns))
+    block = max(1, min(n_resamples, 5_000_000 // n))  # about 40 MB of gathered values per block
+    if present is None and columns == 1:
+        # gathered in single precision (half the memory traffic), summed in double: bounds good to ~1e-7 relative
+        column = matrix[:, 0].astype(np.float32)
+        for start in range(0, n_resamples, block):
+            size = min(block, n_resamples - start)
+            means[start:start + size, 0] = column[_draws(rng, (size, n), n)].mean(axis=1, dtype=np.float64)
+    else:  # counts (exact in single precision) times values by sgemm: bounds good to ~1e-6 relative
+        full = present is None or bool(present.all())
+        weights_of = np.ones(matrix.shape, dtype=np.float32) if full else present.astype(np.float32)
+        masked = np.where(weights_of > 0, matrix, 0.0).astype(np.float32)
+        counts = np.empty((block, n), dtype=np.float32)
+        for start in range(0, n_resamples, block):
+            size = min(block, n_resamples - start)
+            draws = _draws(rng, (size, n), n)
+            for row in range(size):
+                counts[row] = np.bincount(draws[row], minlength=n)
+            sums = (counts[:size] @ masked).astype(np.float64)
+            with np.errstate(invalid="ignore", divide="ignore"):
+                means[start:start + size] = sums / n if full else sums / (counts[:size] @ weights_of)
     alpha = (1.0 - confidence) / 2.0
-    low, high = np.nanquantile(means, [alpha, 1.0 - alpha], axis=0)
+    with np.errstate(invalid="ignore"):
+        low, high = np.nanquantile(means, [alpha, 1.0 - alpha], axis=0) if np.isnan(means).any() else \
+            np.quantile(means, [alpha, 1.0 - alpha], axis=0)
     low[few], high[few] = np.nan, np.nan
     return low, high
 
@@ -155,9 +175,8 @@ def anytime_values(trajectory: pd.DataFrame, runs: pd.DataFrame, grid_s: Sequenc
         span = float(np.nanmax(ratio) - np.nanmin(ratio)) + 1.0
         shifted = ratio + offset * span
         running = np.maximum.accumulate(shifted)
-        best_ratio = running - offset * span
         at_best = np.maximum.accumulate(np.where(shifted == running, np.arange(ratio.size), 0))
-        best_novelty = novelty[at_best]
+        best_ratio, best_novelty = ratio[at_best], novelty[at_best]  # exact values, not shifted ones
     horizon = float(grid.max()) + 1.0
     keys = run_of * horizon + np.minimum(t, horizon - 0.5)
     n_runs, n_grid = len(ids), grid.size
@@ -255,12 +274,12 @@ def _best_of_interval(part: pd.DataFrame, metric: str, k: int | None, confidence
         if k is not None:
             ordered = ordered.head(k)
         ratio = ordered["ratio"].to_numpy(dtype=float)
-        value = ordered[metric].to_numpy(dtype=float)
         if len(ratio) < 2:
             return np.nan, np.nan
-        draws = rng.integers(0, len(ratio), size=(n_resamples, len(ratio)))
-        chosen = draws[np.arange(n_resamples), np.argmax(ratio[draws], axis=1)]
-        totals += value[chosen]
+        # runs ranked best first (ties in seed order, as the point estimate): the best of a resample is the run of
+        # its smallest drawn rank, and drawing ranks uniformly is drawing runs uniformly
+        by_rank = ordered[metric].to_numpy(dtype=float)[np.argsort(-ratio, kind="stable")]
+        totals += by_rank[_draws(rng, (n_resamples, len(ratio)), len(ratio)).min(axis=1)]
         tasks += 1
     means = totals / max(tasks, 1)
     if np.isnan(means).any():
@@ -455,6 +474,7 @@ def regression(runs: pd.DataFrame, formula: str, kind: Literal["ols", "mixed"] =
     HC1); `mixed`: a linear mixed model with a random intercept per level of `groups`. Example:
     `regression(runs, "ratio ~ temperature + C(agent)")`."""
     import statsmodels.formula.api as smf
+    from patsy import PatsyError
 
     if not 0 < confidence < 1:
         raise AnalysisError(f"confidence must lie in (0, 1), got {confidence!r}")
@@ -477,10 +497,10 @@ def regression(runs: pd.DataFrame, formula: str, kind: Literal["ols", "mixed"] =
             method = f"MixedLM, random intercept per {groups}"
         else:
             raise AnalysisError(f"kind must be 'ols' or 'mixed', got {kind!r}")
-    except (ValueError, np.linalg.LinAlgError, KeyError) as error:  # patsy and statsmodels report bad formulas so
-        if isinstance(error, AnalysisError):
-            raise
-        raise AnalysisError(f"formula {formula!r}: {error}") from None
+    except AnalysisError:
+        raise
+    except (PatsyError, ValueError, np.linalg.LinAlgError, KeyError) as error:
+        raise AnalysisError(f"formula {formula!r}: {str(error).splitlines()[0]}") from None
     interval = fit.conf_int(alpha=1 - confidence)
     table = pd.DataFrame({"term": fit.params.index, "estimate": fit.params.to_numpy(),
                           "std_error": fit.bse.to_numpy(), "statistic": fit.tvalues.to_numpy(),

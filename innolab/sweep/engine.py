@@ -162,10 +162,25 @@ def _client(scheduler: str | None, workers: int, pending: list[Configuration]) -
             yield client
         return
     gpus = _gpu_count()
-    with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=":0",
-                      silence_logs=logging.ERROR, resources={"GPU": gpus // workers} if gpus >= workers else None
-                      ) as cluster, Client(cluster) as client:
+    with _environ_kept(), LocalCluster(
+            n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=":0",
+            silence_logs=logging.ERROR, resources={"GPU": gpus // workers} if gpus >= workers else None
+    ) as cluster, Client(cluster) as client:
         yield client
+
+
+@contextmanager
+def _environ_kept() -> Iterator[None]:
+    """Restore this process's environment after a LocalCluster: Dask's nanny writes its pre-spawn variables
+    (OMP_NUM_THREADS=1, OPENBLAS_NUM_THREADS=1, ...) into the parent's os.environ, and they would leak into every
+    later child process of the caller (measured: a solver's --quick rerun changes its result under them)."""
+    saved = dict(os.environ)
+    try:
+        yield
+    finally:
+        for key in set(os.environ) - set(saved):
+            del os.environ[key]
+        os.environ.update(saved)
 
 
 def _gpu_count() -> int:

@@ -1,0 +1,265 @@
+"""The sweep analyses on tables whose answers are known by construction, and notebooks 21-25 on a scripted sweep."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from statsmodels.stats.proportion import proportion_confint
+
+from innolab import notebooks, sweep
+from innolab.analysis import sweeps as sw
+from innolab.paths import data_dir, notebooks_dir
+from tests.fake_llm import FakeLLM
+
+SWEEP_NOTEBOOKS = ["21_time_budget", "22_backbone", "23_temperature", "24_prior_solution", "25_success_and_prompt"]
+
+
+def run_table(**columns) -> pd.DataFrame:
+    n = len(next(iter(columns.values())))
+    base = {"config_id": [f"c{i}" for i in range(n)], "task": ["t"] * n, "seed": list(range(n)),
+            "valid": [True] * n, "budget_s": [100.0] * n}
+    return pd.DataFrame({**base, **columns})
+
+
+# ------------------------------------------------------------------------------------------------ success rates
+
+
+def test_success_rates_use_wilson_intervals_from_statsmodels():
+    runs = run_table(agent=["a"] * 5 + ["b"] * 3, valid=[True, True, False, False, False, True, True, True])
+    table = sw.success_rates(runs, "agent", confidence=0.9)
+    assert list(table.columns) == ["agent", "n", "successes", "rate", "ci_low", "ci_high"]
+    a, b = table.itertuples(index=False)
+    assert (a.n, a.successes, a.rate) == (5, 2, 0.4) and (b.n, b.successes, b.rate) == (3, 3, 1.0)
+    low, high = proportion_confint(2, 5, alpha=0.1, method="wilson")
+    assert a.ci_low == pytest.approx(low) and a.ci_high == pytest.approx(high)
+    assert b.ci_high == pytest.approx(1.0) and b.ci_low < 1.0
+    with pytest.raises(sw.AnalysisError, match="lacks the columns \\['nope'\\]"):
+        sw.success_rates(runs, "nope")
+
+
+# ------------------------------------------------------------------------------------------------ anytime
+
+
+def trajectory_rows(rows: list[tuple[str, float, bool, float, float]]) -> pd.DataFrame:
+    return pd.DataFrame(rows, columns=["config_id", "t_s", "valid", "ratio", "novelty"])
+
+
+def test_anytime_is_the_best_so_far_with_the_papers_imputation():
+    runs = run_table(agent=["x", "x", "x"])
+    trajectory = trajectory_rows([
+        ("c0", 10, True, -0.5, 40.0), ("c0", 20, True, -0.6, 90.0),  # worse later: the best stays -0.5 (N 40)
+        ("c0", 30, True, -0.2, 20.0),
+        ("c1", 5, False, -0.1, 0.0),  # invalid by the hidden evaluator: never counts
+        ("c1", 50, True, -0.3, 60.0),
+    ])  # c2 has no candidate: -1 and N 0 throughout
+    curve = sw.anytime(trajectory, runs, None, [0, 10, 25, 30, 60], n_resamples=200)
+    assert list(curve.columns) == ["t_s", "n", "mean_ratio", "ci_low", "ci_high", "mean_novelty"]
+    ratio, novelty, _ = sw.anytime_values(trajectory, runs, [0, 10, 25, 30, 60])
+    assert ratio.tolist() == [[-1, -0.5, -0.5, -0.2, -0.2], [-1, -1, -1, -1, -0.3], [-1, -1, -1, -1, -1]]
+    assert novelty.tolist() == [[0, 40, 40, 20, 20], [0, 0, 0, 0, 60], [0, 0, 0, 0, 0]]
+    assert curve["mean_ratio"].tolist() == pytest.approx([-1, -2.5 / 3, -2.5 / 3, -2.2 / 3, -1.5 / 3])
+    assert (np.diff(curve["mean_ratio"]) >= 0).all()  # best-so-far: monotone
+    assert (curve["ci_low"] <= curve["mean_ratio"] + 1e-6).all()
+    assert (curve["mean_ratio"] <= curve["ci_high"] + 1e-6).all()
+
+
+def test_anytime_counts_each_run_up_to_its_own_budget():
+    runs = run_table(budget_s=[10.0, 100.0], level=["short", "long"])
+    trajectory = trajectory_rows([("c0", 5, True, -0.4, 10.0), ("c1", 50, True, -0.1, 30.0)])
+    curve = sw.anytime(trajectory, runs, None, [5, 50], n_resamples=200)
+    assert curve["n"].tolist() == [2, 1]
+    assert curve["mean_ratio"].tolist() == pytest.approx([(-0.4 - 1) / 2, -0.1])
+    by_level = sw.anytime(trajectory, runs, "level", [5, 50], n_resamples=200)
+    assert set(zip(by_level["level"], by_level["t_s"], strict=True)) == {("long", 5), ("long", 50), ("short", 5)}
+    with pytest.raises(sw.AnalysisError, match="increasing"):
+        sw.anytime(trajectory, runs, None, [50, 5])
+
+
+def test_bootstrap_mean_interval_matches_a_plain_resampling_loop():
+    values = np.random.default_rng(3).normal(size=40)
+    low, high = sw.bootstrap_mean_ci(values, n_resamples=4000, seed=1)
+    rng = np.random.default_rng(7)
+    means = [values[rng.integers(0, 40, 40)].mean() for _ in range(4000)]
+    width = np.quantile(means, 0.975) - np.quantile(means, 0.025)
+    assert abs(low[0] - np.quantile(means, 0.025)) < 0.1 * width
+    assert abs(high[0] - np.quantile(means, 0.975)) < 0.1 * width
+
+
+# ------------------------------------------------------------------------------------------------ factors
+
+
+def test_factor_effect_per_run_and_best_of_k():
+    runs = run_table(task=["a", "a", "b", "b", "a", "a", "b", "b"], temperature=[0.2] * 4 + [0.8] * 4,
+                     seed=[0, 1, 0, 1, 0, 1, 0, 1],
+                     ratio=[-0.5, -0.1, -0.9, -1.0, -0.3, -0.3, -0.2, -0.6],
+                     novelty=[10.0, 30.0, 50.0, 0.0, 60.0, 70.0, 80.0, 20.0])
+    effect = sw.factor_effect(runs, "temperature", "novelty", n_resamples=500)
+    assert list(effect.columns) == ["temperature", "kind", "mean", "ci_low", "ci_high", "n"]
+    per_run = effect[effect["kind"] == "per_run"].set_index("temperature")
+    assert per_run["mean"].to_dict() == pytest.approx({0.2: 22.5, 0.8: 57.5})
+    best = effect[effect["kind"] == "best_of_k"].set_index("temperature")
+    # best of each (task, level) by ratio, then its N: 0.2 -> a: seed 1 (30), b: seed 0 (50); 0.8 -> a: 60, b: 80
+    assert best["mean"].to_dict() == pytest.approx({0.2: 40.0, 0.8: 70.0})
+    assert best["n"].tolist() == [2, 2]
+    first = sw.factor_effect(runs, "temperature", "novelty", best_of=1, n_resamples=500)
+    assert first[first["kind"] == "best_of_k"]["mean"].tolist() == pytest.approx([30.0, 70.0])
+
+
+def test_trade_off_finds_the_pareto_set_and_the_best_level():
+    runs = run_table(temperature=[0.0, 0.25, 0.5, 0.75, 1.0], ratio=[-0.1, -0.2, -0.25, -0.3, -0.9],
+                     novelty=[10.0, 30.0, 60.0, 25.0, 80.0])
+    result = sw.trade_off(runs, "temperature")
+    # 0.75 is dominated by 0.25 (better ratio and better N); the others are on the frontier
+    assert result.table.set_index("temperature")["pareto"].to_dict() == {0.0: True, 0.25: True, 0.5: True,
+                                                                         0.75: False, 1.0: True}
+    assert result.best_level == 0.5  # ratio_norm 0.8125 x novelty_norm 0.714: the largest product
+    assert "Pareto" in result.rule
+
+
+# ------------------------------------------------------------------------------------------------ paired
+
+
+def paired_runs(shift: float, tasks: int = 2, seeds: int = 15, seed: int = 0) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    rows = []
+    for task in range(tasks):
+        for s in range(seeds):
+            base = rng.normal(50, 10)
+            rows.append({"task": f"t{task}", "seed": s, "innovation_prompt": False, "novelty": base})
+            rows.append({"task": f"t{task}", "seed": s, "innovation_prompt": True,
+                         "novelty": base + shift + rng.normal(0, 1)})
+    return pd.DataFrame(rows)
+
+
+def test_paired_effect_finds_a_planted_shift_and_not_a_null_one():
+    shifted = sw.paired_effect(paired_runs(5.0), "innovation_prompt", "novelty", n_resamples=2000)
+    assert list(shifted.columns) == ["task", "level_a", "level_b", "mean_diff", "ci_low", "ci_high", "p_value",
+                                     "p_holm", "n_pairs"]
+    assert shifted["task"].tolist() == ["t0", "t1", "all"]
+    assert (shifted["p_value"] < 0.01).all() and (shifted.loc[:1, "p_holm"] < 0.01).all()
+    overall = shifted.set_index("task").loc["all"]
+    assert overall["n_pairs"] == 30 and overall["ci_low"] < 5.0 < overall["ci_high"]
+    null = sw.paired_effect(paired_runs(0.0, seed=1), "innovation_prompt", "novelty", n_resamples=2000)
+    assert (null["p_value"] > 0.05).all()
+    p = null.loc[:1, "p_value"].to_numpy()
+    holm = np.minimum(1, np.maximum.accumulate(np.sort(p) * np.array([2, 1])))  # Holm over the two tasks
+    assert sorted(null.loc[:1, "p_holm"]) == pytest.approx(sorted(holm))
+    with pytest.raises(sw.AnalysisError, match="name the two"):
+        sw.paired_effect(run_table(level=[1, 2, 3], novelty=[1.0, 2.0, 3.0]), "level", "novelty")
+
+
+# ------------------------------------------------------------------------------------------------ Fig. 5, trends
+
+
+def test_prior_trajectory_keeps_improving_candidates_of_runs_from_a_prior():
+    runs = run_table(prior_solution=["p", None], agent=["aide", "aide"])
+    trajectory = pd.DataFrame({
+        "config_id": ["c0", "c0", "c0", "c1"], "t_s": [9.0, 1.0, 5.0, 2.0], "step": [3, 1, 2, 1],
+        "improving": [True, True, False, True], "valid": [True] * 4, "gain": [0.3, 0.1, 0.0, 0.2],
+        "ratio": [0.3, 0.1, 0.0, 0.2], "novelty": [40.0, 20.0, 0.0, 10.0], "novelty_vs_prior": [35.0, 5.0, 0, 9]})
+    rows = sw.prior_trajectory(trajectory, runs)
+    assert rows["config_id"].tolist() == ["c0", "c0"] and rows["t_s"].tolist() == [1.0, 9.0]
+    assert rows["candidate"].tolist() == [0, 1] and rows["novelty_vs_prior"].tolist() == [5.0, 35.0]
+    assert rows["prior_solution"].tolist() == ["p", "p"]
+
+
+def test_trend_checks_say_holds_does_not_hold_or_not_enough_data():
+    x = np.repeat([0.25, 0.5, 0.75, 1.0], 5)
+    noise = np.random.default_rng(0).normal(0, 0.02, x.size)
+    data = pd.DataFrame({"t": x, "up": x + noise, "hump": -(x - 0.6) ** 2 + noise})
+    assert sw.trend_holds(data, "t", "up", "increasing").verdict == "holds"
+    assert sw.trend_holds(data, "t", "up", "decreasing").verdict == "does not hold"
+    assert sw.trend_holds(data, "t", "hump", "peak").verdict == "holds"
+    assert sw.trend_holds(data, "t", "up", "peak").verdict == "does not hold"
+    two_levels = data[data["t"] <= 0.5]
+    assert sw.trend_holds(two_levels, "t", "up", "increasing").verdict == "not enough data"
+    with pytest.raises(sw.AnalysisError, match="trend must be"):
+        sw.trend_holds(data, "t", "up", "sideways")
+
+
+def test_regression_recovers_a_planted_slope_with_task_clustered_errors():
+    rng = np.random.default_rng(0)
+    n = 120
+    runs = pd.DataFrame({"task": rng.choice(["a", "b", "c", "d"], n), "temperature": rng.uniform(0, 1, n),
+                         "agent": rng.choice(["aide", "mlab"], n)})
+    task_effect = runs["task"].map({"a": 0.0, "b": 0.3, "c": -0.2, "d": 0.1})
+    runs["ratio"] = -0.5 * runs["temperature"] + 0.2 * (runs["agent"] == "mlab") + task_effect + rng.normal(0, 0.05, n)
+    table = sw.regression(runs, "ratio ~ temperature + C(agent)")
+    assert list(table.columns) == ["term", "estimate", "std_error", "statistic", "p_value", "ci_low", "ci_high", "n",
+                                   "method"]
+    slope = table.set_index("term").loc["temperature"]
+    assert slope["ci_low"] < -0.5 < slope["ci_high"] and slope["p_value"] < 1e-6
+    assert table["method"].iloc[0] == "OLS, errors clustered by task"
+    mixed = sw.regression(runs, "ratio ~ temperature", kind="mixed")
+    assert mixed.set_index("term").loc["temperature", "estimate"] == pytest.approx(-0.5, abs=0.05)
+    with pytest.raises(sw.AnalysisError, match="formula"):
+        sw.regression(runs, "ratio ~ no_such_column")
+
+
+def test_main_results_from_runs_reuse_the_published_tables_code():
+    runs = pd.DataFrame({
+        "task": ["t1"] * 4 + ["t2"] * 4, "agent": ["aide", "aide", "mlab", "mlab"] * 2, "seed": [0, 1] * 4,
+        "valid": [True, False, True, True, False, False, True, False],
+        "ratio": [-0.4, -1.0, -0.2, -0.1, -1.0, -1.0, -0.5, -1.0], "novelty": [20.0, 0, 50, 30, 0, 0, 40, 0]})
+    result = sw.main_results(runs, n_resamples=500)
+    scores = result.scores.set_index(["task", "framework"])
+    assert scores.loc[("t1", "MLAB"), "ratio"] == -0.1 and scores.loc[("t1", "MLAB"), "novelty"] == 30.0
+    assert not scores.loc[("t2", "AIDE"), "valid"]
+    means = result.means.set_index("framework")
+    assert means.loc["AIDE", "mean_ratio"] == pytest.approx((-0.4 - 1.0) / 2)  # the failed task imputed to -1
+    assert means.loc["MLAB", "mean_ratio"] == pytest.approx((-0.1 - 0.5) / 2) and means.loc["MLAB", "n_valid"] == 2
+    assert set(result.paired["metric"]) == {"ratio", "novelty"}
+    one_task = sw.main_results(runs[runs["task"] == "t1"], n_resamples=500)
+    assert one_task.paired.empty and "at least 2" in one_task.note
+
+
+# ------------------------------------------------------------------------------------------------ notebooks
+
+
+@pytest.fixture(scope="module")
+def scripted_sweep(tmp_path_factory):
+    """2 agents x 2 temperatures x innovation prompt off/on, from innolab's prior, on the scripted server."""
+    folder = tmp_path_factory.mktemp("scripted") / "sweep"
+    with FakeLLM() as server:
+        spec = {"name": "scripted", "base": {
+            "task": "circle-packing-26", "runtime": "local", "budget": "60s", "max_steps": 8,
+            "base_url": server.base_url, "model": "fake", "novelty": "ast",
+            "prior_solution": str(data_dir() / "sweeps" / "priors" / "circle-packing-26-row-lattice.py")},
+            "grid": {"agent": ["aide", "codeact"], "temperature": [0.25, 1.0], "innovation_prompt": [False, True]}}
+        sweep.run(spec, output=folder, workers=2, show_progress=False)
+    return folder
+
+
+@pytest.mark.notebook
+@pytest.mark.parametrize("name", SWEEP_NOTEBOOKS)
+def test_sweep_notebooks_run_on_a_scripted_sweep(name, scripted_sweep, tmp_path):
+    runs = pd.read_parquet(scripted_sweep / "runs.parquet")
+    assert len(runs) == 8 and runs["complete"].all() and runs["valid"].any()
+    source = notebooks_dir() / f"{name}.ipynb"
+    executed = tmp_path / f"{name}.ipynb"
+    notebooks.execute(source, executed, {"sweep_dir": str(scripted_sweep), "results_dir": str(tmp_path / "results"),
+                                         "figures_dir": str(tmp_path / "figures"), "n_resamples": 500})
+    assert json.loads(executed.read_text())["metadata"]["papermill"]["exception"] is None
+    figures = list((tmp_path / "figures" / name).glob("*.png"))
+    assert figures and all(f.stat().st_size > 5_000 and f.with_suffix(".pdf").is_file() for f in figures)
+    assert list((tmp_path / "results" / name).glob("*.csv"))
+    if name == "25_success_and_prompt":
+        prompt = pd.read_csv(tmp_path / "results" / name / "innovation_prompt.csv")
+        assert set(prompt["metric"]) == {"ratio", "novelty"} and (prompt["n_pairs"] > 0).all()
+    if name == "24_prior_solution":
+        rows = pd.read_csv(tmp_path / "results" / name / "prior_trajectory.csv")
+        assert len(rows) >= 1 and rows["novelty_vs_prior"].notna().all()
+
+
+def test_committed_offline_sweep_is_what_the_notebooks_read():
+    folder = Path(__file__).parents[1] / "results" / "sweeps" / "offline"
+    runs = pd.read_parquet(folder / "runs.parquet")
+    assert len(runs) == 8 and runs["complete"].all()
+    assert set(runs["agent"]) == {"aide", "codeact"} and set(runs["temperature"]) == {0.25, 0.75}
+    assert not runs["run_dir"].str.startswith("/").any()
+    trajectory = pd.read_csv(folder / "trajectory.csv")
+    assert set(trajectory["config_id"]) <= set(runs["config_id"])
