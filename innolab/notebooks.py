@@ -113,10 +113,11 @@ def reproduce(
     runs = []
     for nb in tqdm(notebooks, desc="reproduce", unit="notebook", disable=not show_progress):
         # Relative to the notebook's folder (its working directory), so that executed copies hold no machine path.
+        declared = papermill.inspect_notebook(str(nb))  # extras go only to notebooks that take them
         parameters = {
             "results_dir": os.path.relpath(results_dir, nb.parent),
             "figures_dir": os.path.relpath(figures_dir, nb.parent),
-            **(extra_parameters or {}),
+            **{k: v for k, v in (extra_parameters or {}).items() if k in declared},
         }
         runs.append(execute(nb, results_dir / "notebooks" / nb.name, parameters))
     return runs
