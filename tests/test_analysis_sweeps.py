@@ -263,3 +263,9 @@ def test_committed_offline_sweep_is_what_the_notebooks_read():
     assert not runs["run_dir"].str.startswith("/").any()
     trajectory = pd.read_csv(folder / "trajectory.csv")
     assert set(trajectory["config_id"]) <= set(runs["config_id"])
+
+
+def test_trade_off_names_no_best_level_when_levels_tie():
+    runs = run_table(temperature=[0.25, 0.75], ratio=[-1.0, -1.0], novelty=[0.0, 0.0])
+    result = sw.trade_off(runs, "temperature")
+    assert result.best_level is None and "tie" in result.rule

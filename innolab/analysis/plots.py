@@ -208,7 +208,7 @@ def backbone_bars(effect: pd.DataFrame, factor: str, paper: pd.DataFrame | None 
     return fig
 
 
-def temperature_panel(table: pd.DataFrame, factor: str, best_level: object,
+def temperature_panel(table: pd.DataFrame, factor: str, best_level: object | None,
                       paper_best: tuple[float, float] | None = (0.5, 0.75)) -> Figure:
     """Mean ratio and mean N per level (from `sweeps.trade_off`), the best trade-off level marked, and the range
     the paper names as best (Fig. 6c: T = 0.5-0.75) shaded."""
@@ -219,14 +219,17 @@ def temperature_panel(table: pd.DataFrame, factor: str, best_level: object,
     right.plot(table[factor], table["mean_novelty"], "s--", color="#e76f51", label="mean N")
     if paper_best is not None:
         left.axvspan(*paper_best, color="#e9c46a", alpha=0.25, label=f"paper's best T {paper_best[0]}-{paper_best[1]}")
-    left.axvline(float(best_level), color="#2a9d8f", lw=1.5, label=f"best trade-off here: {best_level}")
+    if best_level is not None:
+        left.axvline(float(best_level), color="#2a9d8f", lw=1.5, label=f"best trade-off here: {best_level}")
+    right.grid(False)
     left.set_xlabel(factor)
     left.set_ylabel("mean ratio")
     right.set_ylabel("mean N")
     right.set_ylim(0, NOVELTY_SCALE)
     handles = left.get_legend_handles_labels()
     more = right.get_legend_handles_labels()
-    left.legend(handles[0] + more[0], handles[1] + more[1], fontsize=7, loc="lower left")
+    left.legend(handles[0] + more[0], handles[1] + more[1], fontsize=7, loc="upper center",
+                bbox_to_anchor=(0.5, -0.18), ncol=2)
     left.set_title("Temperature (Fig. 6c): gain, novelty and the trade-off")
     fig.tight_layout()
     return fig

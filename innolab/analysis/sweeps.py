@@ -293,7 +293,7 @@ class TradeOff:
     """Mean ratio and N per level of a factor, the Pareto set and the level with the best trade-off."""
 
     table: pd.DataFrame  # factor, mean_ratio, mean_novelty, n, ratio_norm, novelty_norm, product, pareto
-    best_level: Any
+    best_level: Any  # None when several levels tie
     rule: str
 
 
@@ -320,8 +320,10 @@ def trade_off(runs: pd.DataFrame, factor: str) -> TradeOff:
     dominated = [bool(((g >= g[i]) & (n >= n[i]) & ((g > g[i]) | (n > n[i]))).any()) for i in range(len(table))]
     table["pareto"] = ~np.asarray(dominated)
     front = table[table["pareto"]]
-    best = front.loc[front["product"].idxmax(), factor]
-    rule = ("largest product of min-max normalised mean ratio and mean N over the levels, among the Pareto set")
+    top = front[np.isclose(front["product"], front["product"].max())]
+    best = top[factor].iloc[0] if len(top) == 1 or len(table) == 1 else None
+    rule = ("largest product of min-max normalised mean ratio and mean N over the levels, among the Pareto set"
+            + ("" if best is not None else f"; no single best level: {len(top)} levels tie"))
     return TradeOff(table=table, best_level=best, rule=rule)
 
 
