@@ -153,6 +153,16 @@ def _empty(ax, text: str) -> None:
     ax.text(0.5, 0.5, text, ha="center", va="center", transform=ax.transAxes, fontsize=9, color="grey", wrap=True)
 
 
+def _ratio_and_novelty_axes(left, right, xlabel: str, ratio_label: str, novelty_label: str) -> None:
+    """A ratio panel (0 = the best known, dashed) beside an N panel on the 0-100 scale, over one x."""
+    left.axhline(0, color="grey", ls="--", lw=0.8)
+    left.set_xlabel(xlabel)
+    left.set_ylabel(ratio_label)
+    right.set_xlabel(xlabel)
+    right.set_ylabel(novelty_label)
+    right.set_ylim(0, NOVELTY_SCALE)
+
+
 def time_budget_curves(curves: pd.DataFrame, by: str | None = None, title: str = "Time budget (Fig. 6a)") -> Figure:
     """Anytime curves from `sweeps.anytime`: mean best-so-far ratio with its bootstrap band, and mean N."""
     sns.set_theme(style="whitegrid", context="paper")
@@ -165,12 +175,8 @@ def time_budget_curves(curves: pd.DataFrame, by: str | None = None, title: str =
         right.plot(part["t_s"], part["mean_novelty"], color=colour, label=str(label))
     if curves.empty:
         _empty(left, "no runs")
-    left.axhline(0, color="grey", ls="--", lw=0.8)
-    left.set_xlabel("time budget t (s)")
-    left.set_ylabel("mean ratio of the best valid candidate by t\n(-1 while none)")
-    right.set_xlabel("time budget t (s)")
-    right.set_ylabel("mean N of that candidate")
-    right.set_ylim(0, NOVELTY_SCALE)
+    _ratio_and_novelty_axes(left, right, "time budget t (s)",
+                            "mean ratio of the best valid candidate by t\n(-1 while none)", "mean N of that candidate")
     left.legend(fontsize=8, title=by)
     fig.suptitle(title)
     fig.tight_layout()
@@ -246,12 +252,8 @@ def prior_trajectory_plot(rows: pd.DataFrame) -> Figure:
         right.plot(part["t_s"], part["novelty_vs_prior"], "x:", color=line.get_color())
     if rows.empty:
         _empty(left, "no improving candidate in a run from a prior")
-    left.axhline(0, color="grey", ls="--", lw=0.8)
-    left.set_xlabel("seconds since the start")
-    left.set_ylabel("ratio (hidden evaluator)")
-    right.set_xlabel("seconds since the start")
-    right.set_ylabel("N: o vs known solutions, x vs the prior")
-    right.set_ylim(0, NOVELTY_SCALE)
+    _ratio_and_novelty_axes(left, right, "seconds since the start", "ratio (hidden evaluator)",
+                            "N: o vs known solutions, x vs the prior")
     if len(rows):
         left.legend(fontsize=7, title="run")
     fig.suptitle("From a prior solution (Fig. 5)")
