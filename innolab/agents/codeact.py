@@ -1,4 +1,5 @@
-"""CodeAct: code as action (a python or bash block per turn), observations fed back, submit and finish actions."""
+"""CodeAct: code as action (a python or bash block per turn) in a persistent interpreter, observations fed back,
+submit and finish actions."""
 
 from __future__ import annotations
 
@@ -10,23 +11,25 @@ from innolab.gym.tools import ToolCall
 from innolab.llm.client import json_schema
 
 ROLE = ("You are a CodeAct agent. Each turn, act by writing code: a python or bash snippet that runs in the "
-        "workspace; you will see its output. When submission.json is ready, use the submit action with its path; "
-        "when done, use finish.")
+        "workspace; you will see its output. Python runs in one persistent interpreter: variables, imports and "
+        "functions you define stay available in later turns. When submission.json is ready, use the submit action "
+        "with its path; when done, use finish.")
 SCHEMA = json_schema("codeact_action", {
     "thought": {"type": "string"},
     "action": {"type": "string", "enum": ["python", "bash", "submit", "finish"]},
     "code": {"type": "string", "description": "the code to run, or the path to submit"},
 }, ["thought", "action", "code"])
-TOOLS_NATIVE = ("python", "bash", "submit")
+TOOLS_NATIVE = ("python_session", "bash", "submit")
 
 
 class CodeActAgent(LLMAgent):
     name = "codeact"
     mode = "agent"
 
-    def __init__(self, native_tools: bool = False, **options) -> None:
+    def __init__(self, native_tools: bool = False, persistent: bool = True, **options) -> None:
         super().__init__(**options)
         self.native_tools = native_tools
+        self.python_tool = "python_session" if persistent else "python"  # CodeAct keeps one interpreter
 
     def step(self, observation: Observation) -> Action:
         self.bound(observation)
@@ -43,7 +46,8 @@ class CodeActAgent(LLMAgent):
         if self.native_tools:
             from innolab.gym.tools import TOOL_SPECS
 
-            specs = [s for s in TOOL_SPECS if s["function"]["name"] in TOOLS_NATIVE]
+            wanted = {self.python_tool if name == "python_session" else name for name in TOOLS_NATIVE}
+            specs = [s for s in TOOL_SPECS if s["function"]["name"] in wanted]
             completion = self.chat(self.trimmed(memory["messages"]), tools=specs)
             memory["messages"].append({"role": "assistant", "content": completion.text or json.dumps(
                 completion.tool_calls)})
@@ -62,4 +66,5 @@ class CodeActAgent(LLMAgent):
             return self.action([], completion, events, done=True)
         arguments = {"path": code.strip() or "submission.json"} if kind == "submit" else (
             {"code": code} if kind == "python" else {"command": code})
-        return self.action([ToolCall(f"t{turn}", kind, arguments)], completion, events)
+        tool = self.python_tool if kind == "python" else kind
+        return self.action([ToolCall(f"t{turn}", tool, arguments)], completion, events)

@@ -136,9 +136,13 @@ def execute(run_dir: Path, resume: bool = False, show_progress: bool = True) -> 
         else:
             trace = TraceWriter(folder.root)
             trace.emit("run_started", step=0, config=asdict(config))
-        toolbox = Toolbox(sandbox, validator)
-        reason = _loop(folder, config, task, policy, sandbox, toolbox, trace, budget, submissions, results,
-                       code_log, step, show_progress)
+        # after a resume, the persistent interpreter is rebuilt by replaying its recorded actions
+        toolbox = Toolbox(sandbox, validator, session_replay=[e["code"] for e in code_log if e["kind"] == "session"])
+        try:
+            reason = _loop(folder, config, task, policy, sandbox, toolbox, trace, budget, submissions, results,
+                           code_log, step, show_progress)
+        finally:
+            toolbox.close()
         final = _final_submission(folder, submissions, task.direction)
         event = trace.emit("run_finished", step=None, reason=reason, budget=budget.as_dict(), **final)
         trace.close()
@@ -176,7 +180,7 @@ def _loop(folder: RunDir, config: RunConfig, task, policy: Policy, sandbox, tool
             try:
                 action = policy.step(observation)
             except LLMError as error:  # the model stayed unreachable after its retries: end cleanly
-                trace.emit("llm_call", step=step, failed=True, error=str(error)[:500], **error.sent)
+                trace.emit("llm_call", step=step, failed=True, cached=False, error=str(error)[:500], **error.sent)
                 return budget.exhausted() or "llm_error"
             budget.spend(tokens=action.tokens, cost_usd=action.cost_usd)
             for event in action.events:
@@ -245,8 +249,9 @@ def code_actions(sandbox, calls: list, step: int) -> list[dict[str, Any]]:
     script a bash command executes (read before it runs)."""
     entries: list[dict[str, Any]] = []
     for call in calls:
-        if call.name == "python":
-            entries.append({"step": step, "kind": "python", "code": str(call.arguments.get("code", ""))})
+        if call.name in ("python", "python_session"):
+            kind = "python" if call.name == "python" else "session"
+            entries.append({"step": step, "kind": kind, "code": str(call.arguments.get("code", ""))})
         elif call.name == "bash":
             command = str(call.arguments.get("command", ""))
             match = SCRIPT_RUN.match(command)

@@ -1,4 +1,5 @@
-"""Agent tools as OpenAI tool schemas, executed against a sandbox: bash, python, files, validate, submit."""
+"""Agent tools as OpenAI tool schemas, executed against a sandbox: bash, python (one-shot or a persistent
+session), files, validate, submit."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from innolab.gym.sandbox import Sandbox, SandboxError
+from innolab.gym.session import PythonSession, SessionError
 from innolab.gym.validator import Validator
 
 MAX_OUTPUT_CHARS = 8000
@@ -57,6 +59,10 @@ TOOL_SPECS: list[dict[str, Any]] = [
             ["command"]),
     _schema("python", "Run Python code in the workspace (python3 -c).", {"code": {"type": "string"},
             "timeout": _TIMEOUT}, ["code"]),
+    _schema("python_session", "Run Python code in this run's persistent interpreter: variables, imports and "
+            "functions defined by one call are there in the next. An action past its time limit is interrupted "
+            "(KeyboardInterrupt) and the interpreter keeps its state.", {"code": {"type": "string"},
+            "timeout": _TIMEOUT}, ["code"]),
     _schema("read_file", "Read a text file.", {"path": _PATH}, ["path"]),
     _schema("write_file", "Create or overwrite a file.", {"path": _PATH, "content": {"type": "string"}},
             ["path", "content"]),
@@ -71,7 +77,7 @@ TOOL_SPECS: list[dict[str, Any]] = [
             "submission when none is valid).", {"path": _PATH}, ["path"]),
 ]
 TOOL_NAMES = [spec["function"]["name"] for spec in TOOL_SPECS]
-DEFAULT_TIMEOUTS = {"bash": 120.0, "python": 120.0, "validate": 60.0, "submit": 60.0}
+DEFAULT_TIMEOUTS = {"bash": 120.0, "python": 120.0, "python_session": 120.0, "validate": 60.0, "submit": 60.0}
 
 
 class ToolError(ValueError):
@@ -99,10 +105,15 @@ class Toolbox:
     """Runs tool calls against one sandbox. Blocking; the dispatcher runs calls in threads, concurrently."""
 
     def __init__(self, sandbox: Sandbox, validator: Validator,
-                 on_submit: Callable[..., None] | None = None) -> None:
+                 on_submit: Callable[..., None] | None = None, session_replay: list[str] | None = None) -> None:
         self.sandbox = sandbox
         self.validator = validator
         self.on_submit = on_submit
+        self.session = PythonSession(sandbox, replay=session_replay)  # started by the first python_session call
+
+    def close(self) -> None:
+        """Stop what the toolbox started in the sandbox (the persistent interpreter)."""
+        self.session.close()
 
     def run(self, call: ToolCall, timeout_s: float) -> ToolResult:
         try:
@@ -125,6 +136,12 @@ class Toolbox:
 
     def _python(self, code: str, timeout_s: float, timeout: float | None = None) -> tuple[str, bool, dict]:
         return self._command(["python3", "-c", code], min(timeout or timeout_s, timeout_s))
+
+    def _python_session(self, code: str, timeout_s: float, timeout: float | None = None) -> tuple[str, bool, dict]:
+        try:
+            return self.session.run(code, min(timeout or timeout_s, timeout_s))
+        except SessionError as error:
+            return f"error: {error}", False, {}
 
     def _read_file(self, path: str, timeout_s: float) -> tuple[str, bool, dict]:
         return self.sandbox.read_file(path).decode("utf-8"), True, {}
