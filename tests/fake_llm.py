@@ -60,8 +60,10 @@ def play(request: dict[str, Any], code: str = SOLUTION_CODE) -> dict[str, Any]:
 class FakeLLM:
     """Serve on 127.0.0.1; `faults` is consumed one per request before normal replies."""
 
-    def __init__(self, faults: list[str] | None = None, slow_s: float = 3.0, program_sleep_s: float = 0.0) -> None:
+    def __init__(self, faults: list[str] | None = None, slow_s: float = 3.0, program_sleep_s: float = 0.0,
+                 replies: dict[str, list[dict[str, Any]]] | None = None) -> None:
         self.faults = list(faults or [])
+        self.replies = replies or {}  # per response schema: the JSON object of each assistant turn, in order
         self.code = (f"import time\ntime.sleep({program_sleep_s})\n" if program_sleep_s else "") + SOLUTION_CODE
         self.slow_s = slow_s
         self.requests: list[dict[str, Any]] = []
@@ -91,7 +93,7 @@ class FakeLLM:
                 if fault == "drop":
                     self.connection.shutdown(2)
                     return None
-                message = play(body, owner.code)
+                message = owner.reply(body)
                 return self._send(200, {
                     "id": "chatcmpl-fake", "object": "chat.completion", "created": 0, "model": body["model"],
                     "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
@@ -109,6 +111,15 @@ class FakeLLM:
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    def reply(self, request: dict[str, Any]) -> dict[str, Any]:
+        """A scripted turn of `replies` for the request's schema, else what `play` plays."""
+        schema = (request.get("response_format") or {}).get("json_schema", {}).get("name")
+        script = self.replies.get(schema)
+        if script:
+            turn = sum(m["role"] == "assistant" for m in request["messages"])
+            return {"role": "assistant", "content": json.dumps(script[min(turn, len(script) - 1)])}
+        return play(request, self.code)
 
     @property
     def base_url(self) -> str:

@@ -1,0 +1,111 @@
+"""CodeAct's persistent interpreter: state between actions, interrupts, restarts and replay after a resume."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from innolab import runner, traces
+from innolab.gym.factory import open_sandbox
+from innolab.gym.session import PythonSession
+from innolab.runner import agent_config
+from innolab.tasks import get_task
+from tests.fake_llm import FakeLLM
+
+ROOT = Path(__file__).resolve().parents[1]
+
+# Two python actions that only work together: the second uses what the first defined (json, r), then submit.
+DEFINE = "import json\nr = 1 / 12 * (1 - 1e-12)\nprint('defined r')"
+USE = ("import time\ntime.sleep({sleep})\n"
+       "circles = [[(2 * c + 1) / 12, (2 * k + 1) / 12, r] for k in range(5) for c in range(6)][:26]\n"
+       "json.dump({{'circles': circles}}, open('submission.json', 'w'))\nprint('wrote', len(circles))")
+
+
+def script(sleep: float = 0.0) -> dict:
+    return {"codeact_action": [
+        {"thought": "define", "action": "python", "code": DEFINE},
+        {"thought": "use it", "action": "python", "code": USE.format(sleep=sleep)},
+        {"thought": "submit", "action": "submit", "code": "submission.json"},
+        {"thought": "done", "action": "finish", "code": ""}]}
+
+
+def config(url: str, runtime: str, image: str | None = None):
+    return agent_config("codeact", "circle-packing-26", budget_s=300, runtime=runtime, image=image, max_steps=10,
+                        settings={"base_url": url, "model": "fake", "backoff_s": 0.0, "timeout_s": 5.0})
+
+
+def session_checks(sandbox) -> None:
+    session = PythonSession(sandbox)
+    try:
+        assert session.run("x = 41", 10)[1]
+        assert session.run("x += 1\nprint(x)", 10)[0] == "42\n"
+        output, ok, extra = session.run("import time\nwhile True:\n    time.sleep(0.05)", 3)
+        assert not ok and extra["status"] == "interrupted" and "keeps its state" in output
+        assert session.run("print(x)", 10)[0] == "42\n"  # the interrupt lost nothing
+        output, ok, extra = session.run("import signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\n"
+                                        "while True:\n    pass", 3)
+        assert not ok and extra["restarted"] and "variables are lost" in output
+        assert session.run("print('x' in globals())", 10)[0] == "False\n"
+        assert "NameError" in session.run("print(undefined_name)", 10)[0]
+    finally:
+        session.close()
+    replayed = PythonSession(sandbox, replay=["y = 5", "y *= 2"])
+    try:
+        assert replayed.run("print(y)", 10)[0] == "10\n"
+    finally:
+        replayed.close()
+
+
+def test_session_in_the_local_runtime():
+    sandbox = open_sandbox(get_task("circle-packing-26"), "local")
+    try:
+        session_checks(sandbox)
+    finally:
+        sandbox.close()
+
+
+def test_session_in_docker(docker_client, base_image):
+    sandbox = open_sandbox(get_task("circle-packing-26"), "docker", base_image)
+    try:
+        session_checks(sandbox)
+    finally:
+        sandbox.close()
+
+
+@pytest.mark.parametrize("runtime", ["local", "docker"])
+def test_codeact_keeps_variables_between_actions(runtime, tmp_path, request):
+    image = request.getfixturevalue("base_image") if runtime == "docker" else None
+    with FakeLLM(replies=script()) as server:
+        outcome = runner.start(config(server.base_url, runtime, image), tmp_path / "run", novelty=None,
+                               show_progress=False)
+    assert outcome["valid"] and outcome["score"] == pytest.approx(26 / 12, rel=1e-9)
+    calls = [e for e in traces.read_events(Path(outcome["run_dir"])) if e["type"] == "tool_call"]
+    assert [c["tool"] for c in calls[:2]] == ["python_session", "python_session"]
+
+
+def test_a_resumed_run_rebuilds_the_interpreter_by_replay(tmp_path):
+    with FakeLLM(replies=script(sleep=3.0)) as server:
+        run_dir = runner.create_run(config(server.base_url, "local"), tmp_path / "run")
+        env = {**os.environ, "PYTHONPATH": str(ROOT)}
+        command = [sys.executable, "-m", "innolab.gym.run", str(run_dir), "--quiet"]
+        process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        trace = run_dir / "trace.jsonl"
+        deadline = time.monotonic() + 120
+        while (not trace.exists() or trace.read_bytes().count(b'"tool_call"') < 2) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        process.send_signal(signal.SIGKILL)  # inside the second action (it sleeps 3 s), after the first's checkpoint
+        process.wait()
+        done = subprocess.run([*command, "--resume"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stderr[-2000:]
+    events = traces.read_events(run_dir)
+    assert any(e["type"] == "run_resumed" for e in events)
+    results = [e for e in events if e["type"] == "tool_result" and e["tool"] == "python_session"]
+    assert results[-1]["ok"] and "wrote 26" in results[-1]["output"]  # r and json came back by replay
+    submissions = [e for e in events if e["type"] == "submission"]
+    assert submissions and submissions[-1]["dev_valid"]
