@@ -61,9 +61,12 @@ class FakeLLM:
     """Serve on 127.0.0.1; `faults` is consumed one per request before normal replies."""
 
     def __init__(self, faults: list[str] | None = None, slow_s: float = 3.0, program_sleep_s: float = 0.0,
-                 replies: dict[str, list[dict[str, Any]]] | None = None) -> None:
+                 replies: dict[str, list[dict[str, Any]]] | None = None, in_call_order: bool = False) -> None:
         self.faults = list(faults or [])
-        self.replies = replies or {}  # per response schema: the JSON object of each assistant turn, in order
+        # per response schema: the JSON object of each assistant turn (or of each call, with in_call_order)
+        self.replies = replies or {}
+        self.in_call_order = in_call_order
+        self.calls: dict[str, int] = {}
         self.code = (f"import time\ntime.sleep({program_sleep_s})\n" if program_sleep_s else "") + SOLUTION_CODE
         self.slow_s = slow_s
         self.requests: list[dict[str, Any]] = []
@@ -118,6 +121,9 @@ class FakeLLM:
         script = self.replies.get(schema)
         if script:
             turn = sum(m["role"] == "assistant" for m in request["messages"])
+            if self.in_call_order:
+                turn = self.calls.get(schema, 0)
+                self.calls[schema] = turn + 1
             return {"role": "assistant", "content": json.dumps(script[min(turn, len(script) - 1)])}
         return play(request, self.code)
 

@@ -1,0 +1,122 @@
+"""AIDE's journal: a typed, serialisable tree of solution nodes, its search policy and its memory summary.
+
+A node stores what happened (plan, code, output, the validator's verdict); its stage (draft, debug, improve) and
+whether it is a leaf are derived from the tree, never stored twice.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+Stage = Literal["draft", "debug", "improve"]
+
+
+@dataclass
+class Node:
+    id: int
+    parent: int | None
+    plan: str
+    code: str
+    output: str = ""
+    ran: bool = False
+    valid: bool = False
+    metric: float | None = None
+    evaluated: bool = False  # the validator has judged it
+
+    @property
+    def buggy(self) -> bool:
+        return self.evaluated and not self.valid
+
+
+@dataclass
+class SearchPolicy:
+    """AIDE's search policy: draft until `num_drafts` drafts exist; then, with probability `debug_prob`, debug a
+    buggy leaf whose debug depth is below `max_debug_depth`; otherwise improve the best valid node (greedy), or
+    draft again while no node is valid."""
+
+    num_drafts: int = 2
+    debug_prob: float = 0.5
+    max_debug_depth: int = 3
+
+
+@dataclass
+class Journal:
+    nodes: list[Node] = field(default_factory=list)
+
+    # -------------------------------------------------------------------------------- derived structure
+
+    def node(self, node_id: int) -> Node:
+        return self.nodes[node_id]
+
+    def children(self, node: Node) -> list[Node]:
+        return [n for n in self.nodes if n.parent == node.id]
+
+    def is_leaf(self, node: Node) -> bool:
+        return not self.children(node)
+
+    def stage(self, node: Node) -> Stage:
+        """draft: no parent; debug: the parent is buggy; improve: the parent is valid."""
+        if node.parent is None:
+            return "draft"
+        return "debug" if self.node(node.parent).buggy else "improve"
+
+    def debug_depth(self, node: Node) -> int:
+        """How many debug steps in a row lead to this node."""
+        depth = 0
+        while node.parent is not None and self.stage(node) == "debug":
+            depth += 1
+            node = self.node(node.parent)
+        return depth
+
+    def best(self, direction: str) -> Node | None:
+        valid = [n for n in self.nodes if n.valid and n.metric is not None]
+        if not valid:
+            return None
+        return (max if direction == "max" else min)(valid, key=lambda n: n.metric)
+
+    # ------------------------------------------------------------------------------------- the policy
+
+    def choose(self, policy: SearchPolicy, direction: str, rng: random.Random) -> tuple[Stage, Node | None]:
+        """The next stage and the node it starts from (None for a draft)."""
+        drafts = [n for n in self.nodes if n.parent is None]
+        if len(drafts) < policy.num_drafts:
+            return "draft", None
+        if rng.random() < policy.debug_prob:
+            debuggable = [n for n in self.nodes if n.buggy and self.is_leaf(n)
+                          and self.debug_depth(n) < policy.max_debug_depth]
+            if debuggable:
+                return "debug", rng.choice(debuggable)
+        best = self.best(direction)
+        return ("improve", best) if best is not None else ("draft", None)
+
+    # ------------------------------------------------------------------------------------- the memory
+
+    def summary(self, limit: int = 4000) -> str:
+        """The memory of the other nodes that AIDE shows the model: each node's plan, its validator outcome and
+        score (newest last, cut from the oldest to `limit` characters)."""
+        lines = []
+        for node in self.nodes:
+            if not node.evaluated:
+                continue
+            outcome = f"valid, score {node.metric!r}" if node.valid else "buggy (no valid submission)"
+            plan = " ".join(node.plan.split())[:400] or "(no plan)"
+            lines.append(f"- node {node.id} ({self.stage(node)}): {plan} -> {outcome}")
+        text = "\n".join(lines)
+        return text[-limit:] if len(text) > limit else text
+
+    # --------------------------------------------------------------------------------- plain data
+
+    def to_list(self) -> list[dict[str, Any]]:
+        return [asdict(n) for n in self.nodes]
+
+    @classmethod
+    def from_list(cls, data: list[dict[str, Any]]) -> Journal:
+        return cls([Node(**{k: v for k, v in item.items() if k in Node.__dataclass_fields__}) for item in data])
+
+    def event(self, node: Node) -> dict[str, Any]:
+        """The trace event of an evaluated node (stage and debug depth derived for readers of the trace)."""
+        return {"type": "node", "id": node.id, "parent": node.parent, "stage": self.stage(node), "plan": node.plan,
+                "code": node.code, "ran": node.ran, "valid": node.valid, "metric": node.metric,
+                "buggy": node.buggy, "debug_depth": self.debug_depth(node)}
