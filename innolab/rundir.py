@@ -35,6 +35,7 @@ DISTANCE_CACHE = "distances.sqlite"
 METHOD_CARD = "method_card.json"
 SCORE_FILE = "score.json"
 NOTEBOOK = "run.ipynb"
+RESEARCH_LOG = "research_log.md"
 SCORES_TABLE = "scores.csv"
 
 
@@ -120,6 +121,11 @@ class RunDir:
     @property
     def score(self) -> Path:
         return self.root / SCORE_FILE
+
+    @property
+    def research_log(self) -> Path:
+        """MLAB's research log, rebuilt from the trace's research_log events (so a resume never repeats one)."""
+        return self.root / RESEARCH_LOG
 
     @property
     def notebook(self) -> Path:

@@ -76,6 +76,12 @@ class ToolResultEvent(Event):
     duration_s: float
 
 
+class ResearchLog(Event):
+    """One entry of MLAB's research log (the gym also keeps the log as research_log.md in the run folder)."""
+
+    entry: str
+
+
 class Node(Event):
     """One node of AIDE's journal."""
 
@@ -144,7 +150,7 @@ class RunFinished(Event):
 EVENTS: dict[str, type[Event]] = {
     "run_started": RunStarted, "run_resumed": RunResumed, "llm_call": LLMCall, "tool_call": ToolCallEvent,
     "tool_result": ToolResultEvent, "node": Node, "checkpoint": Checkpoint, "submission": Submission,
-    "validation": Validation, "score": Score, "run_finished": RunFinished,
+    "validation": Validation, "score": Score, "run_finished": RunFinished, "research_log": ResearchLog,
 }
 EVENT_TYPES = tuple(EVENTS)
 

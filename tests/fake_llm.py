@@ -31,12 +31,18 @@ def play(request: dict[str, Any], code: str = SOLUTION_CODE) -> dict[str, Any]:
         content = reply[turn] if turn < len(reply) else {"thought": "done", "action": "finish", "code": ""}
         return {"role": "assistant", "content": json.dumps(content)}
     if schema == "mlab_action":
-        steps = [("Edit Script", "solve.py", code), ("Execute Script", "solve.py", ""),
-                 ("Validate", "submission.json", ""), ("Final Answer", "submission.json", "")]
-        action, file, content = steps[min(turn, len(steps) - 1)]
+        steps = [("Edit Script (AI)", "solve.py", "write a program that packs the circles on a grid"),
+                 ("Execute Script", "solve.py", ""), ("Validate", "submission.json", ""),
+                 ("Final Answer", "submission.json", "")]
+        action, file, request_text = steps[min(turn, len(steps) - 1)]
         reply = {"reflection": "ok", "research_plan_and_status": "1. grid packing", "fact_check": "none",
-                 "thought": action, "action": action, "action_input": {"file": file, "content": content}}
+                 "thought": action, "action": action, "action_input": {
+                     "file": file, "other_file": "", "request": request_text, "start_line": 1, "end_line": 0}}
         return {"role": "assistant", "content": json.dumps(reply)}
+    if schema == "mlab_edit":
+        return {"role": "assistant", "content": json.dumps({"content": code})}
+    if schema == "mlab_answer":
+        return {"role": "assistant", "content": json.dumps({"answer": "a scripted answer"})}
     if schema == "dagent_scores":
         text = request["messages"][-1]["content"]
         score = 0 if text.count("Method A:\n") and text.split("Method B:\n")[0].split("Method A:\n")[1].strip() \

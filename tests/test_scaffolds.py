@@ -65,3 +65,81 @@ def test_search_policy_follows_aide():
     assert chain.choose(deep, "max", rng) == ("draft", None)  # the only buggy leaf is too deep; nothing valid
     again = Journal.from_list(json.loads(json.dumps(journal.to_list())))
     assert again == journal and "stage" not in journal.to_list()[0]
+
+
+def mlab_step(action: str, file: str = "", request: str = "", other: str = "", start: int = 1, end: int = 0):
+    return {"reflection": f"reflecting before {action}", "research_plan_and_status": f"PLAN: next {action}",
+            "fact_check": "checked", "thought": f"do {action}", "action": action,
+            "action_input": {"file": file, "other_file": other, "request": request, "start_line": start,
+                             "end_line": end}}
+
+
+@pytest.mark.parametrize("runtime", ["local", "docker"])
+def test_mlab_drives_every_action_and_keeps_a_research_log(runtime, tmp_path, request):
+    image = request.getfixturevalue("base_image") if runtime == "docker" else None
+    steps = [mlab_step("List Files", "."),
+             mlab_step("Edit Script (AI)", "solve.py", "write a grid packing"),
+             mlab_step("Inspect Script Lines", "solve.py", start=2, end=3),
+             mlab_step("Understand File", "solve.py", "what file does it write?"),
+             mlab_step("Copy File", "solve.py", other="copy.py"),
+             mlab_step("Reflection", request="what next?"),
+             mlab_step("Execute Script", "solve.py"),
+             mlab_step("Validate", "submission.json"),
+             mlab_step("Edit Script (AI)", "solve.py", "break it"),
+             mlab_step("Undo Edit Script", "solve.py"),
+             mlab_step("Execute Script", "solve.py"),
+             mlab_step("Final Answer", "submission.json")]
+    replies = {"mlab_action": steps, "mlab_edit": [{"content": SOLUTION_CODE}, {"content": BUGGY}],
+               "mlab_answer": [{"answer": "it writes submission.json"}, {"answer": "REFLECTED: run it"}]}
+    with FakeLLM(replies=replies, in_call_order=True) as server:
+        config = scripted_config("mlab", server.base_url, runtime, image)
+        config.max_steps = 30
+        outcome = runner.start(config, tmp_path / "run", novelty=None, show_progress=False)
+        requests = list(server.requests)
+    run_dir = Path(outcome["run_dir"])
+    events = traces.read_events(run_dir)
+    tools = [e["tool"] for e in events if e["type"] == "tool_call"]
+    assert tools == ["list_files", "read_file", "write_file", "read_file", "read_file", "bash", "bash", "validate",
+                     "read_file", "write_file", "write_file", "bash", "submit"]
+    assert outcome["valid"] and outcome["reason"] == "agent_finished"
+
+    def schema(r):
+        return (r.get("response_format") or {}).get("json_schema", {}).get("name")
+
+    research = [r["messages"][-1]["content"] for r in requests if schema(r) == "mlab_action"]
+    assert "Lines 2-3 of solve.py" in research[3] and "2: " in research[3]  # Inspect Script Lines
+    assert "it writes submission.json" in research[4]  # Understand File: the model's answer is the observation
+    assert "+++ solve.py (after)" in research[2]  # Edit Script (AI): the diff
+    assert "REFLECTED: run it" in research[6]  # Reflection: a model call, its answer observed
+    assert "PLAN: next Copy File" in research[5]  # the research plan and status carried forward
+    reflection = [r for r in requests if schema(r) == "mlab_answer"][1]["messages"][-1]["content"]
+    assert "Research log" in reflection and "Action: Copy File" in reflection
+    edits = [r["messages"][-1]["content"] for r in requests if schema(r) == "mlab_edit"]
+    assert "write a grid packing" in edits[0] and "break it" in edits[1]
+    log = (run_dir / "research_log.md").read_text()
+    assert log.count("## Step") == len(steps) and log.count("Observation:") >= len(steps) - 1
+    assert "Action: Undo Edit Script" in log and "REFLECTED" in log
+    results = {e["call_id"]: e for e in events if e["type"] == "tool_result"}
+    undo = [e for e in events if e["type"] == "tool_call" and e["tool"] == "write_file"][-1]
+    assert undo["arguments"]["content"] == SOLUTION_CODE and results[undo["call_id"]]["ok"]
+
+
+def test_history_outgrowing_the_context_is_summarised_not_dropped(tmp_path):
+    from innolab.agents.codeact import CodeActAgent
+
+    with FakeLLM() as server:
+        agent = CodeActAgent(settings={"base_url": server.base_url, "model": "fake", "max_tokens": 100,
+                                       "backoff_s": 0.0}, cache_path=str(tmp_path / "cache.sqlite"))
+        agent.memory["context_tokens"] = 600  # as if the endpoint reported a small context
+        messages = [{"role": "system", "content": "sys"}, {"role": "user", "content": "task"}]
+        messages += [{"role": "assistant" if i % 2 else "user", "content": f"turn {i} " + "x" * 300}
+                     for i in range(12)]
+        sent = agent.context(messages)
+        assert sent[:2] == messages[:2] and sent[2]["content"].startswith("Summary of the earlier turns")
+        assert sent[-1] == messages[-1] and len(sent) < len(messages)
+        assert agent.memory["summary"]["turns"] == len(messages) - 2 - (len(sent) - 3)
+        calls = len(server.requests)
+        assert agent.context(messages) == sent and len(server.requests) == calls  # the summary is kept
+        assert agent.context(messages[:3]) == messages[:3]  # what fits goes as it is
+        action = agent.action([], None, [])
+        assert [e["purpose"] for e in action.events] == ["summarise history"] and action.tokens > 0

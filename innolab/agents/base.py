@@ -26,6 +26,16 @@ WORKSPACE_RULES = (
 )
 
 
+DEFAULT_CONTEXT_TOKENS = 8192  # when the endpoint reports no context length
+CONTEXT_MARGIN_TOKENS = 256
+CHARS_PER_TOKEN = 3.5  # a stated estimate: no tokenizer is downloaded
+
+
+def estimate_tokens(messages: list[dict[str, Any]]) -> int:
+    """Tokens of a conversation, estimated from its characters (3.5 per token) plus a few per message."""
+    return int(sum(len(m.get("content") or "") for m in messages) / CHARS_PER_TOKEN) + 4 * len(messages)
+
+
 class LLMAgent:
     """Base of the scaffolds: a Policy whose state is plain JSON (so checkpoints work) plus a lazy LLM client.
 
@@ -38,7 +48,7 @@ class LLMAgent:
 
     def __init__(self, settings: dict[str, Any] | None = None, cache_path: str | None = None,
                  innovation_prompt: bool = False, initial_solution: str | None = None,
-                 history_turns: int = 4, replay_only: bool = False) -> None:
+                 replay_only: bool = False) -> None:
         # Settled settings come from the run's config; only the key (a secret, never written) is read here.
         if settings:
             variable = settings.get("api_key_env") or "INNOLAB_LLM_API_KEY"
@@ -49,10 +59,11 @@ class LLMAgent:
         self.cache_path = cache_path
         self.innovation_prompt = innovation_prompt
         self.initial_solution = initial_solution
-        self.history_turns = history_turns
         self.replay_only = replay_only
         self._client: LLMClient | None = None
         self.memory: dict[str, Any] = {}
+        self.side_events: list[dict[str, Any]] = []  # llm_call events of helper calls, emitted with the action
+        self.side_usage, self.side_cost = 0, 0.0
 
     @property
     def client(self) -> LLMClient:
@@ -97,12 +108,15 @@ class LLMAgent:
     def llm_event(completion: Completion, purpose: str) -> dict[str, Any]:
         return {"type": "llm_call", "purpose": purpose, **completion.event()}
 
-    @staticmethod
-    def action(calls: list[ToolCall], completion: Completion | None, events: list[dict[str, Any]],
+    def action(self, calls: list[ToolCall], completion: Completion | None, events: list[dict[str, Any]],
                done: bool = False) -> Action:
+        """The step's action; its usage and events include the step's helper calls (history summaries)."""
         tokens = (completion.prompt_tokens + completion.completion_tokens) if completion else 0
         cost = completion.cost_usd if completion else 0.0
-        return Action(tool_calls=calls, done=done, tokens=tokens, cost_usd=cost, events=events)
+        side, self.side_events = self.side_events, []
+        tokens, cost = tokens + self.side_usage, cost + self.side_cost
+        self.side_usage, self.side_cost = 0, 0.0
+        return Action(tool_calls=calls, done=done, tokens=tokens, cost_usd=cost, events=[*side, *events])
 
     @staticmethod
     def describe_results(results: list[ToolResult], limit: int = 2500) -> str:
@@ -111,10 +125,50 @@ class LLMAgent:
         parts = [f"[{r.name}] {'ok' if r.ok else 'failed'}\n{r.output[-limit:]}" for r in results]
         return "\n\n".join(parts)
 
-    def trimmed(self, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        """The system and task messages plus the last turns: small models have small context windows."""
-        head, tail = messages[:2], messages[2:]
-        return head + tail[-2 * self.history_turns :]
+    def context_tokens(self) -> int:
+        """The model's context length: read from the endpoint once and kept in the agent's state (a resumed run
+        uses the recorded value); DEFAULT_CONTEXT_TOKENS when the endpoint reports none."""
+        if "context_tokens" not in self.memory:
+            reported = None if self.replay_only else self.client.context_tokens()
+            self.memory["context_tokens"] = reported or DEFAULT_CONTEXT_TOKENS
+        return int(self.memory["context_tokens"])
+
+    def context(self, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """The conversation as sent: everything while it fits the model's context; when the history outgrows it,
+        the older turns are folded into a summary (a model call, numbered and cached like any other) and only the
+        newest turns are sent verbatim. The summary is kept in the state and extended as more turns fold in."""
+        head, turns = messages[:2], messages[2:]
+        budget = self.context_tokens() - (self.settings.max_tokens or 1024) - CONTEXT_MARGIN_TOKENS
+        if estimate_tokens(messages) <= budget:
+            return messages
+        room = max(budget - estimate_tokens(head), 0) // 2
+        keep: list[dict[str, Any]] = []
+        for message in reversed(turns):
+            if keep and estimate_tokens([message, *keep]) > room:
+                break
+            keep.insert(0, message)
+        folded = len(turns) - len(keep)
+        summary = self.memory.get("summary") or {"turns": 0, "text": ""}
+        if folded > summary["turns"]:
+            summary = {"turns": folded, "text": self._summarise(summary["text"], turns[summary["turns"]:folded],
+                                                                room)}
+            self.memory["summary"] = summary
+        note = {"role": "user", "content": f"Summary of the earlier turns (older ones are not shown):\n"
+                                           f"{summary['text']}"}
+        return [*head, note, *keep]
+
+    def _summarise(self, previous: str, turns: list[dict[str, Any]], room_tokens: int) -> str:
+        limit = int(room_tokens * CHARS_PER_TOKEN)
+        shown = "\n\n".join(f"[{m['role']}] {m.get('content') or ''}" for m in turns)[-limit:]
+        messages = [{"role": "system", "content": "Summarise an agent's earlier work on a task for its own later "
+                                                  "use: what it tried, what happened, what is known. Be brief."},
+                    {"role": "user", "content": (f"Summary so far:\n{previous}\n\n" if previous else "")
+                                                + f"Newer turns to add:\n{shown}"}]
+        completion = self.chat(messages)
+        self.side_events.append(self.llm_event(completion, "summarise history"))
+        self.side_usage += completion.prompt_tokens + completion.completion_tokens
+        self.side_cost += completion.cost_usd
+        return (completion.text or "").strip()[: limit or 2000]
 
     # Policy state: plain JSON only.
     def state(self) -> dict[str, Any]:

@@ -48,13 +48,13 @@ class CodeActAgent(LLMAgent):
 
             wanted = {self.python_tool if name == "python_session" else name for name in TOOLS_NATIVE}
             specs = [s for s in TOOL_SPECS if s["function"]["name"] in wanted]
-            completion = self.chat(self.trimmed(memory["messages"]), tools=specs)
+            completion = self.chat(self.context(memory["messages"]), tools=specs)
             memory["messages"].append({"role": "assistant", "content": completion.text or json.dumps(
                 completion.tool_calls)})
             calls = [ToolCall(f"t{turn}-{i}", c["name"], json.loads(c["arguments"] or "{}"))
                      for i, c in enumerate(completion.tool_calls)]
             return self.action(calls, completion, [self.llm_event(completion, "act")], done=not calls)
-        reply, completion = self.ask(self.trimmed(memory["messages"]), SCHEMA)
+        reply, completion = self.ask(self.context(memory["messages"]), SCHEMA)
         memory["messages"].append({"role": "assistant", "content": completion.text})
         events = [self.llm_event(completion, "act")]
         if reply is None or reply.get("action") not in ("python", "bash", "submit", "finish"):

@@ -1,27 +1,51 @@
-"""MLAB (MLAgentBench's research agent): reflection, research plan and status, fact check, thought, action."""
+"""MLAB (MLAgentBench's research agent): its response format, its action set and its research log.
+
+Each research step answers with Reflection, Research Plan and Status, Fact Check, Thought and one Action. The
+actions are MLAgentBench's: List Files, Copy File, Inspect Script Lines, Execute Script, Understand File (a model
+call that answers a question about a file), Edit Script (AI) (a model call that applies an edit instruction to a
+file; the observation is the diff), Undo Edit Script, Reflection (a model call over the research log) and Final
+Answer (submits a file and ends the research), plus Validate (innolab's pristine validator). The research plan and
+status is carried from step to step, and every step is written to the research log (`research_log` trace events,
+which the gym keeps as `research_log.md` in the run folder).
+"""
 
 from __future__ import annotations
+
+import difflib
+import shlex
+from typing import Any
 
 from innolab.agents.base import LLMAgent
 from innolab.gym.policy import Action, Observation
 from innolab.gym.tools import ToolCall
 from innolab.llm.client import json_schema
 
-ACTIONS = ["Reflection", "Understand File", "Edit Script", "Execute Script", "Validate", "Final Answer"]
-ROLE = ("You are a research agent. Each turn, answer in the research format: Reflection, Research Plan and "
-        "Status, Fact Check, Thought, then one Action with its Action Input. Actions: Reflection (think about "
-        "the last observation), Understand File (read a file: input file), Edit Script (write a script: input "
-        "file and content), Execute Script (run a python script: input file), Validate (check a candidate "
-        "submission: input file), Final Answer (submit a candidate: input file; ends the research).")
+ACTIONS = ["List Files", "Copy File", "Inspect Script Lines", "Execute Script", "Understand File",
+           "Edit Script (AI)", "Undo Edit Script", "Reflection", "Validate", "Final Answer"]
+ROLE = ("You are a research agent solving an optimisation task. Each step, answer in the research format: "
+        "reflection (on the last observation), research_plan_and_status (your plan, updated: what is done and what "
+        "is next), fact_check (which statements are confirmed by an observation), thought, then one action with "
+        "its action_input. Actions and their inputs: List Files (file: a folder, '.' for the workspace); Copy File "
+        "(file: source, other_file: destination); Inspect Script Lines (file, start_line, end_line); Execute Script "
+        "(file: a python script); Understand File (file, request: what to look for); Edit Script (AI) (file: the "
+        "script to edit or create, request: the edit instruction, other_file: where to save, '' for the same "
+        "file); Undo Edit Script (file); Reflection (request: what to reflect on, over the research log); Validate "
+        "(file: a candidate submission); Final Answer (file: the submission; ends the research).")
 SCHEMA = json_schema("mlab_action", {
     "reflection": {"type": "string"},
     "research_plan_and_status": {"type": "string"},
     "fact_check": {"type": "string"},
     "thought": {"type": "string"},
     "action": {"type": "string", "enum": ACTIONS},
-    "action_input": {"type": "object", "properties": {"file": {"type": "string"}, "content": {"type": "string"}},
-                     "required": ["file", "content"], "additionalProperties": False},
+    "action_input": {"type": "object", "properties": {
+        "file": {"type": "string"}, "other_file": {"type": "string"}, "request": {"type": "string"},
+        "start_line": {"type": "integer"}, "end_line": {"type": "integer"}},
+        "required": ["file", "other_file", "request", "start_line", "end_line"], "additionalProperties": False},
 }, ["reflection", "research_plan_and_status", "fact_check", "thought", "action", "action_input"])
+EDIT_SCHEMA = json_schema("mlab_edit", {"content": {"type": "string"}}, ["content"])
+ANSWER_SCHEMA = json_schema("mlab_answer", {"answer": {"type": "string"}}, ["answer"])
+FILE_LIMIT = 6000  # characters of a file shown to a helper call
+REFLECTIONS_PER_STEP = 2  # Reflection takes no tool: at most this many before the step ends anyway
 
 
 class MlabAgent(LLMAgent):
@@ -34,35 +58,154 @@ class MlabAgent(LLMAgent):
         if not memory:
             memory.update(messages=[{"role": "system", "content": self.system_prompt(ROLE)},
                                     {"role": "user", "content": observation.task_description}],
-                          turn=0, final=False, plan="")
-        elif observation.results:
-            memory["messages"].append({"role": "user",
-                                       "content": "Observation:\n" + self.describe_results(observation.results)})
+                          turn=0, final=False, plan="", log=[], backups={}, pending=None)
         if memory["final"]:
             return self.action([], None, [], done=True)
+        events: list[dict[str, Any]] = []
+        pending = memory.get("pending") or {}
+        memory["pending"] = None
+        kind = pending.get("kind")
+        if kind == "edit":  # the file was read: have the model apply the instruction, then write it
+            return self._apply_edit(pending, observation, events)
+        if kind == "understand":
+            text = self._answer(pending, self._file_text(observation), events)
+        elif kind == "inspect":
+            text = self._lines(pending, self._file_text(observation))
+        elif kind == "edited":
+            text = pending["diff"] + "\n" + self.describe_results(observation.results)
+        elif memory["turn"] == 0:
+            text = ""
+        else:
+            text = self.describe_results(observation.results)
+        return self._research(text, events)
+
+    # ---------------------------------------------------------------------------------- the research step
+
+    def _research(self, observation_text: str, events: list[dict[str, Any]]) -> Action:
+        memory = self.memory
+        completion = None
+        for _ in range(REFLECTIONS_PER_STEP + 1):
+            if memory["turn"] > 0:
+                self._log_observation(observation_text, events)
+                memory["messages"].append({"role": "user", "content": self._observation_message(observation_text)})
+            memory["turn"] += 1
+            reply, completion = self.ask(self.context(memory["messages"]), SCHEMA)
+            memory["messages"].append({"role": "assistant", "content": completion.text})
+            events.append(self.llm_event(completion, "research step"))
+            if reply is None or reply.get("action") not in ACTIONS:
+                observation_text = ("Answer with one JSON object in the research format; action must be one of "
+                                    f"{ACTIONS}.")
+                continue
+            memory["plan"] = str(reply.get("research_plan_and_status", ""))[:3000]
+            self._log_step(reply, events)
+            if reply["action"] != "Reflection":
+                return self._act(reply, completion, events)
+            observation_text = self._reflect(reply, events)
+        memory["pending"] = None
+        return self.action([], completion, events)
+
+    def _observation_message(self, text: str) -> str:
+        plan = self.memory.get("plan") or "(none yet)"
+        return f"Observation:\n{text}\n\nYour research plan and status so far:\n{plan}"
+
+    def _act(self, reply: dict[str, Any], completion, events: list[dict[str, Any]]) -> Action:
+        memory = self.memory
         turn = memory["turn"]
-        memory["turn"] += 1
-        reply, completion = self.ask(self.trimmed(memory["messages"]), SCHEMA)
-        memory["messages"].append({"role": "assistant", "content": completion.text})
-        events = [self.llm_event(completion, "research step")]
-        if reply is None or reply.get("action") not in ACTIONS:
-            memory["messages"].append({"role": "user", "content": "Answer with one JSON object in the research "
-                                       f"format; Action must be one of {ACTIONS}."})
-            return self.action([], completion, events)
-        memory["plan"] = str(reply.get("research_plan_and_status", ""))[:2000]
         given = reply.get("action_input") or {}
-        file = str(given.get("file", "")).strip() or "submission.json"
-        content = str(given.get("content", ""))
+        file = str(given.get("file", "")).strip()
+        other = str(given.get("other_file", "")).strip()
+        request = str(given.get("request", ""))
         action = reply["action"]
-        if action == "Reflection":
-            memory["messages"].append({"role": "user", "content": f"Reflection noted: {reply.get('reflection')}"})
-            return self.action([], completion, events)
-        calls = {
-            "Understand File": [ToolCall(f"m{turn}", "read_file", {"path": file})],
-            "Edit Script": [ToolCall(f"m{turn}", "write_file", {"path": file, "content": content})],
-            "Execute Script": [ToolCall(f"m{turn}", "bash", {"command": f"python3 {file}"})],
-            "Validate": [ToolCall(f"m{turn}", "validate", {"path": file})],
-            "Final Answer": [ToolCall(f"m{turn}", "submit", {"path": file})],
-        }[action]
-        memory["final"] = action == "Final Answer"
-        return self.action(calls, completion, events)
+        call = None
+        if action == "List Files":
+            call = ToolCall(f"m{turn}", "list_files", {"path": file or "."})
+        elif action == "Copy File":
+            call = ToolCall(f"m{turn}", "bash", {"command": f"cp -- {shlex.quote(file)} {shlex.quote(other)}"})
+        elif action == "Execute Script":
+            call = ToolCall(f"m{turn}", "bash", {"command": f"python3 {shlex.quote(file or 'solve.py')}"})
+        elif action == "Validate":
+            call = ToolCall(f"m{turn}", "validate", {"path": file or "submission.json"})
+        elif action == "Final Answer":
+            call = ToolCall(f"m{turn}", "submit", {"path": file or "submission.json"})
+            memory["final"] = True
+        elif action == "Undo Edit Script":
+            backups = memory["backups"].get(file) or []
+            if not backups:
+                return self._research(f"There is no edit of {file!r} to undo.", events)
+            previous = backups.pop()
+            call = ToolCall(f"m{turn}", "write_file", {"path": file, "content": previous})
+        else:  # Understand File, Inspect Script Lines, Edit Script (AI): read the file first
+            kinds = {"Understand File": "understand", "Inspect Script Lines": "inspect", "Edit Script (AI)": "edit"}
+            memory["pending"] = {"kind": kinds[action], "file": file or "solve.py", "request": request,
+                                 "save": other or file or "solve.py", "start": given.get("start_line", 1),
+                                 "end": given.get("end_line", 0)}
+            call = ToolCall(f"m{turn}", "read_file", {"path": file or "solve.py"})
+        return self.action([call], completion, events)
+
+    # ------------------------------------------------------------------------------- helper model calls
+
+    def _file_text(self, observation: Observation) -> str | None:
+        result = observation.results[0] if observation.results else None
+        return result.output if result is not None and result.ok else None
+
+    def _answer(self, pending: dict[str, Any], text: str | None, events: list[dict[str, Any]]) -> str:
+        if text is None:
+            return f"Could not read {pending['file']}."
+        messages = [{"role": "system", "content": "You read a file and answer a question about it, briefly."},
+                    {"role": "user", "content": f"File {pending['file']}:\n```\n{text[:FILE_LIMIT]}\n```\n\n"
+                                                f"Question: {pending['request'] or 'What does this file do?'}"}]
+        reply, completion = self.ask(messages, ANSWER_SCHEMA)
+        events.append(self.llm_event(completion, "understand file"))
+        return str((reply or {}).get("answer", completion.text))
+
+    @staticmethod
+    def _lines(pending: dict[str, Any], text: str | None) -> str:
+        if text is None:
+            return f"Could not read {pending['file']}."
+        lines = text.splitlines()
+        start = max(1, int(pending.get("start") or 1))
+        end = int(pending.get("end") or 0) or min(len(lines), start + 99)
+        shown = "\n".join(f"{n}: {line}" for n, line in enumerate(lines[start - 1:end], start))
+        return f"Lines {start}-{end} of {pending['file']} ({len(lines)} lines):\n{shown}"
+
+    def _apply_edit(self, pending: dict[str, Any], observation: Observation, events: list[dict[str, Any]]) -> Action:
+        before = self._file_text(observation) or ""
+        messages = [{"role": "system", "content": "You edit a Python script as instructed and return the whole new "
+                                                  "script."},
+                    {"role": "user", "content": f"Script {pending['file']}:\n```python\n{before[:FILE_LIMIT]}\n```\n\n"
+                                                f"Edit instruction: {pending['request']}"}]
+        reply, completion = self.ask(messages, EDIT_SCHEMA)
+        events.append(self.llm_event(completion, "edit script"))
+        after = str((reply or {}).get("content", completion.text))
+        save = pending["save"]
+        self.memory["backups"].setdefault(save, []).append(before)
+        diff = "".join(difflib.unified_diff(before.splitlines(keepends=True), after.splitlines(keepends=True),
+                                            f"{pending['file']} (before)", f"{save} (after)"))
+        self.memory["pending"] = {"kind": "edited", "diff": f"The edited file is saved to {save}. Diff:\n"
+                                                            f"{diff[-4000:] or '(no change)'}"}
+        return self.action([ToolCall(f"m{self.memory['turn']}-e", "write_file", {"path": save, "content": after})],
+                           completion, events)
+
+    def _reflect(self, reply: dict[str, Any], events: list[dict[str, Any]]) -> str:
+        log = "\n".join(self.memory["log"])[-FILE_LIMIT:]
+        request = str((reply.get("action_input") or {}).get("request", "")) or "what to try next"
+        messages = [{"role": "system", "content": "You reflect on a research log and answer briefly."},
+                    {"role": "user", "content": f"Research log:\n{log or '(empty)'}\n\nReflect on: {request}"}]
+        answer, completion = self.ask(messages, ANSWER_SCHEMA)
+        events.append(self.llm_event(completion, "reflection"))
+        return str((answer or {}).get("answer", completion.text))
+
+    # ------------------------------------------------------------------------------------ research log
+
+    def _log_step(self, reply: dict[str, Any], events: list[dict[str, Any]]) -> None:
+        entry = (f"## Step {self.memory['turn']}\n\nReflection: {reply.get('reflection', '')}\n\n"
+                 f"Research Plan and Status: {reply.get('research_plan_and_status', '')}\n\n"
+                 f"Fact Check: {reply.get('fact_check', '')}\n\nThought: {reply.get('thought', '')}\n\n"
+                 f"Action: {reply['action']} {reply.get('action_input') or {}}\n")
+        self.memory["log"].append(entry)
+        events.append({"type": "research_log", "entry": entry})
+
+    def _log_observation(self, text: str, events: list[dict[str, Any]]) -> None:
+        entry = f"\nObservation:\n```\n{text[-2000:]}\n```\n"
+        self.memory["log"].append(entry)
+        events.append({"type": "research_log", "entry": entry})

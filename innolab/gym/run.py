@@ -133,6 +133,9 @@ def execute(run_dir: Path, resume: bool = False, show_progress: bool = True) -> 
             results = [ToolResult(**r) for r in state["results"]]
             code_log = state.get("code_log", [])
             trace.emit("run_resumed", step=step, from_checkpoint=step)
+            entries = [e["entry"] for e in read_events(folder.root) if e["type"] == "research_log"]
+            if entries or folder.research_log.exists():  # the trace was cut back: so is the log
+                folder.research_log.write_text("".join(entries), encoding="utf-8")
         else:
             trace = TraceWriter(folder.root)
             trace.emit("run_started", step=0, config=asdict(config))
@@ -185,6 +188,9 @@ def _loop(folder: RunDir, config: RunConfig, task, policy: Policy, sandbox, tool
             budget.spend(tokens=action.tokens, cost_usd=action.cost_usd)
             for event in action.events:
                 trace.emit(event["type"], step=step, **{k: v for k, v in event.items() if k != "type"})
+                if event["type"] == "research_log":
+                    with folder.research_log.open("a", encoding="utf-8") as log:
+                        log.write(event["entry"])
             if action.done:
                 return "agent_finished"
             idle = 0 if action.tool_calls else idle + 1

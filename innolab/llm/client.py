@@ -84,6 +84,24 @@ class LLMClient:
             return self.settings.model
         return listed[0] if len(listed) == 1 else None
 
+    def context_tokens(self) -> int | None:
+        """The model's context length as the endpoint reports it in GET /v1/models (llama.cpp's `meta.n_ctx`,
+        vLLM's `max_model_len`, or a `context_length`/`context_window` field); None when it reports none."""
+        try:
+            page = self._sdk().models.list(timeout=min(self.settings.timeout_s, 30.0))
+        except Exception:  # an endpoint without /v1/models
+            return None
+        for model in page.data:
+            if model.id != self.settings.model and len(page.data) > 1:
+                continue
+            fields = model.model_dump()
+            candidates = [(fields.get("meta") or {}).get("n_ctx"), fields.get("max_model_len"),
+                          fields.get("context_length"), fields.get("context_window")]
+            found = next((int(v) for v in candidates if isinstance(v, int | float) and v > 0), None)
+            if found:
+                return found
+        return None
+
     def request(self, messages: list[dict[str, Any]], response_format: dict[str, Any] | None = None,
                 tools: list[dict[str, Any]] | None = None, call_index: int | None = None) -> dict[str, Any]:
         s = self.settings
