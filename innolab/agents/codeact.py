@@ -20,6 +20,9 @@ SCHEMA = json_schema("codeact_action", {
     "code": {"type": "string", "description": "the code to run, or the path to submit"},
 }, ["thought", "action", "code"])
 TOOLS_NATIVE = ("python_session", "bash", "submit")
+# CodeAct ends when the agent says finish; innolab answers a finish before any accepted submission instead
+NOT_YET = ("Nothing has been submitted yet, so finishing now would score nothing. Keep working: write Python "
+           "that computes the circles and writes submission.json, run it, then submit submission.json.")
 
 
 class CodeActAgent(LLMAgent):
@@ -41,6 +44,8 @@ class CodeActAgent(LLMAgent):
         elif observation.results:
             memory["messages"].append({"role": "user",
                                        "content": "Observation:\n" + self.describe_results(observation.results)})
+            memory["submitted"] = memory.get("submitted") or any(r.name == "submit" and r.ok
+                                                                 for r in observation.results)
         turn = memory["turn"]
         memory["turn"] += 1
         if self.native_tools:
@@ -54,16 +59,23 @@ class CodeActAgent(LLMAgent):
             calls = [ToolCall(f"t{turn}-{i}", c["name"], json.loads(c["arguments"] or "{}"))
                      for i, c in enumerate(completion.tool_calls)]
             return self.action(calls, completion, [self.llm_event(completion, "act")], done=not calls)
-        reply, completion = self.ask(self.context(memory["messages"]), SCHEMA)
-        memory["messages"].append({"role": "assistant", "content": completion.text})
-        events = [self.llm_event(completion, "act")]
-        if reply is None or reply.get("action") not in ("python", "bash", "submit", "finish"):
-            memory["messages"].append({"role": "user", "content": "Reply with one JSON object: "
-                                       '{"thought": ..., "action": "python|bash|submit|finish", "code": ...}'})
+        events: list[dict] = []
+        for _ in range(2):  # a refused finish is answered and asked again within the step
+            reply, completion = self.ask(self.context(memory["messages"]), SCHEMA)
+            memory["messages"].append({"role": "assistant", "content": completion.text})
+            events.append(self.llm_event(completion, "act"))
+            if reply is None or reply.get("action") not in ("python", "bash", "submit", "finish"):
+                memory["messages"].append({"role": "user", "content": "Reply with one JSON object: "
+                                           '{"thought": ..., "action": "python|bash|submit|finish", "code": ...}'})
+                return self.action([], completion, events)
+            kind, code = reply["action"], str(reply.get("code", ""))
+            if kind != "finish":
+                break
+            if memory.get("submitted"):
+                return self.action([], completion, events, done=True)
+            memory["messages"].append({"role": "user", "content": NOT_YET})
+        else:
             return self.action([], completion, events)
-        kind, code = reply["action"], str(reply.get("code", ""))
-        if kind == "finish":
-            return self.action([], completion, events, done=True)
         arguments = {"path": code.strip() or "submission.json"} if kind == "submit" else (
             {"code": code} if kind == "python" else {"command": code})
         tool = self.python_tool if kind == "python" else kind

@@ -59,8 +59,10 @@ class MlabAgent(LLMAgent):
             memory.update(messages=[{"role": "system", "content": self.system_prompt(ROLE)},
                                     {"role": "user", "content": observation.task_description}],
                           turn=0, final=False, plan="", log=[], backups={}, pending=None)
-        if memory["final"]:
-            return self.action([], None, [], done=True)
+        if memory["final"]:  # Final Answer ends the research once its submission was accepted
+            if any(r.name == "submit" and r.ok for r in observation.results):
+                return self.action([], None, [], done=True)
+            memory["final"] = False
         events: list[dict[str, Any]] = []
         pending = memory.get("pending") or {}
         memory["pending"] = None
