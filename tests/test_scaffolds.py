@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import random
 from pathlib import Path
@@ -143,3 +144,20 @@ def test_history_outgrowing_the_context_is_summarised_not_dropped(tmp_path):
         assert agent.context(messages[:3]) == messages[:3]  # what fits goes as it is
         action = agent.action([], None, [])
         assert [e["purpose"] for e in action.events] == ["summarise history"] and action.tokens > 0
+
+
+def test_a_loop_of_identical_replies_is_broken(tmp_path):
+    same = {"thought": "again", "action": "python", "code": "print(undefined)"}
+    other = {"thought": "new", "action": "python", "code": "print('something else')"}
+    replies = {"codeact_action": [same, same, same, other, other, same, same, same, other]}
+    with FakeLLM(replies=replies, in_call_order=True) as server:
+        config = scripted_config("codeact", server.base_url)
+        config.max_steps = 5
+        outcome = runner.start(config, tmp_path / "run", novelty=None, show_progress=False)
+        requests = [r["messages"] for r in server.requests]
+    responses = [e["response"] for e in traces.read_events(Path(outcome["run_dir"])) if e["type"] == "llm_call"]
+    longest = max(sum(1 for _ in group) for _, group in itertools.groupby(responses))
+    assert longest <= 3
+    fourth = requests[3]
+    assert fourth[-1]["content"].startswith("Your last replies were identical")
+    assert sum(m["role"] == "assistant" and "undefined" in m["content"] for m in fourth) == 1  # the loop is gone

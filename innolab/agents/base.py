@@ -26,6 +26,9 @@ WORKSPACE_RULES = (
 )
 
 
+REPEAT_LIMIT = 3  # identical replies in a row before the loop is broken
+REPEAT_NOTE = ("Your last replies were identical and gave the same observation each time. Do something different: "
+               "a new action, new code, another approach.")
 DEFAULT_CONTEXT_TOKENS = 8192  # when the endpoint reports no context length
 CONTEXT_MARGIN_TOKENS = 256
 CHARS_PER_TOKEN = 3.5  # a stated estimate: no tokenizer is downloaded
@@ -124,6 +127,32 @@ class LLMAgent:
             return "(no observation)"
         parts = [f"[{r.name}] {'ok' if r.ok else 'failed'}\n{r.output[-limit:]}" for r in results]
         return "\n\n".join(parts)
+
+    def repeats(self, text: str) -> bool:
+        """Whether this reply makes REPEAT_LIMIT identical replies in a row (small models copy their own turns)."""
+        run = int(self.memory.get("repeat_run", 0)) + 1 if text == self.memory.get("last_reply") else 1
+        self.memory["last_reply"], self.memory["repeat_run"] = text, run
+        return run >= REPEAT_LIMIT
+
+    def break_repetition(self, messages: list[dict[str, Any]]) -> None:
+        """Drop the repeated turns (each identical reply after the first, and the observation that followed it)
+        and say so: the next request no longer shows the loop the model was copying."""
+        last = self.memory.get("last_reply")
+        kept, seen, skip = [], False, False
+        for message in messages:
+            if skip and message["role"] == "user":
+                skip = False
+                continue
+            skip = False
+            if message["role"] == "assistant" and message.get("content") == last:
+                if seen:
+                    skip = True
+                    continue
+                seen = True
+            kept.append(message)
+        kept.append({"role": "user", "content": REPEAT_NOTE})
+        messages[:] = kept
+        self.memory["repeat_run"] = 0
 
     def context_tokens(self) -> int:
         """The model's context length: read from the endpoint once and kept in the agent's state (a resumed run

@@ -14,11 +14,18 @@ ROLE = ("You are a CodeAct agent. Each turn, act by writing code: a python or ba
         "workspace; you will see its output. Python runs in one persistent interpreter: variables, imports and "
         "functions you define stay available in later turns. When submission.json is ready, use the submit action "
         "with its path; when done, use finish.")
-SCHEMA = json_schema("codeact_action", {
-    "thought": {"type": "string"},
-    "action": {"type": "string", "enum": ["python", "bash", "submit", "finish"]},
-    "code": {"type": "string", "description": "the code to run, or the path to submit"},
-}, ["thought", "action", "code"])
+
+
+def action_schema(actions: list[str]) -> dict:
+    return json_schema("codeact_action", {
+        "thought": {"type": "string"},
+        "action": {"type": "string", "enum": actions},
+        "code": {"type": "string", "description": "the code to run, or the path to submit"},
+    }, ["thought", "action", "code"])
+
+
+SCHEMA = action_schema(["python", "bash", "submit", "finish"])
+SCHEMA_UNTIL_SUBMITTED = action_schema(["python", "bash", "submit"])  # finish is offered once a submission counts
 TOOLS_NATIVE = ("python_session", "bash", "submit")
 # CodeAct ends when the agent says finish; innolab answers a finish before any accepted submission instead
 NOT_YET = ("Nothing has been submitted yet, so finishing now would score nothing. Keep working: write Python "
@@ -60,10 +67,14 @@ class CodeActAgent(LLMAgent):
                      for i, c in enumerate(completion.tool_calls)]
             return self.action(calls, completion, [self.llm_event(completion, "act")], done=not calls)
         events: list[dict] = []
-        for _ in range(2):  # a refused finish is answered and asked again within the step
-            reply, completion = self.ask(self.context(memory["messages"]), SCHEMA)
+        for _ in range(3):  # a refused finish or a repetition loop is answered and asked again within the step
+            schema = SCHEMA if memory.get("submitted") else SCHEMA_UNTIL_SUBMITTED
+            reply, completion = self.ask(self.context(memory["messages"]), schema)
             memory["messages"].append({"role": "assistant", "content": completion.text})
             events.append(self.llm_event(completion, "act"))
+            if self.repeats(completion.text):
+                self.break_repetition(memory["messages"])
+                continue
             if reply is None or reply.get("action") not in ("python", "bash", "submit", "finish"):
                 memory["messages"].append({"role": "user", "content": "Reply with one JSON object: "
                                            '{"thought": ..., "action": "python|bash|submit|finish", "code": ...}'})

@@ -86,14 +86,21 @@ class MlabAgent(LLMAgent):
     def _research(self, observation_text: str, events: list[dict[str, Any]]) -> Action:
         memory = self.memory
         completion = None
+        observed = True  # an observation to show before the next call (not after a broken repetition)
         for _ in range(REFLECTIONS_PER_STEP + 1):
-            if memory["turn"] > 0:
+            if observed and memory["turn"] > 0:
                 self._log_observation(observation_text, events)
                 memory["messages"].append({"role": "user", "content": self._observation_message(observation_text)})
+            observed = True
             memory["turn"] += 1
             reply, completion = self.ask(self.context(memory["messages"]), SCHEMA)
             memory["messages"].append({"role": "assistant", "content": completion.text})
             events.append(self.llm_event(completion, "research step"))
+            if self.repeats(completion.text):  # a loop of identical steps: dropped, and asked again
+                self.break_repetition(memory["messages"])
+                memory["turn"] -= 1
+                observed = False
+                continue
             if reply is None or reply.get("action") not in ACTIONS:
                 observation_text = ("Answer with one JSON object in the research format; action must be one of "
                                     f"{ACTIONS}.")
