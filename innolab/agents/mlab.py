@@ -30,7 +30,8 @@ ROLE = ("You are a research agent solving an optimisation task. Each step, answe
         "(file: a python script); Understand File (file, request: what to look for); Edit Script (AI) (file: the "
         "script to edit or create, request: the edit instruction, other_file: where to save, '' for the same "
         "file); Undo Edit Script (file); Reflection (request: what to reflect on, over the research log); Validate "
-        "(file: a candidate submission); Final Answer (file: the submission; ends the research).")
+        "(file: a candidate submission); Final Answer (file: the submission; ends the research). Keep reflection, "
+        "fact_check and thought to one short sentence each.")
 SCHEMA = json_schema("mlab_action", {
     "reflection": {"type": "string"},
     "research_plan_and_status": {"type": "string"},
