@@ -235,6 +235,46 @@ def _sweep_status(args: argparse.Namespace) -> int:
     return 0
 
 
+def _expbench(args: argparse.Namespace) -> int:
+    """stats, list, show and report of EXP-Bench."""
+    from innolab.expbench import data, report
+
+    try:
+        if args.expbench_command == "report":
+            table = report.report(Path(args.results_dir))
+            if args.json:
+                print(json.dumps(json.loads(table.to_json(orient="records")), indent=2))
+            else:
+                print(table.to_string(index=False, float_format=lambda v: f"{v:.1f}"))
+            return 0
+        tasks = data.load(args.data)
+        if args.expbench_command == "stats":
+            numbers = data.stats(tasks)
+            if args.json:
+                print(json.dumps(numbers, indent=2))
+            else:
+                print(f"{numbers['tasks']} tasks from {numbers['papers']} papers; types "
+                      + ", ".join(f"{k} {v}" for k, v in numbers["types"].items()))
+                for conference, part in numbers["conferences"].items():
+                    print(f"  {conference}: {part['tasks']} tasks, {part['papers']} papers, "
+                          + ", ".join(f"{k} {v}" for k, v in part["types"].items()))
+        elif args.expbench_command == "list":
+            for task in tasks:
+                if args.type in (None, task.type):
+                    print(f"{task.id:28} {task.type}  {task.question[:90]}")
+        else:
+            task = data.get(tasks, args.task_id)
+            print(f"{task.id} ({task.type}); repository {task.repository or 'unknown'}")
+            print(f"masked: {', '.join(task.mask_list)}")
+            print(f"\nQuestion: {task.question}\n\nMethod: {task.method}")
+            if task.agent_instructions:
+                print(f"\nAgent instructions: {task.agent_instructions}")
+    except (data.ExpBenchError, report.ReportError) as error:
+        print(f"innolab expbench {args.expbench_command}: {error}", file=sys.stderr)
+        return 2
+    return 0
+
+
 def _sweep_collect(args: argparse.Namespace) -> int:
     from innolab import results
 
@@ -415,6 +455,21 @@ def build_parser() -> argparse.ArgumentParser:
                      help="back end for N when the run is scored at its end (default: the DAGENT judge where "
                           "$INNOLAB_LLM_BASE_URL is set, else ast; none: skip N)")
     run.set_defaults(handler=_run)
+
+    exb = commands.add_parser("expbench", help="EXP-Bench: dataset statistics, tasks, and reports of judged results")
+    exb_sub = exb.add_subparsers(dest="expbench_command", metavar="ACTION", required=True)
+    for name, text in (("stats", "task, paper and type counts recomputed from the data"),
+                       ("list", "one line per task: id, type, question"), ("show", "one task")):
+        sub = exb_sub.add_parser(name, help=text)
+        sub.add_argument("--data", metavar="DIR", help="the EXP-Bench data (default $INNOLAB_EXPBENCH_DIR)")
+        sub.set_defaults(handler=_expbench)
+    exb_sub.choices["stats"].add_argument("--json", action="store_true")
+    exb_sub.choices["list"].add_argument("--type", choices=["T1", "T2", "T3"])
+    exb_sub.choices["show"].add_argument("task_id", metavar="ID", help="<conference>/<paper id>/<index>")
+    rpt = exb_sub.add_parser("report", help="judged results aggregated per (agent, model), with denominators")
+    rpt.add_argument("results_dir", metavar="DIR", help="holds <conf>/<paper>/<agent>/<model>/*_eval_judge.json")
+    rpt.add_argument("--json", action="store_true")
+    rpt.set_defaults(handler=_expbench)
 
     swp = commands.add_parser("sweep", help="sweeps of agent runs: run a YAML spec on Dask, status, collect tables")
     swp_sub = swp.add_subparsers(dest="sweep_command", metavar="ACTION", required=True)

@@ -1,0 +1,1 @@
+"""EXP-Bench in innolab: its tasks and the aggregation of judged results."""

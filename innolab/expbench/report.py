@@ -1,0 +1,109 @@
+"""EXP-Bench results: every `*_eval_judge.json` under a folder aggregated per (agent, model), each metric with
+its denominator (the rules of reference §5; upstream has no aggregation code).
+
+* A task fails the monitor (M) when a monitor flag (paper access, git operations, faked data) is true or a monitor
+  value is still "Error parsing response"; it then counts 0 in D, I and C and leaves the execution subset.
+* D, I, C, M and All are over all judged tasks (`n`); E, I_E and All_E over the execution subset (`n_exec`):
+  tasks with an `execution_success` key whose monitor passed.
+* D = mean design_score, I = mean setup_score, C = share of "correct" (`conclusion_score` may be the integer 0);
+  I_E, All and All_E are per-task binary conjunctions: setup 100 and executed; design 100, setup 100 and correct;
+  that and executed. Values in percent.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+MONITOR_FLAGS = ("paper_access", "git_operations", "faked_or_nonexperimental_data")
+PARSE_ERROR = "Error parsing response"
+REPORT_KEYS = ["agent", "model", "n", "n_exec", "M", "D", "I", "C", "E", "I_E", "All", "All_E"]
+JUDGE_SUFFIX = "_eval_judge.json"
+
+
+class ReportError(ValueError):
+    """A judge file that cannot be read; the message names the file and the field."""
+
+
+def _score(value: Any, where: str, key: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 100:
+        raise ReportError(f"{where}: {key} must be a number from 0 to 100, got {value!r}")
+    return float(value)
+
+
+def task_row(result: dict[str, Any], where: str = "judge file") -> dict[str, Any]:
+    """One judged task as per-task values: monitor pass, D, I (0-100), C, executed (None: not checked)."""
+    monitor_values = [result[k] for k in (*MONITOR_FLAGS, "setup_monitor_comprehensive_reason") if k in result]
+    monitor_failed = any(result.get(k) is True for k in MONITOR_FLAGS) or PARSE_ERROR in monitor_values
+    if monitor_failed:
+        design = setup = 0.0
+        correct = False
+    else:
+        design = _score(result.get("design_score"), where, "design_score")
+        setup = _score(result.get("setup_score"), where, "setup_score")
+        conclusion = result.get("conclusion_score")
+        if conclusion not in ("correct", "incorrect", 0):
+            raise ReportError(f"{where}: conclusion_score must be 'correct', 'incorrect' or 0, got {conclusion!r}")
+        correct = conclusion == "correct"
+    executed = None
+    if "execution_success" in result and not monitor_failed:
+        if not isinstance(result["execution_success"], bool):
+            raise ReportError(f"{where}: execution_success must be true or false")
+        executed = result["execution_success"]
+    return {"M": not monitor_failed, "D": design, "I": setup, "C": correct, "executed": executed}
+
+
+def judge_files(folder: Path) -> list[tuple[str, str, Path]]:
+    """(agent, model, file) for every judge file, in the upstream layout <conf>/<paper>/<agent>/<model>/."""
+    found = []
+    for path in sorted(Path(folder).rglob(f"*{JUDGE_SUFFIX}")):
+        parts = path.relative_to(folder).parts
+        if len(parts) < 3:
+            raise ReportError(f"{path}: expected <conference>/<paper>/<agent>/<model>/<file> under {folder}")
+        found.append((parts[-3], parts[-2], path))
+    return found
+
+
+def task_table(folder: str | Path) -> pd.DataFrame:
+    """One row per judged task: agent, model, task file and its per-task values."""
+    rows = []
+    for agent, model, path in judge_files(Path(folder)):
+        try:
+            result = json.loads(path.read_text(encoding="utf-8"))
+        except json.JSONDecodeError as error:
+            raise ReportError(f"{path}: not valid JSON: {error}") from None
+        if not isinstance(result, dict):
+            raise ReportError(f"{path}: a judge file is a JSON object")
+        rows.append({"agent": agent, "model": model, "file": path.name, **task_row(result, str(path))})
+    return pd.DataFrame(rows, columns=["agent", "model", "file", "M", "D", "I", "C", "executed"])
+
+
+def aggregate(tasks: pd.DataFrame) -> pd.DataFrame:
+    """The report: one row per (agent, model) with REPORT_KEYS, values in percent, NaN where a subset is empty."""
+    rows = []
+    for (agent, model), part in tasks.groupby(["agent", "model"], sort=True):
+        full = (part["D"] == 100) & (part["I"] == 100) & part["C"]
+        checked = part[part["executed"].notna()]
+        executed = checked["executed"].astype(bool)
+        subset = len(checked)
+
+        def share(mask: pd.Series, denominator: int) -> float:
+            return 100.0 * float(mask.sum()) / denominator if denominator else float("nan")
+
+        rows.append({"agent": agent, "model": model, "n": len(part), "n_exec": subset,
+                     "M": share(part["M"].astype(bool), len(part)), "D": float(part["D"].mean()),
+                     "I": float(part["I"].mean()), "C": share(part["C"].astype(bool), len(part)),
+                     "E": share(executed, subset), "I_E": share((checked["I"] == 100) & executed, subset),
+                     "All": share(full, len(part)), "All_E": share(full.loc[checked.index] & executed, subset)})
+    return pd.DataFrame(rows, columns=REPORT_KEYS)
+
+
+def report(folder: str | Path) -> pd.DataFrame:
+    """`innolab expbench report DIR`: every judge file under DIR, aggregated per (agent, model)."""
+    tasks = task_table(folder)
+    if tasks.empty:
+        raise ReportError(f"{folder}: no *{JUDGE_SUFFIX} files")
+    return aggregate(tasks)

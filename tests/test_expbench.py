@@ -1,0 +1,164 @@
+"""EXP-Bench: the loader on fixtures of innolab's own making (and on the real data where it is present), and the
+report's rules on hand-made judge files."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from innolab.expbench import data, report
+
+ROOT = Path(__file__).resolve().parents[1]
+DESIGN = {"constant_variables": {"seed": "fixed"}, "independent_variables": {"lr": ["1e-3", "1e-4"]},
+          "dependent_variables": {"accuracy": "top-1"}}
+
+
+def task(**fields):
+    base = {"question": "Does it help?", "method": "Compare.", "expected_outcome": "It helps.",
+            "design_complexity": DESIGN}
+    return {**base, **fields}
+
+
+@pytest.fixture
+def dataset(tmp_path):
+    """Two conferences, three papers, one task of each type, a nested design and both repository fields."""
+    root = tmp_path / "expbench"
+    papers = {
+        ("confA", "111"): [task(masked_source=["/workspace/train.py", "/workspace/eval/run.py"],
+                                source=["/workspace/train.py"], requirements=["Step 1: train"],
+                                agent_instructions="Use the GPU."),
+                           task(source=["/workspace/tools/plot.py"], mode="A",
+                                design_complexity={"design_complexity": DESIGN})],
+        ("confB", "222"): [task(no_answer="No answer found after 2 iterations.")],
+        ("confB", "333"): [{"hypothesis": "An old-style task.", "method": "M", "expected_outcome": "O",
+                            "design_complexity": DESIGN}],
+    }
+    for (conference, paper), questions in papers.items():
+        folder = root / "outputs" / "logs" / conference / paper
+        folder.mkdir(parents=True)
+        (folder / f"{paper}_complete_final.json").write_text(json.dumps({"questions": questions}))
+    for conference, records in {"confA": [{"id": "111", "code_url": "https://example.org/a/repo"}],
+                                "confB": [{"id": "222", "code_url": "", "reproduce_eval": {"code": "https://example.org/b"}},
+                                          {"id": "333", "code_url": ""}]}.items():
+        (root / "logs" / conference).mkdir(parents=True)
+        (root / "logs" / conference / "meta.json").write_text("\n".join(json.dumps(r) for r in records) + "\n")
+    return root
+
+
+def test_loader_types_masks_fallbacks_and_repositories(dataset):
+    tasks = data.load(dataset)
+    assert [t.id for t in tasks] == ["confA/111/0", "confA/111/1", "confB/222/0", "confB/333/0"]
+    t1, t2, t3, old = tasks
+    assert (t1.type, t2.type, t3.type, old.type) == ("T1", "T2", "T3", "T3")
+    assert t1.mask_list == ["train.py", "eval/run.py", "README.md"]  # masked_source wins over source
+    assert t2.mask_list == ["tools/plot.py", "README.md"] and t3.mask_list == ["README.md"]
+    assert t2.design == DESIGN  # the nested design_complexity unwrapped
+    assert old.question == "An old-style task." and old.agent_instructions == "" and old.requirements == "M"
+    assert t1.repository == "https://example.org/a/repo" and t3.repository == "https://example.org/b"
+    assert old.repository is None
+    numbers = data.stats(tasks)
+    assert numbers["tasks"] == 4 and numbers["papers"] == 3 and numbers["types"] == {"T1": 1, "T2": 1, "T3": 2}
+    assert numbers["nested_design"] == 1 and numbers["conferences"]["confB"]["papers"] == 2
+
+
+def test_loader_errors_name_the_file_and_the_rule(dataset, tmp_path, monkeypatch):
+    broken = dataset / "outputs" / "logs" / "confB" / "222" / "222_complete_final.json"
+    broken.write_text(json.dumps({"questions": [{"method": "no question"}]}))
+    with pytest.raises(data.ExpBenchError, match=r"222_complete_final.json: questions\[0\] has neither question"):
+        data.load(dataset)
+    monkeypatch.delenv(data.DATA_VARIABLE, raising=False)
+    with pytest.raises(data.ExpBenchError, match="--data DIR or set \\$INNOLAB_EXPBENCH_DIR"):
+        data.load()
+    with pytest.raises(data.ExpBenchError, match="not an EXP-Bench data folder"):
+        data.load(tmp_path)
+
+
+def test_cli_stats_list_show(dataset):
+    def cli(*args):
+        return subprocess.run([sys.executable, "-m", "innolab.cli", "expbench", *args], cwd=ROOT,
+                              capture_output=True, text=True, timeout=120)
+
+    stats = cli("stats", "--data", str(dataset), "--json")
+    assert stats.returncode == 0 and json.loads(stats.stdout)["types"] == {"T1": 1, "T2": 1, "T3": 2}
+    listed = cli("list", "--data", str(dataset), "--type", "T3")
+    assert listed.stdout.split()[0::1][:1] == ["confB/222/0"] and "confA" not in listed.stdout
+    shown = cli("show", "confA/111/0", "--data", str(dataset))
+    assert "masked: train.py, eval/run.py, README.md" in shown.stdout and "Use the GPU." in shown.stdout
+    missing = cli("show", "confA/111/9", "--data", str(dataset))
+    assert missing.returncode == 2 and "no EXP-Bench task 'confA/111/9'" in missing.stderr
+
+
+@pytest.mark.skipif(not os.environ.get(data.DATA_VARIABLE), reason="the real EXP-Bench data are not here "
+                    "(CI sets INNOLAB_EXPBENCH_DIR where the shared copy exists)")
+def test_the_real_dataset_has_the_papers_counts():
+    numbers = data.stats(data.load())
+    assert (numbers["tasks"], numbers["papers"]) == (461, 51)
+    assert numbers["types"] == {"T1": 210, "T2": 123, "T3": 128}  # the paper's Tables 4 and 5
+    assert numbers["conferences"]["iclr2024"]["types"] == {"T1": 96, "T2": 50, "T3": 53}
+    assert numbers["nested_design"] == 41 and numbers["with_repository"] == 461
+
+
+# ------------------------------------------------------------------------------------------------ the report
+
+
+def judged(design=100, setup=100, conclusion="correct", **extra):
+    return {"design_score": design, "setup_score": setup, "conclusion_score": conclusion,
+            "design_evaluation_explanation": "", "setup_evaluation_explanation": "", **extra}
+
+
+def write_results(root: Path, agent: str, model: str, results: list[dict]) -> None:
+    folder = root / "confA" / "111" / agent / model
+    folder.mkdir(parents=True)
+    for i, result in enumerate(results):
+        (folder / f"111_task_index_{i}_iter_1_duration_0.67_eval_judge.json").write_text(json.dumps(result))
+
+
+def test_report_follows_the_rules_with_every_denominator(tmp_path):
+    write_results(tmp_path, "openhands", "o3-mini", [
+        judged(execution_success=True),                                    # all correct, executed
+        judged(design=50, execution_success=False),                        # not all correct, not executed
+        judged(setup=100, conclusion="incorrect", execution_success=True),  # I and E, not All
+        judged(design=0, setup=0, conclusion=0, paper_access=True, git_operations=False,
+               faked_or_nonexperimental_data=False, setup_monitor_comprehensive_reason="read the paper",
+               execution_success=True),                                    # monitor failed: zeroed, out of E
+        judged(design=80, setup=40),                                       # no execution key: not in the subset
+    ])
+    write_results(tmp_path, "inspectai", "nova-pro", [
+        judged(paper_access=PARSE, git_operations=PARSE, faked_or_nonexperimental_data=PARSE,
+               setup_monitor_comprehensive_reason=PARSE),                 # unparsed monitor: a failure
+        judged(design=100, setup=100, conclusion="correct"),
+    ])
+    done = subprocess.run([sys.executable, "-m", "innolab.cli", "expbench", "report", str(tmp_path), "--json"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    rows = {(r["agent"], r["model"]): r for r in json.loads(done.stdout)}
+    assert list(next(iter(rows.values()))) == report.REPORT_KEYS
+    oh = rows[("openhands", "o3-mini")]
+    assert (oh["n"], oh["n_exec"]) == (5, 3)
+    assert oh["M"] == pytest.approx(80.0)
+    assert oh["D"] == pytest.approx((100 + 50 + 100 + 0 + 80) / 5)
+    assert oh["I"] == pytest.approx((100 + 100 + 100 + 0 + 40) / 5)
+    assert oh["C"] == pytest.approx(60.0)  # 3 of 5 "correct"; the zeroed task's integer 0 counts as not
+    assert oh["E"] == pytest.approx(200 / 3) and oh["I_E"] == pytest.approx(200 / 3)
+    assert oh["All"] == pytest.approx(20.0) and oh["All_E"] == pytest.approx(100 / 3)
+    ia = rows[("inspectai", "nova-pro")]
+    assert (ia["n"], ia["n_exec"], ia["M"], ia["All"]) == (2, 0, 50.0, 50.0)
+    assert ia["E"] is None and ia["All_E"] is None  # no execution subset: no number, not 0
+
+
+PARSE = report.PARSE_ERROR
+
+
+def test_report_refuses_what_it_cannot_read(tmp_path):
+    write_results(tmp_path, "a", "m", [judged(design=150)])
+    with pytest.raises(report.ReportError, match="design_score must be a number from 0 to 100"):
+        report.report(tmp_path)
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    with pytest.raises(report.ReportError, match=r"no \*_eval_judge.json files"):
+        report.report(empty)
