@@ -162,3 +162,59 @@ def test_report_refuses_what_it_cannot_read(tmp_path):
     empty.mkdir()
     with pytest.raises(report.ReportError, match=r"no \*_eval_judge.json files"):
         report.report(empty)
+
+
+# ------------------------------------------------------------------------------------------------ workspace
+
+
+def git(*args, cwd):
+    subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", "-c", "protocol.file.allow=always", *args],
+                   cwd=cwd, check=True, capture_output=True)
+
+
+@pytest.fixture
+def clone(tmp_path):
+    """A repository with README.md, two scripts and a submodule holding a third."""
+    sub = tmp_path / "sub"
+    (sub / "lib").mkdir(parents=True)
+    (sub / "lib" / "helper.py").write_text("HELP = 1\n")
+    git("init", "-q", cwd=sub)
+    git("add", ".", cwd=sub)
+    git("commit", "-qm", "sub", cwd=sub)
+    main = tmp_path / "repo"
+    (main / "eval").mkdir(parents=True)
+    for name, text in {"README.md": "# results: 99%\n", "train.py": "print('train')\n",
+                       "eval/run.py": "print('eval')\n", "keep.py": "print('keep')\n"}.items():
+        (main / name).write_text(text)
+    git("init", "-q", cwd=main)
+    git("submodule", "add", "-q", str(sub), "vendor/sub", cwd=main)
+    git("add", ".", cwd=main)
+    git("commit", "-qm", "main", cwd=main)
+    return main
+
+
+def test_masked_workspace_removes_files_from_tree_and_index_submodules_included(clone, tmp_path):
+    from innolab.expbench import workspace
+
+    item = data._task("confA", "111", 0, task(masked_source=["/workspace/train.py",
+                                                             "/workspace/vendor/sub/lib/helper.py"]), None, "t")
+    prepared = workspace.prepare(item, clone, tmp_path / "ws")
+    root = prepared.root
+    assert prepared.masked == ["train.py", "vendor/sub/lib/helper.py", "README.md"]
+    assert not (root / "train.py").exists() and not (root / "README.md").exists()
+    assert not (root / "vendor" / "sub" / "lib" / "helper.py").exists() and (root / "keep.py").is_file()
+
+    def tracked(folder):
+        return subprocess.run(["git", "ls-files"], cwd=folder, capture_output=True, text=True).stdout.split()
+
+    assert "train.py" not in tracked(root) and "README.md" not in tracked(root) and "keep.py" in tracked(root)
+    assert "lib/helper.py" not in tracked(root / "vendor" / "sub")
+    assert (clone / "train.py").is_file()  # the clone itself is untouched
+    assert prepared.output_json == "111_task_index_0_iter_1_duration_0.67_eval_gen.json"
+    text = workspace.prompt(item, prepared)
+    assert "Does it help?" in text and "Compare." in text and prepared.output_json in text
+    assert "reproduce_exp_bench.sh" in text and "git" in text and "It helps." not in text  # no ground truth
+    missing = data._task("confA", "111", 1, task(masked_source=["/workspace/nope.py"]), None, "t")
+    with pytest.raises(workspace.MaskingError) as error:
+        workspace.prepare(missing, clone, tmp_path / "ws2")
+    assert error.value.invalid_task == "Masking failed for files: ['nope.py']"
