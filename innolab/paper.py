@@ -17,6 +17,7 @@ SCHEMAS: dict[str, tuple[str, ...]] = {
     "fig6_trends": ("panel", "variable", "quantity", "trend", "detail"),
     "table7": ("task", "metric", "without_prompt", "with_prompt", "change", "note"),
     "appendix_f": ("experiment", "quantity", "value", "scale"),
+    "expbench_table1": ("agent", "model", "D", "I", "E", "I_E", "C", "All", "All_E", "n_exec"),
     "ibench_tasks": (
         "name", "domain", "source_competition", "metric", "direction", "v_star",
         "in_main_experiments", "runnable_offline", "offline_note",

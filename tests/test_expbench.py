@@ -9,6 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from innolab.expbench import data, report
@@ -218,3 +219,37 @@ def test_masked_workspace_removes_files_from_tree_and_index_submodules_included(
     with pytest.raises(workspace.MaskingError) as error:
         workspace.prepare(missing, clone, tmp_path / "ws2")
     assert error.value.invalid_task == "Masking failed for files: ['nope.py']"
+
+
+def test_chain_and_intervals(tmp_path):
+    write_results(tmp_path, "oh", "m", [
+        judged(execution_success=True), judged(design=50, execution_success=True),
+        judged(paper_access=True, git_operations=False, faked_or_nonexperimental_data=False,
+               setup_monitor_comprehensive_reason="x"),
+        judged(design=80)])  # not execution-checked: outside the chain
+    tasks = report.task_table(tmp_path)
+    steps = report.chain(tasks).set_index("step")
+    assert steps["n"].tolist() == [3, 3, 3, 3]
+    assert steps["percent"].round(6).tolist() == [round(200 / 3, 6), round(100 / 3, 6), round(100 / 3, 6),
+                                                   round(100 / 3, 6)]
+    ci = report.intervals(tasks, n_resamples=500).set_index("metric")
+    assert ci.loc["D", "mean"] == pytest.approx((100 + 50 + 0 + 80) / 4) and ci.loc["E", "n"] == 2
+    assert ci.loc["D", "ci_low"] <= ci.loc["D", "mean"] <= ci.loc["D", "ci_high"]
+
+
+@pytest.mark.notebook
+def test_notebook_30_on_judge_files_and_a_dataset(dataset, tmp_path):
+    from innolab import notebooks
+    from innolab.paths import notebooks_dir
+
+    write_results(tmp_path / "judged", "oh", "m", [judged(execution_success=True), judged(design=0)])
+    notebooks.execute(notebooks_dir() / "30_expbench.ipynb", tmp_path / "30.ipynb", {
+        "data_dir": str(dataset), "judged_dir": str(tmp_path / "judged"), "results_dir": str(tmp_path / "r"),
+        "figures_dir": str(tmp_path / "f"), "n_resamples": 200})
+    stats = json.loads((tmp_path / "30.ipynb").read_text())["metadata"]["papermill"]
+    assert stats["exception"] is None
+    table = pd.read_csv(tmp_path / "r" / "30_expbench" / "report.csv")
+    assert table.loc[0, "n"] == 2 and table.loc[0, "n_exec"] == 1 and table.loc[0, "All"] == 50.0
+    counted = pd.read_csv(tmp_path / "r" / "30_expbench" / "dataset_stats.csv")
+    assert counted.loc[0, "tasks"] == 4
+    assert (tmp_path / "f" / "30_expbench" / "chain.png").stat().st_size > 5_000

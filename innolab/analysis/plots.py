@@ -295,3 +295,23 @@ def paired_plot(pairs: pd.DataFrame, factor: str, metric: str, level_a: object, 
     ax.set_title(f"Paired runs: {metric}")
     fig.tight_layout()
     return fig
+
+
+def chain_plot(chain: pd.DataFrame, paper: list[float] | None = None) -> Figure:
+    """EXP-Bench's conjunctive chain (M -> M·C·D -> M·C·D·I -> M·C·D·I·E) per agent and model, with the paper's
+    chain (Fig. 6b: 20.6, 3.7, 0.4, 0.2 %) as a dashed line."""
+    sns.set_theme(style="whitegrid", context="paper")
+    fig, ax = plt.subplots(figsize=(7, 3.8))
+    steps = list(dict.fromkeys(chain["step"])) or ["M", "M·C·D", "M·C·D·I", "M·C·D·I·E"]
+    for label, part in chain.groupby(["agent", "model"], sort=True):
+        ax.plot(part["step"], part["percent"], "o-", label=" + ".join(label))
+    if paper is not None:
+        ax.plot(steps[:len(paper)], paper, "k--", lw=1, label="paper (Fig. 6b)")
+    if chain.empty:
+        _empty(ax, "no judged tasks")
+    ax.set_ylabel("% of tasks")
+    ax.set_ylim(0, 100)
+    ax.set_title("EXP-Bench: the conjunctive chain")
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    return fig

@@ -107,3 +107,42 @@ def report(folder: str | Path) -> pd.DataFrame:
     if tasks.empty:
         raise ReportError(f"{folder}: no *{JUDGE_SUFFIX} files")
     return aggregate(tasks)
+
+
+def chain(tasks: pd.DataFrame) -> pd.DataFrame:
+    """The conjunctive chain per (agent, model): M, M·C·D, M·C·D·I, M·C·D·I·E in percent (the paper's Fig. 6b:
+    20.6, 3.7, 0.4, 0.2), each a per-task binary conjunction, over the tasks that went to the execution check plus
+    those the monitor failed (which upstream drops before it: without them M would be 100 by construction)."""
+    rows = []
+    for (agent, model), part in tasks.groupby(["agent", "model"], sort=True):
+        subset = part[part["executed"].notna() | ~part["M"].astype(bool)]  # monitor failures count as failing M
+        monitor = subset["M"].astype(bool)
+        mcd = monitor & subset["C"].astype(bool) & (subset["D"] == 100)
+        mcdi = mcd & (subset["I"] == 100)
+        mcdie = mcdi & subset["executed"].fillna(False).astype(bool)
+        size = len(subset)
+        rows += [{"agent": agent, "model": model, "step": step, "n": size,
+                  "percent": 100.0 * float(mask.sum()) / size if size else float("nan")}
+                 for step, mask in (("M", monitor), ("M·C·D", mcd), ("M·C·D·I", mcdi), ("M·C·D·I·E", mcdie))]
+    return pd.DataFrame(rows, columns=["agent", "model", "step", "n", "percent"])
+
+
+def intervals(tasks: pd.DataFrame, confidence: float = 0.95, n_resamples: int = 10_000, seed: int = 0
+              ) -> pd.DataFrame:
+    """Percentile bootstrap intervals over tasks of D, I, C, M and All per (agent, model), and of E over the
+    execution subset."""
+    from innolab.analysis.sweeps import bootstrap_mean_ci
+
+    rows = []
+    for (agent, model), part in tasks.groupby(["agent", "model"], sort=True):
+        full = ((part["D"] == 100) & (part["I"] == 100) & part["C"].astype(bool)).astype(float) * 100
+        columns = {"D": part["D"], "I": part["I"], "C": part["C"].astype(float) * 100,
+                   "M": part["M"].astype(float) * 100, "All": full,
+                   "E": part["executed"].dropna().astype(float) * 100}
+        for metric, values in columns.items():
+            array = values.to_numpy(dtype=float)
+            low, high = bootstrap_mean_ci(array, confidence, n_resamples, seed) if array.size else ([float("nan")],) * 2
+            rows.append({"agent": agent, "model": model, "metric": metric, "n": int(array.size),
+                         "mean": float(array.mean()) if array.size else float("nan"),
+                         "ci_low": float(low[0]), "ci_high": float(high[0])})
+    return pd.DataFrame(rows, columns=["agent", "model", "metric", "n", "mean", "ci_low", "ci_high"])
