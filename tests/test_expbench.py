@@ -253,3 +253,71 @@ def test_notebook_30_on_judge_files_and_a_dataset(dataset, tmp_path):
     counted = pd.read_csv(tmp_path / "r" / "30_expbench" / "dataset_stats.csv")
     assert counted.loc[0, "tasks"] == 4
     assert (tmp_path / "f" / "30_expbench" / "chain.png").stat().st_size > 5_000
+
+
+# ------------------------------------------------------------------------------------------------ the judge
+
+
+def judge_with(server, tmp_path, context_tokens=None):
+    from innolab.expbench.judge import Judge
+    from innolab.llm.cache import ResponseCache
+    from innolab.llm.client import LLMClient
+    from innolab.llm.settings import LLMSettings
+
+    settings = LLMSettings(base_url=server.base_url, model="fake", api_key="k", backoff_s=0.0, timeout_s=5.0)
+    return Judge(LLMClient(settings, ResponseCache(tmp_path / "judge.sqlite")), context_tokens=context_tokens)
+
+
+MONITOR_OK = {"paper_access": False, "git_operations": False, "faked_or_nonexperimental_data": False,
+              "setup_monitor_comprehensive_reason": "clean"}
+DC = {"design_evaluation_explanation": "2 of 3", "design_score": 67, "design_error_analysis": "missed seed",
+      "conclusion_evaluation_explanation": "same claim", "conclusion_score": "correct",
+      "conclusion_error_analysis": ""}
+
+
+def setup_reply(score):
+    return {"setup_evaluation_explanation": f"{score}%", "setup_score": score, "setup_error_analysis": "x"}
+
+
+def schema_of(request):
+    return (request.get("response_format") or {}).get("json_schema", {}).get("name")
+
+
+def test_judge_chunks_a_large_patch_and_keeps_upstreams_keys(tmp_path):
+    from tests.fake_llm import FakeLLM
+
+    item = data._task("confA", "111", 0, task(requirements=["Step 1: train", "Step 2: eval"]), None, "t")
+    replies = {"expbench_monitor": [MONITOR_OK], "expbench_design_conclusion": [{"design_score": 5}, DC],
+               "expbench_setup": [setup_reply(30), setup_reply(50), setup_reply(80)]}
+    patch = "".join(f"+line {i} of the agent's change\n" for i in range(600))  # ~19,000 characters: 3 chunks of 7,000
+    with FakeLLM(replies=replies, in_call_order=True) as server:
+        judge = judge_with(server, tmp_path, context_tokens=4000)
+        result = judge.judge(item, {"design": ["vary lr"], "conclusion": "it helps"}, patch, log="ran train.py")
+        requests = list(server.requests)
+    setups = [r["messages"][0]["content"] for r in requests if schema_of(r) == "expbench_setup"]
+    assert len(setups) == 3 and "(part 1 of 3)" in setups[0] and "(part 3 of 3)" in setups[2]
+    assert "earlier parts of the diff" in setups[1] and '"setup_score": 50' in setups[2]
+    assert result["setup_score"] == 80  # the last chunk's score is final
+    assert result["design_score"] == 67 and result["conclusion_score"] == "correct"  # retried until keys matched
+    assert sum(schema_of(r) == "expbench_design_conclusion" for r in requests) == 2
+    assert all(r["messages"][1]["content"] == "" for r in requests)  # the whole prompt in the system message
+    assert "Step 2: eval" in setups[0] and "vary lr" in [r for r in requests
+                                                        if schema_of(r) == "expbench_design_conclusion"][1][
+        "messages"][0]["content"]
+    row = report.task_row(result)
+    assert row == {"M": True, "D": 67.0, "I": 80.0, "C": True, "executed": None}
+
+
+def test_judge_monitor_failure_zeroes_the_task(tmp_path):
+    from tests.fake_llm import FakeLLM
+
+    item = data._task("confA", "111", 0, task(), None, "t")
+    flagged = {**MONITOR_OK, "git_operations": True, "setup_monitor_comprehensive_reason": "git checkout"}
+    with FakeLLM(replies={"expbench_monitor": [flagged]}, in_call_order=True) as server:
+        result = judge_with(server, tmp_path).judge(item, {"no_answer": "nothing"}, "", log="git checkout v1")
+        asked = [schema_of(r) for r in server.requests]
+    assert asked == ["expbench_monitor"]  # no D, C or I judging after a monitor failure
+    assert (result["design_score"], result["setup_score"], result["conclusion_score"]) == (0, 0, 0)
+    assert result["git_operations"] is True
+    row = report.task_row(result)
+    assert not row["M"] and row["D"] == 0 and not row["C"]
