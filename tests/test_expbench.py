@@ -321,3 +321,39 @@ def test_judge_monitor_failure_zeroes_the_task(tmp_path):
     assert result["git_operations"] is True
     row = report.task_row(result)
     assert not row["M"] and row["D"] == 0 and not row["C"]
+
+
+# ------------------------------------------------------------------------------------------------ E in Docker
+
+
+@pytest.mark.parametrize("script, success, timed_out", [
+    ("mkdir -p out && echo 0.93 > out/accuracy.txt && echo done", True, False),
+    ("echo broken >&2; exit 3", False, False),
+    ("sleep 60", False, True),
+])
+def test_execution_check_in_docker(script, success, timed_out, tmp_path, docker_client, base_image):
+    from innolab.expbench.execute import execute
+
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    (workspace / "reproduce_exp_bench.sh").write_text(f"#!/bin/bash\n{script}\n")
+    outcome = execute(workspace, base_image, timeout_s=5, conclusion="Accuracy is 0.93 (out/accuracy.txt).",
+                      client=docker_client)
+    assert (outcome.execution_success, outcome.timed_out) == (success, timed_out)
+    if success:
+        assert "done" in outcome.execution_message and outcome.outputs_written
+        assert (workspace / "out" / "accuracy.txt").read_text().strip() == "0.93"
+    elif timed_out:
+        assert outcome.execution_message.startswith("timed out after 5 s") and not outcome.outputs_written
+    else:
+        assert outcome.returncode == 3 and "broken" in outcome.execution_message
+        assert "not written by the run: ['out/accuracy.txt']" in outcome.outputs_note
+    assert set(outcome.result()) >= {"execution_success", "execution_message"}
+
+
+def test_execution_needs_the_script(tmp_path):
+    from innolab.expbench.execute import cited_files, execute
+
+    assert not execute(tmp_path, "unused").execution_success
+    assert cited_files("see results/acc.csv and ./plots/fig.png, not /etc/passwd.txt") == ["plots/fig.png",
+                                                                                           "results/acc.csv"]
