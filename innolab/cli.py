@@ -247,7 +247,42 @@ def _expbench(args: argparse.Namespace) -> int:
             else:
                 print(table.to_string(index=False, float_format=lambda v: f"{v:.1f}"))
             return 0
+        if args.expbench_command == "execute":
+            from innolab.expbench.execute import execute
+
+            outcome = execute(Path(args.workspace), args.image, timeout_s=args.timeout, network=args.network,
+                              conclusion=args.conclusion)
+            print(json.dumps(outcome.result(), indent=2))
+            return 0 if outcome.execution_success else 1
         tasks = data.load(args.data)
+        if args.expbench_command == "prepare":
+            from innolab.expbench import workspace
+
+            try:
+                prepared = workspace.prepare(data.get(tasks, args.task_id), Path(args.repo), Path(args.out))
+            except workspace.MaskingError as error:
+                print(json.dumps({"invalid_task": error.invalid_task}))
+                return 1
+            (prepared.root.parent / f"{prepared.root.name}.prompt.txt").write_text(
+                workspace.prompt(data.get(tasks, args.task_id), prepared), encoding="utf-8")
+            print(f"masked {', '.join(prepared.masked)}; prompt in {prepared.root.name}.prompt.txt")
+            print(prepared.root)
+            return 0
+        if args.expbench_command == "judge":
+            from innolab.expbench.judge import Judge, write_result
+            from innolab.llm.cache import ResponseCache
+            from innolab.llm.client import LLMClient
+            from innolab.llm.settings import LLMSettings
+
+            generated = json.loads(Path(args.gen).read_text(encoding="utf-8")) if args.gen else {
+                "no_answer": "No answer found in eval gen after 1 iterations."}
+            patch = Path(args.patch).read_text(encoding="utf-8") if args.patch else ""
+            log = Path(args.log).read_text(encoding="utf-8") if args.log else ""
+            out = Path(args.out)
+            client = LLMClient(LLMSettings.from_env(), ResponseCache(out.parent / "judge_cache.sqlite"))
+            result = Judge(client).judge(data.get(tasks, args.task_id), generated, patch, log)
+            print(write_result(result, out))
+            return 0
         if args.expbench_command == "stats":
             numbers = data.stats(tasks)
             if args.json:
@@ -269,7 +304,7 @@ def _expbench(args: argparse.Namespace) -> int:
             print(f"\nQuestion: {task.question}\n\nMethod: {task.method}")
             if task.agent_instructions:
                 print(f"\nAgent instructions: {task.agent_instructions}")
-    except (data.ExpBenchError, report.ReportError) as error:
+    except (data.ExpBenchError, report.ReportError, ValueError, OSError, RuntimeError) as error:
         print(f"innolab expbench {args.expbench_command}: {error}", file=sys.stderr)
         return 2
     return 0
@@ -466,6 +501,27 @@ def build_parser() -> argparse.ArgumentParser:
     exb_sub.choices["stats"].add_argument("--json", action="store_true")
     exb_sub.choices["list"].add_argument("--type", choices=["T1", "T2", "T3"])
     exb_sub.choices["show"].add_argument("task_id", metavar="ID", help="<conference>/<paper id>/<index>")
+    prep = exb_sub.add_parser("prepare", help="a task's masked workspace from a local clone, and its agent prompt")
+    prep.add_argument("task_id", metavar="ID")
+    prep.add_argument("--repo", required=True, metavar="PATH", help="a local clone of the task's repository")
+    prep.add_argument("--out", required=True, metavar="DIR", help="the workspace to make (a new folder)")
+    prep.add_argument("--data", metavar="DIR")
+    prep.set_defaults(handler=_expbench)
+    jdg = exb_sub.add_parser("judge", help="judge one task's outputs (M, D, C, I) with the configured LLM")
+    jdg.add_argument("task_id", metavar="ID")
+    jdg.add_argument("--gen", metavar="FILE", help="the agent's {design, conclusion} JSON (absent: no answer)")
+    jdg.add_argument("--patch", metavar="FILE")
+    jdg.add_argument("--log", metavar="FILE", help="the agent's log, for the monitor")
+    jdg.add_argument("--out", required=True, metavar="FILE", help="<prefix>_eval_judge.json")
+    jdg.add_argument("--data", metavar="DIR")
+    jdg.set_defaults(handler=_expbench)
+    exe = exb_sub.add_parser("execute", help="the execution check E of a workspace in Docker")
+    exe.add_argument("workspace", metavar="DIR")
+    exe.add_argument("--image", required=True, help="the image the agent's workspace ran in")
+    exe.add_argument("--timeout", type=float, default=3600.0, help="seconds (default 3600)")
+    exe.add_argument("--network", choices=["none", "bridge", "host"], default="none")
+    exe.add_argument("--conclusion", help="check that the files this conclusion cites were written by the run")
+    exe.set_defaults(handler=_expbench)
     rpt = exb_sub.add_parser("report", help="judged results aggregated per (agent, model), with denominators")
     rpt.add_argument("results_dir", metavar="DIR", help="holds <conf>/<paper>/<agent>/<model>/*_eval_judge.json")
     rpt.add_argument("--json", action="store_true")

@@ -357,3 +357,26 @@ def test_execution_needs_the_script(tmp_path):
     assert not execute(tmp_path, "unused").execution_success
     assert cited_files("see results/acc.csv and ./plots/fig.png, not /etc/passwd.txt") == ["plots/fig.png",
                                                                                            "results/acc.csv"]
+
+
+def test_cli_prepare_and_judge(dataset, clone, tmp_path):
+    from tests.fake_llm import FakeLLM
+
+    (dataset / "outputs" / "logs" / "confA" / "111" / "111_complete_final.json").write_text(json.dumps(
+        {"questions": [task(masked_source=["/workspace/train.py"])]}))
+    prepared = subprocess.run([sys.executable, "-m", "innolab.cli", "expbench", "prepare", "confA/111/0", "--repo",
+                               str(clone), "--out", str(tmp_path / "ws"), "--data", str(dataset)],
+                              cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert prepared.returncode == 0, prepared.stderr
+    assert not (tmp_path / "ws" / "train.py").exists() and "Does it help?" in (tmp_path / "ws.prompt.txt").read_text()
+    (tmp_path / "gen.json").write_text(json.dumps({"design": "vary lr", "conclusion": "it helps"}))
+    replies = {"expbench_monitor": [MONITOR_OK], "expbench_design_conclusion": [DC],
+               "expbench_setup": [setup_reply(40)]}
+    with FakeLLM(replies=replies, in_call_order=True) as server:
+        env = {**os.environ, "INNOLAB_LLM_BASE_URL": server.base_url, "INNOLAB_LLM_MODEL": "fake"}
+        out = tmp_path / "judged" / "111_task_index_0_iter_1_duration_0.67_eval_judge.json"
+        judged_run = subprocess.run([sys.executable, "-m", "innolab.cli", "expbench", "judge", "confA/111/0", "--gen",
+                                     str(tmp_path / "gen.json"), "--out", str(out), "--data", str(dataset)],
+                                    cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    assert judged_run.returncode == 0, judged_run.stderr
+    assert json.loads(out.read_text())["setup_score"] == 40
