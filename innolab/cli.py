@@ -247,6 +247,11 @@ def _expbench(args: argparse.Namespace) -> int:
             else:
                 print(table.to_string(index=False, float_format=lambda v: f"{v:.1f}"))
             return 0
+        if args.expbench_command == "download":
+            from innolab.expbench.download import download
+
+            print(download(Path(args.out), **({"base_url": args.base_url} if args.base_url else {})))
+            return 0
         if args.expbench_command == "execute":
             from innolab.expbench.execute import execute
 
@@ -522,6 +527,10 @@ def build_parser() -> argparse.ArgumentParser:
     exe.add_argument("--network", choices=["none", "bridge", "host"], default="none")
     exe.add_argument("--conclusion", help="check that the files this conclusion cites were written by the run")
     exe.set_defaults(handler=_expbench)
+    dwn = exb_sub.add_parser("download", help="upstream's data at the pinned commit, each file checked by sha256")
+    dwn.add_argument("--out", required=True, metavar="DIR", help="where to put the data (then --data DIR)")
+    dwn.add_argument("--base-url", help="a mirror of upstream's benchmark/exp_bench folder (default: the pinned one)")
+    dwn.set_defaults(handler=_expbench)
     rpt = exb_sub.add_parser("report", help="judged results aggregated per (agent, model), with denominators")
     rpt.add_argument("results_dir", metavar="DIR", help="holds <conf>/<paper>/<agent>/<model>/*_eval_judge.json")
     rpt.add_argument("--json", action="store_true")

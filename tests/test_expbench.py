@@ -3,6 +3,7 @@ report's rules on hand-made judge files."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import subprocess
@@ -380,3 +381,30 @@ def test_cli_prepare_and_judge(dataset, clone, tmp_path):
                                     cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
     assert judged_run.returncode == 0, judged_run.stderr
     assert json.loads(out.read_text())["setup_score"] == 40
+
+
+def test_download_verifies_every_file(tmp_path):
+    from innolab.expbench.download import DownloadError, download, manifest
+
+    upstream = tmp_path / "upstream"
+    (upstream / "outputs" / "logs" / "c" / "1").mkdir(parents=True)
+    good = upstream / "outputs" / "logs" / "c" / "1" / "1_complete_final.json"
+    good.write_text('{"questions": []}')
+
+
+    listed = {"outputs/logs/c/1/1_complete_final.json": hashlib.sha256(good.read_bytes()).hexdigest()}
+    out = download(tmp_path / "copy", base_url=upstream.as_uri(), checksums=listed)
+    assert (out / "outputs" / "logs" / "c" / "1" / "1_complete_final.json").read_text() == '{"questions": []}'
+    good.write_text('{"questions": [1]}')  # upstream changed: refused, and nothing unverified is kept
+    with pytest.raises(DownloadError, match=r"1_complete_final.json: sha256 .* differs from the pinned"):
+        download(tmp_path / "other", base_url=upstream.as_uri(), checksums=listed)
+    assert not (tmp_path / "other" / "outputs").exists()
+    assert len(manifest()) == 53  # 51 task files and 2 metadata files at the pinned commit
+
+
+@pytest.mark.skipif(not os.environ.get(data.DATA_VARIABLE), reason="the real EXP-Bench data are not here")
+def test_the_shipped_checksums_match_the_real_data(tmp_path):
+    from innolab.expbench.download import download
+
+    copy = download(tmp_path / "copy", base_url=Path(os.environ[data.DATA_VARIABLE]).resolve().as_uri())
+    assert data.stats(data.load(copy))["tasks"] == 461
