@@ -408,3 +408,17 @@ def test_the_shipped_checksums_match_the_real_data(tmp_path):
 
     copy = download(tmp_path / "copy", base_url=Path(os.environ[data.DATA_VARIABLE]).resolve().as_uri())
     assert data.stats(data.load(copy))["tasks"] == 461
+
+
+def test_patch_capture_includes_untracked_files_and_submodules(clone, tmp_path):
+    from innolab.expbench import workspace
+
+    item = data._task("confA", "111", 0, task(masked_source=["/workspace/train.py"]), None, "t")
+    root = workspace.prepare(item, clone, tmp_path / "ws").root
+    (root / "keep.py").write_text("print('changed')\n")
+    (root / "new_experiment.py").write_text("print('new')\n")
+    (root / "vendor" / "sub" / "lib" / "helper.py").write_text("HELP = 2\n")
+    patch = workspace.capture_patch(root)
+    assert "+print('changed')" in patch and "+print('new')" in patch and "+HELP = 2" in patch
+    assert "diff --git" not in patch and "\nindex " not in patch
+    assert "README" not in patch and "train.py" not in patch  # masking is not the agent's change

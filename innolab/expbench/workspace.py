@@ -95,3 +95,32 @@ def prompt(task: ExpTask, workspace: Workspace, repository_dir: str = "/workspac
         "result behind your conclusion.",
     ]
     return "\n\n".join(parts)
+
+
+MAX_PATCH_BYTES = 70_000_000  # upstream cuts larger patches
+PATCH_SUFFIX = "_eval_gen.patch"
+
+
+def _diff(repository: Path) -> str:
+    _git("add", "-N", "--", ".", cwd=repository)  # untracked files show in the diff
+    diff = _git("diff", "-G.", cwd=repository).stdout
+    kept = [line for line in diff.splitlines(keepends=True)
+            if not (line.startswith("diff --git") or line.startswith("index "))]
+    return "".join(kept)
+
+
+def capture_patch(root: str | Path) -> str:
+    """The agent's changes as upstream records them: untracked files included (`git add -N`), `git diff -G.`
+    without its `diff --git` and `index` lines, each submodule's diff appended; above 70 MB, the first and last
+    5,000 lines, halved until it fits."""
+    root = Path(root)
+    patch = _diff(root)
+    listed = _git("submodule", "--quiet", "foreach", "--recursive", "echo $displaypath", cwd=root).stdout
+    for sub in [line.strip() for line in listed.splitlines() if line.strip()]:
+        patch += _diff(root / sub)
+    keep = 5000
+    while len(patch.encode()) > MAX_PATCH_BYTES and keep > 1:
+        lines = patch.splitlines(keepends=True)
+        patch = "".join([*lines[:keep], "...\n", *lines[-keep:]])
+        keep //= 2
+    return patch
