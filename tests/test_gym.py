@@ -70,8 +70,8 @@ def test_snapshot_restore_round_trip(sandbox):
 
 
 def test_tool_specs_are_openai_function_schemas():
-    assert set(TOOL_NAMES) == {"bash", "python", "read_file", "write_file", "edit_file", "list_files", "validate",
-                               "submit"}
+    assert set(TOOL_NAMES) == {"bash", "python", "python_session", "read_file", "write_file", "edit_file",
+                               "list_files", "validate", "submit"}
     for spec in TOOL_SPECS:
         assert spec["type"] == "function"
         assert spec["function"]["parameters"]["type"] == "object"
