@@ -152,7 +152,7 @@ class LLMAgent:
             kept.append(message)
         kept.append({"role": "user", "content": REPEAT_NOTE})
         messages[:] = kept
-        self.memory["repeat_run"] = 0
+        self.memory["repeat_run"] = REPEAT_LIMIT - 1  # still armed: one more identical reply is answered again
 
     def context_tokens(self) -> int:
         """The model's context length: read from the endpoint once and kept in the agent's state (a resumed run
