@@ -269,3 +269,13 @@ def test_trade_off_names_no_best_level_when_levels_tie():
     runs = run_table(temperature=[0.25, 0.75], ratio=[-1.0, -1.0], novelty=[0.0, 0.0])
     result = sw.trade_off(runs, "temperature")
     assert result.best_level is None and "tie" in result.rule
+
+
+def test_check_trends_tests_each_stated_trend_with_its_column():
+    stated = pd.DataFrame({"quantity": ["gain", "novelty", "trade_off"], "trend": ["increasing", "decreasing", "peak"],
+                           "detail": ["up", "down", "best in the middle"]})
+    x = np.repeat([1.0, 2.0, 3.0, 4.0], 4)
+    data = pd.DataFrame({"t": x, "g": x + np.random.default_rng(1).normal(0, 0.01, x.size), "n": x})
+    checks = sw.check_trends(stated, data, "t", {"gain": "g", "novelty": "n"})
+    assert checks["quantity"].tolist() == ["gain", "novelty"]  # trade_off has no column: the caller's
+    assert checks["this sweep"].tolist() == ["holds", "does not hold"]

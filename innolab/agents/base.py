@@ -10,7 +10,7 @@ from typing import Any
 from innolab.gym.policy import Action, Observation
 from innolab.gym.tools import ToolCall, ToolResult
 from innolab.llm.cache import ResponseCache
-from innolab.llm.client import Completion, LLMClient, parse_json_object
+from innolab.llm.client import CHARS_PER_TOKEN, Completion, LLMClient, estimate_tokens, parse_json_object
 from innolab.llm.settings import LLMSettings
 
 INNOVATION_PROMPT = (
@@ -31,12 +31,11 @@ REPEAT_NOTE = ("Your last replies were identical and gave the same observation e
                "a new action, new code, another approach.")
 DEFAULT_CONTEXT_TOKENS = 8192  # when the endpoint reports no context length
 CONTEXT_MARGIN_TOKENS = 256
-CHARS_PER_TOKEN = 3.5  # a stated estimate: no tokenizer is downloaded
 
 
-def estimate_tokens(messages: list[dict[str, Any]]) -> int:
-    """Tokens of a conversation, estimated from its characters (3.5 per token) plus a few per message."""
-    return int(sum(len(m.get("content") or "") for m in messages) / CHARS_PER_TOKEN) + 4 * len(messages)
+def conversation_tokens(messages: list[dict[str, Any]]) -> int:
+    """Tokens of a conversation: its texts' estimate plus a few per message."""
+    return sum(estimate_tokens(m.get("content") or "") + 3 for m in messages)
 
 
 class LLMAgent:
@@ -168,12 +167,12 @@ class LLMAgent:
         newest turns are sent verbatim. The summary is kept in the state and extended as more turns fold in."""
         head, turns = messages[:2], messages[2:]
         budget = self.context_tokens() - (self.settings.max_tokens or 1024) - CONTEXT_MARGIN_TOKENS
-        if estimate_tokens(messages) <= budget:
+        if conversation_tokens(messages) <= budget:
             return messages
-        room = max(budget - estimate_tokens(head), 0) // 2
+        room = max(budget - conversation_tokens(head), 0) // 2
         keep: list[dict[str, Any]] = []
         for message in reversed(turns):
-            if keep and estimate_tokens([message, *keep]) > room:
+            if keep and conversation_tokens([message, *keep]) > room:
                 break
             keep.insert(0, message)
         folded = len(turns) - len(keep)

@@ -227,11 +227,15 @@ def anytime(trajectory: pd.DataFrame, runs: pd.DataFrame, by: str | Sequence[str
 # ------------------------------------------------------------------------------------------- Fig. 6(b), 6(c)
 
 
+def _first_k(part: pd.DataFrame, k: int | None) -> pd.DataFrame:
+    """The runs of each task in seed order, the first k of them (all when None): what "best of k" chooses from."""
+    ordered = part.sort_values(["seed"] if "seed" in part else [], kind="stable")
+    return ordered if k is None else ordered.groupby("task", sort=False).head(k)
+
+
 def _best_of(part: pd.DataFrame, metric: str, k: int | None) -> pd.DataFrame:
     """The best run (by imputed ratio) of each (task, level) among its first k seeds."""
-    ordered = part.sort_values(["seed"] if "seed" in part else [], kind="stable")
-    if k is not None:
-        ordered = ordered.groupby("task", sort=False).head(k)
+    ordered = _first_k(part, k)
     best = ordered.loc[ordered.groupby("task", sort=True)["ratio"].idxmax()]
     return best[list(dict.fromkeys(["task", metric, "ratio"]))]
 
@@ -270,9 +274,7 @@ def _best_of_interval(part: pd.DataFrame, metric: str, k: int | None, confidence
     totals = np.zeros(n_resamples)
     tasks = 0
     for _, runs_of_task in part.groupby("task", sort=True):
-        ordered = runs_of_task.sort_values(["seed"] if "seed" in runs_of_task else [], kind="stable")
-        if k is not None:
-            ordered = ordered.head(k)
+        ordered = _first_k(runs_of_task, k)
         ratio = ordered["ratio"].to_numpy(dtype=float)
         if len(ratio) < 2:
             return np.nan, np.nan
@@ -463,6 +465,24 @@ def trend_holds(data: pd.DataFrame, x: str, y: str, trend: Trend, alpha: float =
     verdict = "holds" if curvature < 0 and p < alpha and inside else "does not hold"
     return TrendCheck(trend, verdict, "OLS quadratic term", curvature, p, n,
                       f"x^2 coefficient {curvature:.3g} (p = {p:.3g}), vertex at {x} = {vertex:.3g}")
+
+
+def check_trends(stated: pd.DataFrame, data: pd.DataFrame, x: str, columns: dict[str, str],
+                 alpha: float = 0.05) -> pd.DataFrame:
+    """Each stated trend of `fig6_trends.csv` (rows with quantity, trend, detail) tested on `data` with
+    `trend_holds`; `columns` maps a quantity (gain, novelty) to the column that measures it. A quantity without a
+    column (e.g. trade_off) is left to the caller."""
+    _columns(stated, ["quantity", "trend", "detail"], "stated")
+    rows = []
+    for row in stated.itertuples():
+        if row.quantity not in columns:
+            continue
+        check = trend_holds(data, x, columns[row.quantity], row.trend, alpha=alpha)
+        rows.append({"quantity": row.quantity, "paper": row.detail, "trend": row.trend, "this sweep": check.verdict,
+                     "test": check.test, "statistic": check.statistic, "p_value": check.p_value,
+                     "detail": check.detail})
+    return pd.DataFrame(rows, columns=["quantity", "paper", "trend", "this sweep", "test", "statistic", "p_value",
+                                       "detail"])
 
 
 # ------------------------------------------------------------------------------------------------ regression

@@ -12,10 +12,9 @@ from typing import Any
 
 from innolab.expbench.data import ExpTask
 from innolab.expbench.report import MONITOR_FLAGS, PARSE_ERROR
-from innolab.llm.client import LLMClient, json_schema, parse_json_object
+from innolab.llm.client import CHARS_PER_TOKEN, LLMClient, estimate_tokens, json_schema, parse_json_object
 
 DEFAULT_CONTEXT_TOKENS = 30_000  # upstream's default for a model it does not know
-CHARS_PER_TOKEN = 3.5  # a stated estimate: no tokenizer is downloaded
 MAX_CHUNKS = 15
 ATTEMPTS = 3  # upstream retries until the keys match
 
@@ -58,10 +57,6 @@ SETUP_PROMPT = (
 
 class JudgeError(RuntimeError):
     """The judge's replies never carried the required keys."""
-
-
-def estimate_tokens(text: str) -> int:
-    return int(len(text) / CHARS_PER_TOKEN) + 1
 
 
 class Judge:

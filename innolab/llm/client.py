@@ -199,6 +199,14 @@ def call_seed(seed: int | None, call_index: int | None) -> int | None:
     return int.from_bytes(digest[:4], "big") & 0x7FFFFFFF
 
 
+CHARS_PER_TOKEN = 3.5  # a stated estimate of token counts: no tokenizer is downloaded
+
+
+def estimate_tokens(text: str) -> int:
+    """Tokens of a text, estimated from its characters."""
+    return int(len(text) / CHARS_PER_TOKEN) + 1
+
+
 def json_schema(name: str, properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
     """A response_format asking for one JSON object (enforced where the endpoint supports JSON schemas)."""
     return {"type": "json_schema", "json_schema": {"name": name, "strict": True, "schema": {
