@@ -222,9 +222,13 @@ def test_an_external_scheduler_through_the_cli(tmp_path):
     worker = None
     try:
         deadline = time.monotonic() + 60
-        while not scheduler_file.is_file() and time.monotonic() < deadline:
-            time.sleep(0.2)
-        address = json.loads(scheduler_file.read_text())["address"]
+        address = None
+        while address is None and time.monotonic() < deadline:  # the scheduler writes the file in more than one go
+            try:
+                address = json.loads(scheduler_file.read_text())["address"]
+            except (OSError, ValueError, KeyError):
+                time.sleep(0.2)
+        assert address, "the dask scheduler wrote no address within 60 s"
         worker = subprocess.Popen([str(BIN / "dask"), "worker", address, "--nthreads", "1", "--nworkers", "1",
                                    "--no-dashboard", "--host", "127.0.0.1"],
                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
