@@ -188,7 +188,9 @@ def _run(args: argparse.Namespace) -> int:
                                   max_steps=args.max_steps, innovation_prompt=args.innovation_prompt,
                                   initial_solution=Path(args.initial_solution).read_text()
                                   if args.initial_solution else None,
-                                  prior_name=Path(args.initial_solution).stem if args.initial_solution else None)
+                                  prior_name=Path(args.initial_solution).stem if args.initial_solution else None,
+                                  task_options={k: v for k, v in (("repo", args.repo), ("data", args.expbench_data))
+                                                if v} or None)
             outcome = runner.start(config, Path(args.run_dir) if args.run_dir else None, novelty=novelty)
     except (RunError, BudgetError, LLMError, ValueError) as error:
         print(f"innolab run: {error}", file=sys.stderr)
@@ -259,6 +261,20 @@ def _expbench(args: argparse.Namespace) -> int:
                               conclusion=args.conclusion)
             print(json.dumps(outcome.result(), indent=2))
             return 0 if outcome.execution_success else 1
+        if args.expbench_command == "judge" and args.run:
+            from innolab.expbench.judge import Judge
+            from innolab.expbench.runs import judge_run
+            from innolab.llm.cache import ResponseCache
+            from innolab.llm.client import LLMClient
+            from innolab.llm.settings import LLMSettings
+
+            if not args.results:
+                print("innolab expbench judge: --run needs --results DIR", file=sys.stderr)
+                return 2
+            client = LLMClient(LLMSettings.from_env(), ResponseCache(Path(args.run) / "judge_cache.sqlite"))
+            print(judge_run(Path(args.run), Path(args.results), Judge(client), execute_image=args.execute,
+                            timeout_s=args.timeout))
+            return 0
         tasks = data.load(args.data)
         if args.expbench_command == "prepare":
             from innolab.expbench import workspace
@@ -279,6 +295,10 @@ def _expbench(args: argparse.Namespace) -> int:
             from innolab.llm.client import LLMClient
             from innolab.llm.settings import LLMSettings
 
+            if not (args.task_id and args.out):
+                print("innolab expbench judge: give ID and --out FILE (or --run RUN_DIR --results DIR)",
+                      file=sys.stderr)
+                return 2
             generated = json.loads(Path(args.gen).read_text(encoding="utf-8")) if args.gen else {
                 "no_answer": "No answer found in eval gen after 1 iterations."}
             patch = Path(args.patch).read_text(encoding="utf-8") if args.patch else ""
@@ -491,6 +511,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--initial-solution", metavar="FILE", help="start from this prior solution's code")
     run.add_argument("--run-dir", metavar="DIR", help="where to write the run (default results/runs/<id>)")
     run.add_argument("--resume", metavar="RUN_DIR", help="continue the run in RUN_DIR from its last checkpoint")
+    run.add_argument("--repo", metavar="PATH", help="an EXP-Bench task's repository clone (--task expbench:<id>)")
+    run.add_argument("--expbench-data", metavar="DIR",
+                     help="the EXP-Bench data for an expbench: task (default $INNOLAB_EXPBENCH_DIR)")
     run.add_argument("--novelty", default="default", choices=["default", "ast", "tfidf", "embedding", "llm", "none"],
                      help="back end for N when the run is scored at its end (default: the DAGENT judge where "
                           "$INNOLAB_LLM_BASE_URL is set, else ast; none: skip N)")
@@ -513,11 +536,15 @@ def build_parser() -> argparse.ArgumentParser:
     prep.add_argument("--data", metavar="DIR")
     prep.set_defaults(handler=_expbench)
     jdg = exb_sub.add_parser("judge", help="judge one task's outputs (M, D, C, I) with the configured LLM")
-    jdg.add_argument("task_id", metavar="ID")
+    jdg.add_argument("task_id", metavar="ID", nargs="?")
     jdg.add_argument("--gen", metavar="FILE", help="the agent's {design, conclusion} JSON (absent: no answer)")
     jdg.add_argument("--patch", metavar="FILE")
     jdg.add_argument("--log", metavar="FILE", help="the agent's log, for the monitor")
-    jdg.add_argument("--out", required=True, metavar="FILE", help="<prefix>_eval_judge.json")
+    jdg.add_argument("--out", metavar="FILE", help="<prefix>_eval_judge.json")
+    jdg.add_argument("--run", metavar="RUN_DIR", help="judge a gym run of an EXP-Bench task (its kept artefacts)")
+    jdg.add_argument("--results", metavar="DIR", help="with --run: where <conf>/<paper>/<agent>/<model>/ goes")
+    jdg.add_argument("--execute", metavar="IMAGE", help="with --run: also run E in a fresh container of IMAGE")
+    jdg.add_argument("--timeout", type=float, default=3600.0, help="E's time limit in seconds (default 3600)")
     jdg.add_argument("--data", metavar="DIR")
     jdg.set_defaults(handler=_expbench)
     exe = exb_sub.add_parser("execute", help="the execution check E of a workspace in Docker")

@@ -24,6 +24,7 @@ from innolab.llm.errors import LLMError
 from innolab.llm.settings import LOCAL_MODEL, LLMSettings
 from innolab.rundir import LLM_CACHE, RunDir
 from innolab.scoring import score_run
+from innolab.tasks.registry import get_task
 
 __all__ = ["RUN_PARAMETERS", "agent_config", "config_from_parameters", "config_id", "create_run", "finish",
            "new_run_id", "replay", "resume", "run_or_resume", "settle", "start"]
@@ -33,10 +34,13 @@ def agent_config(agent: str, task: str, model: str | None = None, temperature: f
                  seed: int = 0, budget_s: float = 600.0, runtime: str = "local", max_steps: int | None = None,
                  innovation_prompt: bool = False, initial_solution: str | None = None,
                  settings: dict[str, Any] | None = None, image: str | None = None,
-                 prior_name: str | None = None, backbone: str | None = None, **options: Any) -> RunConfig:
+                 prior_name: str | None = None, backbone: str | None = None,
+                 task_options: dict[str, Any] | None = None, **options: Any) -> RunConfig:
     """One run = agent × task × model × temperature × seed × budget (× runtime), its settings resolved once from
     these arguments and the INNOLAB_LLM_* environment, or a backbone's own (`backbone="OPENAI"`: OPENAI_BASE_URL,
-    OPENAI_MODEL, OPENAI_API_KEY...); explicit arguments win; the API key is never written, only its variable's name."""
+    OPENAI_MODEL, OPENAI_API_KEY...); explicit arguments win; the API key is never written, only its variable's name.
+    `task_options`: what a `<scheme>:` task needs (an EXP-Bench task: `repo`, and `data` or $INNOLAB_EXPBENCH_DIR),
+    resolved here once (paths made absolute) and checked by loading the task."""
     if agent not in SCAFFOLDS:
         raise ValueError(f"agent must be one of {sorted(SCAFFOLDS)}, got {agent!r}")
     resolved = LLMSettings.from_env(backbone or "INNOLAB_LLM", **{"model": model, "temperature": temperature,
@@ -53,10 +57,27 @@ def agent_config(agent: str, task: str, model: str | None = None, temperature: f
     if initial_solution is not None:
         digest = hashlib.sha256(initial_solution.encode()).hexdigest()
         prior = {"name": prior_name or f"prior-{digest[:8]}", "sha256": digest, "code": initial_solution}
-    return RunConfig(task=task, policy=SCAFFOLDS[agent], policy_args=dict(options), agent=agent, llm=llm,
+    task_options = resolve_task_options(task, task_options)
+    return RunConfig(task=task, policy=SCAFFOLDS[agent], task_options=task_options, policy_args=dict(options),
+                     agent=agent, llm=llm,
                      endpoint=endpoint_of(resolved), innovation_prompt=innovation_prompt, prior_solution=prior,
                      runtime=runtime, image=image, wall_clock_s=budget_s, max_steps=max_steps,  # type: ignore[arg-type]
                      seed=seed)
+
+
+def resolve_task_options(task: str, options: dict[str, Any] | None) -> dict[str, Any]:
+    """A `<scheme>:` task's options settled once (its module's `resolve_options`); others take none."""
+    import importlib
+
+    from innolab.tasks.registry import SCHEMES, scheme_of
+
+    scheme = scheme_of(task)
+    if scheme is None:
+        if options:
+            raise ValueError(f"task_options: task {task!r} takes none (got {sorted(options)})")
+        return {}
+    module = importlib.import_module(SCHEMES[scheme].partition(":")[0])
+    return module.resolve_options(task.partition(":")[2], **(options or {}))
 
 
 # The run notebook's parameters (notebooks/20_agent_run.ipynb) and their defaults: every field of a run configuration.
@@ -64,6 +85,7 @@ RUN_PARAMETERS: dict[str, Any] = {
     "agent": "aide", "task": "circle-packing-26", "backbone": None, "model": None, "base_url": None,
     "temperature": None, "top_p": None, "max_tokens": None, "seed": 0, "budget": "60s", "max_steps": None,
     "runtime": "local", "image": None, "innovation_prompt": False, "prior_solution": None, "agent_options": {},
+    "task_options": {},
 }
 
 
@@ -87,13 +109,14 @@ def config_from_parameters(parameters: dict[str, Any]) -> RunConfig:
                         innovation_prompt=bool(p["innovation_prompt"]), settings=llm,
                         initial_solution=prior.read_text(encoding="utf-8") if prior else None,
                         prior_name=prior.stem if prior else None, backbone=p["backbone"],
-                        **dict(p["agent_options"] or {}))
+                        task_options=dict(p["task_options"] or {}), **dict(p["agent_options"] or {}))
 
 
 def config_id(config: RunConfig) -> str:
     """A configuration's stable id: the hash of its settled settings (what the endpoint reports is left out, so
     that the id is known before the run starts)."""
-    fields = {k: v for k, v in asdict(config).items() if k != "model_reported"}
+    fields = {k: v for k, v in asdict(config).items()
+              if k != "model_reported" and not (k == "task_options" and not v)}  # ids made before it stay
     return hashlib.sha256(json.dumps(fields, sort_keys=True, default=str).encode()).hexdigest()[:12]
 
 
@@ -130,6 +153,11 @@ def resume(run_dir: Path, novelty: str | None = "default", show_progress: bool =
 
 
 def finish(outcome: dict[str, Any], novelty: str | None) -> dict[str, Any]:
+    """Score a finished run once; a task of another benchmark is judged by its own tools (EXP-Bench: `innolab
+    expbench judge --run`), so its outcome carries the artefacts the run left instead."""
+    config = RunConfig.from_dict(RunDir(Path(outcome["run_dir"])).read_config())
+    if not getattr(get_task(config.task, config.task_options), "scored", True):
+        return outcome
     scored = score_run(outcome["run_dir"], novelty_backend=novelty)
     keys = ("valid", "score", "gain", "ratio", "novelty", "beats_v_star")
     return {**outcome, **{k: scored.get(k) for k in keys}}

@@ -145,6 +145,7 @@ class RunFinished(Event):
     final_submission: str | None
     dev_valid: bool
     dev_score: float | None
+    artefacts: list[str] = Field(default_factory=list)  # what the task kept from the final workspace (run-relative)
 
 
 EVENTS: dict[str, type[Event]] = {

@@ -88,7 +88,9 @@ class AideAgent(LLMAgent):
             events = [journal.event(node)]
             best = journal.best(observation.direction)
             memory["phase"] = "generate"
-            if node.valid and best is not None and best.id == node.id:
+            # a valid node is submitted when it is the best so far, or when the checker gives no score (the
+            # latest valid answer counts)
+            if node.valid and (node.metric is None or (best is not None and best.id == node.id)):
                 submit = ToolCall(f"n{node.id}-s", "submit", {"path": "submission.json"}, source=node.code)
                 return self.action([submit], None, events)
             return self._generate(observation, journal, events)

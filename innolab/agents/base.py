@@ -62,6 +62,7 @@ class LLMAgent:
         self.innovation_prompt = innovation_prompt
         self.initial_solution = initial_solution
         self.replay_only = replay_only
+        self.workspace_rules: str | None = None  # the task's, from the observation (None: WORKSPACE_RULES)
         self._client: LLMClient | None = None
         self.memory: dict[str, Any] = {}
         self.side_events: list[dict[str, Any]] = []  # llm_call events of helper calls, emitted with the action
@@ -75,7 +76,7 @@ class LLMAgent:
         return self._client
 
     def system_prompt(self, role: str) -> str:
-        parts = [role, WORKSPACE_RULES]
+        parts = [role, self.workspace_rules or WORKSPACE_RULES]
         if self.innovation_prompt:
             parts.append(INNOVATION_PROMPT)
         if self.initial_solution:
@@ -84,8 +85,10 @@ class LLMAgent:
         return "\n\n".join(parts)
 
     def bound(self, observation: Observation) -> None:
-        """No model call outlives the run's wall-clock budget."""
+        """No model call outlives the run's wall-clock budget; the task's own workspace rules, where it has some."""
         import time
+
+        self.workspace_rules = observation.workspace_rules
 
         remaining = observation.remaining_s
         self.client.deadline = None if remaining is None else time.monotonic() + remaining

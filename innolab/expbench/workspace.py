@@ -74,10 +74,13 @@ def prepare(task: ExpTask, clone: str | Path, target: str | Path) -> Workspace:
     return Workspace(root=target, masked=masked, output_json=output_json_name(task))
 
 
-def prompt(task: ExpTask, workspace: Workspace, repository_dir: str = "/workspace") -> str:
-    """The agent's instructions, innolab's own wording of the rules of upstream's generation prompt."""
+def prompt(task: ExpTask, workspace: Workspace, repository_dir: str | None = "/workspace") -> str:
+    """The agent's instructions, innolab's own wording of the rules of upstream's generation prompt
+    (`repository_dir` None: the repository is the current folder, and paths are given relative to it)."""
+    where = f"at {repository_dir}" if repository_dir else "(the current folder)"
+    prefix = f"{repository_dir}/" if repository_dir else ""
     parts = [
-        f"You are reproducing an experiment from a research paper, in its code repository at {repository_dir}.",
+        f"You are reproducing an experiment from a research paper, in its code repository {where}.",
         f"Research question:\n{task.question}",
         f"Method:\n{task.method}",
     ]
@@ -89,8 +92,8 @@ def prompt(task: ExpTask, workspace: Workspace, repository_dir: str = "/workspac
         "Rules: do not read the paper or look for it; do not use any git operation (no checkout, branches, log or "
         "other versions); results printed in a README are not answers (use it only for setup facts); stay inside "
         "the repository and save your code there.",
-        f"When done, write {repository_dir}/{workspace.output_json} holding exactly the keys \"design\" (text or a "
-        f"list of texts) and \"conclusion\" (text), and {repository_dir}/{workspace.output_script}: one script, run "
+        f"When done, write {prefix}{workspace.output_json} holding exactly the keys \"design\" (text or a "
+        f"list of texts) and \"conclusion\" (text), and {prefix}{workspace.output_script}: one script, run "
         "from the repository root, that sets up the environment, runs the experiment end to end and produces the "
         "result behind your conclusion.",
     ]

@@ -131,6 +131,11 @@ class DockerSandbox:
         uid, gid = (int(v) for v in self.user.split(":"))
         self.container.put_archive(WORKSPACE, tar_files({relative: content}, uid, gid))
 
+    def write_files(self, files: dict[str, bytes]) -> None:
+        """Many files in one archive (their folders made first, owned by the sandbox user)."""
+        uid, gid = (int(v) for v in self.user.split(":"))
+        self.container.put_archive(WORKSPACE, tar_files(files, uid, gid, with_folders=True))
+
     def snapshot(self) -> bytes:
         stream, _ = self.container.get_archive(f"{WORKSPACE}/.")
         return b"".join(stream)

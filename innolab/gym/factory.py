@@ -20,17 +20,33 @@ def open_sandbox(task: Task, runtime: Runtime = "local", image: str | None = Non
     elif runtime == "docker":
         from innolab.gym.docker_sandbox import DEFAULT_IMAGE, DockerLimits, DockerSandbox
 
-        limits = DockerLimits(gpus="all" if task.spec.compute == "gpu" else None)
+        limits = DockerLimits(gpus=gpus_for(task.spec.compute))
         sandbox = DockerSandbox(image or DEFAULT_IMAGE, limits)
     else:
         raise SandboxError(f"runtime must be one of {RUNTIMES}, got {runtime!r}")
     try:
-        for name, content in task.visible_files().items():
-            sandbox.write_file(name, content)
+        files = task.visible_files()
+        if hasattr(sandbox, "write_files"):  # one archive for a whole repository
+            sandbox.write_files(files)
+        else:
+            for name, content in files.items():
+                sandbox.write_file(name, content)
     except Exception:
         sandbox.close()
         raise
     return sandbox
+
+
+def gpus_for(compute: str) -> str | None:
+    """Docker's GPU request for a task's compute: "gpu" needs every GPU (an error where the engine has none),
+    "gpu-if-available" asks for them only where the engine has a GPU runtime, "cpu" none."""
+    if compute == "gpu":
+        return "all"
+    if compute == "gpu-if-available":
+        from innolab.gym.docker_sandbox import docker_client, gpu_runtime_available
+
+        return "all" if gpu_runtime_available(docker_client()) else None
+    return None
 
 
 def open_validator(task: Task, sandbox: Sandbox) -> Validator:

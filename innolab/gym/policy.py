@@ -32,6 +32,7 @@ class Observation:
     results: list[ToolResult]
     remaining_s: float | None
     direction: str = "max"  # of the task's objective (visible: the description says it too)
+    workspace_rules: str | None = None  # what the workspace holds and how answers count (None: the scaffold's own)
 
 
 class Policy(Protocol):
@@ -77,6 +78,7 @@ class RunConfig:
     seed_rule: str = SEED_RULE
     tool_timeouts: dict[str, float] = field(default_factory=dict)
     stall_steps: int | None = 5  # consecutive steps without a tool call that end the run as "stalled"
+    task_options: dict[str, Any] = field(default_factory=dict)  # what a `<scheme>:` task needs (paths, resolved)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> RunConfig:

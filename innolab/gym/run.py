@@ -35,12 +35,13 @@ class RunError(RuntimeError):
 
 def new_run_id(config: RunConfig) -> str:
     """A fresh run folder name: time, agent, task and a random suffix."""
-    return time.strftime("%Y%m%d-%H%M%S") + f"-{config.agent}-{config.task}-{secrets.token_hex(3)}"
+    task = re.sub(r"[^\w.-]+", "-", config.task).strip("-")
+    return time.strftime("%Y%m%d-%H%M%S") + f"-{config.agent}-{task}-{secrets.token_hex(3)}"
 
 
 def create_run(config: RunConfig, run_dir: Path | None = None) -> Path:
     """A new run directory with its config.json; nothing runs yet."""
-    get_task(config.task)  # fail early on an unknown task
+    get_task(config.task, config.task_options)  # fail early on an unknown task
     folder = RunDir(Path(run_dir or runs_root() / new_run_id(config)))
     folder.root.mkdir(parents=True, exist_ok=True)
     if folder.exists():
@@ -106,7 +107,7 @@ def execute(run_dir: Path, resume: bool = False, show_progress: bool = True) -> 
     submission. Scoring is innolab.scoring's job, outside the gym."""
     folder = RunDir(run_dir)
     config = load_config(folder.root)
-    task = get_task(config.task)
+    task = get_task(config.task, config.task_options)
     policy = make_policy(config, folder.root)
     finished = _finished(folder) if resume else None
     if finished is not None:  # resuming a finished run changes nothing and reports its outcome
@@ -147,7 +148,10 @@ def execute(run_dir: Path, resume: bool = False, show_progress: bool = True) -> 
         finally:
             toolbox.close()
         final = _final_submission(folder, submissions, task.direction)
-        event = trace.emit("run_finished", step=None, reason=reason, budget=budget.as_dict(), **final)
+        collect = getattr(task, "collect", None)  # a task that keeps artefacts of the final workspace
+        artefacts = collect(sandbox, folder.root, config) if collect is not None else []
+        event = trace.emit("run_finished", step=None, reason=reason, budget=budget.as_dict(), artefacts=artefacts,
+                           **final)
         trace.close()
         return {"run_dir": str(folder.root), **_outcome(event)}
     finally:
@@ -179,7 +183,8 @@ def _loop(folder: RunDir, config: RunConfig, task, policy: Policy, sandbox, tool
             reason = budget.exhausted()
             if reason:
                 return reason
-            observation = Observation(step, task.description, results, budget.remaining_s(), task.direction)
+            observation = Observation(step, task.description, results, budget.remaining_s(), task.direction,
+                                      getattr(task, "workspace_rules", None))
             try:
                 action = policy.step(observation)
             except LLMError as error:  # the model stayed unreachable after its retries: end cleanly
@@ -295,8 +300,10 @@ def best_submission(submissions: list[dict[str, Any]], direction: str) -> dict[s
 
 
 def _final_submission(folder: RunDir, submissions: list[dict[str, Any]], direction: str) -> dict[str, Any]:
-    """The best submission by the pristine dev score, else the last one; copied to submission/submission.json."""
-    chosen = best_submission(submissions, direction) or (submissions[-1] if submissions else None)
+    """The best submission by the pristine dev score, else the last valid one (a task whose checker gives no
+    score), else the last one; copied to submission/submission.json."""
+    valid = [s for s in submissions if s["dev_valid"]]
+    chosen = best_submission(submissions, direction) or (valid or submissions or [None])[-1]
     if chosen is None:
         return {"final_submission": None, "dev_valid": False, "dev_score": None}
     folder.final_submission.write_bytes(folder.resolve(chosen["file"]).read_bytes())

@@ -59,7 +59,7 @@ def safe_members(archive: tarfile.TarFile) -> list[tarfile.TarInfo]:
     """Regular files and folders only, each inside the archive root: links and devices never cross a boundary."""
     members = []
     for member in archive.getmembers():
-        name = posixpath.normpath(member.name.lstrip("./") or ".")
+        name = posixpath.normpath(member.name)  # "./.git/x" -> ".git/x" (a dot file keeps its dot)
         if name == "." and member.isdir():
             continue
         if name.startswith("..") or name.startswith("/"):
@@ -70,12 +70,26 @@ def safe_members(archive: tarfile.TarFile) -> list[tarfile.TarInfo]:
     return members
 
 
-def tar_files(files: dict[str, bytes], uid: int = 1000, gid: int = 1000) -> bytes:
-    """A tar archive of {relative path: content}, owned by the sandbox user."""
+def tar_files(files: dict[str, bytes], uid: int = 1000, gid: int = 1000, with_folders: bool = False) -> bytes:
+    """A tar archive of {relative path: content}, owned by the sandbox user (with_folders: each parent folder as
+    its own entry, so that none is made by the extracting side with another owner)."""
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w") as archive:
+        if with_folders:
+            folders = {posixpath.dirname(workspace_path(name)) for name in files}
+            folders = {f for folder in folders for f in _parents(folder)}
+            for folder in sorted(folders):
+                info = tarfile.TarInfo(folder)
+                info.type, info.uid, info.gid, info.mode = tarfile.DIRTYPE, uid, gid, 0o755
+                archive.addfile(info)
         for name, content in sorted(files.items()):
             info = tarfile.TarInfo(workspace_path(name))
             info.size, info.uid, info.gid, info.mode = len(content), uid, gid, 0o644
             archive.addfile(info, io.BytesIO(content))
     return buffer.getvalue()
+
+
+def _parents(folder: str) -> list[str]:
+    """A relative folder and every folder above it ("" excluded)."""
+    parts = [p for p in folder.split("/") if p]
+    return ["/".join(parts[:i]) for i in range(1, len(parts) + 1)]

@@ -149,7 +149,8 @@ def _execute(client: Any, folder: Path, pending: list[Configuration], embedded: 
 def _needs_gpu(configuration: Configuration) -> bool:
     from innolab.tasks.registry import get_task
 
-    return get_task(configuration.parameters["task"]).spec.compute == "gpu"
+    parameters = configuration.parameters
+    return get_task(parameters["task"], parameters.get("task_options") or None).spec.compute == "gpu"
 
 
 @contextmanager

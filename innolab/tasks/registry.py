@@ -1,10 +1,13 @@
-"""The task registry: built-in task folders shipped in the package, and a user's own folders loaded by path."""
+"""The task registry: built-in task folders shipped in the package, a user's own folders loaded by path, and
+tasks of other benchmarks named `<scheme>:<reference>` (loaded by the benchmark's own module)."""
 
 from __future__ import annotations
 
+import importlib
 import os
 from functools import cache
 from pathlib import Path
+from typing import Any
 
 from innolab.tasks.model import Task, TaskError
 
@@ -30,9 +33,26 @@ def load_task(path: str | Path) -> Task:
     return Task.load(Path(path))
 
 
-def get_task(task_id_or_path: str | Path) -> Task:
-    """A task by id (built-in, then $INNOLAB_TASK_PATH) or by folder path."""
+# Benchmarks whose tasks the gym runs beside the improvable ones: `<scheme>:<reference>` is loaded by
+# "module:function"(reference, **options), imported only when such a task is asked for.
+SCHEMES = {"expbench": "innolab.expbench.gym_task:load_task"}
+
+
+def scheme_of(task_ref: str) -> str | None:
+    scheme, colon, _ = str(task_ref).partition(":")
+    return scheme if colon and scheme in SCHEMES else None
+
+
+def get_task(task_id_or_path: str | Path, options: dict[str, Any] | None = None) -> Task:
+    """A task by id (built-in, then $INNOLAB_TASK_PATH), by folder path, or `<scheme>:<reference>` with the
+    options that scheme needs (an EXP-Bench task: its repository clone and the data folder)."""
     text = str(task_id_or_path)
+    scheme = scheme_of(text)
+    if scheme is not None:
+        module, _, function = SCHEMES[scheme].partition(":")
+        return getattr(importlib.import_module(module), function)(text.partition(":")[2], **(options or {}))
+    if options:
+        raise TaskError(f"task {text!r} takes no task options (got {sorted(options)})")
     if os.sep in text or Path(text).is_dir():
         return load_task(text)
     if text in builtin_ids():

@@ -1,0 +1,179 @@
+"""An EXP-Bench task as a gym task (`expbench:<conference>/<paper>/<index>` with the repository's local clone).
+
+Any innolab scaffold works on it through the gym: the masked clone is the sandbox's workspace, the agent's answer
+({"design", "conclusion"}) is what it submits (`submission.json`, checked for its keys by `answer.py`, which gives no
+score), and `reproduce_exp_bench.sh` is a file it writes. At the end of the run the task keeps, in the run folder's
+`expbench/`, what upstream's tools read, named as upstream names them
+(`<paper>_task_index_<i>_iter_1_duration_<h>` + `_eval_gen.json`, `_eval_gen.patch`, `_eval_gen_config.json`,
+`_eval_gen_<agent>_logs.txt`) and the final workspace itself (`workspace/`, for the execution check E).
+Judging is separate (`innolab expbench judge --run RUN_DIR`): the gym scores nothing here.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tarfile
+import tempfile
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+from innolab.expbench import answer as answer_rules
+from innolab.expbench.data import ExpTask, data_dir, get, load
+from innolab.expbench.workspace import OUTPUT_SCRIPT, Workspace, capture_patch, prepare, prompt
+from innolab.gym.sandbox import safe_members
+from innolab.rundir import RunDir
+from innolab.traces import read_events
+
+ANSWER_FILE = "submission.json"
+NO_ANSWER = {"no_answer": "No answer found in eval gen after 1 iterations."}  # upstream's record of a missing answer
+ARTEFACTS = "expbench"
+DEFAULT_DURATION_H = 0.67  # the paper's 40 minutes
+WORKSPACE_RULES = (
+    "Your workspace is the experiment's code repository (its README and some files have been removed). Work with "
+    "the bash, python and file actions. Your answer is submission.json: write it and submit it (`submit`); the "
+    "checker verifies only that it holds the keys design and conclusion, and the last valid submission is your "
+    "answer, judged after the run together with your code changes and reproduce_exp_bench.sh."
+)
+
+
+@dataclass(frozen=True)
+class GymSpec:
+    """What the gym reads of a task's specification: EXP-Bench experiments get the machine's GPUs where it has
+    them."""
+
+    compute: str = "gpu-if-available"
+
+
+def resolve_options(reference: str, repo: str | Path | None = None, data: str | Path | None = None
+                    ) -> dict[str, str]:
+    """The task options written in a run's config: the clone and the data folder as absolute paths, checked by
+    loading the task (so a wrong id or folder fails before the run starts)."""
+    if not repo:
+        raise ValueError("task_options.repo: an EXP-Bench task needs the local clone of its repository (--repo PATH)")
+    clone = Path(repo).resolve()
+    if not (clone / ".git").exists():
+        raise ValueError(f"task_options.repo: {clone} is not a git clone")
+    options = {"repo": str(clone), "data": str(data_dir(data).resolve())}
+    load_task(reference, **options)
+    return options
+
+
+def load_task(reference: str, repo: str | None = None, data: str | None = None) -> ExpBenchGymTask:
+    """The gym task for `<conference>/<paper>/<index>` (what innolab.tasks.registry calls for `expbench:` ids)."""
+    if not repo:
+        raise ValueError(f"expbench:{reference}: the task needs task_options.repo (the repository's local clone)")
+    return ExpBenchGymTask(get(load(data), reference), Path(repo))
+
+
+class ExpBenchGymTask:
+    """The parts of a task the gym reads (id, description, direction, spec, visible and validator files), plus
+    the workspace rules the scaffolds show and `collect`, which keeps upstream's artefacts at the end."""
+
+    scored = False  # judged by innolab.expbench, not by the improvable tasks' evaluator
+    direction = "max"
+    spec = GymSpec()
+    workspace_rules = WORKSPACE_RULES
+
+    def __init__(self, task: ExpTask, repo: Path) -> None:
+        self.task, self.repo = task, repo
+
+    @property
+    def id(self) -> str:
+        return f"expbench:{self.task.id}"
+
+    @property
+    def description(self) -> str:
+        text = prompt(self.task, Workspace(Path("."), [], ANSWER_FILE), repository_dir=None)
+        return text + f"\n\nSubmit {ANSWER_FILE} with the submit action once it is written."
+
+    @cached_property
+    def _files(self) -> dict[str, bytes]:
+        with tempfile.TemporaryDirectory(prefix="innolab-expbench-") as folder:
+            workspace = prepare(self.task, self.repo, Path(folder) / "repo")
+            return {str(p.relative_to(workspace.root)): p.read_bytes()
+                    for p in sorted(workspace.root.rglob("*")) if p.is_file() and not p.is_symlink()}
+
+    def visible_files(self) -> dict[str, bytes]:
+        """The masked clone, its git data included (the patch is taken against it after the run)."""
+        return dict(self._files)
+
+    def validator_files(self) -> dict[str, bytes]:
+        return {"validate.py": Path(answer_rules.__file__).read_bytes()}
+
+    def prefix(self, wall_clock_s: float | None) -> str:
+        """Upstream's file prefix; the duration is the run's budget in hours (0.67 without one)."""
+        hours = round(wall_clock_s / 3600, 2) if wall_clock_s else DEFAULT_DURATION_H
+        return f"{self.task.paper_id}_task_index_{self.task.index}_iter_1_duration_{hours:g}"
+
+    def collect(self, sandbox: Any, run_dir: Path, config: Any) -> list[str]:
+        """Keep the final workspace and upstream's four files in `<run>/expbench/`; returns their run-relative
+        paths. Called again on a resumed run, it replaces what an earlier call left."""
+        out = Path(run_dir) / ARTEFACTS
+        workspace = out / "workspace"
+        if workspace.exists():
+            shutil.rmtree(workspace)
+        workspace.mkdir(parents=True)
+        with tempfile.TemporaryFile() as snapshot:
+            snapshot.write(sandbox.snapshot())
+            snapshot.seek(0)
+            with tarfile.open(fileobj=snapshot) as archive:
+                archive.extractall(workspace, members=safe_members(archive), filter="data")
+        prefix = self.prefix(config.wall_clock_s)
+        paths = {
+            "answer": out / f"{prefix}_eval_gen.json",
+            "patch": out / f"{prefix}_eval_gen.patch",
+            "config": out / f"{prefix}_eval_gen_config.json",
+            "log": out / f"{prefix}_eval_gen_{config.agent}_logs.txt",
+        }
+        paths["answer"].write_text(json.dumps(final_answer(Path(run_dir), workspace), indent=2) + "\n",
+                                   encoding="utf-8")
+        paths["patch"].write_text(capture_patch(workspace), encoding="utf-8")
+        paths["config"].write_text(json.dumps({
+            "github_workspace_path": str(workspace.resolve()), "docker_image": config.image,
+            "base_dir": str(Path(run_dir).resolve()), "task": self.task.id, "repository": self.task.repository,
+            "output_script": OUTPUT_SCRIPT}, indent=2) + "\n", encoding="utf-8")
+        paths["log"].write_text(agent_log(read_events(Path(run_dir))), encoding="utf-8")
+        return [str(p.relative_to(run_dir)) for p in [*paths.values(), workspace]]
+
+
+def final_answer(run_dir: Path, workspace: Path) -> dict[str, Any]:
+    """The run's answer: its final submission when well formed, else a well-formed submission.json left in the
+    workspace, else upstream's no-answer record."""
+    for candidate in (RunDir(run_dir).final_submission, workspace / ANSWER_FILE):
+        if candidate.is_file():
+            try:
+                answer = json.loads(candidate.read_text(encoding="utf-8"))
+            except (UnicodeDecodeError, json.JSONDecodeError):
+                continue
+            if not answer_rules.errors(answer):
+                return answer
+    return dict(NO_ANSWER)
+
+
+def agent_log(events: list[dict[str, Any]], max_output_chars: int = 4000) -> str:
+    """The run's trajectory as text, as the monitor M reads an agent's log: every model reply, tool call and
+    tool output, in order."""
+    lines: list[str] = []
+    for event in events:
+        kind, step = event["type"], event.get("step")
+        head = f"[step {step}] {kind}"
+        if kind == "llm_call":
+            text = event.get("response") or event.get("error") or ""
+            calls = "".join(f"\n  tool call: {json.dumps(c)[:max_output_chars]}" for c in event.get("tool_calls", []))
+            lines.append(f"{head} ({event.get('purpose') or 'agent'}):\n{text[:max_output_chars]}{calls}")
+        elif kind == "tool_call":
+            lines.append(f"{head} {event['tool']}: {json.dumps(event['arguments'])[:max_output_chars]}")
+        elif kind == "tool_result":
+            status = "ok" if event["ok"] else "failed"
+            lines.append(f"{head} {event['tool']} {status} in {event['duration_s']:.1f} s:\n"
+                         f"{event['output'][-max_output_chars:]}")
+        elif kind in ("submission", "validation"):
+            lines.append(f"{head}: {json.dumps({k: v for k, v in event.items() if k not in ('v', 'seq', 'time')})}")
+        elif kind == "research_log":
+            lines.append(f"{head}:\n{event['entry']}")
+        elif kind in ("run_started", "run_resumed", "run_finished"):
+            lines.append(f"{head}: {event.get('reason', '')}".rstrip(": "))
+    return "\n\n".join(lines) + "\n"
