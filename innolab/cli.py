@@ -243,7 +243,8 @@ def _expbench(args: argparse.Namespace) -> int:
 
     try:
         if args.expbench_command == "report":
-            table = report.report(Path(args.results_dir))
+            categories = report.read_categories(args.categories) if args.categories else None
+            table = report.report(Path(args.results_dir), categories)
             if args.json:
                 print(json.dumps(json.loads(table.to_json(orient="records")), indent=2))
             else:
@@ -561,6 +562,8 @@ def build_parser() -> argparse.ArgumentParser:
     rpt = exb_sub.add_parser("report", help="judged results aggregated per (agent, model), with denominators")
     rpt.add_argument("results_dir", metavar="DIR", help="holds <conf>/<paper>/<agent>/<model>/*_eval_judge.json")
     rpt.add_argument("--json", action="store_true")
+    rpt.add_argument("--categories", metavar="CSV", help="per category too: a CSV with columns paper (<conf>/<paper "
+                     "id> or the id) and category (EXP-Bench's data carry none)")
     rpt.set_defaults(handler=_expbench)
 
     swp = commands.add_parser("sweep", help="sweeps of agent runs: run a YAML spec on Dask, status, collect tables")

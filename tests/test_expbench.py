@@ -113,8 +113,8 @@ def judged(design=100, setup=100, conclusion="correct", **extra):
             "design_evaluation_explanation": "", "setup_evaluation_explanation": "", **extra}
 
 
-def write_results(root: Path, agent: str, model: str, results: list[dict]) -> None:
-    folder = root / "confA" / "111" / agent / model
+def write_results(root: Path, agent: str, model: str, results: list[dict], paper: str = "111") -> None:
+    folder = root / "confA" / paper / agent / model
     folder.mkdir(parents=True)
     for i, result in enumerate(results):
         (folder / f"111_task_index_{i}_iter_1_duration_0.67_eval_judge.json").write_text(json.dumps(result))
@@ -154,6 +154,30 @@ def test_report_follows_the_rules_with_every_denominator(tmp_path):
 
 
 PARSE = report.PARSE_ERROR
+
+
+def test_report_per_category_with_a_users_map(tmp_path):
+    write_results(tmp_path, "oh", "m", [judged(execution_success=True), judged(design=0)], paper="111")
+    write_results(tmp_path, "oh", "m", [judged(setup=50, execution_success=False)], paper="222")
+    write_results(tmp_path, "oh", "m", [judged()], paper="333")
+    (tmp_path / "categories.csv").write_text("paper,category\nconfA/111,RL\n222,Vision\n")
+    done = subprocess.run([sys.executable, "-m", "innolab.cli", "expbench", "report", str(tmp_path), "--json",
+                           "--categories", str(tmp_path / "categories.csv")],
+                          cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert [(r["category"], r["n"]) for r in json.loads(done.stdout)] == [("RL", 2), ("Vision", 1),
+                                                                        ("uncategorised", 1)]
+    tasks = report.with_categories(report.task_table(tmp_path), report.read_categories(tmp_path / "categories.csv"))
+    assert dict(zip(tasks["paper"], tasks["category"], strict=False)) == {
+        "confA/111": "RL", "confA/222": "Vision", "confA/333": "uncategorised"}
+    rows = report.report(tmp_path, report.read_categories(tmp_path / "categories.csv")).set_index("category")
+    assert list(rows.columns[:3]) == ["agent", "model", "n"]
+    assert rows.loc["RL", "n"] == 2 and rows.loc["RL", "D"] == 50.0 and rows.loc["RL", "E"] == 100.0
+    assert rows.loc["Vision", "I"] == 50.0 and rows.loc["Vision", "E"] == 0.0
+    assert rows.loc["uncategorised", "n"] == 1 and pd.isna(rows.loc["uncategorised", "E"])
+    (tmp_path / "bad.csv").write_text("paper,area\n111,RL\n")
+    with pytest.raises(report.ReportError, match="paper and category"):
+        report.read_categories(tmp_path / "bad.csv")
 
 
 def test_report_refuses_what_it_cannot_read(tmp_path):

@@ -67,6 +67,12 @@ def judge_files(folder: Path) -> list[tuple[str, str, Path]]:
     return found
 
 
+def _paper_of(folder: Path, path: Path) -> str:
+    """`<conference>/<paper>` of a judge file in the upstream layout ("" when the layout is shorter)."""
+    parts = path.relative_to(folder).parts
+    return f"{parts[-5]}/{parts[-4]}" if len(parts) >= 5 else ""
+
+
 def task_table(folder: str | Path) -> pd.DataFrame:
     """One row per judged task: agent, model, task file and its per-task values."""
     rows = []
@@ -77,14 +83,40 @@ def task_table(folder: str | Path) -> pd.DataFrame:
             raise ReportError(f"{path}: not valid JSON: {error}") from None
         if not isinstance(result, dict):
             raise ReportError(f"{path}: a judge file is a JSON object")
-        rows.append({"agent": agent, "model": model, "file": path.name, **task_row(result, str(path))})
-    return pd.DataFrame(rows, columns=["agent", "model", "file", "M", "D", "I", "C", "executed"])
+        rows.append({"agent": agent, "model": model, "paper": _paper_of(Path(folder), path), "file": path.name,
+                     **task_row(result, str(path))})
+    return pd.DataFrame(rows, columns=["agent", "model", "paper", "file", "M", "D", "I", "C", "executed"])
 
 
-def aggregate(tasks: pd.DataFrame) -> pd.DataFrame:
-    """The report: one row per (agent, model) with REPORT_KEYS, values in percent, NaN where a subset is empty."""
+def read_categories(path: str | Path) -> dict[str, str]:
+    """A paper-to-category map (CSV with the columns `paper` and `category`; a paper is `<conference>/<paper id>`
+    or the paper id alone). EXP-Bench's data carry no category, so the user supplies the map."""
+    table = pd.read_csv(path, dtype=str)
+    missing = {"paper", "category"} - set(table.columns)
+    if missing:
+        raise ReportError(f"{path}: a category map needs the columns paper and category (missing {sorted(missing)})")
+    if table["paper"].isna().any() or table["category"].isna().any():
+        raise ReportError(f"{path}: every row needs a paper and a category")
+    return dict(zip(table["paper"].str.strip(), table["category"].str.strip(), strict=True))
+
+
+def with_categories(tasks: pd.DataFrame, categories: dict[str, str]) -> pd.DataFrame:
+    """The task table with a `category` column ("uncategorised" where the map names neither the paper's
+    `<conference>/<paper id>` nor its id)."""
+    def category(paper: str) -> str:
+        return categories.get(paper) or categories.get(paper.rpartition("/")[2]) or "uncategorised"
+
+    return tasks.assign(category=tasks["paper"].map(category))
+
+
+def aggregate(tasks: pd.DataFrame, by: tuple[str, ...] = ("agent", "model")) -> pd.DataFrame:
+    """The report: one row per (agent, model) with REPORT_KEYS, values in percent, NaN where a subset is empty
+    (`by` may add a grouping column, such as `category`, which then leads each row)."""
     rows = []
-    for (agent, model), part in tasks.groupby(["agent", "model"], sort=True):
+    extra = [c for c in by if c not in ("agent", "model")]
+    for keys, part in tasks.groupby(list(by), sort=True):
+        group = dict(zip(by, keys, strict=True))
+        agent, model = group["agent"], group["model"]
         full = (part["D"] == 100) & (part["I"] == 100) & part["C"]
         checked = part[part["executed"].notna()]
         executed = checked["executed"].astype(bool)
@@ -93,19 +125,23 @@ def aggregate(tasks: pd.DataFrame) -> pd.DataFrame:
         def share(mask: pd.Series, denominator: int) -> float:
             return 100.0 * float(mask.sum()) / denominator if denominator else float("nan")
 
-        rows.append({"agent": agent, "model": model, "n": len(part), "n_exec": subset,
+        rows.append({**{c: group[c] for c in extra}, "agent": agent, "model": model, "n": len(part),
+                     "n_exec": subset,
                      "M": share(part["M"].astype(bool), len(part)), "D": float(part["D"].mean()),
                      "I": float(part["I"].mean()), "C": share(part["C"].astype(bool), len(part)),
                      "E": share(executed, subset), "I_E": share((checked["I"] == 100) & executed, subset),
                      "All": share(full, len(part)), "All_E": share(full.loc[checked.index] & executed, subset)})
-    return pd.DataFrame(rows, columns=REPORT_KEYS)
+    return pd.DataFrame(rows, columns=[*extra, *REPORT_KEYS])
 
 
-def report(folder: str | Path) -> pd.DataFrame:
-    """`innolab expbench report DIR`: every judge file under DIR, aggregated per (agent, model)."""
+def report(folder: str | Path, categories: dict[str, str] | None = None) -> pd.DataFrame:
+    """`innolab expbench report DIR`: every judge file under DIR, aggregated per (agent, model), or per
+    (category, agent, model) with a paper-to-category map."""
     tasks = task_table(folder)
     if tasks.empty:
         raise ReportError(f"{folder}: no *{JUDGE_SUFFIX} files")
+    if categories is not None:
+        return aggregate(with_categories(tasks, categories), by=("category", "agent", "model"))
     return aggregate(tasks)
 
 
