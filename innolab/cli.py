@@ -202,6 +202,23 @@ def _run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _view(args: argparse.Namespace) -> int:
+    from innolab.rundir import RunDir
+    from innolab.traces import TraceError
+    from innolab.viewer.export import export_html
+
+    folder = RunDir(Path(args.run_dir))
+    if not folder.exists():
+        print(f"innolab view: {args.run_dir} is not a run folder (no config.json)", file=sys.stderr)
+        return 2
+    try:
+        print(export_html(folder.root, Path(args.html) if args.html else folder.root / "view.html"))
+    except (TraceError, OSError, ValueError) as error:
+        print(f"innolab view: {error}", file=sys.stderr)
+        return 2
+    return 0
+
+
 def _sweep_run(args: argparse.Namespace) -> int:
     from innolab import sweep
 
@@ -519,6 +536,11 @@ def build_parser() -> argparse.ArgumentParser:
                      help="back end for N when the run is scored at its end (default: the DAGENT judge where "
                           "$INNOLAB_LLM_BASE_URL is set, else ast; none: skip N)")
     run.set_defaults(handler=_run)
+
+    view = commands.add_parser("view", help="a run as one self-contained HTML file (timeline, steps, journal)")
+    view.add_argument("run_dir", metavar="RUN_DIR")
+    view.add_argument("--html", metavar="OUT.html", help="where to write it (default RUN_DIR/view.html)")
+    view.set_defaults(handler=_view)
 
     exb = commands.add_parser("expbench", help="EXP-Bench: dataset statistics, tasks, and reports of judged results")
     exb_sub = exb.add_subparsers(dest="expbench_command", metavar="ACTION", required=True)

@@ -30,6 +30,13 @@ def test_notebook_has_parameters_cell_and_executes(path, reproduced, tmp_path):
         with FakeLLM() as server:
             runs = ("01_run_agent.ipynb", "20_agent_run.ipynb")
             extra = {"base_url": server.base_url, "max_steps": 10} if path.name in runs else {}
+            if path.name == "02_explore_run.ipynb":  # a run to look at, made by the scripted server
+                from innolab import runner
+
+                config = runner.agent_config("codeact", "circle-packing-26", budget_s=120, max_steps=6, settings={
+                    "base_url": server.base_url, "model": "fake", "backoff_s": 0.0})
+                runner.start(config, tmp_path / "runs" / "codeact", novelty="ast", show_progress=False)
+                extra = {"run_dir": str(tmp_path / "runs" / "codeact")}
             notebooks.execute(path, tmp_path / path.name, {"results_dir": str(tmp_path / "results"),
                                                           "figures_dir": str(tmp_path / "figures"), **extra})
         executed_copy = tmp_path / path.name

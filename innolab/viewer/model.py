@@ -1,0 +1,232 @@
+"""A run as plain data for the viewer: its steps (model calls, tool calls, validations, submissions), best-so-far
+score against V*, totals per component, AIDE's journal, and the prompts and replies kept in the run's cache."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from innolab.rundir import RunDir
+from innolab.traces import read_events
+
+STEP_EVENTS = {"llm_call", "tool_call", "tool_result", "validation", "submission", "node", "research_log"}
+
+
+@dataclass
+class Step:
+    """What happened in one step of the run loop (times in seconds since the run started)."""
+
+    index: int
+    start_s: float
+    end_s: float
+    model_calls: list[dict[str, Any]] = field(default_factory=list)
+    tool_calls: list[dict[str, Any]] = field(default_factory=list)  # call, its result and its duration
+    validations: list[dict[str, Any]] = field(default_factory=list)
+    submissions: list[dict[str, Any]] = field(default_factory=list)
+    notes: list[dict[str, Any]] = field(default_factory=list)  # AIDE nodes, research-log entries
+
+    @property
+    def label(self) -> str:
+        tools = ", ".join(c["tool"] for c in self.tool_calls) or "no tool call"
+        return f"step {self.index}: {tools}"
+
+
+@dataclass
+class RunData:
+    run_dir: Path
+    config: dict[str, Any]
+    steps: list[Step]
+    best_so_far: list[dict[str, Any]]  # {"t_s", "step", "score"}: the best valid dev score after each improvement
+    v_star: float | None
+    direction: str
+    finished: dict[str, Any] | None
+    score: dict[str, Any] | None
+    totals: dict[str, float]
+    journal: list[dict[str, Any]]
+    agent_state: dict[str, Any] | None
+
+    @property
+    def task(self) -> str:
+        return str(self.config.get("task", "?"))
+
+    @property
+    def agent(self) -> str:
+        return str(self.config.get("agent", "?"))
+
+    @property
+    def model(self) -> str:
+        return str(self.config.get("model_reported") or (self.config.get("llm") or {}).get("model") or "-")
+
+    @property
+    def final_score(self) -> float | None:
+        """The hidden evaluator's V where the run is scored, else the final submission's dev score."""
+        if self.score and self.score.get("valid"):
+            return self.score.get("score")
+        return (self.finished or {}).get("dev_score")
+
+    def actions(self) -> list[dict[str, Any]]:
+        """The sequence of actions (CodeAct, MLAB): one row per tool call."""
+        return [{"step": s.index, "tool": c["tool"], "arguments": c["arguments"], "ok": c.get("ok"),
+                 "duration_s": c.get("duration_s")} for s in self.steps for c in s.tool_calls]
+
+
+def load_run(run_dir: str | Path) -> RunData:
+    """Read a run folder once (trace, score, checkpoint state) into plain data."""
+    folder = RunDir(Path(run_dir))
+    config = folder.read_config()
+    events = read_events(folder.root)
+    start = next((e["time"] for e in events if e["type"] == "run_started"), events[0]["time"] if events else 0.0)
+    steps: dict[int, Step] = {}
+    calls: dict[str, dict[str, Any]] = {}
+    journal: list[dict[str, Any]] = []
+    best: list[dict[str, Any]] = []
+    score_event = None
+    finished = None
+    direction = "max"
+    for event in events:
+        kind, t = event["type"], event["time"] - start
+        if kind == "run_finished":
+            finished = event
+            continue
+        if kind == "score":
+            score_event, direction = event, event.get("direction", direction)
+            continue
+        index = event.get("step")
+        if index is None or kind not in STEP_EVENTS:  # a checkpoint names the step to come
+            continue
+        step = steps.get(index)
+        if step is None:
+            step = steps[index] = Step(index, t, t)
+        step.end_s = max(step.end_s, t)
+        if kind == "llm_call":
+            step.model_calls.append({**event, "time_s": t})
+            step.start_s = min(step.start_s, t - float(event.get("latency_s") or 0.0))
+        elif kind == "tool_call":
+            call = {"call_id": event["call_id"], "tool": event["tool"], "arguments": event["arguments"],
+                    "t_s": t}
+            calls[event["call_id"]] = call
+            step.tool_calls.append(call)
+        elif kind == "tool_result":
+            call = calls.get(event["call_id"])
+            if call is not None:
+                call.update(ok=event["ok"], output=event["output"], duration_s=event["duration_s"], end_s=t)
+        elif kind == "validation":
+            step.validations.append({**event, "t_s": t})
+        elif kind == "submission":
+            step.submissions.append({**event, "t_s": t})
+            value = event.get("dev_score")
+            if event.get("dev_valid") and value is not None:
+                better = not best or (value > best[-1]["score"] if direction == "max" else value < best[-1]["score"])
+                if better:
+                    best.append({"t_s": t, "step": index, "score": value})
+        elif kind == "node":
+            journal.append(event)
+            step.notes.append(event)
+        elif kind == "research_log":
+            step.notes.append(event)
+    score = folder.read_score()
+    v_star = (score or {}).get("v_star")
+    if score is not None:
+        direction = score.get("direction", direction)
+    if v_star is None:
+        v_star, direction = _task_v_star(config, direction)
+    ordered = [steps[i] for i in sorted(steps)]
+    wall = (finished or {}).get("budget", {}).get("used_s") or (events[-1]["time"] - start if events else 0.0)
+    return RunData(folder.root, config, ordered, best, v_star, direction, finished,
+                   score or (score_event and dict(score_event)), totals(ordered, float(wall)), journal,
+                   _agent_state(folder))
+
+
+def totals(steps: list[Step], wall_s: float) -> dict[str, float]:
+    """Tokens, cost and wall time per component: the model (latency of the calls sent), the tools (per step, the
+    longest of its concurrent calls) and the rest (the loop, checkpoints, validation)."""
+    model_calls = [c for s in steps for c in s.model_calls]
+    model_s = sum(float(c.get("latency_s") or 0.0) for c in model_calls)
+    tools_s = sum(max((float(c.get("duration_s") or 0.0) for c in s.tool_calls), default=0.0) for s in steps)
+    return {"steps": len(steps), "model_calls": len(model_calls),
+            "cached_calls": sum(bool(c.get("cached")) for c in model_calls),
+            "tool_calls": sum(len(s.tool_calls) for s in steps),
+            "failed_tool_calls": sum(c.get("ok") is False for s in steps for c in s.tool_calls),
+            "prompt_tokens": sum(int(c.get("prompt_tokens") or 0) for c in model_calls),
+            "completion_tokens": sum(int(c.get("completion_tokens") or 0) for c in model_calls),
+            "cost_usd": sum(float(c.get("cost_usd") or 0.0) for c in model_calls),
+            "wall_s": wall_s, "model_s": model_s, "tools_s": tools_s,
+            "overhead_s": max(wall_s - model_s - tools_s, 0.0)}
+
+
+def _task_v_star(config: dict[str, Any], direction: str) -> tuple[float | None, str]:
+    """V* and the direction of the run's task, for a run not scored yet (None for a task without V*)."""
+    from innolab.tasks.model import TaskError
+    from innolab.tasks.registry import get_task
+
+    try:
+        task = get_task(config["task"], config.get("task_options") or None)
+    except (TaskError, ValueError, OSError):
+        return None, direction
+    return getattr(task, "v_star", None), getattr(task, "direction", direction)
+
+
+def task_direction(task: str) -> str:
+    """The direction of a task's objective ("max" where the task cannot be loaded here)."""
+    from innolab.tasks.model import TaskError
+    from innolab.tasks.registry import get_task
+
+    try:
+        return get_task(task).direction
+    except (TaskError, ValueError, OSError):
+        return "max"
+
+
+def _agent_state(folder: RunDir) -> dict[str, Any] | None:
+    """The scaffold's state at the last checkpoint (plain JSON), where the run kept one."""
+    if not folder.state.is_file():
+        return None
+    return json.loads(folder.state.read_text(encoding="utf-8")).get("policy")
+
+
+class Exchanges:
+    """The requests and replies of a run's model calls, read from its response cache by the events' keys."""
+
+    def __init__(self, run_dir: str | Path) -> None:
+        self.path = RunDir(Path(run_dir)).llm_cache
+        self._db = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True) if self.path.is_file() else None
+
+    def get(self, key: str | None) -> dict[str, Any] | None:
+        """{"messages", "reply", "tool_calls"} of one call (None where the cache does not hold it)."""
+        if self._db is None or not key:
+            return None
+        row = self._db.execute("SELECT request, response FROM responses WHERE key = ?", (key,)).fetchone()
+        if row is None:
+            return None
+        request, response = json.loads(row[0]), json.loads(row[1])
+        return {"messages": request.get("messages", []), "reply": response.get("text", ""),
+                "tool_calls": response.get("tool_calls", [])}
+
+    def close(self) -> None:
+        if self._db is not None:
+            self._db.close()
+
+
+def newest_run(roots: list[Path] | None = None) -> Path:
+    """The most recently started run under results/runs and the sweeps' runs folders (or the given roots)."""
+    from innolab.paths import project_root
+    from innolab.rundir import runs_root
+
+    if roots is None:
+        roots = [runs_root(), *sorted((project_root() / "results" / "sweeps").glob("*/runs"))]
+    found = [config.parent for root in roots if root.is_dir() for config in root.glob("*/config.json")]
+    if not found:
+        raise ValueError("no run found: make one (`innolab run --agent aide --task circle-packing-26`) or pass "
+                         "run_dir")
+    return max(found, key=lambda p: (p / "config.json").stat().st_mtime)
+
+
+def sweep_of(run_dir: Path) -> Path:
+    """The folder a run belongs to: its sweep (which holds runs.parquet), else the folder of runs that holds it."""
+    parent = Path(run_dir).resolve().parent
+    if parent.name == "runs" and (parent.parent / "runs.parquet").is_file():
+        return parent.parent
+    return parent

@@ -1,0 +1,377 @@
+"""HTML and SVG fragments of a run (timeline, best-so-far, AIDE's tree, a step's detail, totals): strings with
+nothing external, shared by the JupyterLab views and the self-contained export."""
+
+from __future__ import annotations
+
+import html
+import json
+from typing import Any
+
+from innolab.viewer.model import Exchanges, RunData, Step
+
+COLOURS = {"model": "#4C72B0", "cached": "#A6BDDB", "tool_ok": "#55A868", "tool_failed": "#C44E52",
+           "validation": "#8172B2", "submission": "#DD8452", "best": "#222222", "v_star": "#937860",
+           "draft": "#4C72B0", "debug": "#C44E52", "improve": "#55A868"}
+MAX_TEXT = 20_000
+
+
+def text(value: Any, limit: int = MAX_TEXT) -> str:
+    """Escaped text; "://" written with an entity, so that no address in a run's content reads as a resource."""
+    value = value if isinstance(value, str) else json.dumps(value, indent=1, default=str)
+    if len(value) > limit:
+        value = value[:limit] + f"\n... ({len(value) - limit} more characters)"
+    return html.escape(value).replace("://", "&#58;//")
+
+
+def number(value: Any, digits: int = 6) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        return f"{value:.{digits}g}"
+    return str(value)
+
+
+def arguments_text(arguments: dict[str, Any]) -> str:
+    """A tool call's arguments as a reader wants them: each text (code, command, content) as it is."""
+    if not isinstance(arguments, dict):
+        return text(arguments)
+    return "\n".join(f"{text(k, 40)}: {text(v)}" if not isinstance(v, str) or "\n" not in v
+                     else f"{text(k, 40)}:\n{text(v)}" for k, v in arguments.items())
+
+
+# ----------------------------------------------------------------------------------------------- the timeline
+
+LANES = ("steps", "model", "tools", "checks")
+
+
+def timeline_svg(run: RunData, width: int = 1100) -> str:
+    """The run on a time axis: steps (alternating bands), model calls (latency), tool calls (duration, ok or
+    failed), validations and submissions (marks); below it, the best-so-far dev score against V*."""
+    end = max([run.totals["wall_s"], *(s.end_s for s in run.steps), 1e-9])
+    left, right, lane_h = 70, 10, 18
+    scale = (width - left - right) / end
+
+    def x(t: float) -> float:
+        return left + max(t, 0.0) * scale
+
+    parts: list[str] = []
+    for row, name in enumerate(LANES):
+        y = 20 + row * (lane_h + 4)
+        parts.append(f'<text x="4" y="{y + 13}" class="lane">{name}</text>')
+    y_steps, y_model, y_tools, y_checks = (20 + row * (lane_h + 4) for row in range(4))
+    for step in run.steps:
+        fill = "#eeeeee" if step.index % 2 else "#dddddd"
+        span = max((step.end_s - step.start_s) * scale, 0.8)
+        parts.append(f'<rect x="{x(step.start_s):.1f}" y="{y_steps}" width="{span:.1f}" height="{lane_h}" '
+                     f'fill="{fill}"><title>{text(step.label, 300)}</title></rect>')
+        for call in step.model_calls:
+            latency = float(call.get("latency_s") or 0.0)
+            colour = COLOURS["cached"] if call.get("cached") else COLOURS["model"]
+            tokens = int(call.get("prompt_tokens") or 0) + int(call.get("completion_tokens") or 0)
+            parts.append(f'<rect x="{x(call["time_s"] - latency):.1f}" y="{y_model}" '
+                         f'width="{max(latency * scale, 1.0):.1f}" height="{lane_h}" fill="{colour}"><title>step '
+                         f'{step.index}: {text(call.get("purpose") or "model call", 80)}, {tokens} tokens, '
+                         f'{latency:.2f} s</title></rect>')
+        for call in step.tool_calls:
+            duration = float(call.get("duration_s") or 0.0)
+            colour = COLOURS["tool_failed"] if call.get("ok") is False else COLOURS["tool_ok"]
+            start = call.get("end_s", call["t_s"]) - duration
+            parts.append(f'<rect x="{x(start):.1f}" y="{y_tools}" width="{max(duration * scale, 1.0):.1f}" '
+                         f'height="{lane_h}" fill="{colour}"><title>step {step.index}: {text(call["tool"], 40)} '
+                         f'{"ok" if call.get("ok") else "failed"}, {duration:.2f} s</title></rect>')
+        for check in step.validations:
+            parts.append(f'<circle cx="{x(check["t_s"]):.1f}" cy="{y_checks + 6}" r="3.5" '
+                         f'fill="{COLOURS["validation"]}"><title>step {step.index}: validation, '
+                         f'{"valid" if check.get("valid") else "invalid"}, score {number(check.get("score"))}'
+                         f'</title></circle>')
+        for sub in step.submissions:
+            parts.append(f'<path d="M{x(sub["t_s"]):.1f},{y_checks + 8} l5,8 l-10,0 z" fill="{COLOURS["submission"]}">'
+                         f'<title>step {step.index}: submission {text(sub["file"], 100)}, dev score '
+                         f'{number(sub.get("dev_score"))}</title></path>')
+    axis_y = y_checks + lane_h + 8
+    parts.append(_axis(left, width - right, axis_y, end, scale))
+    chart = _best_chart(run, left, width - right, axis_y + 30, 140, scale)
+    height = axis_y + 30 + 140 + 30
+    # inline SVG in HTML needs no namespace attribute (and so holds no address at all)
+    return (f'<svg class="timeline" width="{width}" height="{height}" viewBox="0 0 {width} {height}" '
+            f'font-family="sans-serif" font-size="11"><style>.lane{{fill:#333}}</style>{"".join(parts)}{chart}'
+            '</svg>')
+
+
+def _axis(x0: float, x1: float, y: float, end: float, scale: float) -> str:
+    ticks = _ticks(end)
+    marks = "".join(f'<line x1="{x0 + t * scale:.1f}" x2="{x0 + t * scale:.1f}" y1="{y}" y2="{y + 4}" stroke="#555"/>'
+                    f'<text x="{x0 + t * scale:.1f}" y="{y + 15}" text-anchor="middle">{t:g}</text>' for t in ticks)
+    return (f'<line x1="{x0}" x2="{x1}" y1="{y}" y2="{y}" stroke="#555"/>{marks}'
+            f'<text x="{x1}" y="{y + 27}" text-anchor="end">seconds since the start</text>')
+
+
+def _ticks(end: float, count: int = 8) -> list[float]:
+    import math
+
+    raw = end / count
+    magnitude = 10 ** math.floor(math.log10(raw)) if raw > 0 else 1
+    step = next(m * magnitude for m in (1, 2, 5, 10) if m * magnitude >= raw)
+    return [i * step for i in range(int(end / step) + 1)]
+
+
+def _best_chart(run: RunData, x0: float, x1: float, top: float, height: float, scale: float) -> str:
+    values = [p["score"] for p in run.best_so_far] + ([run.v_star] if run.v_star is not None else [])
+    title = (f'<text x="{x0}" y="{top - 6}">best-so-far dev score'
+             f'{" against V* = " + number(run.v_star) if run.v_star is not None else ""}</text>')
+    frame = f'<rect x="{x0}" y="{top}" width="{x1 - x0}" height="{height}" fill="none" stroke="#999"/>'
+    if not values:
+        return title + frame + (f'<text x="{(x0 + x1) / 2}" y="{top + height / 2}" text-anchor="middle">'
+                                'no valid submission</text>')
+    low, high = min(values), max(values)
+    pad = (high - low) * 0.08 or abs(high) * 0.05 or 1.0
+    low, high = low - pad, high + pad
+
+    def y(v: float) -> float:
+        return top + height - (v - low) / (high - low) * height
+
+    parts = [title, frame, f'<text x="{x0 - 4}" y="{y(high - pad) + 4:.1f}" text-anchor="end">'
+             f'{number(high - pad, 4)}</text>', f'<text x="{x0 - 4}" y="{y(low + pad) + 4:.1f}" '
+             f'text-anchor="end">{number(low + pad, 4)}</text>']
+    if run.v_star is not None:
+        parts.append(f'<line x1="{x0}" x2="{x1}" y1="{y(run.v_star):.1f}" y2="{y(run.v_star):.1f}" '
+                     f'stroke="{COLOURS["v_star"]}" stroke-dasharray="5,3"><title>V* = {number(run.v_star)}</title>'
+                     f'</line>')
+    if run.best_so_far:
+        points, previous = [], None
+        for point in run.best_so_far:
+            px = x0 + point["t_s"] * scale
+            if previous is not None:
+                points.append(f"{px:.1f},{previous:.1f}")
+            previous = y(point["score"])
+            points.append(f"{px:.1f},{previous:.1f}")
+        points.append(f"{x1:.1f},{previous:.1f}")
+        parts.append(f'<polyline points="{" ".join(points)}" fill="none" stroke="{COLOURS["best"]}" '
+                     'stroke-width="1.5"/>')
+        parts += [f'<circle cx="{x0 + p["t_s"] * scale:.1f}" cy="{y(p["score"]):.1f}" r="3" '
+                  f'fill="{COLOURS["submission"]}"><title>step {p["step"]}: {number(p["score"])}</title></circle>'
+                  for p in run.best_so_far]
+    return "".join(parts)
+
+
+# -------------------------------------------------------------------------------------------- AIDE's journal
+
+
+def journal_svg(run: RunData, width: int = 1100, clickable: bool = False) -> str:
+    """AIDE's solution tree: one circle per node (colour: stage; filled: valid, hollow: buggy), its metric beside;
+    with `clickable`, each node carries data-node for the export's script."""
+    nodes = run.journal
+    if not nodes:
+        return ""
+    children: dict[int | None, list[dict[str, Any]]] = {}
+    for node in nodes:
+        children.setdefault(node.get("parent"), []).append(node)
+    positions: dict[int, tuple[float, float]] = {}
+    column = [0]
+
+    def place(node: dict[str, Any], depth: int) -> None:
+        kids = children.get(node["id"], [])
+        for kid in kids:
+            place(kid, depth + 1)
+        if kids:
+            xs = [positions[k["id"]][0] for k in kids]
+            positions[node["id"]] = ((min(xs) + max(xs)) / 2, depth)
+        else:
+            positions[node["id"]] = (column[0], depth)
+            column[0] += 1
+
+    for root in children.get(None, []):
+        place(root, 0)
+    for node in nodes:  # a node whose parent is not in the journal
+        if node["id"] not in positions:
+            place(node, 0)
+    gap_x, gap_y, margin = 90, 70, 40
+    total_width = max(width, int(column[0] * gap_x + 2 * margin))
+    depth = max(d for _, d in positions.values())
+    height = int((depth + 1) * gap_y + margin)
+
+    def xy(node_id: int) -> tuple[float, float]:
+        col, row = positions[node_id]
+        return margin + col * gap_x, margin / 2 + 14 + row * gap_y
+
+    parts = []
+    for node in nodes:
+        if node.get("parent") in positions:
+            (x1, y1), (x2, y2) = xy(node["parent"]), xy(node["id"])
+            parts.append(f'<line x1="{x1}" y1="{y1}" x2="{x2}" y2="{y2}" stroke="#999"/>')
+    for node in nodes:
+        cx, cy = xy(node["id"])
+        colour = COLOURS.get(node.get("stage", "draft"), "#777")
+        fill = colour if node.get("valid") else "white"
+        state = "valid" if node.get("valid") else "buggy"
+        shown = number(node.get("metric"), 5) if node.get("valid") else state
+        data = f' data-node="{node["id"]}" style="cursor:pointer"' if clickable else ""
+        parts.append(f'<g class="node"{data}><circle cx="{cx}" cy="{cy}" r="12" fill="{fill}" stroke="{colour}" '
+                     f'stroke-width="2.5"/><text x="{cx}" y="{cy + 4}" text-anchor="middle" font-size="10">'
+                     f'{node["id"]}</text><text x="{cx}" y="{cy + 28}" text-anchor="middle" font-size="10">'
+                     f'{text(node.get("stage", ""), 20)} · {shown}'
+                     f'</text><title>node {node["id"]} ({text(node.get("stage", ""), 20)}, {state}): '
+                     f'{text(node.get("plan", ""), 300)}</title></g>')
+    return (f'<svg class="journal" width="{total_width}" height="{height}" '
+            f'font-family="sans-serif" font-size="11">{"".join(parts)}</svg>')
+
+
+def node_html(node: dict[str, Any]) -> str:
+    """One AIDE node: stage, verdict, metric, plan and code."""
+    state = "valid" if node.get("valid") else "buggy"
+    return (f'<div class="node-detail"><h4>Node {node["id"]} — {text(node.get("stage", ""))}, {state}, metric '
+            f'{number(node.get("metric"))} (parent {number(node.get("parent"))}, debug depth '
+            f'{node.get("debug_depth", 0)})</h4><p>{text(node.get("plan", ""))}</p>'
+            f'<pre>{text(node.get("code", ""))}</pre></div>')
+
+
+# ------------------------------------------------------------------------------------------ steps and totals
+
+
+def step_html(step: Step, exchanges: Exchanges | None = None) -> str:
+    """One step: each model call with its prompt and reply (from the run's cache), each tool call with its
+    arguments and output, the checks and submissions, and the scaffold's notes (AIDE node, research log)."""
+    parts = [f'<div class="step" id="step-{step.index}"><h3>Step {step.index}</h3>'
+             f'<p class="muted">{step.start_s:.2f} s – {step.end_s:.2f} s</p>']
+    for call in step.model_calls:
+        tokens = f'{call.get("prompt_tokens", 0)} + {call.get("completion_tokens", 0)} tokens'
+        head = (f'Model call ({text(call.get("purpose") or "agent", 80)}): {tokens}, '
+                f'{float(call.get("latency_s") or 0):.2f} s{", cached" if call.get("cached") else ""}'
+                f'{", failed: " + text(call.get("error"), 300) if call.get("failed") else ""}')
+        exchange = exchanges.get(call.get("key")) if exchanges is not None else None
+        body = ""
+        if exchange is not None:
+            body = "".join(f'<div class="msg"><b>{text(m.get("role", ""))}</b><pre>{text(m.get("content") or "")}'
+                           f'</pre></div>' for m in exchange["messages"])
+            body += f'<div class="msg reply"><b>reply</b><pre>{text(exchange["reply"])}</pre></div>'
+            body += "".join(f'<pre>tool call {text(c)}</pre>' for c in exchange.get("tool_calls", []))
+        else:
+            body = f'<div class="msg reply"><b>reply</b><pre>{text(call.get("response") or "")}</pre></div>'
+        parts.append(f'<details class="call"><summary>{head}</summary>{body}</details>')
+    for call in step.tool_calls:
+        status = "ok" if call.get("ok") else "failed" if call.get("ok") is False else "no result"
+        shown = arguments_text(call["arguments"])
+        parts.append(f'<details class="tool" open><summary>Tool {text(call["tool"])}: {status}, '
+                     f'{float(call.get("duration_s") or 0):.2f} s</summary><pre>{shown}</pre>'
+                     f'<pre class="output">{text(call.get("output", ""))}</pre></details>')
+    for check in step.validations:
+        errors = "; " + text("; ".join(check.get("errors", [])), 500) if check.get("errors") else ""
+        parts.append(f'<p>Validation: {"valid" if check.get("valid") else "invalid"}, score '
+                     f'{number(check.get("score"))}{errors}</p>')
+    for sub in step.submissions:
+        parts.append(f'<p>Submission {text(sub["file"])}: dev {"valid" if sub.get("dev_valid") else "invalid"}, '
+                     f'dev score {number(sub.get("dev_score"))}</p>')
+    for note in step.notes:
+        if note["type"] == "node":
+            parts.append(node_html(note))
+        else:
+            parts.append(f'<details><summary>Research log</summary><pre>{text(note.get("entry", ""))}</pre></details>')
+    parts.append("</div>")
+    return "".join(parts)
+
+
+def header_html(run: RunData) -> str:
+    """Task, agent, model, how the run ended and its final score."""
+    score = run.score or {}
+    finished = run.finished or {}
+    rows = [("task", run.task), ("agent", run.agent), ("model", run.model),
+            ("ended", finished.get("reason", "not finished")),
+            ("final submission", finished.get("final_submission") or "-"),
+            ("final dev score", number(finished.get("dev_score")))]
+    if score:
+        rows += [("final score V", number(score.get("score")) if score.get("valid") else "invalid"),
+                 ("V*", number(score.get("v_star"))), ("gain G", number(score.get("gain"))),
+                 ("ratio", number(score.get("ratio"))), ("novelty N", number(score.get("novelty")))]
+    elif run.v_star is not None:
+        rows.append(("V*", number(run.v_star)))
+    cells = "".join(f'<tr><th>{text(k)}</th><td class="{k.replace(" ", "-")}">{text(v)}</td></tr>' for k, v in rows)
+    return f'<table class="header">{cells}</table>'
+
+
+def totals_html(run: RunData) -> str:
+    t = run.totals
+    rows = [("steps", t["steps"]), ("model calls (cached)", f'{t["model_calls"]} ({t["cached_calls"]})'),
+            ("tool calls (failed)", f'{t["tool_calls"]} ({t["failed_tool_calls"]})'),
+            ("tokens (prompt + completion)", f'{t["prompt_tokens"]} + {t["completion_tokens"]}'),
+            ("cost", f'$ {t["cost_usd"]:.4f}'), ("wall time", f'{t["wall_s"]:.1f} s'),
+            ("model", f'{t["model_s"]:.1f} s'), ("tools", f'{t["tools_s"]:.1f} s'),
+            ("overhead", f'{t["overhead_s"]:.1f} s')]
+    cells = "".join(f"<tr><th>{text(k)}</th><td>{text(str(v))}</td></tr>" for k, v in rows)
+    return f'<table class="totals">{cells}</table>'
+
+
+def actions_html(run: RunData) -> str:
+    """The sequence of actions (CodeAct, MLAB): step, tool, its argument in brief, outcome."""
+    rows = "".join(f'<tr><td>{a["step"]}</td><td>{text(a["tool"])}</td><td><code>{text(a["arguments"], 160)}</code>'
+                   f'</td><td>{"ok" if a["ok"] else "failed"}</td><td>{float(a["duration_s"] or 0):.2f} s</td></tr>'
+                   for a in run.actions())
+    return ('<table class="actions"><tr><th>step</th><th>tool</th><th>arguments</th><th>outcome</th>'
+            f'<th>duration</th></tr>{rows}</table>')
+
+
+STYLE = """
+body{font-family:sans-serif;margin:16px;color:#222}
+table{border-collapse:collapse;margin:6px 0}
+th,td{border:1px solid #ccc;padding:2px 8px;text-align:left;font-size:13px;vertical-align:top}
+pre{background:#f6f6f6;padding:6px;white-space:pre-wrap;max-height:400px;overflow:auto;font-size:12px}
+.step{border-left:3px solid #4C72B0;padding-left:10px;margin:12px 0}
+.muted{color:#777;font-size:12px}
+.node-detail{border:1px dashed #999;padding:6px;margin:6px 0}
+.legend span{display:inline-block;margin-right:12px;font-size:12px}
+.legend i{display:inline-block;width:12px;height:12px;margin-right:4px;vertical-align:middle}
+"""
+
+
+def legend_html() -> str:
+    items = [("model call", "model"), ("cached call", "cached"), ("tool ok", "tool_ok"),
+             ("tool failed", "tool_failed"), ("validation", "validation"), ("submission", "submission")]
+    return '<div class="legend">' + "".join(f'<span><i style="background:{COLOURS[c]}"></i>{n}</span>'
+                                            for n, c in items) + "</div>"
+
+
+PALETTE = ["#4C72B0", "#DD8452", "#55A868", "#C44E52", "#8172B2", "#937860", "#DA8BC3", "#8C8C8C", "#CCB974",
+           "#64B5CD"]
+
+
+def curves_svg(curves: dict[str, list[tuple[float, float]]], v_star: float | None = None, width: int = 900,
+               height: int = 260) -> str:
+    """Best-so-far step curves of several runs ({label: [(t_s, best score), ...]}), one colour each."""
+    x0, x1, top, bottom = 70, width - 180, 20, height - 35
+    points = [p for series in curves.values() for p in series]
+    values = [v for _, v in points] + ([v_star] if v_star is not None else [])
+    end = max([t for t, _ in points] + [1e-9])
+    parts = [f'<rect x="{x0}" y="{top}" width="{x1 - x0}" height="{bottom - top}" fill="none" stroke="#999"/>']
+    if values:
+        low, high = min(values), max(values)
+        pad = (high - low) * 0.08 or abs(high) * 0.05 or 1.0
+        low, high = low - pad, high + pad
+
+        def y(v: float) -> float:
+            return bottom - (v - low) / (high - low) * (bottom - top)
+
+        def x(t: float) -> float:
+            return x0 + t / end * (x1 - x0)
+
+        parts += [f'<text x="{x0 - 4}" y="{y(high - pad) + 4:.1f}" text-anchor="end">{number(high - pad, 4)}</text>',
+                  f'<text x="{x0 - 4}" y="{y(low + pad) + 4:.1f}" text-anchor="end">{number(low + pad, 4)}</text>']
+        if v_star is not None:
+            parts.append(f'<line x1="{x0}" x2="{x1}" y1="{y(v_star):.1f}" y2="{y(v_star):.1f}" '
+                         f'stroke="{COLOURS["v_star"]}" stroke-dasharray="5,3"/>')
+        for index, (label, series) in enumerate(curves.items()):
+            colour = PALETTE[index % len(PALETTE)]
+            if series:
+                coords, previous = [], None
+                for t, v in series:
+                    if previous is not None:
+                        coords.append(f"{x(t):.1f},{previous:.1f}")
+                    previous = y(v)
+                    coords.append(f"{x(t):.1f},{previous:.1f}")
+                coords.append(f"{x1:.1f},{previous:.1f}")
+                parts.append(f'<polyline class="curve" data-run="{text(label, 80)}" points="{" ".join(coords)}" '
+                             f'fill="none" stroke="{colour}" stroke-width="1.5"/>')
+            parts.append(f'<text x="{x1 + 8}" y="{top + 12 + index * 14}" fill="{colour}">{text(label, 24)}'
+                         f'{"" if series else " (no valid)"}</text>')
+    parts.append(f'<text x="{(x0 + x1) / 2}" y="{height - 8}" text-anchor="middle">seconds since the start; '
+                 'best-so-far dev score</text>')
+    return (f'<svg class="curves" width="{width}" height="{height}" font-family="sans-serif" font-size="11">'
+            f'{"".join(parts)}</svg>')
