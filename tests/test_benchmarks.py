@@ -31,3 +31,11 @@ def test_analysis_benchmark_runs_every_function(capsys):
     figures = bench_analysis.main(runs=400, rows=20_000)
     assert figures["total_s"] > 0 and {"anytime", "paired_effect", "main_results"} <= set(figures)
     assert "target <= 5 s" in capsys.readouterr().out
+
+
+def test_viewer_benchmark_renders_a_synthetic_run(capsys):
+    from tests.benchmarks import bench_viewer
+
+    figures = bench_viewer.main(steps=200)
+    assert figures["steps"] == 200 and figures["svg_mb"] > 0 and figures["html_mb"] > 0
+    assert "target <= 2 s" in capsys.readouterr().out
