@@ -124,6 +124,8 @@ def test_run_view_widgets_show_the_timeline_steps_journal_and_totals(runs):
     assert totals["prompt_tokens"] == sum(e["prompt_tokens"] for e in calls) > 0
     assert "tokens (prompt + completion)" in view.totals.value
     assert [view.tabs.get_title(i) for i in range(4)] == ["Timeline", "Steps", "AIDE journal", "Totals"]
+    state = view.tabs.children[1].children[2].value  # the scaffold's memory at the last checkpoint
+    assert "Agent state at the last checkpoint" in state and "journal" in state and "plan C" in state
     codeact = RunView(runs / "codeact")
     assert codeact.tabs.get_title(2) == "Actions"
     assert "submit" in codeact.tabs.children[2].value and "python" in codeact.tabs.children[2].value

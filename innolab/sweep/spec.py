@@ -38,6 +38,7 @@ class RunFields(BaseModel):
     innovation_prompt: bool | None = None
     prior_solution: str | None = None  # a file of code the run starts from (relative to the spec)
     agent_options: dict[str, Any] | None = None
+    task_options: dict[str, Any] | None = None  # a `<scheme>:` task's options (expbench: repo, data)
     novelty: str | None = None  # the back end of N ("default", "ast", "tfidf", "embedding", "llm", "none")
 
     @field_validator("budget")

@@ -12,6 +12,7 @@ from innolab.viewer.render import (
     journal_svg,
     legend_html,
     node_html,
+    state_html,
     step_html,
     text,
     timeline_svg,
@@ -59,7 +60,7 @@ def run_html(run: RunData) -> str:
             f'({text(run.agent)})</title><style>{STYLE}</style></head><body>'
             f'<h1>{text(run.agent)} on {text(run.task)}</h1><p class="muted">{text(run.run_dir.name)}</p>'
             f'{header_html(run)}<h2>Totals</h2>{totals_html(run)}<h2>Timeline</h2>{legend_html()}'
-            f'{timeline_svg(run)}{middle}<h2>Steps</h2>{slider}{steps}'
+            f'{timeline_svg(run)}{middle}<h2>Steps</h2>{slider}{steps}{state_html(run)}'
             f'<script>{SCRIPT}</script></body></html>')
 
 

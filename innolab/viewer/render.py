@@ -300,6 +300,16 @@ def totals_html(run: RunData) -> str:
     return f'<table class="totals">{cells}</table>'
 
 
+def state_html(run: RunData) -> str:
+    """The scaffold's own state at the run's last checkpoint (its memory: AIDE's journal and phase, CodeAct's and
+    MLAB's conversation and plan), where the run kept one."""
+    if not run.agent_state:
+        return '<p class="muted">No agent state was kept (no checkpoint).</p>'
+    items = "".join(f"<details><summary>{text(k, 80)}</summary><pre>{text(v)}</pre></details>"
+                    for k, v in sorted(run.agent_state.items()))
+    return f'<div class="agent-state"><h4>Agent state at the last checkpoint</h4>{items}</div>'
+
+
 def actions_html(run: RunData) -> str:
     """The sequence of actions (CodeAct, MLAB): step, tool, its argument in brief, outcome."""
     rows = "".join(f'<tr><td>{a["step"]}</td><td>{text(a["tool"])}</td><td><code>{text(a["arguments"], 160)}</code>'

@@ -18,6 +18,7 @@ from innolab.viewer.render import (
     journal_svg,
     legend_html,
     node_html,
+    state_html,
     step_html,
     text,
     timeline_svg,
@@ -42,7 +43,7 @@ class RunView:
         self.step_detail = widgets.HTML()
         self.step_slider.observe(lambda change: self.show_step(change["new"]), names="value")
         self.show_step(0)
-        browser = widgets.VBox([self.step_slider, self.step_detail])
+        browser = widgets.VBox([self.step_slider, self.step_detail, widgets.HTML(state_html(self.run))])
         if self.run.journal:
             self.node_picker = widgets.Select(options=[(self._node_label(n), n["id"]) for n in self.run.journal],
                                               rows=min(len(self.run.journal), 10), description="node")
