@@ -24,7 +24,7 @@ from innolab.llm.errors import LLMError
 from innolab.llm.settings import LOCAL_MODEL, LLMSettings
 from innolab.rundir import LLM_CACHE, RunDir
 from innolab.scoring import score_run
-from innolab.tasks.registry import get_task
+from innolab.tasks.registry import resolve_task_options, scheme_of
 
 __all__ = ["RUN_PARAMETERS", "agent_config", "config_from_parameters", "config_id", "create_run", "finish",
            "new_run_id", "replay", "resume", "run_or_resume", "settle", "start"]
@@ -63,21 +63,6 @@ def agent_config(agent: str, task: str, model: str | None = None, temperature: f
                      endpoint=endpoint_of(resolved), innovation_prompt=innovation_prompt, prior_solution=prior,
                      runtime=runtime, image=image, wall_clock_s=budget_s, max_steps=max_steps,  # type: ignore[arg-type]
                      seed=seed)
-
-
-def resolve_task_options(task: str, options: dict[str, Any] | None) -> dict[str, Any]:
-    """A `<scheme>:` task's options settled once (its module's `resolve_options`); others take none."""
-    import importlib
-
-    from innolab.tasks.registry import SCHEMES, scheme_of
-
-    scheme = scheme_of(task)
-    if scheme is None:
-        if options:
-            raise ValueError(f"task_options: task {task!r} takes none (got {sorted(options)})")
-        return {}
-    module = importlib.import_module(SCHEMES[scheme].partition(":")[0])
-    return module.resolve_options(task.partition(":")[2], **(options or {}))
 
 
 # The run notebook's parameters (notebooks/20_agent_run.ipynb) and their defaults: every field of a run configuration.
@@ -155,8 +140,7 @@ def resume(run_dir: Path, novelty: str | None = "default", show_progress: bool =
 def finish(outcome: dict[str, Any], novelty: str | None) -> dict[str, Any]:
     """Score a finished run once; a task of another benchmark is judged by its own tools (EXP-Bench: `innolab
     expbench judge --run`), so its outcome carries the artefacts the run left instead."""
-    config = RunConfig.from_dict(RunDir(Path(outcome["run_dir"])).read_config())
-    if not getattr(get_task(config.task, config.task_options), "scored", True):
+    if scheme_of(RunDir(Path(outcome["run_dir"])).read_config()["task"]) is not None:
         return outcome
     scored = score_run(outcome["run_dir"], novelty_backend=novelty)
     keys = ("valid", "score", "gain", "ratio", "novelty", "beats_v_star")

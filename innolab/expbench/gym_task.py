@@ -72,7 +72,6 @@ class ExpBenchGymTask:
     """The parts of a task the gym reads (id, description, direction, spec, visible and validator files), plus
     the workspace rules the scaffolds show and `collect`, which keeps upstream's artefacts at the end."""
 
-    scored = False  # judged by innolab.expbench, not by the improvable tasks' evaluator
     direction = "max"
     spec = GymSpec()
     workspace_rules = WORKSPACE_RULES

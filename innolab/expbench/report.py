@@ -56,34 +56,29 @@ def task_row(result: dict[str, Any], where: str = "judge file") -> dict[str, Any
     return {"M": not monitor_failed, "D": design, "I": setup, "C": correct, "executed": executed}
 
 
-def judge_files(folder: Path) -> list[tuple[str, str, Path]]:
-    """(agent, model, file) for every judge file, in the upstream layout <conf>/<paper>/<agent>/<model>/."""
+def judge_files(folder: Path) -> list[tuple[str, str, str, Path]]:
+    """(agent, model, paper, file) for every judge file, in the upstream layout <conf>/<paper>/<agent>/<model>/
+    (paper: `<conf>/<paper id>`, "" where DIR starts below the paper level)."""
     found = []
     for path in sorted(Path(folder).rglob(f"*{JUDGE_SUFFIX}")):
         parts = path.relative_to(folder).parts
         if len(parts) < 3:
             raise ReportError(f"{path}: expected <conference>/<paper>/<agent>/<model>/<file> under {folder}")
-        found.append((parts[-3], parts[-2], path))
+        found.append((parts[-3], parts[-2], f"{parts[-5]}/{parts[-4]}" if len(parts) >= 5 else "", path))
     return found
-
-
-def _paper_of(folder: Path, path: Path) -> str:
-    """`<conference>/<paper>` of a judge file in the upstream layout ("" when the layout is shorter)."""
-    parts = path.relative_to(folder).parts
-    return f"{parts[-5]}/{parts[-4]}" if len(parts) >= 5 else ""
 
 
 def task_table(folder: str | Path) -> pd.DataFrame:
     """One row per judged task: agent, model, task file and its per-task values."""
     rows = []
-    for agent, model, path in judge_files(Path(folder)):
+    for agent, model, paper, path in judge_files(Path(folder)):
         try:
             result = json.loads(path.read_text(encoding="utf-8"))
         except json.JSONDecodeError as error:
             raise ReportError(f"{path}: not valid JSON: {error}") from None
         if not isinstance(result, dict):
             raise ReportError(f"{path}: a judge file is a JSON object")
-        rows.append({"agent": agent, "model": model, "paper": _paper_of(Path(folder), path), "file": path.name,
+        rows.append({"agent": agent, "model": model, "paper": paper, "file": path.name,
                      **task_row(result, str(path))})
     return pd.DataFrame(rows, columns=["agent", "model", "paper", "file", "M", "D", "I", "C", "executed"])
 

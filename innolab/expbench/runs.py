@@ -12,6 +12,7 @@ from typing import Any
 from innolab.expbench.execute import DEFAULT_TIMEOUT_S, Network, execute
 from innolab.expbench.gym_task import ARTEFACTS, load_task
 from innolab.expbench.judge import Judge, write_result
+from innolab.expbench.workspace import OUTPUT_SCRIPT
 from innolab.gym.policy import RunConfig
 from innolab.rundir import RunDir
 from innolab.traces import read_events
@@ -60,9 +61,9 @@ def judge_run(run_dir: str | Path, results_dir: str | Path, judge: Judge, execut
     kept = artefacts(folder.root)
     generated: dict[str, Any] = json.loads(kept["answer"].read_text(encoding="utf-8"))
     scripts = ""
-    script = kept["workspace"] / "reproduce_exp_bench.sh"
+    script = kept["workspace"] / OUTPUT_SCRIPT
     if script.is_file():
-        scripts = f"reproduce_exp_bench.sh:\n{script.read_text(encoding='utf-8', errors='replace')}"
+        scripts = f"{OUTPUT_SCRIPT}:\n{script.read_text(encoding='utf-8', errors='replace')}"
     result = judge.judge(task, generated, kept["patch"].read_text(encoding="utf-8"),
                          kept["log"].read_text(encoding="utf-8"), scripts)
     if execute_image is not None:
@@ -73,8 +74,8 @@ def judge_run(run_dir: str | Path, results_dir: str | Path, judge: Judge, execut
             for path in copy.rglob("*"):
                 if not path.is_symlink():
                     path.chmod(0o777 if path.is_dir() else 0o666)
-            conclusion = generated.get("conclusion") if "no_answer" not in generated else None
-            outcome = execute(copy, execute_image, timeout_s=timeout_s, network=network, conclusion=conclusion)
+            outcome = execute(copy, execute_image, timeout_s=timeout_s, network=network,
+                              conclusion=generated.get("conclusion"))  # None for a no-answer record
         result |= outcome.result()
     prefix = kept["answer"].name.removesuffix("_eval_gen.json")
     target = (Path(results_dir) / task.conference / task.paper_id / config.agent / model_folder(config)

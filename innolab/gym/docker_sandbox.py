@@ -24,7 +24,8 @@ class DockerLimits:
     pids: int = 256
     workspace_mb: int = 512
     tmp_mb: int = 256
-    gpus: int | str | None = None  # None: no GPU; "all" or a count: device requests for gpu tasks
+    gpus: int | str | None = None  # None: no GPU; "all" or a count: device requests (an error without a GPU
+    # runtime); "if-available": every GPU where the engine has a GPU runtime, none elsewhere
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -62,11 +63,14 @@ class DockerSandbox:
         except docker.errors.ImageNotFound:
             raise SandboxError(f"image {image} not found; build it with `innolab sandbox build-image`") from None
         device_requests = None
-        if self.limits.gpus is not None:
+        gpus = self.limits.gpus
+        if gpus == "if-available":
+            gpus = "all" if gpu_runtime_available(self.client) else None
+        if gpus is not None:
             if not gpu_runtime_available(self.client):
                 raise SandboxError("this task asks for a GPU but the Docker engine has no GPU runtime "
                                    "(install the NVIDIA container toolkit, or run the task on a GPU host)")
-            count = -1 if self.limits.gpus == "all" else int(self.limits.gpus)
+            count = -1 if gpus == "all" else int(gpus)
             device_requests = [docker.types.DeviceRequest(count=count, capabilities=[["gpu"]])]
         uid, gid = user.split(":")
         self.volume = self.client.volumes.create(

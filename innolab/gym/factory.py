@@ -20,7 +20,8 @@ def open_sandbox(task: Task, runtime: Runtime = "local", image: str | None = Non
     elif runtime == "docker":
         from innolab.gym.docker_sandbox import DEFAULT_IMAGE, DockerLimits, DockerSandbox
 
-        limits = DockerLimits(gpus=gpus_for(task.spec.compute))
+        gpus = {"gpu": "all", "gpu-if-available": "if-available"}.get(task.spec.compute)
+        limits = DockerLimits(gpus=gpus)
         sandbox = DockerSandbox(image or DEFAULT_IMAGE, limits)
     else:
         raise SandboxError(f"runtime must be one of {RUNTIMES}, got {runtime!r}")
@@ -35,18 +36,6 @@ def open_sandbox(task: Task, runtime: Runtime = "local", image: str | None = Non
         sandbox.close()
         raise
     return sandbox
-
-
-def gpus_for(compute: str) -> str | None:
-    """Docker's GPU request for a task's compute: "gpu" needs every GPU (an error where the engine has none),
-    "gpu-if-available" asks for them only where the engine has a GPU runtime, "cpu" none."""
-    if compute == "gpu":
-        return "all"
-    if compute == "gpu-if-available":
-        from innolab.gym.docker_sandbox import docker_client, gpu_runtime_available
-
-        return "all" if gpu_runtime_available(docker_client()) else None
-    return None
 
 
 def open_validator(task: Task, sandbox: Sandbox) -> Validator:

@@ -15,13 +15,18 @@ def request_key(request: dict[str, Any]) -> str:
 
 
 class ResponseCache:
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, read_only: bool = False) -> None:
+        """`read_only`: open an existing cache to read it (a viewer), changing nothing in its folder."""
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
-        self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("CREATE TABLE IF NOT EXISTS responses (key TEXT PRIMARY KEY, request TEXT, response TEXT)")
+        if read_only:
+            self._db = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True, check_same_thread=False)
+        else:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("CREATE TABLE IF NOT EXISTS responses (key TEXT PRIMARY KEY, request TEXT, "
+                             "response TEXT)")
         self.hits = 0
         self.misses = 0
 
@@ -38,6 +43,12 @@ class ResponseCache:
         with self._lock:
             self._db.execute("INSERT OR REPLACE INTO responses VALUES (?, ?, ?)",
                              (request_key(request), json.dumps(request, sort_keys=True), json.dumps(response)))
+
+    def entry(self, key: str) -> tuple[dict[str, Any], dict[str, Any]] | None:
+        """The request and response stored under a key (the `key` an llm_call event records)."""
+        with self._lock:
+            row = self._db.execute("SELECT request, response FROM responses WHERE key = ?", (key,)).fetchone()
+        return None if row is None else (json.loads(row[0]), json.loads(row[1]))
 
     def __len__(self) -> int:
         with self._lock:

@@ -33,14 +33,27 @@ def load_task(path: str | Path) -> Task:
     return Task.load(Path(path))
 
 
-# Benchmarks whose tasks the gym runs beside the improvable ones: `<scheme>:<reference>` is loaded by
-# "module:function"(reference, **options), imported only when such a task is asked for.
-SCHEMES = {"expbench": "innolab.expbench.gym_task:load_task"}
+# Benchmarks whose tasks the gym runs beside the improvable ones: `<scheme>:<reference>` names a module, imported
+# only when such a task is asked for, with `load_task(reference, **options)` and `resolve_options(reference,
+# **options)`. Such tasks are judged by their benchmark's own tools, not scored by the hidden evaluator.
+SCHEMES = {"expbench": "innolab.expbench.gym_task"}
 
 
 def scheme_of(task_ref: str) -> str | None:
     scheme, colon, _ = str(task_ref).partition(":")
     return scheme if colon and scheme in SCHEMES else None
+
+
+def resolve_task_options(task_ref: str, options: dict[str, Any] | None) -> dict[str, Any]:
+    """A task's options settled once, for a run's config (a `<scheme>:` task's module checks and resolves them;
+    other tasks take none)."""
+    scheme = scheme_of(task_ref)
+    if scheme is None:
+        if options:
+            raise TaskError(f"task_options: task {task_ref!r} takes none (got {sorted(options)})")
+        return {}
+    module = importlib.import_module(SCHEMES[scheme])
+    return module.resolve_options(str(task_ref).partition(":")[2], **(options or {}))
 
 
 def get_task(task_id_or_path: str | Path, options: dict[str, Any] | None = None) -> Task:
@@ -49,8 +62,7 @@ def get_task(task_id_or_path: str | Path, options: dict[str, Any] | None = None)
     text = str(task_id_or_path)
     scheme = scheme_of(text)
     if scheme is not None:
-        module, _, function = SCHEMES[scheme].partition(":")
-        return getattr(importlib.import_module(module), function)(text.partition(":")[2], **(options or {}))
+        return importlib.import_module(SCHEMES[scheme]).load_task(text.partition(":")[2], **(options or {}))
     if options:
         raise TaskError(f"task {text!r} takes no task options (got {sorted(options)})")
     if os.sep in text or Path(text).is_dir():

@@ -4,11 +4,11 @@ score against V*, totals per component, AIDE's journal, and the prompts and repl
 from __future__ import annotations
 
 import json
-import sqlite3
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from innolab.llm.cache import ResponseCache
 from innolab.rundir import RunDir
 from innolab.traces import read_events
 
@@ -191,23 +191,21 @@ class Exchanges:
     """The requests and replies of a run's model calls, read from its response cache by the events' keys."""
 
     def __init__(self, run_dir: str | Path) -> None:
-        self.path = RunDir(Path(run_dir)).llm_cache
-        self._db = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True) if self.path.is_file() else None
+        path = RunDir(Path(run_dir)).llm_cache
+        self._cache = ResponseCache(path, read_only=True) if path.is_file() else None
 
     def get(self, key: str | None) -> dict[str, Any] | None:
         """{"messages", "reply", "tool_calls"} of one call (None where the cache does not hold it)."""
-        if self._db is None or not key:
+        entry = self._cache.entry(key) if self._cache is not None and key else None
+        if entry is None:
             return None
-        row = self._db.execute("SELECT request, response FROM responses WHERE key = ?", (key,)).fetchone()
-        if row is None:
-            return None
-        request, response = json.loads(row[0]), json.loads(row[1])
+        request, response = entry
         return {"messages": request.get("messages", []), "reply": response.get("text", ""),
                 "tool_calls": response.get("tool_calls", [])}
 
     def close(self) -> None:
-        if self._db is not None:
-            self._db.close()
+        if self._cache is not None:
+            self._cache.close()
 
 
 def newest_run(roots: list[Path] | None = None) -> Path:
