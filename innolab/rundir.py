@@ -12,6 +12,8 @@ results/runs/<run id>/
   method_card.json       the method card of the final submission
   score.json             V, G, ratio and N, written once by innolab.scoring
   run.ipynb              the executed run notebook, when the run went through papermill
+  .lock, .lock.guard     the executor's lock (flock) and the guard of decisions about it (innolab.runlock)
+  heartbeat.json         the executing process (pid, host, time), rewritten while it holds the lock
 ```
 Every other module asks this one for a path; none spells a file name of the folder itself.
 """
@@ -37,6 +39,9 @@ SCORE_FILE = "score.json"
 NOTEBOOK = "run.ipynb"
 RESEARCH_LOG = "research_log.md"
 SCORES_TABLE = "scores.csv"
+LOCK_FILE = ".lock"
+LOCK_GUARD = ".lock.guard"
+HEARTBEAT_FILE = "heartbeat.json"
 
 
 class RunDirError(ValueError):
@@ -130,6 +135,20 @@ class RunDir:
     @property
     def notebook(self) -> Path:
         return self.root / NOTEBOOK
+
+    @property
+    def lock(self) -> Path:
+        """The file its executor holds with flock (innolab.runlock)."""
+        return self.root / LOCK_FILE
+
+    @property
+    def lock_guard(self) -> Path:
+        return self.root / LOCK_GUARD
+
+    @property
+    def heartbeat(self) -> Path:
+        """Who is executing the run, rewritten by its executor every few seconds while it holds the lock."""
+        return self.root / HEARTBEAT_FILE
 
     @property
     def scores_table(self) -> Path:

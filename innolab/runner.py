@@ -6,11 +6,9 @@ scores, and this module only wires the two.
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import json
 import secrets
-import time
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -23,6 +21,7 @@ from innolab.llm.client import LLMClient
 from innolab.llm.errors import LLMError
 from innolab.llm.settings import LOCAL_MODEL, LLMSettings
 from innolab.rundir import LLM_CACHE, RunDir
+from innolab.runlock import HEARTBEAT_S, STALE_S, RunLock
 from innolab.scoring import score_run
 from innolab.tasks.registry import resolve_task_options, scheme_of
 
@@ -161,15 +160,17 @@ def replay(run_dir: Path) -> dict[str, Any]:
 
 
 def run_or_resume(config: RunConfig, run_dir: Path, novelty: str | None = "default",
-                  show_progress: bool = True, wait_s: float = 120.0) -> dict[str, Any]:
+                  show_progress: bool = True, heartbeat_s: float = HEARTBEAT_S,
+                  stale_s: float = STALE_S) -> dict[str, Any]:
     """Start the run in run_dir, or continue it when that folder already holds it (a finished run is only
     reported): what the run notebook does, so that re-executing it never starts a run twice.
 
-    The folder is locked while its run executes: a second process (a sweep's task retried on another worker while
-    the killed one's kernel is still shutting down) waits for the lock, up to wait_s, and then resumes."""
+    The folder is locked while its run executes (innolab.runlock): a second executor (a sweep's task executed again
+    by Dask while the first is alive, or while a killed one's kernel is still shutting down) waits as long as the
+    holder's heartbeat is fresh, then resumes the run, or takes the lock over from a holder whose heartbeat stayed
+    unchanged for stale_s (stopped, hung, or dead on another machine)."""
     folder = RunDir(Path(run_dir))
-    folder.root.mkdir(parents=True, exist_ok=True)
-    with _locked(folder.root / ".lock", wait_s):
+    with RunLock(folder.root, heartbeat_s=heartbeat_s, stale_s=stale_s):
         if folder.exists():
             recorded = RunConfig.from_dict(folder.read_config())
             if config_id(recorded) != config_id(config):
@@ -177,28 +178,3 @@ def run_or_resume(config: RunConfig, run_dir: Path, novelty: str | None = "defau
                                  f"({config_id(recorded)}, not {config_id(config)})")
             return resume(folder.root, novelty=novelty, show_progress=show_progress)
         return start(config, folder.root, novelty=novelty, show_progress=show_progress)
-
-
-class _locked:
-    """An exclusive advisory lock on a file (released by the kernel when its holder dies, even by SIGKILL)."""
-
-    def __init__(self, path: Path, wait_s: float) -> None:
-        self.path, self.wait_s = path, wait_s
-
-    def __enter__(self) -> None:
-        self.handle = self.path.open("a")
-        deadline = time.monotonic() + self.wait_s
-        while True:
-            try:
-                fcntl.flock(self.handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                return
-            except BlockingIOError:
-                if time.monotonic() > deadline:
-                    self.handle.close()
-                    raise TimeoutError(f"{self.path.parent} is held by another process for over {self.wait_s} s"
-                                       ) from None
-                time.sleep(0.2)
-
-    def __exit__(self, *exc: object) -> None:
-        fcntl.flock(self.handle, fcntl.LOCK_UN)
-        self.handle.close()

@@ -4,6 +4,7 @@ OpenAI-compatible server (LocalCluster, a SIGKILLed worker, an external schedule
 from __future__ import annotations
 
 import json
+import logging
 import os
 import signal
 import subprocess
@@ -17,7 +18,10 @@ import psutil
 import pytest
 import yaml
 
-from innolab import results, sweep
+from innolab import results, runner, sweep
+from innolab.gym.policy import RunConfig
+from innolab.rundir import RunDir
+from innolab.runlock import RunLock
 from innolab.sweep import SpecError, load_spec
 from innolab.traces import read_events
 from tests.fake_llm import FakeLLM
@@ -119,6 +123,119 @@ def test_backbones_map_to_endpoints_by_prefix(tmp_path, monkeypatch):
     config = config_from_parameters(configurations[3].parameters)
     assert config.llm["model"] == "gpt-5" and config.llm["api_key_env"] == "GPT_5_API_KEY"
     assert config.endpoint == "gpt_5.invalid" and "sk-secret" not in json.dumps(config.llm)
+
+
+# ------------------------------------------------------------------------------------------ the run folder's lock
+
+HOLDER = """
+import sys, time
+from pathlib import Path
+from innolab.runlock import RunLock
+with RunLock(Path(sys.argv[1]), heartbeat_s=0.2, stale_s=1.0):
+    print("held", flush=True)
+    time.sleep(float(sys.argv[2]))
+print("released", flush=True)
+"""
+
+
+def holding(run_dir: Path, seconds: float) -> subprocess.Popen:
+    """Another process that holds run_dir's lock (heartbeat every 0.2 s) for `seconds`, once it printed "held"."""
+    process = subprocess.Popen([sys.executable, "-c", HOLDER, str(run_dir), str(seconds)], stdout=subprocess.PIPE,
+                               text=True, cwd=Path(__file__).resolve().parent.parent)
+    assert process.stdout is not None and process.stdout.readline().strip() == "held"
+    return process
+
+
+def scripted_run() -> RunConfig:
+    return RunConfig(task="circle-packing-26", policy="tests.gym_policies:ScriptedPolicy",
+                     policy_args={"steps": 3}, max_steps=10, wall_clock_s=120)
+
+
+def test_a_waiting_executor_never_fails_a_live_run(tmp_path, caplog):
+    """The holder stays alive for four times the staleness limit: the second executor waits (and says so), does
+    not take over, and starts the run once the holder lets go."""
+    caplog.set_level(logging.WARNING, logger="innolab.runlock")
+    run_dir = tmp_path / "run"
+    holder = holding(run_dir, 4.0)
+    began = time.monotonic()
+    outcome = runner.run_or_resume(scripted_run(), run_dir, novelty=None, show_progress=False, heartbeat_s=0.2,
+                                   stale_s=1.0)
+    waited = time.monotonic() - began
+    assert holder.wait(timeout=30) == 0 and holder.stdout.read().strip() == "released"
+    assert waited > 3.0 and outcome["valid"], outcome
+    assert "waiting for" in caplog.text and "its run is executing in pid" in caplog.text
+    assert "took over" not in caplog.text
+    assert not (run_dir / "heartbeat.json").exists()  # released: nobody is executing it
+
+
+def test_a_stopped_holder_is_taken_over_and_ends_when_it_wakes(tmp_path, caplog):
+    caplog.set_level(logging.WARNING, logger="innolab.runlock")
+    holder = holding(tmp_path, 60.0)
+    try:
+        os.kill(holder.pid, signal.SIGSTOP)  # alive, flock held, no heartbeat any more
+        began = time.monotonic()
+        with RunLock(tmp_path, heartbeat_s=0.2, stale_s=1.0) as lock:
+            assert 1.0 <= time.monotonic() - began < 20
+            assert "took over" in caplog.text and "it still holds flock" in caplog.text
+            assert json.loads((tmp_path / "heartbeat.json").read_text())["pid"] == os.getpid()
+            os.kill(holder.pid, signal.SIGCONT)  # it wakes, finds its lock taken over at its next beat, and ends
+            assert holder.wait(timeout=20) == -signal.SIGKILL
+            assert holder.stdout.read() == "" and lock.owned()
+            time.sleep(0.5)
+            assert json.loads((tmp_path / "heartbeat.json").read_text())["pid"] == os.getpid()
+    finally:
+        if holder.poll() is None:
+            holder.kill()
+            holder.wait()
+
+
+def test_a_holder_on_another_machine_is_waited_for_while_it_beats_and_taken_over_when_it_stops(tmp_path, caplog):
+    """Where flock does not reach (another machine on a shared folder) the heartbeat alone decides."""
+    caplog.set_level(logging.WARNING, logger="innolab.runlock")
+    folder = RunDir(tmp_path)
+    folder.lock.touch()
+    stop = threading.Event()
+    last: list[float] = []
+
+    def beat() -> None:
+        beat = 0
+        while not stop.is_set():
+            last.append(time.monotonic())
+            folder.heartbeat.write_text(json.dumps({"pid": 4242, "host": "elsewhere", "boot": "another-kernel",
+                                                    "time": time.time() - 3600, "beat": beat, "token": "t"}))
+            beat += 1
+            time.sleep(0.1)
+
+    beating = threading.Thread(target=beat)
+    beating.start()
+    threading.Timer(2.0, stop.set).start()
+    began = time.monotonic()
+    try:
+        with RunLock(tmp_path, heartbeat_s=0.1, stale_s=0.6):
+            now = time.monotonic()
+            assert stop.is_set() and 1.9 <= now - began < 20  # waited while it beat...
+            assert now - last[-1] >= 0.6  # ...and then for stale_s more
+            assert "pid 4242 on host elsewhere" in caplog.text and "flock does not reach" in caplog.text
+    finally:
+        stop.set()
+        beating.join()
+
+
+def test_a_dead_holder_on_this_machine_frees_the_folder_at_once(tmp_path):
+    holder = holding(tmp_path, 60.0)
+    holder.kill()
+    holder.wait()
+    assert json.loads((tmp_path / "heartbeat.json").read_text())["pid"] == holder.pid  # fresh, but flock is free
+    began = time.monotonic()
+    with RunLock(tmp_path, heartbeat_s=5.0, stale_s=60.0):
+        assert time.monotonic() - began < 5
+
+
+def test_lock_settings_are_checked():
+    with pytest.raises(ValueError, match="stale_s must exceed twice heartbeat_s"):
+        RunLock(Path("x"), heartbeat_s=1.0, stale_s=1.5)
+    with pytest.raises(ValueError, match="heartbeat_s must be > 0"):
+        RunLock(Path("x"), heartbeat_s=0)
 
 
 # ------------------------------------------------------------------------------------- sweeps on real clusters

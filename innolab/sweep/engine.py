@@ -3,7 +3,8 @@
 Dask schedules (a LocalCluster of worker processes by default, or any running scheduler); each task executes
 notebooks/20_agent_run.ipynb into `DIR/runs/<config id>/`, which starts the run or resumes it from its checkpoint.
 A finished configuration (its run scored) is never submitted again; a task whose worker dies is rescheduled by
-Dask and its run resumes; the run folder's lock keeps a dying worker's kernel and its successor apart.
+Dask and its run resumes; the run folder's lock (innolab.runlock) keeps a dying worker's kernel and its successor
+apart: the successor waits while the holder's heartbeat is fresh, however long, and never fails a live run.
 """
 
 from __future__ import annotations
@@ -98,9 +99,9 @@ def run_configuration(parameters: dict[str, Any], config_id: str, novelty: str |
     """One Dask task: execute the run notebook for one configuration (it starts or resumes the run).
 
     The run folder is the truth, not the task: the task succeeds when the run is finished and scored, whoever
-    finished it (Dask may execute a task twice; the folder's lock keeps two executions apart). A kernel that dies
-    or fails to start (port races, lost messages) is infrastructure: the notebook is executed again and resumes the
-    run. An exception raised by the notebook's own code is the run's failure and is returned, not retried."""
+    finished it (Dask may execute a task twice; the folder's lock keeps two executions apart, the second waiting for
+    the first as long as it lives). A kernel that dies or fails to start (port races, lost messages) is
+    infrastructure: the notebook is executed again and resumes the run. An exception raised by the notebook's own code is the run's failure and is returned, not retried."""
     from papermill.exceptions import PapermillExecutionError
 
     from innolab.notebooks import execute_run_notebook

@@ -1,0 +1,243 @@
+"""A run folder's lock: one executor of a run at a time, and a live executor is never displaced or failed.
+
+Two signs of a holder, each covering what the other cannot:
+
+- `flock` on the folder's lock file: the kernel releases it the moment its holder dies, even by SIGKILL, so a
+  dead holder on the same machine frees the folder at once;
+- a heartbeat file (pid, host, boot id, time, beat count, token) that the holder rewrites every `heartbeat_s`
+  from a background thread: it tells a waiter that the holder is alive, and it is the only sign of a holder on
+  another machine (a shared folder that flock does not reach) or of one that is stopped or hung (flock still
+  held, nothing happening).
+
+A waiter waits as long as the heartbeat keeps changing, however long that is, and says so in its log every
+`report_s`. It takes the lock over only when the heartbeat is stale: unchanged for `stale_s` on the waiter's own
+clock (so clock skew between machines is harmless), or, written on this machine, stamped more than `stale_s`
+ago. A holder whose lock was taken over (it was stopped or hung for longer than `stale_s`) notices at its next
+beat, writes nothing more and ends its own process (`on_lost`): the run goes on from its checkpoint in the
+executor that took over, which is how a killed run resumes anyway.
+
+Every decision (claim, take-over, beat, release) is made under a short exclusive lock on a guard file, so two
+waiters never take over together and a late beat never overwrites its successor's heartbeat.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import logging
+import os
+import secrets
+import signal
+import socket
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import IO, Any
+
+from innolab.rundir import RunDir, write_atomic
+
+HEARTBEAT_S = 10.0  # how often a holder rewrites its heartbeat
+STALE_S = 120.0  # a heartbeat unchanged for this long belongs to a holder that is dead, stopped or hung
+REPORT_S = 60.0  # how often a waiter says in its log that it is still waiting
+
+log = logging.getLogger(__name__)
+
+
+class LockError(RuntimeError):
+    """A run folder's lock could not be taken (never raised because another executor is alive)."""
+
+
+def boot_id() -> str:
+    """This kernel's boot id (shared by the containers on one machine, where flock works across them), or the
+    host name where the kernel does not expose one."""
+    try:
+        return Path("/proc/sys/kernel/random/boot_id").read_text(encoding="ascii").strip()
+    except OSError:
+        return socket.gethostname()
+
+
+@dataclass(frozen=True)
+class Holder:
+    """What a holder writes into its heartbeat."""
+
+    pid: int
+    host: str
+    boot: str
+    time: float
+    beat: int
+    token: str
+
+    def on_this_machine(self) -> bool:
+        return self.boot == boot_id()
+
+    def describe(self) -> str:
+        return f"pid {self.pid} on host {self.host} (heartbeat {time.time() - self.time:.1f} s ago, beat {self.beat})"
+
+
+def read_heartbeat(path: Path) -> tuple[str | None, Holder | None]:
+    """The heartbeat file's text (None when there is none) and the holder it names (None when unreadable)."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None, None
+    try:
+        return text, Holder(**json.loads(text))
+    except (ValueError, TypeError):
+        return text, None
+
+
+def end_process() -> None:
+    """What a holder does when its lock was taken over: end at once, writing nothing more into the folder."""
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
+class RunLock:
+    """`with RunLock(run_dir): ...` executes the block as the folder's only executor (see the module's text)."""
+
+    def __init__(self, run_dir: Path, heartbeat_s: float = HEARTBEAT_S, stale_s: float = STALE_S,
+                 report_s: float = REPORT_S, on_lost: Callable[[], None] = end_process) -> None:
+        if not heartbeat_s > 0:
+            raise ValueError(f"heartbeat_s must be > 0 seconds, got {heartbeat_s!r}")
+        if not stale_s > 2 * heartbeat_s:
+            raise ValueError(f"stale_s must exceed twice heartbeat_s ({2 * heartbeat_s} s), got {stale_s!r}: "
+                             "a live holder's heartbeat would look stale")
+        folder = RunDir(Path(run_dir))
+        self.path, self.heartbeat, self.guard_path = folder.lock, folder.heartbeat, folder.lock_guard
+        self.heartbeat_s, self.stale_s, self.report_s, self.on_lost = heartbeat_s, stale_s, report_s, on_lost
+        self.token = secrets.token_hex(8)
+        self.beats = 0
+        self.handle: IO[str] | None = None
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    # ------------------------------------------------------------------------------------------------ taking it
+
+    def __enter__(self) -> RunLock:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        seen: tuple[str | None, float] | None = None  # the heartbeat as last read, and since when it is unchanged
+        began = time.monotonic()
+        reported = began - self.report_s
+        while True:
+            with self._guard():
+                text, holder = read_heartbeat(self.heartbeat)
+                now = time.monotonic()
+                if seen is None or seen[0] != text:
+                    seen = (text, now)
+                stale = now - seen[1] >= self.stale_s or (
+                    holder is not None and holder.on_this_machine() and time.time() - holder.time >= self.stale_s)
+                handle = self.path.open("a")
+                if _try_flock(handle):
+                    # flock free: no holder on this machine; one elsewhere is known by its heartbeat alone (an
+                    # unreadable heartbeat, torn by a writer that does not replace it whole, counts as one)
+                    if text is None or (holder is not None and holder.on_this_machine()):
+                        self._claim(handle)
+                        return self
+                    if stale:
+                        who = holder.describe() if holder is not None else "an unreadable heartbeat"
+                        self._claim(handle, f"took over {self.path.parent} from {who}, unchanged for "
+                                            f"{now - seen[1]:.1f} s (flock does not reach its machine)")
+                        return self
+                    fcntl.flock(handle, fcntl.LOCK_UN)
+                elif stale:
+                    handle.close()
+                    who = holder.describe() if holder is not None else "a holder without a heartbeat"
+                    self._take_over(f"took over {self.path.parent} from {who}, unchanged for {now - seen[1]:.1f} s "
+                                    "(stopped or hung: it still holds flock)")
+                    return self
+                handle.close()
+            if now - reported >= self.report_s:
+                reported = now
+                who = holder.describe() if holder is not None else "a holder whose heartbeat is missing or unreadable"
+                log.warning("waiting for %s: its run is executing in %s; waited %.0f s, taking over only when its "
+                            "heartbeat stays unchanged for %g s", self.path.parent, who, now - began, self.stale_s)
+            time.sleep(min(0.2, self.heartbeat_s / 2))
+
+    def _claim(self, handle: IO[str], took_over: str | None = None) -> None:
+        self.handle = handle
+        self._write_heartbeat()
+        if took_over:
+            log.warning(took_over)
+        self._thread = threading.Thread(target=self._beat, name=f"heartbeat {self.path.parent.name}", daemon=True)
+        self._thread.start()
+
+    def _take_over(self, took_over: str) -> None:
+        """The holder keeps flock on a file that is no longer the folder's lock file: a fresh one replaces it."""
+        self.path.unlink(missing_ok=True)
+        handle = self.path.open("a")
+        if not _try_flock(handle):
+            handle.close()
+            raise LockError(f"{self.path}: a fresh lock file was locked by someone outside the guard")
+        self._claim(handle, took_over)
+
+    # ------------------------------------------------------------------------------------------------ holding it
+
+    def _write_heartbeat(self) -> None:
+        holder = Holder(pid=os.getpid(), host=socket.gethostname(), boot=boot_id(), time=time.time(),
+                        beat=self.beats, token=self.token)
+        write_atomic(self.heartbeat, json.dumps(asdict(holder)).encode())
+        self.beats += 1
+
+    def owned(self) -> bool:
+        """Whether this lock is still the folder's: its file is still the lock file and the heartbeat its own."""
+        if self.handle is None:
+            return False
+        try:
+            current, mine = os.stat(self.path), os.fstat(self.handle.fileno())
+        except FileNotFoundError:
+            return False
+        _, holder = read_heartbeat(self.heartbeat)
+        return (current.st_ino, current.st_dev) == (mine.st_ino, mine.st_dev) and holder is not None and (
+            holder.token == self.token)
+
+    def _beat(self) -> None:
+        while not self._stop.wait(self.heartbeat_s):
+            with self._guard():
+                if self._stop.is_set():
+                    return
+                lost = not self.owned()
+                if not lost:
+                    try:
+                        self._write_heartbeat()
+                    except OSError as error:  # a full disk must not end the beats: the next one tries again
+                        log.error("heartbeat of %s not written: %s", self.path.parent, error)
+            if lost:
+                _, holder = read_heartbeat(self.heartbeat)
+                log.critical("the lock of %s was taken over (now held by %s) while this process (pid %d) was "
+                             "stopped or hung: ending it, the run continues there", self.path.parent,
+                             holder.describe() if holder else "another executor", os.getpid())
+                self.on_lost()
+                return
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+        if self.handle is None:
+            return
+        with self._guard():
+            if self.owned():
+                self.heartbeat.unlink(missing_ok=True)
+            fcntl.flock(self.handle, fcntl.LOCK_UN)
+            self.handle.close()
+            self.handle = None
+
+    @contextmanager
+    def _guard(self) -> Iterator[None]:
+        """A short exclusive lock under which every decision about the folder's lock is made."""
+        with self.guard_path.open("a") as guard:
+            fcntl.flock(guard, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(guard, fcntl.LOCK_UN)
+
+
+def _try_flock(handle: IO[Any]) -> bool:
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return True
+    except BlockingIOError:
+        return False
