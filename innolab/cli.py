@@ -254,6 +254,13 @@ def _sweep_status(args: argparse.Namespace) -> int:
     return 0
 
 
+def _warn_judge_failure(result: dict[str, object]) -> None:
+    from innolab.expbench.report import JUDGE_FAILURE
+
+    if JUDGE_FAILURE in result:
+        print(f"innolab expbench judge: written as a failed judgement: {result[JUDGE_FAILURE]}", file=sys.stderr)
+
+
 def _expbench(args: argparse.Namespace) -> int:
     """stats, list, show and report of EXP-Bench."""
     from innolab.expbench import data, report
@@ -266,6 +273,8 @@ def _expbench(args: argparse.Namespace) -> int:
                 print(json.dumps(json.loads(table.to_json(orient="records")), indent=2))
             else:
                 print(table.to_string(index=False, float_format=lambda v: f"{v:.1f}"))
+                print(f"n counts attempted tasks: {table['n'].sum()} attempted, {table['n_judged'].sum()} judged, "
+                      f"{table['n_judge_failed'].sum()} judge failures (each counted as failed)")
             return 0
         if args.expbench_command == "download":
             from innolab.expbench.download import download
@@ -290,8 +299,10 @@ def _expbench(args: argparse.Namespace) -> int:
                 print("innolab expbench judge: --run needs --results DIR", file=sys.stderr)
                 return 2
             client = LLMClient(LLMSettings.from_env(), ResponseCache(Path(args.run) / "judge_cache.sqlite"))
-            print(judge_run(Path(args.run), Path(args.results), Judge(client), execute_image=args.execute,
-                            timeout_s=args.timeout))
+            written = judge_run(Path(args.run), Path(args.results), Judge(client), execute_image=args.execute,
+                                timeout_s=args.timeout)
+            _warn_judge_failure(json.loads(written.read_text(encoding="utf-8")))
+            print(written)
             return 0
         tasks = data.load(args.data)
         if args.expbench_command == "prepare":
@@ -324,6 +335,7 @@ def _expbench(args: argparse.Namespace) -> int:
             out = Path(args.out)
             client = LLMClient(LLMSettings.from_env(), ResponseCache(out.parent / "judge_cache.sqlite"))
             result = Judge(client).judge(data.get(tasks, args.task_id), generated, patch, log)
+            _warn_judge_failure(result)
             print(write_result(result, out))
             return 0
         if args.expbench_command == "stats":

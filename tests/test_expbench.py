@@ -95,10 +95,8 @@ def test_cli_stats_list_show(dataset):
     assert missing.returncode == 2 and "no EXP-Bench task 'confA/111/9'" in missing.stderr
 
 
-@pytest.mark.skipif(not os.environ.get(data.DATA_VARIABLE), reason="the real EXP-Bench data are not here "
-                    "(CI sets INNOLAB_EXPBENCH_DIR where the shared copy exists)")
-def test_the_real_dataset_has_the_papers_counts():
-    numbers = data.stats(data.load())
+def test_the_real_dataset_has_the_papers_counts(expbench_data_dir):
+    numbers = data.stats(data.load(expbench_data_dir))
     assert (numbers["tasks"], numbers["papers"]) == (461, 51)
     assert numbers["types"] == {"T1": 210, "T2": 123, "T3": 128}  # the paper's Tables 4 and 5
     assert numbers["conferences"]["iclr2024"]["types"] == {"T1": 96, "T2": 50, "T3": 53}
@@ -141,7 +139,7 @@ def test_report_follows_the_rules_with_every_denominator(tmp_path):
     rows = {(r["agent"], r["model"]): r for r in json.loads(done.stdout)}
     assert list(next(iter(rows.values()))) == report.REPORT_KEYS
     oh = rows[("openhands", "o3-mini")]
-    assert (oh["n"], oh["n_exec"]) == (5, 3)
+    assert (oh["n"], oh["n_judged"], oh["n_judge_failed"], oh["n_exec"]) == (5, 5, 0, 3)
     assert oh["M"] == pytest.approx(80.0)
     assert oh["D"] == pytest.approx((100 + 50 + 100 + 0 + 80) / 5)
     assert oh["I"] == pytest.approx((100 + 100 + 100 + 0 + 40) / 5)
@@ -150,6 +148,7 @@ def test_report_follows_the_rules_with_every_denominator(tmp_path):
     assert oh["All"] == pytest.approx(20.0) and oh["All_E"] == pytest.approx(100 / 3)
     ia = rows[("inspectai", "nova-pro")]
     assert (ia["n"], ia["n_exec"], ia["M"], ia["All"]) == (2, 0, 50.0, 50.0)
+    assert (ia["n_judged"], ia["n_judge_failed"]) == (1, 1)  # upstream's unparsed monitor: a judge failure
     assert ia["E"] is None and ia["All_E"] is None  # no execution subset: no number, not 0
 
 
@@ -309,6 +308,7 @@ def schema_of(request):
 
 
 def test_judge_chunks_a_large_patch_and_keeps_upstreams_keys(tmp_path):
+    from innolab.llm.client import estimate_tokens
     from tests.fake_llm import FakeLLM
 
     item = data._task("confA", "111", 0, task(requirements=["Step 1: train", "Step 2: eval"]), None, "t")
@@ -329,8 +329,9 @@ def test_judge_chunks_a_large_patch_and_keeps_upstreams_keys(tmp_path):
     assert "Step 2: eval" in setups[0] and "vary lr" in [r for r in requests
                                                         if schema_of(r) == "expbench_design_conclusion"][1][
         "messages"][0]["content"]
+    assert all(estimate_tokens(r["messages"][0]["content"]) <= 4000 - judge.reply_tokens for r in requests)
     row = report.task_row(result)
-    assert row == {"M": True, "D": 67.0, "I": 80.0, "C": True, "executed": None}
+    assert row == {"judged": True, "M": True, "D": 67.0, "I": 80.0, "C": True, "executed": None}
 
 
 def test_judge_monitor_failure_zeroes_the_task(tmp_path):
@@ -346,6 +347,117 @@ def test_judge_monitor_failure_zeroes_the_task(tmp_path):
     assert result["git_operations"] is True
     row = report.task_row(result)
     assert not row["M"] and row["D"] == 0 and not row["C"]
+
+
+def test_a_judge_that_never_answers_is_a_failed_judgement_counted_in_n(dataset, tmp_path):
+    from tests.fake_llm import FakeLLM
+
+    unusable_monitor = {**MONITOR_OK, "paper_access": "maybe"}  # not a boolean, three times
+    replies = {"expbench_monitor": [MONITOR_OK, unusable_monitor], "expbench_setup": [setup_reply(40)],
+               "expbench_design_conclusion": [{**DC, "design_score": "most of it"}]}
+    folder = tmp_path / "results" / "confA" / "111" / "oh" / "fake"
+    (tmp_path / "gen.json").write_text(json.dumps({"design": "vary lr", "conclusion": "it helps"}))
+    (tmp_path / "log0.txt").write_text("ran train.py")
+    (tmp_path / "log1.txt").write_text("ran eval.py")
+    runs = []
+    with FakeLLM(replies=replies, in_call_order=True) as server:
+        env = {**os.environ, "INNOLAB_LLM_BASE_URL": server.base_url, "INNOLAB_LLM_MODEL": "fake"}
+        for index in (0, 1):
+            runs.append(subprocess.run([
+                sys.executable, "-m", "innolab.cli", "expbench", "judge", f"confA/111/{index}", "--gen",
+                str(tmp_path / "gen.json"), "--log", str(tmp_path / f"log{index}.txt"), "--data", str(dataset),
+                "--out", str(folder / f"111_task_index_{index}_iter_1_duration_0.67_eval_judge.json")],
+                cwd=ROOT, env=env, capture_output=True, text=True, timeout=120))
+        asked = [schema_of(r) for r in server.requests]
+    assert [r.returncode for r in runs] == [0, 0], [r.stderr for r in runs]
+    assert asked == ["expbench_monitor", *["expbench_design_conclusion"] * 3, "expbench_setup",
+                     *["expbench_monitor"] * 3]  # three attempts each; after the failed monitor, nothing more
+    assert all("written as a failed judgement" in r.stderr for r in runs)
+    design_failed = json.loads((folder / "111_task_index_0_iter_1_duration_0.67_eval_judge.json").read_text())
+    assert design_failed["judge_failure"].startswith("design and conclusion: the judge's replies never held")
+    assert "missing or invalid ['design_score']" in design_failed["judge_failure"]
+    assert '"design_score": "most of it"' in design_failed["judge_failure"]  # the last reply, for the reader
+    assert (design_failed["design_score"], design_failed["conclusion_score"], design_failed["setup_score"]) == (
+        0, "incorrect", 40)  # the step that answered keeps its grade
+    assert design_failed["design_evaluation_explanation"].startswith("Not judged: the judge failed")
+    monitor_failed = json.loads((folder / "111_task_index_1_iter_1_duration_0.67_eval_judge.json").read_text())
+    assert monitor_failed["judge_failure"].startswith("monitor: the judge's replies never held the keys")
+    assert "missing or invalid ['paper_access']" in monitor_failed["judge_failure"]
+    assert monitor_failed["paper_access"] == report.PARSE_ERROR  # upstream's record: the gate fails the task
+    assert (monitor_failed["design_score"], monitor_failed["setup_score"], monitor_failed["conclusion_score"]) == (
+        0, 0, 0)
+    (folder / "111_task_index_2_iter_1_duration_0.67_eval_judge.json").write_text(json.dumps(judged()))
+
+    def cli(*args):
+        done = subprocess.run([sys.executable, "-m", "innolab.cli", "expbench", "report", str(tmp_path / "results"),
+                               *args], cwd=ROOT, capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
+    [row] = json.loads(cli("--json"))
+    assert (row["n"], row["n_judged"], row["n_judge_failed"]) == (3, 1, 2)  # both failures stay in n
+    assert row["M"] == pytest.approx(200 / 3) and row["D"] == pytest.approx(100 / 3)
+    assert row["I"] == pytest.approx(140 / 3) and row["C"] == pytest.approx(100 / 3)
+    assert row["All"] == pytest.approx(100 / 3)
+    printed = cli()
+    assert "n_judged" in printed and "n_judge_failed" in printed
+    assert "n counts attempted tasks: 3 attempted, 1 judged, 2 judge failures (each counted as failed)" in printed
+
+
+def test_report_counts_upstreams_unparsed_scores_as_failures(tmp_path):
+    write_results(tmp_path, "oh", "m", [judged(design=PARSE, conclusion=PARSE, setup=60), judged(),
+                                        judged(judge_failure="setup: no keys", setup=0)])
+    row = report.report(tmp_path).iloc[0]
+    assert (row["n"], row["n_judged"], row["n_judge_failed"]) == (3, 1, 2)
+    assert row["D"] == pytest.approx(200 / 3) and row["C"] == pytest.approx(200 / 3) and row["M"] == 100.0
+    write_results(tmp_path / "bad", "oh", "m", [judged(judge_failure="")])
+    with pytest.raises(report.ReportError, match="judge_failure must be a non-empty text"):
+        report.report(tmp_path / "bad")
+
+
+def test_a_long_log_is_judged_in_chunks_each_within_the_context(tmp_path):
+    from innolab.llm.client import estimate_tokens
+    from tests.fake_llm import FakeLLM
+
+    item = data._task("confA", "111", 0, task(), None, "t")
+    log = "".join(f"[step {i}] tool_call bash: python train.py --epoch {i}\n" for i in range(1500))
+    log += "[step 1500] tool_call bash: git checkout v1\n"  # ~72,000 characters; the forbidden act at the end
+    context = 4000
+    with FakeLLM(replies={"expbench_monitor": [MONITOR_OK]}, in_call_order=True) as server:
+        judge = judge_with(server, tmp_path / "clean", context_tokens=context)
+        verdict = judge.monitor(log)
+        prompts = [r["messages"][0]["content"] for r in server.requests]
+    assert len(prompts) >= 10 and verdict["git_operations"] is False
+    assert all(estimate_tokens(p) <= context - judge.reply_tokens for p in prompts)  # room for the reply, always
+    assert f"(part 1 of {len(prompts)};" in prompts[0] and f"(part {len(prompts)} of {len(prompts)};" in prompts[-1]
+    assert "".join(p.split(" alone):\n", 1)[1] for p in prompts) == log  # every line read, none twice
+    assert all(p.endswith("\n") for p in prompts)  # cut at line ends
+
+    flagged = {**MONITOR_OK, "git_operations": True, "setup_monitor_comprehensive_reason": "git checkout v1"}
+    script = {"expbench_monitor": [MONITOR_OK] * (len(prompts) - 1) + [flagged]}
+    with FakeLLM(replies=script, in_call_order=True) as server:
+        result = judge_with(server, tmp_path / "flagged", context_tokens=context).judge(
+            item, {"design": "d", "conclusion": "c"}, "", log)
+        asked = [schema_of(r) for r in server.requests]
+    assert asked == ["expbench_monitor"] * len(prompts)  # a flag in the last part fails the task: no D, C, I
+    assert result["git_operations"] is True and result["paper_access"] is False
+    assert f"[part {len(prompts)}] git checkout v1" in result["setup_monitor_comprehensive_reason"]
+    assert not report.task_row(result)["M"] and report.task_row(result)["judged"]
+
+
+def test_a_prompt_that_cannot_fit_is_a_judge_failure(tmp_path):
+    from tests.fake_llm import FakeLLM
+
+    item = data._task("confA", "111", 0, task(requirements=["a requirement " * 1500]), None, "t")  # ~6,000 tokens
+    replies = {"expbench_monitor": [MONITOR_OK], "expbench_design_conclusion": [DC]}
+    with FakeLLM(replies=replies, in_call_order=True) as server:
+        result = judge_with(server, tmp_path, context_tokens=4000).judge(item, {"design": "d", "conclusion": "c"},
+                                                                        "+x = 1\n", "ran")
+        asked = [schema_of(r) for r in server.requests]
+    assert "expbench_setup" not in asked  # nothing sent that would overflow the judge
+    assert result["judge_failure"].startswith("setup: the prompt without the text to judge takes")
+    assert result["setup_score"] == 0 and result["design_score"] == 67
+    assert report.task_row(result) == {"judged": False, "M": True, "D": 67.0, "I": 0.0, "C": True, "executed": None}
 
 
 # ------------------------------------------------------------------------------------------------ E in Docker
@@ -426,11 +538,10 @@ def test_download_verifies_every_file(tmp_path):
     assert len(manifest()) == 53  # 51 task files and 2 metadata files at the pinned commit
 
 
-@pytest.mark.skipif(not os.environ.get(data.DATA_VARIABLE), reason="the real EXP-Bench data are not here")
-def test_the_shipped_checksums_match_the_real_data(tmp_path):
+def test_the_shipped_checksums_match_the_real_data(expbench_data_dir, tmp_path):
     from innolab.expbench.download import download
 
-    copy = download(tmp_path / "copy", base_url=Path(os.environ[data.DATA_VARIABLE]).resolve().as_uri())
+    copy = download(tmp_path / "copy", base_url=expbench_data_dir.resolve().as_uri())
     assert data.stats(data.load(copy))["tasks"] == 461
 
 

@@ -88,8 +88,9 @@ def test_a_scaffold_on_an_expbench_task_in_docker_then_judged_and_executed(datas
     assert result["execution_success"] is True and result["outputs_written"] is True
     assert any("+SEED = 7" in p for p in prompts) and any("[step 1] tool_call python_session" in p for p in prompts)
     table = json.loads(cli("expbench", "report", str(tmp_path / "results"), "--json", last_line=False))
-    assert table == [{"agent": "codeact", "model": "fake", "n": 1, "n_exec": 1, "M": 100.0, "D": 67.0, "I": 100.0,
-                      "C": 100.0, "E": 100.0, "I_E": 100.0, "All": 0.0, "All_E": 0.0}]
+    assert table == [{"agent": "codeact", "model": "fake", "n": 1, "n_judged": 1, "n_judge_failed": 0, "n_exec": 1,
+                      "M": 100.0, "D": 67.0, "I": 100.0, "C": 100.0, "E": 100.0, "I_E": 100.0, "All": 0.0,
+                      "All_E": 0.0}]
 
 
 def test_aide_answers_an_expbench_task_locally_and_a_missing_answer_is_recorded(dataset, clone,  # noqa: F811

@@ -1,7 +1,11 @@
 """The EXP-Bench judge through innolab.llm (any OpenAI-compatible endpoint, cached): the monitor M over the agent's
-log, D and C in one call, I over the patch (chunked when it outgrows the judge's context). Prompts are innolab's
-own wording of the rules of reference §4; the output has upstream's `*_eval_judge.json` keys, so results judged
-upstream and by innolab aggregate the same way.
+log, D and C in one call, I over the patch. The log and the patch are cut into chunks by one rule when a prompt
+would outgrow the judge's context. Prompts are innolab's own wording of the rules of reference §4; the output has
+upstream's `*_eval_judge.json` keys, so results judged upstream and by innolab aggregate the same way.
+
+A step whose replies never carry valid keys (after upstream's 3 attempts) does not drop the task: the task is
+written as a failed judgement (its checks failed, upstream's keys, and the reason under `judge_failure`), so that
+the report's `n` counts every attempted task, as upstream counts it.
 """
 
 from __future__ import annotations
@@ -11,12 +15,14 @@ from pathlib import Path
 from typing import Any
 
 from innolab.expbench.data import ExpTask
-from innolab.expbench.report import MONITOR_FLAGS, PARSE_ERROR
+from innolab.expbench.report import JUDGE_FAILURE, MONITOR_FLAGS, PARSE_ERROR
 from innolab.llm.client import CHARS_PER_TOKEN, LLMClient, estimate_tokens, json_schema, parse_json_object
 
 DEFAULT_CONTEXT_TOKENS = 30_000  # upstream's default for a model it does not know
-MAX_CHUNKS = 15
+MAX_CHUNKS = 15  # upstream judges at most 15 chunks of a patch
 ATTEMPTS = 3  # upstream retries until the keys match
+REPLY_TOKENS = 1_000  # upstream's margin for the reply (the client's max_tokens when larger)
+MIN_CHUNK_TOKENS = 200  # below this the prompt around the text leaves no useful room
 
 MONITOR = json_schema("expbench_monitor", {
     "paper_access": {"type": "boolean"}, "git_operations": {"type": "boolean"},
@@ -39,7 +45,7 @@ MONITOR_PROMPT = (
     "from the log alone: did the agent read or search for the paper (or its PDF)? did it run any git operation "
     "(checkout, log, switching branches or versions)? did it use fake, hard-coded, mock or placeholder data, or "
     "copy results already in the repository, instead of running the experiment? Give the reason for any yes "
-    "(a refusal, an error, ...).\n\nAgent log:\n{log}")
+    "(a refusal, an error, ...).\n\nAgent log{part}:\n{log}")
 DESIGN_CONCLUSION_PROMPT = (
     "You grade an experiment proposed by an AI agent against the ground truth.\n\nDesign: count how many of the "
     "ground-truth design items (constant, independent and dependent variables, with their levels) the agent's "
@@ -56,7 +62,36 @@ SETUP_PROMPT = (
 
 
 class JudgeError(RuntimeError):
-    """The judge's replies never carried the required keys."""
+    """The judge's replies never carried the required keys, or a prompt cannot fit the judge's context."""
+
+
+def _valid(value: Any, spec: dict[str, Any]) -> bool:
+    """A reply value of the type its schema property declares (integers may come as numeric text)."""
+    if value == PARSE_ERROR:
+        return False
+    if spec["type"] == "boolean":
+        return isinstance(value, bool)
+    if spec["type"] == "integer":
+        if isinstance(value, bool):
+            return False
+        try:
+            return float(value) == int(float(value))
+        except (TypeError, ValueError, OverflowError):
+            return False
+    return isinstance(value, str) and ("enum" not in spec or value.strip().lower() in spec["enum"])
+
+
+def split_text(text: str, size: int) -> list[str]:
+    """`text` in pieces of at most `size` characters, each cut after a line end where one lies in its second half."""
+    pieces, start = [], 0
+    while start < len(text):
+        end = min(start + size, len(text))
+        if end < len(text):
+            newline = text.rfind("\n", start + size // 2, end)
+            end = newline + 1 if newline != -1 else end
+        pieces.append(text[start:end])
+        start = end
+    return pieces
 
 
 class Judge:
@@ -65,72 +100,136 @@ class Judge:
     def __init__(self, client: LLMClient, context_tokens: int | None = None) -> None:
         self.client = client
         self.context = context_tokens or client.context_tokens() or DEFAULT_CONTEXT_TOKENS
+        max_tokens = int(getattr(client.settings, "max_tokens", 0) or REPLY_TOKENS)
+        self.reply_tokens = max(REPLY_TOKENS, max_tokens)  # room kept for the reply
+        self.partial_tokens = max_tokens  # a previous reply quoted in a later chunk's prompt (cut to this size)
 
     def _ask(self, prompt: str, schema: dict[str, Any]) -> dict[str, Any]:
-        """The whole prompt in the system message, as upstream sends it; retried until the keys match."""
-        required = schema["json_schema"]["schema"]["required"]
+        """The whole prompt in the system message, as upstream sends it; retried until every key holds a value of
+        its declared type."""
+        body = schema["json_schema"]["schema"]
+        required, properties = body["required"], body["properties"]
+        size = estimate_tokens(prompt)
+        if size > self.context - self.reply_tokens:
+            raise JudgeError(f"the prompt ({size} tokens) leaves no room for the reply in the judge's "
+                             f"{self.context}-token context")
+        last, problem = "", ""
         for attempt in range(ATTEMPTS):  # numbered: a retry is a new sample, a re-judge replays the cache
             completion = self.client.chat([{"role": "system", "content": prompt}, {"role": "user", "content": ""}],
                                           response_format=schema, call_index=attempt)
+            last = completion.text or ""
             try:
-                reply = parse_json_object(completion.text)
+                reply = parse_json_object(last)
             except ValueError:
+                problem = "no JSON object"
                 continue
-            if all(k in reply and reply[k] != PARSE_ERROR for k in required):
-                return {k: reply[k] for k in required}
-        raise JudgeError(f"the judge's replies never held the keys {required} ({ATTEMPTS} attempts)")
+            wrong = [k for k in required if k not in reply or not _valid(reply[k], properties[k])]
+            if not wrong:
+                return {k: reply[k].strip().lower() if "enum" in properties[k] else reply[k] for k in required}
+            problem = f"missing or invalid {wrong}"
+        raise JudgeError(f"the judge's replies never held the keys {required} with valid values ({ATTEMPTS} "
+                         f"attempts; the last: {problem}, reply {last[:200]!r})")
+
+    def chunks(self, text: str, frame_tokens: int = 0) -> list[str]:
+        """`text` whole when it fits in a prompt whose other parts take `frame_tokens`, with room for the reply;
+        else in chunks of upstream's size (the context less 10,000 tokens; half the context for a small one), or
+        smaller where the frame leaves less room, cut at line ends. The one chunking rule of the log and the
+        patch."""
+        room = self.context - self.reply_tokens - frame_tokens
+        if room < MIN_CHUNK_TOKENS:
+            raise JudgeError(f"the prompt without the text to judge takes {frame_tokens} tokens of the judge's "
+                             f"{self.context}-token context")
+        if estimate_tokens(text) <= room:
+            return [text]
+        upstream = self.context - 10_000 if self.context > 20_000 else self.context // 2
+        return split_text(text, max(int(min(upstream, room) * CHARS_PER_TOKEN) - 1, 1))
 
     def monitor(self, log: str) -> dict[str, Any]:
-        return self._ask(MONITOR_PROMPT.format(log=log), MONITOR)
+        """M over the whole log, chunk by chunk (upstream sends the log whole and may overflow the context). Each
+        chunk is judged on its own; a flag raised in any chunk is raised for the log, which ends the reading."""
+        frame = estimate_tokens(MONITOR_PROMPT.format(log="", part=" (part 999 of 999)"))
+        parts = self.chunks(log or "(empty log)", frame)
+        verdicts = []
+        for number, chunk in enumerate(parts, 1):
+            part = "" if len(parts) == 1 else f" (part {number} of {len(parts)}; judge this part alone)"
+            verdicts.append(self._ask(MONITOR_PROMPT.format(log=chunk, part=part), MONITOR))
+            if any(verdicts[-1][k] is True for k in MONITOR_FLAGS):
+                break
+        if len(verdicts) == 1:
+            return verdicts[0]
+        reason = " ".join(f"[part {i}] {v['setup_monitor_comprehensive_reason']}" for i, v in enumerate(verdicts, 1))
+        return {**{k: any(v[k] is True for v in verdicts) for k in MONITOR_FLAGS},
+                "setup_monitor_comprehensive_reason": reason}
 
     def design_conclusion(self, task: ExpTask, design: Any, conclusion: str) -> dict[str, Any]:
         reply = self._ask(DESIGN_CONCLUSION_PROMPT.format(
             design_gt=json.dumps(task.design, indent=1), conclusion_gt=task.expected_outcome,
             design=json.dumps(design) if not isinstance(design, str) else design, conclusion=conclusion),
             DESIGN_CONCLUSION)
-        reply["design_score"] = max(0, min(100, int(reply["design_score"])))
+        reply["design_score"] = max(0, min(100, int(float(reply["design_score"]))))
         return reply
 
-    def chunks(self, patch: str) -> list[str]:
-        """The patch whole, or (when it outgrows the context less 1,000 tokens) in chunks of the context less
-        10,000 tokens (upstream's sizes; half the context for a small one), at most 15."""
-        if estimate_tokens(patch) <= self.context - 1000:
-            return [patch]
-        size_tokens = self.context - 10_000 if self.context > 20_000 else self.context // 2
-        size = max(int(size_tokens * CHARS_PER_TOKEN), 1000)
-        return [patch[i:i + size] for i in range(0, len(patch), size)][:MAX_CHUNKS]
-
     def setup(self, task: ExpTask, patch: str, scripts: str = "") -> dict[str, Any]:
-        """I over the patch; with several chunks each later one sees the previous partial evaluation, and the last
-        chunk's score is final."""
+        """I over the patch; with several chunks each later one sees the previous partial evaluation (cut to the
+        client's reply size), and the last chunk's score is final."""
         requirements = task.requirements if isinstance(task.requirements, str) else "\n".join(task.requirements)
-        parts = self.chunks(patch or "Empty content")
+        partial_chars = int(self.partial_tokens * CHARS_PER_TOKEN)
+
+        def prompt(chunk: str, part: str, previous: str) -> str:
+            partial = "" if not previous else ("Your evaluation of the earlier parts of the diff (update it with "
+                                               f"this part):\n{previous}\n\n")
+            return SETUP_PROMPT.format(requirements=requirements, scripts=scripts or "(none)", partial=partial,
+                                       part=part, patch=chunk)
+
+        frame = estimate_tokens(prompt("", f" (part {MAX_CHUNKS} of {MAX_CHUNKS})", "x" * partial_chars))
+        parts = self.chunks(patch or "Empty content", frame)[:MAX_CHUNKS]
         reply: dict[str, Any] = {}
         for number, chunk in enumerate(parts, 1):
-            partial = "" if number == 1 else ("Your evaluation of the earlier parts of the diff (update it with "
-                                              f"this part):\n{json.dumps(reply)}\n\n")
             part = "" if len(parts) == 1 else f" (part {number} of {len(parts)})"
-            reply = self._ask(SETUP_PROMPT.format(requirements=requirements, scripts=scripts or "(none)",
-                                                  partial=partial, part=part, patch=chunk), SETUP)
-        reply["setup_score"] = max(0, min(100, int(reply["setup_score"])))
+            reply = self._ask(prompt(chunk, part, json.dumps(reply)[:partial_chars] if reply else ""), SETUP)
+        reply["setup_score"] = max(0, min(100, int(float(reply["setup_score"]))))
         return reply
 
     def judge(self, task: ExpTask, generated: dict[str, Any], patch: str, log: str, scripts: str = ""
               ) -> dict[str, Any]:
         """One task, in upstream's order: M; if it passes, D and C, then I. `generated` is the agent's answer
-        file ({"design", "conclusion"}) or upstream's {"no_answer": ...}."""
-        verdict = self.monitor(log)
+        file ({"design", "conclusion"}) or upstream's {"no_answer": ...}. A step whose judge fails (JudgeError)
+        fails its checks, with the reason under `judge_failure`; a failed monitor step fails the task as upstream's
+        gate does (its keys hold "Error parsing response")."""
+        try:
+            verdict = self.monitor(log)
+        except JudgeError as error:
+            return {**dict.fromkeys((*MONITOR_FLAGS, "setup_monitor_comprehensive_reason"), PARSE_ERROR),
+                    **zeroed("Not judged: the monitor's judge failed (see judge_failure)."),
+                    JUDGE_FAILURE: f"monitor: {error}"}
         if any(verdict[k] is True for k in MONITOR_FLAGS):
-            zero = "Agent performed forbidden operations (see the monitor's reason)."
-            return {**verdict, "design_score": 0, "conclusion_score": 0, "setup_score": 0,
-                    "design_evaluation_explanation": zero, "conclusion_evaluation_explanation": zero,
-                    "setup_evaluation_explanation": zero, "design_error_analysis": "",
-                    "conclusion_error_analysis": "", "setup_error_analysis": ""}
+            return {**verdict, **zeroed("Agent performed forbidden operations (see the monitor's reason).")}
         if "no_answer" in generated:
             design = conclusion = str(generated["no_answer"])
         else:
             design, conclusion = generated.get("design", ""), str(generated.get("conclusion", ""))
-        return {**self.design_conclusion(task, design, conclusion), **self.setup(task, patch, scripts)}
+        failures: list[str] = []
+        steps = (("design and conclusion", lambda: self.design_conclusion(task, design, conclusion),
+                  {"design_score": 0, "conclusion_score": "incorrect"}, ("design", "conclusion")),
+                 ("setup", lambda: self.setup(task, patch, scripts), {"setup_score": 0}, ("setup",)))
+        result: dict[str, Any] = {}
+        for name, step, failed, checks in steps:
+            try:
+                result |= step()
+            except JudgeError as error:
+                failures.append(f"{name}: {error}")
+                result |= {**failed, **{f"{c}_evaluation_explanation": f"Not judged: the judge failed ({error})"
+                                        for c in checks}, **{f"{c}_error_analysis": "" for c in checks}}
+        if failures:
+            result[JUDGE_FAILURE] = "; ".join(failures)
+        return result
+
+
+def zeroed(explanation: str) -> dict[str, Any]:
+    """Upstream's record of a task that failed the monitor: every score 0, each explanation the given text."""
+    return {"design_score": 0, "conclusion_score": 0, "setup_score": 0,
+            **{f"{c}_evaluation_explanation": explanation for c in ("design", "conclusion", "setup")},
+            **{f"{c}_error_analysis": "" for c in ("design", "conclusion", "setup")}}
 
 
 def write_result(result: dict[str, Any], path: str | Path) -> Path:

@@ -1,9 +1,13 @@
 """EXP-Bench results: every `*_eval_judge.json` under a folder aggregated per (agent, model), each metric with
 its denominator (the rules of reference §5; upstream has no aggregation code).
 
+* `n` counts every attempted task (one judge file each); `n_judged` those the judge answered in full and
+  `n_judge_failed` those whose judge never returned valid keys: a file with a `judge_failure` reason, or a value
+  still "Error parsing response" (upstream's record). A judge failure fails the checks it left unjudged (0 in D or
+  I, not correct in C; a failed monitor fails M), so failures stay in every denominator.
 * A task fails the monitor (M) when a monitor flag (paper access, git operations, faked data) is true or a monitor
   value is still "Error parsing response"; it then counts 0 in D, I and C and leaves the execution subset.
-* D, I, C, M and All are over all judged tasks (`n`); E, I_E and All_E over the execution subset (`n_exec`):
+* D, I, C, M and All are over all attempted tasks (`n`); E, I_E and All_E over the execution subset (`n_exec`):
   tasks with an `execution_success` key whose monitor passed.
 * D = mean design_score, I = mean setup_score, C = share of "correct" (`conclusion_score` may be the integer 0);
   I_E, All and All_E are per-task binary conjunctions: setup 100 and executed; design 100, setup 100 and correct;
@@ -20,7 +24,9 @@ import pandas as pd
 
 MONITOR_FLAGS = ("paper_access", "git_operations", "faked_or_nonexperimental_data")
 PARSE_ERROR = "Error parsing response"
-REPORT_KEYS = ["agent", "model", "n", "n_exec", "M", "D", "I", "C", "E", "I_E", "All", "All_E"]
+JUDGE_FAILURE = "judge_failure"  # innolab's key for the reason a task's judge failed
+REPORT_KEYS = ["agent", "model", "n", "n_judged", "n_judge_failed", "n_exec", "M", "D", "I", "C", "E", "I_E", "All",
+               "All_E"]
 JUDGE_SUFFIX = "_eval_judge.json"
 
 
@@ -29,31 +35,49 @@ class ReportError(ValueError):
 
 
 def _score(value: Any, where: str, key: str) -> float:
+    if value == PARSE_ERROR:  # upstream's record of a judge that never answered: the check failed
+        return 0.0
     if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 100:
         raise ReportError(f"{where}: {key} must be a number from 0 to 100, got {value!r}")
     return float(value)
 
 
+def monitor_failed(result: dict[str, Any]) -> bool:
+    """Upstream's gate: a monitor flag is true, or a monitor value is still "Error parsing response"."""
+    values = [result[k] for k in (*MONITOR_FLAGS, "setup_monitor_comprehensive_reason") if k in result]
+    return any(result.get(k) is True for k in MONITOR_FLAGS) or PARSE_ERROR in values
+
+
+def judge_failed(result: dict[str, Any], where: str = "judge file") -> bool:
+    """Whether the task's judge never returned valid keys: a `judge_failure` reason, or a value still "Error
+    parsing response"."""
+    reason = result.get(JUDGE_FAILURE)
+    if reason is not None and (not isinstance(reason, str) or not reason.strip()):
+        raise ReportError(f"{where}: {JUDGE_FAILURE} must be a non-empty text (why the judge failed), got {reason!r}")
+    return reason is not None or PARSE_ERROR in result.values()
+
+
 def task_row(result: dict[str, Any], where: str = "judge file") -> dict[str, Any]:
-    """One judged task as per-task values: monitor pass, D, I (0-100), C, executed (None: not checked)."""
-    monitor_values = [result[k] for k in (*MONITOR_FLAGS, "setup_monitor_comprehensive_reason") if k in result]
-    monitor_failed = any(result.get(k) is True for k in MONITOR_FLAGS) or PARSE_ERROR in monitor_values
-    if monitor_failed:
+    """One attempted task as per-task values: judged in full, monitor pass, D, I (0-100), C, executed (None: not
+    checked)."""
+    failed_monitor = monitor_failed(result)
+    if failed_monitor:
         design = setup = 0.0
         correct = False
     else:
         design = _score(result.get("design_score"), where, "design_score")
         setup = _score(result.get("setup_score"), where, "setup_score")
         conclusion = result.get("conclusion_score")
-        if conclusion not in ("correct", "incorrect", 0):
+        if conclusion not in ("correct", "incorrect", 0, PARSE_ERROR):
             raise ReportError(f"{where}: conclusion_score must be 'correct', 'incorrect' or 0, got {conclusion!r}")
         correct = conclusion == "correct"
     executed = None
-    if "execution_success" in result and not monitor_failed:
+    if "execution_success" in result and not failed_monitor:
         if not isinstance(result["execution_success"], bool):
             raise ReportError(f"{where}: execution_success must be true or false")
         executed = result["execution_success"]
-    return {"M": not monitor_failed, "D": design, "I": setup, "C": correct, "executed": executed}
+    return {"judged": not judge_failed(result, where), "M": not failed_monitor, "D": design, "I": setup,
+            "C": correct, "executed": executed}
 
 
 def judge_files(folder: Path) -> list[tuple[str, str, str, Path]]:
@@ -69,7 +93,7 @@ def judge_files(folder: Path) -> list[tuple[str, str, str, Path]]:
 
 
 def task_table(folder: str | Path) -> pd.DataFrame:
-    """One row per judged task: agent, model, task file and its per-task values."""
+    """One row per attempted task (judge file): agent, model, paper, task file and its per-task values."""
     rows = []
     for agent, model, paper, path in judge_files(Path(folder)):
         try:
@@ -80,7 +104,7 @@ def task_table(folder: str | Path) -> pd.DataFrame:
             raise ReportError(f"{path}: a judge file is a JSON object")
         rows.append({"agent": agent, "model": model, "paper": paper, "file": path.name,
                      **task_row(result, str(path))})
-    return pd.DataFrame(rows, columns=["agent", "model", "paper", "file", "M", "D", "I", "C", "executed"])
+    return pd.DataFrame(rows, columns=["agent", "model", "paper", "file", "judged", "M", "D", "I", "C", "executed"])
 
 
 def read_categories(path: str | Path) -> dict[str, str]:
@@ -105,8 +129,9 @@ def with_categories(tasks: pd.DataFrame, categories: dict[str, str]) -> pd.DataF
 
 
 def aggregate(tasks: pd.DataFrame, by: tuple[str, ...] = ("agent", "model")) -> pd.DataFrame:
-    """The report: one row per (agent, model) with REPORT_KEYS, values in percent, NaN where a subset is empty
-    (`by` may add a grouping column, such as `category`, which then leads each row)."""
+    """The report: one row per (agent, model) with REPORT_KEYS, values in percent over the attempted tasks (`n`,
+    judge failures included as failures) or the execution subset, NaN where a subset is empty (`by` may add a
+    grouping column, such as `category`, which then leads each row)."""
     rows = []
     extra = [c for c in by if c not in ("agent", "model")]
     for keys, part in tasks.groupby(list(by), sort=True):
@@ -120,8 +145,9 @@ def aggregate(tasks: pd.DataFrame, by: tuple[str, ...] = ("agent", "model")) -> 
         def share(mask: pd.Series, denominator: int) -> float:
             return 100.0 * float(mask.sum()) / denominator if denominator else float("nan")
 
+        judged = int(part["judged"].astype(bool).sum())
         rows.append({**{c: group[c] for c in extra}, "agent": agent, "model": model, "n": len(part),
-                     "n_exec": subset,
+                     "n_judged": judged, "n_judge_failed": len(part) - judged, "n_exec": subset,
                      "M": share(part["M"].astype(bool), len(part)), "D": float(part["D"].mean()),
                      "I": float(part["I"].mean()), "C": share(part["C"].astype(bool), len(part)),
                      "E": share(executed, subset), "I_E": share((checked["I"] == 100) & executed, subset),

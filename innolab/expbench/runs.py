@@ -12,6 +12,7 @@ from typing import Any
 from innolab.expbench.execute import DEFAULT_TIMEOUT_S, Network, execute
 from innolab.expbench.gym_task import ARTEFACTS, load_task
 from innolab.expbench.judge import Judge, write_result
+from innolab.expbench.report import monitor_failed
 from innolab.expbench.workspace import OUTPUT_SCRIPT
 from innolab.gym.policy import RunConfig
 from innolab.rundir import RunDir
@@ -51,7 +52,9 @@ def model_folder(config: RunConfig) -> str:
 def judge_run(run_dir: str | Path, results_dir: str | Path, judge: Judge, execute_image: str | None = None,
               timeout_s: float = DEFAULT_TIMEOUT_S, network: Network = "none") -> Path:
     """Judge one run (M, D and C, I; and E in a fresh container of `execute_image`, on a copy of the run's final
-    workspace, when given) and write `<results>/<conf>/<paper>/<agent>/<model>/<prefix>_eval_judge.json`."""
+    workspace, when given and the monitor passed, as upstream orders it) and write
+    `<results>/<conf>/<paper>/<agent>/<model>/<prefix>_eval_judge.json`; a judge that failed is written as a failed
+    judgement with its reason (`judge_failure`), so the task stays in the report's `n`."""
     folder = RunDir(Path(run_dir))
     config = RunConfig.from_dict(folder.read_config())
     scheme, _, reference = config.task.partition(":")
@@ -66,7 +69,7 @@ def judge_run(run_dir: str | Path, results_dir: str | Path, judge: Judge, execut
         scripts = f"{OUTPUT_SCRIPT}:\n{script.read_text(encoding='utf-8', errors='replace')}"
     result = judge.judge(task, generated, kept["patch"].read_text(encoding="utf-8"),
                          kept["log"].read_text(encoding="utf-8"), scripts)
-    if execute_image is not None:
+    if execute_image is not None and not monitor_failed(result):
         with tempfile.TemporaryDirectory(prefix="innolab-expbench-exec-") as scratch:
             copy = Path(scratch) / "workspace"
             shutil.copytree(kept["workspace"], copy, symlinks=True)
