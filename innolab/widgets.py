@@ -1,14 +1,22 @@
-"""Teaching widgets: ipywidgets controls for V, V*, direction and distances that redraw the metrics live."""
+"""Teaching widgets: ipywidgets controls for V, V*, direction and distances that redraw the metrics live.
+
+What the explorer shows is widget state only (an HTML table and two PNG images): a redraw sends no output message,
+so nothing lands in JupyterLab's log console, and every figure is drawn once and closed. V and V* sit in number
+fields that hold the value given exactly; the slider beside each only moves it (it never sends a value of its own
+when it is drawn, and its steps fall on the decimals of the values given)."""
 
 from __future__ import annotations
 
+import html
+import io
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from decimal import Decimal
 
 import ipywidgets as widgets
 import matplotlib.pyplot as plt
 import pandas as pd
-from IPython.display import display
+from matplotlib.figure import Figure
 
 from innolab.analysis.plots import complex_plane, gain_novelty_plane
 from innolab.metrics import (
@@ -18,6 +26,9 @@ from innolab.metrics import (
     innovation_region,
     score_solution,
 )
+
+MOST_DECIMALS = 6  # a slider finer than this is no use to a hand; the number field beside it keeps every digit
+EXACT_FIELDS = ("V", "V*")  # shown as given (shortest repr); the rest of the summary to 6 significant digits
 
 
 def metric_summary(
@@ -55,51 +66,125 @@ def parse_distances(text: str) -> list[float]:
     return values
 
 
+def decimals(value: float, most: int = MOST_DECIMALS) -> int:
+    """How many decimals the shortest spelling of `value` has (54.86 -> 2, 120.0 -> 0), at most `most`."""
+    if not math.isfinite(value):
+        raise ValueError(f"value: {value!r} is not a finite number")
+    exponent = Decimal(repr(float(value))).normalize().as_tuple().exponent
+    return min(max(-int(exponent), 0), most)
+
+
+def slider_grid(values: Sequence[float], most: int = MOST_DECIMALS) -> tuple[float, float, float, int]:
+    """(min, max, step, decimals) of a slider for these values: integer bounds (0 to twice the largest magnitude)
+    and a step of 10^-decimals, so that each value given, written with at most `most` decimals, is a point of the
+    slider's grid (the browser's slider snaps to min + k·step) and the slider has at least about 100 steps."""
+    low = math.floor(min(0.0, *(2 * v for v in values)))
+    high = math.ceil(max(1.0, *(2 * abs(v) for v in values)))
+    coarse = math.ceil(2 - math.log10(high - low))  # at least ~100 steps over the range
+    places = min(max(coarse, *(decimals(v, most) for v in values), 0), most)
+    return float(low), float(high), 10.0**-places, places
+
+
+def exact_number(description: str, value: float, grid: tuple[float, float, float, int]) -> tuple[
+        widgets.FloatText, widgets.FloatSlider, widgets.HBox]:
+    """A number field holding `value` exactly, with a slider beside it that moves it. The slider shows no readout
+    (the field is the one place the value is written), sends its value only when released (so drawing it sends
+    nothing back), and each of its values is rounded to the grid's decimals before it reaches the field."""
+    low, high, step, places = grid
+    field = widgets.FloatText(value=value, description=description, layout=widgets.Layout(width="15em"))
+    slider = widgets.FloatSlider(value=min(max(value, low), high), min=low, max=high, step=step, readout=False,
+                                 continuous_update=False, description="", layout=widgets.Layout(width="20em"))
+    syncing = [False]
+
+    def from_slider(change: dict) -> None:
+        if syncing[0]:
+            return
+        field.value = round(float(change["new"]), places)
+
+    def from_field(change: dict) -> None:
+        syncing[0] = True
+        try:
+            slider.value = min(max(float(change["new"]), slider.min), slider.max)
+        finally:
+            syncing[0] = False
+
+    slider.observe(from_slider, names="value")
+    field.observe(from_field, names="value")
+    return field, slider, widgets.HBox([field, slider])
+
+
+def figure_png(fig: Figure, dpi: int = 90) -> bytes:
+    """The figure as PNG bytes; the figure is closed (drawn once, never left for a backend to show again)."""
+    try:
+        buffer = io.BytesIO()
+        fig.savefig(buffer, format="png", dpi=dpi, bbox_inches="tight")
+        return buffer.getvalue()
+    finally:
+        plt.close(fig)
+
+
+def summary_html(summary: dict[str, object]) -> str:
+    """The summary as a small table: V and V* as given, the derived numbers to 6 significant digits."""
+    def shown(key: str, value: object) -> str:
+        if isinstance(value, float) and not isinstance(value, bool):
+            return repr(value) if key in EXACT_FIELDS else f"{value:.6g}"
+        return str(value)
+
+    rows = "".join(f'<tr><th>{html.escape(k)}</th><td class="summary-{html.escape(k)}">'
+                   f"{html.escape(shown(k, v))}</td></tr>" for k, v in summary.items())
+    return f'<table class="innolab-summary">{rows}</table>'
+
+
 def metrics_explorer(
     v: float = 54.86,
     v_star: float = 83.45,
     direction: Direction = "max",
     distances: Sequence[float] = (70.83, 75.0),
 ) -> widgets.VBox:
-    """Sliders and fields for V, V*, direction and distances; the summary and both planes redraw on change."""
-    span = max(abs(v), abs(v_star)) * 2 or 1.0
-    v_input = widgets.FloatSlider(value=v, min=0.0, max=span, step=span / 1000, description="V")
-    v_star_input = widgets.FloatSlider(value=v_star, min=span / 1000, max=span, step=span / 1000, description="V*")
+    """Fields (with sliders) for V and V*, direction, validity, distances and the region thresholds; the summary and
+    both planes redraw on change. `box.controls` names the controls that hold the values, `box.sliders` the
+    sliders beside V and V*, `box.summary` what is shown."""
+    grid = slider_grid([v, v_star])
+    v_input, v_slider, v_row = exact_number("V", v, grid)
+    v_star_input, v_star_slider, v_star_row = exact_number("V*", v_star, grid)
     direction_input = widgets.ToggleButtons(options=["max", "min"], value=direction, description="direction")
     valid_input = widgets.Checkbox(value=True, description="valid (C = 1)")
-    distances_input = widgets.Text(value=", ".join(f"{d:g}" for d in distances), description="D to known")
+    distances_input = widgets.Text(value=", ".join(f"{d!r}" for d in map(float, distances)), description="D to known")
     tolerance_input = widgets.FloatSlider(value=DEFAULT_GAIN_TOLERANCE, min=0.0, max=0.5, step=0.01,
-                                          description="G tol.")
+                                          continuous_update=False, description="G tol.")
     threshold_input = widgets.FloatSlider(value=DEFAULT_NOVELTY_THRESHOLD, min=0.0, max=100.0, step=1.0,
-                                          description="N thresh.")
-    output = widgets.Output()
+                                          continuous_update=False, description="N thresh.")
+    table = widgets.HTML()
+    planes = widgets.Image(format="png", layout=widgets.Layout(max_width="48%")), \
+        widgets.Image(format="png", layout=widgets.Layout(max_width="48%"))
     box = widgets.VBox()
 
     def redraw(_: object = None) -> None:
-        output.clear_output(wait=True)
-        with output:
-            try:
-                summary = metric_summary(v_input.value, v_star_input.value, direction_input.value,
-                                         parse_distances(distances_input.value), valid_input.value,
-                                         tolerance_input.value, threshold_input.value)
-            except ValueError as error:
-                box.summary = {"error": str(error)}  # type: ignore[attr-defined]
-                print(f"invalid input: {error}")
-                return
-            box.summary = summary  # type: ignore[attr-defined]
-            display(pd.Series(summary, name="value").to_frame())
-            points = summary_points(summary)
-            for fig in (gain_novelty_plane(points, tolerance_input.value, threshold_input.value),
-                        complex_plane(points)):
-                display(fig)
-                plt.close(fig)
+        try:
+            summary = metric_summary(v_input.value, v_star_input.value, direction_input.value,
+                                     parse_distances(distances_input.value), valid_input.value,
+                                     tolerance_input.value, threshold_input.value)
+        except ValueError as error:
+            box.summary = {"error": str(error)}  # type: ignore[attr-defined]
+            table.value = f'<p class="innolab-error">invalid input: {html.escape(str(error))}</p>'
+            return
+        box.summary = summary  # type: ignore[attr-defined]
+        table.value = summary_html(summary)
+        points = summary_points(summary)
+        draw: tuple[Callable[[], Figure], ...] = (
+            lambda: gain_novelty_plane(points, tolerance_input.value, threshold_input.value),
+            lambda: complex_plane(points))
+        for image, make in zip(planes, draw, strict=True):
+            image.value = figure_png(make())
 
     controls = (v_input, v_star_input, direction_input, valid_input, distances_input, tolerance_input,
                 threshold_input)
     for control in controls:
         control.observe(redraw, names="value")
-    box.children = (*controls, output)
+    box.children = (v_row, v_star_row, *controls[2:], table, widgets.HBox(list(planes)))
     box.controls = dict(zip(("v", "v_star", "direction", "valid", "distances", "gain_tolerance",  # type: ignore[attr-defined]
                              "novelty_threshold"), controls, strict=True))
+    box.sliders = {"v": v_slider, "v_star": v_star_slider}  # type: ignore[attr-defined]
+    box.images = planes  # type: ignore[attr-defined]
     redraw()
     return box
