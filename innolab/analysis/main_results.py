@@ -11,6 +11,7 @@ import pandas as pd
 from innolab.analysis.bootstrap import (
     DEFAULT_CONFIDENCE,
     DEFAULT_RESAMPLES,
+    Rng,
     bootstrap_ci,
     impute_scores,
     macro_average,
@@ -104,16 +105,18 @@ def table4_means(scores: pd.DataFrame) -> pd.DataFrame:
 
 def framework_intervals(
     scores: pd.DataFrame,
-    n_resamples: int = DEFAULT_RESAMPLES,
-    confidence: float = DEFAULT_CONFIDENCE,
-    seed: int = 0,
     frameworks: tuple[str, ...] = FRAMEWORKS,
+    *,
+    confidence_level: float = DEFAULT_CONFIDENCE,
+    n_resamples: int = DEFAULT_RESAMPLES,
+    rng: Rng = 0,
 ) -> pd.DataFrame:
     """Bootstrap interval over tasks of each framework's mean ratio and mean novelty (long format)."""
     rows = []
     for metric in METRICS:
         matrix = framework_matrix(scores, metric, frameworks)
-        intervals = bootstrap_ci(matrix.to_numpy(), n_resamples=n_resamples, confidence=confidence, seed=seed)
+        intervals = bootstrap_ci(matrix.to_numpy(), confidence_level=confidence_level, n_resamples=n_resamples,
+                                 rng=rng)
         for framework, interval in zip(frameworks, intervals, strict=True):
             rows.append(
                 {"framework": framework, "metric": metric, "mean": interval.mean,
@@ -125,9 +128,10 @@ def framework_intervals(
 def paired_tests(
     scores: pd.DataFrame,
     pairs: list[tuple[str, str]] | None = None,
+    *,
+    confidence_level: float = DEFAULT_CONFIDENCE,
     n_resamples: int = DEFAULT_RESAMPLES,
-    confidence: float = DEFAULT_CONFIDENCE,
-    seed: int = 0,
+    rng: Rng = 0,
 ) -> pd.DataFrame:
     """Paired bootstrap tests (Table 5) between frameworks on ratio and novelty; default: every pair."""
     present = set(scores["framework"])
@@ -139,9 +143,10 @@ def paired_tests(
         for a, b in pairs:
             if a not in matrix.columns or b not in matrix.columns:
                 raise MainResultsError(f"pair ({a!r}, {b!r}) names a framework without scores")
-            test = paired_bootstrap(matrix[a], matrix[b], n_resamples=n_resamples, confidence=confidence, seed=seed)
+            test = paired_bootstrap(matrix[a], matrix[b], confidence_level=confidence_level,
+                                    n_resamples=n_resamples, rng=rng)
             rows.append(
-                {"framework_a": a, "framework_b": b, "metric": metric, "mean_diff": test.mean_diff,
+                {"framework_a": a, "framework_b": b, "metric": metric, "mean_diff": test.mean,
                  "ci_low": test.ci_low, "ci_high": test.ci_high, "p_value": test.p_value}
             )
     return pd.DataFrame(rows)

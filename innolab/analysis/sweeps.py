@@ -1,7 +1,9 @@
 """The paper's analyses over a sweep's run tables (Fig. 5, Fig. 6a–c, Tables 2/4/5/6/7): pure functions.
 
 DataFrames in (`runs.parquet` and `trajectory.parquet` of `innolab.results`), DataFrames or small frozen results
-out, no file I/O. Resampling functions take `confidence`, `n_resamples` and `seed` as scipy.stats names them.
+out, no file I/O. Interval functions take keyword-only `confidence_level` and, where they resample, `n_resamples`
+and `rng`, as scipy.stats names them, all checked by `innolab.analysis.bootstrap` (the one bootstrap engine); every
+interval holds its estimate. Trend tests name their unit of observation (`unit=`, e.g. `config_id`: one run).
 A run without a valid submission counts with ratio −1 and N 0 (the paper's imputation, App. E.2): `runs.parquet`
 already holds imputed `ratio` and `novelty`.
 """
@@ -16,16 +18,26 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from innolab.analysis.bootstrap import (
+    DEFAULT_CONFIDENCE,
+    DEFAULT_RESAMPLES,
+    Rng,
+    bootstrap_ci,
+    check_settings,
+    draw_indices,
+    generator,
+    hold_estimate,
+    percentile_bounds,
+)
 from innolab.metrics import FAILED_NOVELTY, FAILED_RATIO
-
-DEFAULT_CONFIDENCE = 0.95
-DEFAULT_RESAMPLES = 10_000
 
 Trend = Literal["increasing", "decreasing", "peak"]
 Verdict = Literal["holds", "does not hold", "not enough data"]
 
 # the paper's names of innolab's scaffolds (Tables 2, 4, 5)
 FRAMEWORK_NAMES = {"mlab": "MLAB", "codeact": "CodeAct", "aide": "AIDE"}
+# columns that name one run: rows that repeat one of them are repeated measures of that run
+RUN_ID_COLUMNS = ("config_id", "run_id", "run_dir")
 
 
 class AnalysisError(ValueError):
@@ -36,13 +48,6 @@ def _columns(frame: pd.DataFrame, needed: Sequence[str], name: str) -> None:
     missing = [c for c in needed if c not in frame.columns]
     if missing:
         raise AnalysisError(f"{name} lacks the columns {missing}; it has {list(frame.columns)}")
-
-
-def _settings(confidence: float, n_resamples: int) -> None:
-    if not 0 < confidence < 1:
-        raise AnalysisError(f"confidence must lie in (0, 1), got {confidence!r}")
-    if int(n_resamples) != n_resamples or n_resamples < 100:
-        raise AnalysisError(f"n_resamples must be an integer >= 100, got {n_resamples!r}")
 
 
 def _by(by: str | Sequence[str] | None) -> list[str]:
@@ -58,62 +63,10 @@ def _groups(frame: pd.DataFrame, by: list[str]):
         yield (key if isinstance(key, tuple) else (key,)), part
 
 
-def _draws(rng: np.random.Generator, size: tuple[int, int], n: int) -> np.ndarray:
-    """Resample indices in the narrowest integer type that holds them (drawing 16-bit integers is ~4x faster)."""
-    dtype = np.uint16 if n <= np.iinfo(np.uint16).max else np.uint32 if n <= np.iinfo(np.uint32).max else np.int64
-    return rng.integers(0, n, size=size, dtype=dtype)
-
-
-def bootstrap_mean_ci(values: np.ndarray, confidence: float = DEFAULT_CONFIDENCE,
-                      n_resamples: int = DEFAULT_RESAMPLES, seed: int = 0, mask: np.ndarray | None = None
-                      ) -> tuple[np.ndarray, np.ndarray]:
-    """Percentile bootstrap interval of the column means of a (units × columns) matrix, resampling units.
-
-    `mask` (same shape) leaves cells out of their column's mean. One column: each resample's mean is gathered
-    directly; several columns or a mask: each resample becomes count weights applied to all columns by one matrix
-    product. Resamples run in blocks, so memory stays bounded. A column with fewer than 2 units gives NaN."""
-    matrix = np.asarray(values, dtype=float)
-    if matrix.ndim == 1:
-        matrix = matrix[:, None]
-    n, columns = matrix.shape
-    present = None if mask is None else np.asarray(mask, dtype=bool).reshape(matrix.shape)
-    few = (np.full(columns, n) if present is None else present.sum(axis=0)) < 2
-    if n < 2:
-        return np.full(columns, np.nan), np.full(columns, np.nan)
-    rng = np.random.default_rng(seed)
-    means = np.empty((n_resamples, columns))
-    block = max(1, min(n_resamples, 5_000_000 // n))  # about 40 MB of gathered values per block
-    if present is None and columns == 1:
-        # gathered in single precision (half the memory traffic), summed in double: bounds good to ~1e-7 relative
-        column = matrix[:, 0].astype(np.float32)
-        for start in range(0, n_resamples, block):
-            size = min(block, n_resamples - start)
-            means[start:start + size, 0] = column[_draws(rng, (size, n), n)].mean(axis=1, dtype=np.float64)
-    else:  # counts (exact in single precision) times values by sgemm: bounds good to ~1e-6 relative
-        full = present is None or bool(present.all())
-        weights_of = np.ones(matrix.shape, dtype=np.float32) if full else present.astype(np.float32)
-        masked = np.where(weights_of > 0, matrix, 0.0).astype(np.float32)
-        counts = np.empty((block, n), dtype=np.float32)
-        for start in range(0, n_resamples, block):
-            size = min(block, n_resamples - start)
-            draws = _draws(rng, (size, n), n)
-            for row in range(size):
-                counts[row] = np.bincount(draws[row], minlength=n)
-            sums = (counts[:size] @ masked).astype(np.float64)
-            with np.errstate(invalid="ignore", divide="ignore"):
-                means[start:start + size] = sums / n if full else sums / (counts[:size] @ weights_of)
-    alpha = (1.0 - confidence) / 2.0
-    with np.errstate(invalid="ignore"):
-        low, high = np.nanquantile(means, [alpha, 1.0 - alpha], axis=0) if np.isnan(means).any() else \
-            np.quantile(means, [alpha, 1.0 - alpha], axis=0)
-    low[few], high[few] = np.nan, np.nan
-    return low, high
-
-
 # ------------------------------------------------------------------------------------------------ Table 6
 
 
-def success_rates(runs: pd.DataFrame, by: str | Sequence[str], confidence: float = DEFAULT_CONFIDENCE
+def success_rates(runs: pd.DataFrame, by: str | Sequence[str], *, confidence_level: float = DEFAULT_CONFIDENCE
                   ) -> pd.DataFrame:
     """Share of runs with a valid submission per group, with Wilson intervals (the paper's Table 6).
 
@@ -122,8 +75,7 @@ def success_rates(runs: pd.DataFrame, by: str | Sequence[str], confidence: float
 
     keys = _by(by)
     _columns(runs, [*keys, "valid"], "runs")
-    if not 0 < confidence < 1:
-        raise AnalysisError(f"confidence must lie in (0, 1), got {confidence!r}")
+    check_settings(confidence_level=confidence_level)
     valid = runs["valid"].fillna(False).astype(bool)
     grouped = valid.groupby([runs[k] for k in keys], sort=True, dropna=False) if keys else valid.groupby(
         np.zeros(len(runs)))
@@ -132,8 +84,10 @@ def success_rates(runs: pd.DataFrame, by: str | Sequence[str], confidence: float
         table = table.drop(columns=table.columns[0])
     table["successes"] = table["successes"].astype(int)
     table["rate"] = table["successes"] / table["n"]
-    low, high = proportion_confint(table["successes"], table["n"], alpha=1 - confidence, method="wilson")
-    table["ci_low"], table["ci_high"] = np.asarray(low, dtype=float), np.asarray(high, dtype=float)
+    low, high = proportion_confint(table["successes"], table["n"], alpha=1 - confidence_level, method="wilson")
+    low, high = hold_estimate(table["rate"].to_numpy(dtype=float), np.asarray(low, dtype=float),
+                              np.asarray(high, dtype=float))
+    table["ci_low"], table["ci_high"] = low, high
     return table[[*keys, "n", "successes", "rate", "ci_low", "ci_high"]]
 
 
@@ -193,14 +147,24 @@ def anytime_values(trajectory: pd.DataFrame, runs: pd.DataFrame, grid_s: Sequenc
     return out_ratio, out_novelty, in_budget
 
 
+def anytime_runs(trajectory: pd.DataFrame, runs: pd.DataFrame, grid_s: Sequence[float]) -> pd.DataFrame:
+    """`anytime_values` as one row per run and grid time within the run's budget: `config_id, t_s, ratio,
+    novelty` (repeated measures of each run: test trends on them with `unit="config_id"`)."""
+    ratio, novelty, in_budget = anytime_values(trajectory, runs, grid_s)
+    run, time = np.nonzero(in_budget)
+    grid = np.asarray(grid_s, dtype=float)
+    return pd.DataFrame({"config_id": runs["config_id"].to_numpy()[run], "t_s": grid[time],
+                         "ratio": ratio[run, time], "novelty": novelty[run, time]})
+
+
 def anytime(trajectory: pd.DataFrame, runs: pd.DataFrame, by: str | Sequence[str] | None, grid_s: Sequence[float],
-            confidence: float = DEFAULT_CONFIDENCE, n_resamples: int = DEFAULT_RESAMPLES, seed: int = 0
+            *, confidence_level: float = DEFAULT_CONFIDENCE, n_resamples: int = DEFAULT_RESAMPLES, rng: Rng = 0
             ) -> pd.DataFrame:
     """The anytime curve (Fig. 6a): per group and time, the mean best-so-far ratio over runs with a bootstrap
     interval over runs, and the mean N of the best-so-far candidates.
 
     Columns: `*by, t_s, n, mean_ratio, ci_low, ci_high, mean_novelty` (`n`: runs whose budget reaches t_s)."""
-    _settings(confidence, n_resamples)
+    check_settings(confidence_level=confidence_level, n_resamples=n_resamples)
     keys = _by(by)
     _columns(runs, keys, "runs")
     ratio, novelty, in_budget = anytime_values(trajectory, runs, grid_s)
@@ -209,17 +173,15 @@ def anytime(trajectory: pd.DataFrame, runs: pd.DataFrame, by: str | Sequence[str
     for key, part in _groups(runs.reset_index(drop=True), keys):
         members = part.index.to_numpy()
         inside = in_budget[members]
-        values, novelties = ratio[members], novelty[members]
-        low, high = bootstrap_mean_ci(values, confidence, n_resamples, seed, mask=inside)
-        counts = inside.sum(axis=0)
+        intervals = bootstrap_ci(ratio[members], confidence_level=confidence_level, n_resamples=n_resamples,
+                                 rng=rng, mask=inside)
         with np.errstate(invalid="ignore", divide="ignore"):
-            mean_ratio = np.where(inside, values, 0.0).sum(axis=0) / counts
-            mean_novelty = np.where(inside, novelties, 0.0).sum(axis=0) / counts
-        for j, t in enumerate(grid):
-            if counts[j] == 0:
+            mean_novelty = np.where(inside, novelty[members], 0.0).sum(axis=0) / inside.sum(axis=0)
+        for j, (t, interval) in enumerate(zip(grid, intervals, strict=True)):
+            if interval.n == 0:
                 continue
-            rows.append({**dict(zip(keys, key, strict=True)), "t_s": float(t), "n": int(counts[j]),
-                         "mean_ratio": float(mean_ratio[j]), "ci_low": float(low[j]), "ci_high": float(high[j]),
+            rows.append({**dict(zip(keys, key, strict=True)), "t_s": float(t), "n": interval.n,
+                         "mean_ratio": interval.mean, "ci_low": interval.ci_low, "ci_high": interval.ci_high,
                          "mean_novelty": float(mean_novelty[j])})
     return pd.DataFrame(rows, columns=[*keys, "t_s", "n", "mean_ratio", "ci_low", "ci_high", "mean_novelty"])
 
@@ -240,8 +202,8 @@ def _best_of(part: pd.DataFrame, metric: str, k: int | None) -> pd.DataFrame:
     return best[list(dict.fromkeys(["task", metric, "ratio"]))]
 
 
-def factor_effect(runs: pd.DataFrame, factor: str, metric: str, best_of: int | None = None,
-                  confidence: float = DEFAULT_CONFIDENCE, n_resamples: int = DEFAULT_RESAMPLES, seed: int = 0
+def factor_effect(runs: pd.DataFrame, factor: str, metric: str, best_of: int | None = None, *,
+                  confidence_level: float = DEFAULT_CONFIDENCE, n_resamples: int = DEFAULT_RESAMPLES, rng: Rng = 0
                   ) -> pd.DataFrame:
     """A factor's effect on a metric, per level: `mean, ci_low, ci_high, n`, both per run (`kind` "per_run",
     bootstrap over runs) and best of k per (task, level) as the paper reports (`kind` "best_of_k": the run with the
@@ -249,28 +211,29 @@ def factor_effect(runs: pd.DataFrame, factor: str, metric: str, best_of: int | N
     interval from resampling the runs within each task).
 
     Rows whose metric is missing (for example `score` of an invalid run) are left out of the per-run mean."""
-    _settings(confidence, n_resamples)
+    check_settings(confidence_level=confidence_level, n_resamples=n_resamples)
     _columns(runs, [factor, metric, "task", "ratio"], "runs")
     if best_of is not None and (int(best_of) != best_of or best_of < 1):
         raise AnalysisError(f"best_of must be a positive integer or None, got {best_of!r}")
     rows = []
     for (level,), part in _groups(runs, [factor]):
-        present = part[part[metric].notna()]
-        values = present[metric].to_numpy(dtype=float)
-        low, high = bootstrap_mean_ci(values, confidence, n_resamples, seed) if values.size else ([np.nan],) * 2
-        rows.append({factor: level, "kind": "per_run", "mean": float(values.mean()) if values.size else np.nan,
-                     "ci_low": float(low[0]), "ci_high": float(high[0]), "n": int(values.size)})
+        values = part[metric].dropna().to_numpy(dtype=float)
+        interval = bootstrap_ci(values, confidence_level=confidence_level, n_resamples=n_resamples, rng=rng)
+        rows.append({factor: level, "kind": "per_run", "mean": interval.mean, "ci_low": interval.ci_low,
+                     "ci_high": interval.ci_high, "n": interval.n})
         best = _best_of(part, metric, best_of)
-        low, high = _best_of_interval(part, metric, best_of, confidence, n_resamples, seed)
-        rows.append({factor: level, "kind": "best_of_k", "mean": float(best[metric].mean()),
-                     "ci_low": low, "ci_high": high, "n": len(best)})
+        estimate = float(best[metric].mean())
+        low, high = _best_of_interval(part, metric, best_of, estimate, confidence_level, n_resamples, rng)
+        rows.append({factor: level, "kind": "best_of_k", "mean": estimate, "ci_low": low, "ci_high": high,
+                     "n": len(best)})
     return pd.DataFrame(rows, columns=[factor, "kind", "mean", "ci_low", "ci_high", "n"])
 
 
-def _best_of_interval(part: pd.DataFrame, metric: str, k: int | None, confidence: float, n_resamples: int,
-                      seed: int) -> tuple[float, float]:
-    """Bootstrap of the mean over tasks of the best-of-k run's metric, resampling each task's runs."""
-    rng = np.random.default_rng(seed)
+def _best_of_interval(part: pd.DataFrame, metric: str, k: int | None, estimate: float, confidence_level: float,
+                      n_resamples: int, rng: Rng) -> tuple[float, float]:
+    """Bootstrap of the mean over tasks of the best-of-k run's metric, resampling each task's runs (the percentile
+    bounds of a best-of statistic lean below it: they are widened to hold `estimate`)."""
+    gen = generator(rng)
     totals = np.zeros(n_resamples)
     tasks = 0
     for _, runs_of_task in part.groupby("task", sort=True):
@@ -281,13 +244,13 @@ def _best_of_interval(part: pd.DataFrame, metric: str, k: int | None, confidence
         # runs ranked best first (ties in seed order, as the point estimate): the best of a resample is the run of
         # its smallest drawn rank, and drawing ranks uniformly is drawing runs uniformly
         by_rank = ordered[metric].to_numpy(dtype=float)[np.argsort(-ratio, kind="stable")]
-        totals += by_rank[_draws(rng, (n_resamples, len(ratio)), len(ratio)).min(axis=1)]
+        totals += by_rank[draw_indices(gen, (n_resamples, len(ratio)), len(ratio)).min(axis=1)]
         tasks += 1
     means = totals / max(tasks, 1)
     if np.isnan(means).any():
         return np.nan, np.nan
-    alpha = (1.0 - confidence) / 2.0
-    return float(np.quantile(means, alpha)), float(np.quantile(means, 1 - alpha))
+    low, high = percentile_bounds(means, estimate, confidence_level)
+    return float(low), float(high)
 
 
 @dataclass(frozen=True)
@@ -333,8 +296,8 @@ def trade_off(runs: pd.DataFrame, factor: str) -> TradeOff:
 
 
 def paired_effect(runs: pd.DataFrame, factor: str, metric: str, pair_on: Sequence[str] = ("task", "seed"),
-                  levels: tuple[Any, Any] | None = None, confidence: float = DEFAULT_CONFIDENCE,
-                  n_resamples: int = DEFAULT_RESAMPLES, seed: int = 0) -> pd.DataFrame:
+                  levels: tuple[Any, Any] | None = None, *, confidence_level: float = DEFAULT_CONFIDENCE,
+                  n_resamples: int = DEFAULT_RESAMPLES, rng: Rng = 0) -> pd.DataFrame:
     """The paired effect of a two-level factor on a metric (Table 7: the innovation prompt), as
     `levels[1] − levels[0]` over runs matched on `pair_on` (default: same task and seed).
 
@@ -344,7 +307,7 @@ def paired_effect(runs: pd.DataFrame, factor: str, metric: str, pair_on: Sequenc
     (statsmodels `multipletests`)."""
     from statsmodels.stats.multitest import multipletests
 
-    _settings(confidence, n_resamples)
+    check_settings(confidence_level=confidence_level, n_resamples=n_resamples)
     keys = list(pair_on)
     _columns(runs, [factor, metric, *keys], "runs")
     present = sorted(runs[factor].dropna().unique().tolist())
@@ -361,16 +324,14 @@ def paired_effect(runs: pd.DataFrame, factor: str, metric: str, pair_on: Sequenc
 
     def row(task: str, diffs: np.ndarray) -> dict[str, Any]:
         out = {"task": task, "level_a": a, "level_b": b, "n_pairs": int(diffs.size)}
-        if diffs.size == 0:
-            return {**out, "mean_diff": np.nan, "ci_low": np.nan, "ci_high": np.nan, "p_value": np.nan}
-        low, high = bootstrap_mean_ci(diffs, confidence, n_resamples, seed)
+        interval = bootstrap_ci(diffs, confidence_level=confidence_level, n_resamples=n_resamples, rng=rng)
         if diffs.size < 2:
             p = np.nan
         elif np.allclose(diffs, 0.0):
             p = 1.0
         else:
             p = float(stats.wilcoxon(diffs, zero_method="wilcox").pvalue)
-        return {**out, "mean_diff": float(diffs.mean()), "ci_low": float(low[0]), "ci_high": float(high[0]),
+        return {**out, "mean_diff": interval.mean, "ci_low": interval.ci_low, "ci_high": interval.ci_high,
                 "p_value": p}
 
     by_task = "task" in keys
@@ -418,43 +379,48 @@ def prior_trajectory(trajectory: pd.DataFrame, runs: pd.DataFrame | None = None)
 
 @dataclass(frozen=True)
 class TrendCheck:
-    """Whether a stated trend holds on a sweep, with the test that decided it."""
+    """Whether a stated trend holds on a sweep, with the test that decided it and the units it counted."""
 
     trend: str
     verdict: Verdict
     test: str
     statistic: float
     p_value: float
-    n: int
+    n: int  # values (rows) tested
+    unit: str  # the column naming the unit of observation
+    n_units: int  # units the test counted
     detail: str
 
 
-def trend_holds(data: pd.DataFrame, x: str, y: str, trend: Trend, alpha: float = 0.05, min_levels: int = 3
-                ) -> TrendCheck:
-    """Check a trend of `fig6_trends.csv` on per-run values (one row per run: its x and its y).
+def _unit_needed(data: pd.DataFrame, x: str) -> str:
+    """Why a trend test needs `unit=`, with the repeated measures found in `data` if any."""
+    message = ("trend_holds needs unit=, the column naming the unit of observation (e.g. 'config_id': one run); "
+               "values of one run at several levels are repeated measures, not independent points")
+    for column in RUN_ID_COLUMNS:
+        if column in data and data[column].duplicated().any():
+            return (f"{message}: these rows repeat {column} ({len(data)} rows, {data[column].nunique()} distinct), "
+                    f"so they hold several values of one run across {x}; pass unit={column!r}")
+    return message
 
-    * increasing / decreasing: Spearman's ρ between x and y; holds when ρ has the stated sign with p < alpha.
-    * peak: OLS of y on x and x²; holds when the x² coefficient is negative with p < alpha and the vertex lies
-      inside the observed range of x.
-    Fewer than `min_levels` distinct x values (or fewer than 4 runs) is "not enough data"."""
-    _columns(data, [x, y], "data")
-    if trend not in ("increasing", "decreasing", "peak"):
-        raise AnalysisError(f"trend must be increasing, decreasing or peak, got {trend!r}")
-    points = data[[x, y]].dropna().astype(float)
+
+def _not_enough(trend: str, unit: str, n: int, n_units: int, why: str) -> TrendCheck:
+    return TrendCheck(trend, "not enough data", "none", np.nan, np.nan, n, unit, n_units, why)
+
+
+def _across_units(points: pd.DataFrame, x: str, y: str, trend: Trend, unit: str, alpha: float) -> TrendCheck:
+    """One value per unit: Spearman's ρ between x and y over units, or OLS of y on x and x² for a peak."""
     n, levels = len(points), points[x].nunique()
-    if levels < min_levels or n < 4:
-        return TrendCheck(trend, "not enough data", "none", np.nan, np.nan, n,
-                          f"{levels} level(s) of {x} and {n} point(s); at least {min_levels} levels and 4 points "
-                          "needed")
     if trend in ("increasing", "decreasing"):
         result = stats.spearmanr(points[x], points[y])
         rho, p = float(result.statistic), float(result.pvalue)
+        name = "Spearman rho over units"
         if np.isnan(rho):
-            return TrendCheck(trend, "does not hold", "Spearman rho", rho, p, n, f"{y} does not vary with {x}")
+            return TrendCheck(trend, "does not hold", name, rho, p, n, unit, n, f"{y} does not vary with {x}")
         right_sign = rho > 0 if trend == "increasing" else rho < 0
         verdict: Verdict = "holds" if right_sign and p < alpha else "does not hold"
-        return TrendCheck(trend, verdict, "Spearman rho", rho, p, n,
-                          f"rho = {rho:.3f}, p = {p:.3g} over {n} points at {levels} levels of {x}")
+        return TrendCheck(trend, verdict, name, rho, p, n, unit, n,
+                          f"rho = {rho:.3f}, p = {p:.3g} over {n} units ({unit}, one value each) at {levels} levels "
+                          f"of {x}")
     import statsmodels.api as sm
 
     design = sm.add_constant(np.column_stack([points[x], points[x] ** 2]))
@@ -463,33 +429,118 @@ def trend_holds(data: pd.DataFrame, x: str, y: str, trend: Trend, alpha: float =
     vertex = -fit.params[1] / (2 * fit.params[2]) if fit.params[2] != 0 else np.nan
     inside = bool(points[x].min() < vertex < points[x].max())
     verdict = "holds" if curvature < 0 and p < alpha and inside else "does not hold"
-    return TrendCheck(trend, verdict, "OLS quadratic term", curvature, p, n,
-                      f"x^2 coefficient {curvature:.3g} (p = {p:.3g}), vertex at {x} = {vertex:.3g}")
+    return TrendCheck(trend, verdict, "OLS quadratic term over units", curvature, p, n, unit, n,
+                      f"x^2 coefficient {curvature:.3g} (p = {p:.3g}) over {n} units ({unit}, one value each), "
+                      f"vertex at {x} = {vertex:.3g}")
 
 
-def check_trends(stated: pd.DataFrame, data: pd.DataFrame, x: str, columns: dict[str, str],
-                 alpha: float = 0.05) -> pd.DataFrame:
+def _within_units(points: pd.DataFrame, x: str, y: str, trend: Trend, unit: str, alpha: float) -> TrendCheck:
+    """Several values per unit (repeated measures): each unit's Spearman ρ of its values against the levels,
+    tested across units; a peak as a rise up to the level with the best mean and a fall after it."""
+    n = len(points)
+    if trend == "peak":
+        return _peak_within_units(points, x, y, unit, alpha)
+    statistics = [0.0 if np.ptp(part[y]) == 0 else float(stats.spearmanr(part[x], part[y]).statistic)
+                  for _, part in points.groupby(unit, sort=True) if part[x].nunique() >= 2]
+    n_units = len(statistics)
+    if n_units < 2:
+        return _not_enough(trend, unit, n, n_units, f"{n_units} unit(s) ({unit}) with values at 2 or more levels of "
+                           f"{x}; a trend across units needs at least 2")
+    rho = np.asarray(statistics)
+    p = 1.0 if not rho.any() else float(stats.wilcoxon(rho, alternative="greater" if trend == "increasing" else "less",
+                                                        zero_method="zsplit").pvalue)
+    summary = float(rho.mean())
+    return TrendCheck(trend, "holds" if p < alpha else "does not hold",
+                      "Wilcoxon signed-rank over units of each unit's Spearman rho", summary, p, n, unit, n_units,
+                      f"mean per-unit rho {summary:.3f} over {n_units} units ({unit}): {int((rho > 0).sum())} "
+                      f"positive, {int((rho < 0).sum())} negative, {int((rho == 0).sum())} flat; one-sided p = "
+                      f"{p:.3g}; {n} values at {points[x].nunique()} levels of {x}")
+
+
+def _peak_within_units(points: pd.DataFrame, x: str, y: str, unit: str, alpha: float) -> TrendCheck:
+    """A peak over repeated measures: the level with the best mean value must be inside the range of x, the
+    values must rise up to it and fall after it (each side tested across units; both at alpha)."""
+    n = len(points)
+    means = points.groupby(x)[y].mean()
+    top = float(means.idxmax())
+    name = "rise to and fall from the best-mean level, each by Wilcoxon over units of per-unit Spearman rho"
+    if top in (means.index.min(), means.index.max()):
+        return TrendCheck("peak", "does not hold", name, np.nan, np.nan, n, unit, points[unit].nunique(),
+                          f"the best mean of {y} is at the edge of {x} ({x} = {top:g}): no peak inside")
+    rise = _within_units(points[points[x] <= top], x, y, "increasing", unit, alpha)
+    fall = _within_units(points[points[x] >= top], x, y, "decreasing", unit, alpha)
+    sides = f"rise: {rise.detail}; fall: {fall.detail}"
+    n_units = min(rise.n_units, fall.n_units)
+    if "not enough data" in (rise.verdict, fall.verdict):
+        return _not_enough("peak", unit, n, n_units, f"best mean at {x} = {top:g}; {sides}")
+    holds = rise.verdict == "holds" and fall.verdict == "holds"
+    return TrendCheck("peak", "holds" if holds else "does not hold", name, min(rise.statistic, -fall.statistic),
+                      max(rise.p_value, fall.p_value), n, unit, n_units, f"best mean at {x} = {top:g}; {sides}")
+
+
+def trend_holds(data: pd.DataFrame, x: str, y: str, trend: Trend, *, unit: str | None = None, alpha: float = 0.05,
+                min_levels: int = 3) -> TrendCheck:
+    """Check a trend of `fig6_trends.csv` on `data`, with `unit` the column that names the unit of observation
+    (`config_id`: one run). The test counts units, never points.
+
+    * One value per unit (temperature, backbone: one row per run): increasing / decreasing by Spearman's ρ between
+      x and y over units, holding when ρ has the stated sign with p < alpha; a peak by OLS of y on x and x²,
+      holding when the x² coefficient is negative with p < alpha and the vertex lies inside the observed x.
+    * Several values per unit at ordered levels (repeated measures: a run's best-so-far value at several times or
+      budgets): each unit's own trend statistic, Spearman's ρ of its values against the levels (0 where they are
+      constant), then a one-sided Wilcoxon signed-rank test of these ρ across units (zeros split), so p counts
+      units. (The within-run permutation null of Page's L test, with runs as blocks, does not fit: a best-so-far
+      curve can only rise, and at 31 grid times Page's test calls two runs that each improve once significant,
+      p ~ 1e-7; across units two runs never are, p >= 0.25.) A peak: the level of x with the best mean y must lie
+      inside the range of x, and the values must rise up to it and fall after it, each side by the test above at
+      alpha (an intersection-union test; the split is chosen from the data, so read p as approximate). Units with
+      values at fewer than 2 levels (of a side) carry no trend of their own and are left out.
+
+    Fewer than `min_levels` distinct x values, fewer than 4 values, or fewer than 2 units with a trend of their
+    own is "not enough data". Without `unit` it is an error: repeated measures cannot be told from independent
+    points (rows that repeat a run identifier such as config_id are named in the message)."""
+    if trend not in ("increasing", "decreasing", "peak"):
+        raise AnalysisError(f"trend must be increasing, decreasing or peak, got {trend!r}")
+    if unit is None:
+        raise AnalysisError(_unit_needed(data, x))
+    _columns(data, [unit, x, y], "data")
+    points = data[[unit, x, y]].dropna(subset=[x, y])
+    if points[unit].isna().any():
+        raise AnalysisError(f"data[{unit!r}] must name the unit of every row; {int(points[unit].isna().sum())} "
+                            "row(s) have none")
+    points = points.astype({x: float, y: float})
+    n, levels, n_units = len(points), points[x].nunique(), points[unit].nunique()
+    if levels < min_levels or n < 4:
+        return _not_enough(trend, unit, n, n_units, f"{levels} level(s) of {x} and {n} value(s) from {n_units} "
+                           f"unit(s); at least {min_levels} levels and 4 values needed")
+    if n_units == n:
+        return _across_units(points, x, y, trend, unit, alpha)
+    return _within_units(points, x, y, trend, unit, alpha)
+
+
+def check_trends(stated: pd.DataFrame, data: pd.DataFrame, x: str, columns: dict[str, str], *,
+                 unit: str | None = None, alpha: float = 0.05) -> pd.DataFrame:
     """Each stated trend of `fig6_trends.csv` (rows with quantity, trend, detail) tested on `data` with
-    `trend_holds`; `columns` maps a quantity (gain, novelty) to the column that measures it. A quantity without a
-    column (e.g. trade_off) is left to the caller."""
+    `trend_holds` and its `unit`; `columns` maps a quantity (gain, novelty) to the column that measures it. A
+    quantity without a column (e.g. trade_off) is left to the caller."""
     _columns(stated, ["quantity", "trend", "detail"], "stated")
     rows = []
     for row in stated.itertuples():
         if row.quantity not in columns:
             continue
-        check = trend_holds(data, x, columns[row.quantity], row.trend, alpha=alpha)
+        check = trend_holds(data, x, columns[row.quantity], row.trend, unit=unit, alpha=alpha)
         rows.append({"quantity": row.quantity, "paper": row.detail, "trend": row.trend, "this sweep": check.verdict,
-                     "test": check.test, "statistic": check.statistic, "p_value": check.p_value,
-                     "detail": check.detail})
-    return pd.DataFrame(rows, columns=["quantity", "paper", "trend", "this sweep", "test", "statistic", "p_value",
-                                       "detail"])
+                     "test": check.test, "unit": check.unit, "n_units": check.n_units, "n": check.n,
+                     "statistic": check.statistic, "p_value": check.p_value, "detail": check.detail})
+    return pd.DataFrame(rows, columns=["quantity", "paper", "trend", "this sweep", "test", "unit", "n_units", "n",
+                                       "statistic", "p_value", "detail"])
 
 
 # ------------------------------------------------------------------------------------------------ regression
 
 
-def regression(runs: pd.DataFrame, formula: str, kind: Literal["ols", "mixed"] = "ols", groups: str = "task",
-               confidence: float = DEFAULT_CONFIDENCE) -> pd.DataFrame:
+def regression(runs: pd.DataFrame, formula: str, kind: Literal["ols", "mixed"] = "ols", groups: str = "task", *,
+               confidence_level: float = DEFAULT_CONFIDENCE) -> pd.DataFrame:
     """A tidy coefficient table (`term, estimate, std_error, statistic, p_value, ci_low, ci_high, n, method`).
 
     `ols`: OLS with errors clustered by `groups` when it has at least 2 levels (else heteroscedasticity-robust
@@ -498,8 +549,7 @@ def regression(runs: pd.DataFrame, formula: str, kind: Literal["ols", "mixed"] =
     import statsmodels.formula.api as smf
     from patsy import PatsyError
 
-    if not 0 < confidence < 1:
-        raise AnalysisError(f"confidence must lie in (0, 1), got {confidence!r}")
+    check_settings(confidence_level=confidence_level)
     data = runs.copy()
     for column in data.columns:
         if data[column].dtype == bool:
@@ -523,11 +573,12 @@ def regression(runs: pd.DataFrame, formula: str, kind: Literal["ols", "mixed"] =
         raise
     except (PatsyError, ValueError, np.linalg.LinAlgError, KeyError) as error:
         raise AnalysisError(f"formula {formula!r}: {str(error).splitlines()[0]}") from None
-    interval = fit.conf_int(alpha=1 - confidence)
+    interval = fit.conf_int(alpha=1 - confidence_level)
+    low, high = hold_estimate(fit.params.to_numpy(dtype=float), interval.iloc[:, 0].to_numpy(dtype=float),
+                              interval.iloc[:, 1].to_numpy(dtype=float))
     table = pd.DataFrame({"term": fit.params.index, "estimate": fit.params.to_numpy(),
                           "std_error": fit.bse.to_numpy(), "statistic": fit.tvalues.to_numpy(),
-                          "p_value": fit.pvalues.to_numpy(), "ci_low": interval.iloc[:, 0].to_numpy(),
-                          "ci_high": interval.iloc[:, 1].to_numpy()})
+                          "p_value": fit.pvalues.to_numpy(), "ci_low": low, "ci_high": high})
     table["n"] = int(fit.nobs)
     table["method"] = method
     return table
@@ -568,13 +619,13 @@ class MainResults:
     note: str
 
 
-def main_results(runs: pd.DataFrame, best_of: int | None = None, confidence: float = DEFAULT_CONFIDENCE,
-                 n_resamples: int = DEFAULT_RESAMPLES, seed: int = 0) -> MainResults:
+def main_results(runs: pd.DataFrame, best_of: int | None = None, *, confidence_level: float = DEFAULT_CONFIDENCE,
+                 n_resamples: int = DEFAULT_RESAMPLES, rng: Rng = 0) -> MainResults:
     """The paper's main results over one's own runs, with the code that recomputes the published tables: best of
     k per task × framework, pessimistic imputation, macro means, bootstrap intervals over tasks, paired tests."""
     from innolab.analysis import main_results as published
 
-    _settings(confidence, n_resamples)
+    check_settings(confidence_level=confidence_level, n_resamples=n_resamples)
     scores = sweep_scores(runs, best_of)
     means = published.table4_means(scores)
     frameworks = tuple(dict.fromkeys(scores["framework"]))
@@ -583,9 +634,9 @@ def main_results(runs: pd.DataFrame, best_of: int | None = None, confidence: flo
         empty = pd.DataFrame()
         return MainResults(scores, means, empty, empty,
                            f"{tasks} task(s): intervals and paired tests resample tasks and need at least 2")
-    intervals = published.framework_intervals(scores, n_resamples=n_resamples, confidence=confidence, seed=seed,
-                                              frameworks=frameworks)
-    paired = published.paired_tests(scores, n_resamples=n_resamples, confidence=confidence, seed=seed) \
+    intervals = published.framework_intervals(scores, frameworks=frameworks, confidence_level=confidence_level,
+                                              n_resamples=n_resamples, rng=rng)
+    paired = published.paired_tests(scores, confidence_level=confidence_level, n_resamples=n_resamples, rng=rng) \
         if len(frameworks) > 1 else pd.DataFrame()
     return MainResults(scores, means, intervals, paired, f"{tasks} tasks, {len(frameworks)} framework(s)")
 

@@ -188,7 +188,7 @@ def intervals(tasks: pd.DataFrame, confidence: float = 0.95, n_resamples: int = 
               ) -> pd.DataFrame:
     """Percentile bootstrap intervals over tasks of D, I, C, M and All per (agent, model), and of E over the
     execution subset."""
-    from innolab.analysis.sweeps import bootstrap_mean_ci
+    from innolab.analysis.bootstrap import bootstrap_ci
 
     rows = []
     for (agent, model), part in tasks.groupby(["agent", "model"], sort=True):
@@ -197,9 +197,8 @@ def intervals(tasks: pd.DataFrame, confidence: float = 0.95, n_resamples: int = 
                    "M": part["M"].astype(float) * 100, "All": full,
                    "E": part["executed"].dropna().astype(float) * 100}
         for metric, values in columns.items():
-            array = values.to_numpy(dtype=float)
-            low, high = bootstrap_mean_ci(array, confidence, n_resamples, seed) if array.size else ([float("nan")],) * 2
-            rows.append({"agent": agent, "model": model, "metric": metric, "n": int(array.size),
-                         "mean": float(array.mean()) if array.size else float("nan"),
-                         "ci_low": float(low[0]), "ci_high": float(high[0])})
+            interval = bootstrap_ci(values.to_numpy(dtype=float), confidence_level=confidence,
+                                    n_resamples=n_resamples, rng=seed)
+            rows.append({"agent": agent, "model": model, "metric": metric, "n": interval.n, "mean": interval.mean,
+                         "ci_low": interval.ci_low, "ci_high": interval.ci_high})
     return pd.DataFrame(rows, columns=["agent", "model", "metric", "n", "mean", "ci_low", "ci_high"])
