@@ -80,6 +80,8 @@ def _tasks_show(args: argparse.Namespace) -> int:
 
 
 def _tasks_check(args: argparse.Namespace) -> int:
+    from innolab.agents import SCAFFOLDS
+    from innolab.gym.agent_view import prompt_texts
     from innolab.tasks import get_task, list_tasks
     from innolab.tasks.checks import run_checks
 
@@ -89,7 +91,7 @@ def _tasks_check(args: argparse.Namespace) -> int:
     tasks = list_tasks() if args.all else [get_task(args.task)]
     failed = 0
     for task in tasks:
-        for result in run_checks(task, quick=not args.full):
+        for result in run_checks(task, quick=not args.full, prompts=prompt_texts(SCAFFOLDS)):
             failed += not result.passed
             mark = "ok  " if result.passed else "FAIL"
             print(f"{mark} {result.task}: {result.check} — {result.detail}")

@@ -126,9 +126,23 @@ def settle(config: RunConfig) -> RunConfig:
 
 def start(config: RunConfig, run_dir: Path | None = None, novelty: str | None = "default",
           show_progress: bool = True) -> dict[str, Any]:
-    """Create a run folder, execute the run, score it; returns the outcome with V, G, ratio and N."""
+    """Create a run folder, execute the run, score it; returns the outcome with V, G, ratio and N. A run whose
+    agent would be shown a hidden number does not start (innolab.tasks.leaks.LeakError)."""
+    refuse_leaks(config)
     folder = create_run(settle(config), run_dir)
     return finish(execute(folder, show_progress=show_progress), novelty)
+
+
+def refuse_leaks(config: RunConfig) -> None:
+    """Scan everything the run's agent would be shown (innolab.gym.agent_view: description, prior solution,
+    prompt texts, sandbox files) for the task's hidden numbers; a task of another benchmark has none."""
+    from innolab.gym.agent_view import agent_view
+    from innolab.tasks.leaks import refuse
+    from innolab.tasks.registry import get_task
+
+    if scheme_of(config.task) is None:
+        task = get_task(config.task)
+        refuse(task, agent_view(config, task))
 
 
 def resume(run_dir: Path, novelty: str | None = "default", show_progress: bool = True) -> dict[str, Any]:

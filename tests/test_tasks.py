@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from innolab.novelty.scoring import task_diversity
-from innolab.tasks import TaskError, get_task, leaks, list_tasks, load_task
+from innolab.tasks import TaskError, get_task, list_tasks, load_task
 from innolab.tasks.checks import log_normalise, normalisation_consistency, run_checks
 from innolab.tasks.evaluation import evaluate
 from innolab.tasks.solutions import solutions
@@ -42,53 +42,6 @@ def test_visible_part_holds_only_the_validator_and_the_description():
         blob = b"".join(files.values())
         for solution in solutions(task):
             assert solution.name.encode() not in blob, f"{task.id}: {solution.name} leaks into the sandbox"
-
-
-@pytest.mark.parametrize("task_id", sorted(EXPECTED))
-def test_leak_scan_passes_on_every_builtin_task(task_id):
-    task = get_task(task_id)
-    numbers = leaks.hidden_numbers(task)
-    assert "v_star" in numbers and any(k.startswith("solution ") for k in numbers)
-    assert leaks.scan(task) == []
-
-
-def test_leak_scan_covers_job_shop_bounds_that_once_leaked():
-    task = get_task("job-shop-taillard-41-50")
-    numbers = leaks.hidden_numbers(task)
-    assert numbers["data ta41.upper_bound"] == 2005 and numbers["data ta41.lower_bound"] == 1906
-    assert "metadata" not in json.dumps(json.loads(task.visible_files()["task.json"]))
-
-
-@pytest.mark.parametrize(("planted", "expected"), [
-    ("the record is 2.6359830849176076", "2.6359830849176076"),     # repr of V*
-    ("best so far: 2.636 (rounded)", "2.636"),                        # rounded to 4 digits
-    ("reach 2.6359830849 or more", "2.6359830849"),                   # rounded to 10 decimals
-    ("the lp-hex layout gives 2.5", None),                            # a two-digit spelling carries nothing
-    ('{"v_star": 1}', "v_star"),                                       # a hidden key name
-    ("upper_bound per instance", "upper_bound"),
-])
-def test_leak_scan_finds_a_planted_leak(planted, expected):
-    task = get_task("circle-packing-26")
-    files = {**task.visible_files(), "notes.md": planted.encode()}
-    found = [leak for leak in leaks.scan_files(files, leaks.hidden_numbers(task)) if leak.file == "notes.md"]
-    if expected is None:
-        assert found == []
-    else:
-        assert [leak.found for leak in found] == [expected]
-
-
-def test_leak_scan_spells_integers_and_job_shop_sums():
-    assert {"19481", "19481.0", "1.948e+04"} <= leaks.spellings(19481.0)
-    assert "604" in leaks.spellings(604.0) and "22" not in leaks.spellings(22.0)
-
-
-def test_a_leaking_task_folder_fails_tasks_check(tmp_path):
-    folder = _write_task(tmp_path, GOOD_YAML.replace("value: 1.0,", "value: 1.2345,").replace(
-        "[{value: 1.0,", "[{value: 1.2345,"))
-    (folder / "description.md").write_text("Beat 1.2345 if you can.")
-    done = cli("tasks", "check", str(folder))
-    assert done.returncode == 1
-    assert "FAIL my-task: the visible part leaks" in done.stdout and "description.md: '1.2345' (v_star)" in done.stdout
 
 
 def test_visible_validator_runs_standalone(tmp_path):

@@ -11,7 +11,7 @@ import numpy as np
 from scipy import stats
 
 from innolab.tasks.evaluation import evaluate
-from innolab.tasks.leaks import scan
+from innolab.tasks.leaks import scan, shipped_priors
 from innolab.tasks.model import Task
 from innolab.tasks.solutions import CARD_FILES, Solution, solutions
 
@@ -34,16 +34,22 @@ def _better(a: float, b: float, direction: str) -> bool:
     return a > b if direction == "max" else a < b
 
 
-def run_checks(task: Task, quick: bool = True) -> list[CheckResult]:
-    """All standardisation checks of one task; `quick` reruns each solution in its --quick mode."""
+def run_checks(task: Task, quick: bool = True, prompts: dict[str, bytes] | None = None) -> list[CheckResult]:
+    """All standardisation checks of one task; `quick` reruns each solution in its --quick mode. The leak scan
+    covers what an agent sees: the visible part (the description among it), the shipped prior solutions of the
+    task and `prompts`, the scaffolds' fixed prompt texts (innolab.gym.agent_view.prompt_texts, given by the
+    caller: the tasks know no agents). A known solution whose recorded score cannot be read raises TaskError."""
     results: list[CheckResult] = []
 
     def record(check: str, passed: bool, detail: str) -> None:
         results.append(CheckResult(task.id, check, passed, detail))
 
-    leaks = scan(task)
-    record("the visible part leaks no hidden number or key", not leaks,
-           "; ".join(str(leak) for leak in leaks[:10]) if leaks else "scanned every visible file")
+    visible, priors = task.visible_files(), shipped_priors(task.id)
+    leaks = scan(task, {**visible, **priors, **(prompts or {})})
+    record("what the agent sees leaks no hidden number or key", not leaks,
+           "; ".join(str(leak) for leak in leaks[:10]) if leaks else
+           f"scanned {len(visible)} visible file(s), {len(priors)} shipped prior(s), {len(prompts or {})} prompt "
+           "text(s)")
     known = solutions(task)
     references = [s for s in known if s.recorded.kind == "reference"]
     baselines = [s for s in known if s.recorded.kind == "baseline"]

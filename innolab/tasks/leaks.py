@@ -1,23 +1,59 @@
-"""The leak scan: no leaderboard number, V*, bound or known solution's score in what enters a sandbox.
+"""The leak scan: no leaderboard number, V*, bound or known solution's score in anything the agent sees.
 
 A task's *hidden numbers* are V* and every leaderboard entry, the reproduced V*, the paper's V*, the bounds, the
 numbers its data source publishes about its instances (job-shop bounds) and every known solution's recorded
-scores. Each is written in every way a float or an int is commonly printed (repr, the integer, rounded to 3–10
-significant digits and to 3–10 decimals) and every visible file is searched for those spellings as whole number
-tokens. Spellings with fewer than three significant digits (0.5, 2, 22) carry no information about a record and
-would match ordinary problem statements, so they are not searched. The key names in HIDDEN_KEYS are searched too.
+scores. A solution whose recorded score cannot be read is an error (the scan would otherwise pass blind).
+
+What is scanned: every file that enters a sandbox (`Task.visible_files`, the description among them) and, where a
+run starts, the rest of what the agent reads (the scaffold's prompt texts, the task's workspace rules, the prior
+solution's code: see `innolab.gym.agent_view`).
+
+How a number is recognised: every number written in a text is read as a decimal, whichever way it is spelled —
+plain (`19481`, `2.6359830849176076`), with thousands separators (`19,481`, `19_481`, `19'481`, thin or
+no-break spaces), with a decimal comma (`2,636`), in scientific notation (`1.9481e4`, `1.9481E+04`,
+`1.9481 × 10^4`, `1.9481 \\times 10^{4}`, `1.9481*10**4`), negative or not. It leaks a hidden number `v` when it
+equals `v` rounded (half up or half even) or cut to the written number's own last digit: `2.636`, `2.635`,
+`2.6359830849`, `1.948e4` and the full 17 significant digits of repr all spell V* = 2.6359830849176076. `v` is
+taken both as its shortest repr and as the exact binary value (what `f"{v:.20f}"` prints).
+
+The minimum: a written number must carry at least MIN_SIGNIFICANT_DIGITS = 3 significant digits (leading zeros
+not counted; trailing zeros after a decimal point not counted either, since `2.000` says no more than `2`; an
+integer's trailing zeros do count, `2005` is four digits). A two-digit spelling (0.5, 2.6, 22) pins a value only
+to a few per cent, no closer than a task's own statement does, and such numbers fill every problem statement
+(n = 26, a 0.5 margin, 22 dimensions), so flagging them would flag every task; from three digits on, a spelling
+pins V* to a fraction of a per cent, and no built-in task, scaffold prompt or shipped prior holds one by chance
+(the tests check all of them). The key names in HIDDEN_KEYS are searched too.
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from decimal import ROUND_DOWN, ROUND_HALF_EVEN, ROUND_HALF_UP, Context, Decimal, InvalidOperation
+from pathlib import Path
 
 from innolab.tasks.model import Task, TaskError
 
 HIDDEN_KEYS = ("v_star", "leaderboard", "upper_bound", "lower_bound", "best_known")
 MIN_SIGNIFICANT_DIGITS = 3
-NUMBER_TOKEN = re.compile(r"(?<![\w.])-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?(?![\w]|\.\d)")
+ROUNDINGS = (ROUND_HALF_UP, ROUND_HALF_EVEN, ROUND_DOWN)  # rounded either way, or cut
+_EXACT = Context(prec=80)  # enough for a float's exact binary expansion, quantized to any written digit
+
+_SEPARATORS = ",_'\u2009\u202f\u00a0"  # thousands: comma, underscore, apostrophe, thin, narrow and no-break space
+_GROUPED = rf"\d{{1,3}}(?:[{_SEPARATORS}]\d{{3}})+"
+_BEFORE, _AFTER = r"(?<![\w.,])", r"(?![\w]|[.,]\d)"
+_EXPONENT = r"(?:[eE][-+]?\d+)?"
+_TEN_TO = r"\s*(?:×|x|\*|·|\\times|\\cdot)\s*10\s*(?:\^|\*\*)\s*\{?\s*([-+−]?\d+)\s*\}?"
+NUMBER_PATTERNS = (
+    re.compile(rf"(?<![\w.])-?\d+(?:\.\d+)?{_EXPONENT}(?![\w]|\.\d)"),      # 19481, 2.636, 1.9481e4, 1.9481E+04
+    re.compile(rf"{_BEFORE}-?{_GROUPED}(?:\.\d+)?{_EXPONENT}{_AFTER}"),      # 19,481 · 19_481 · 1,234,567.5
+    re.compile(rf"{_BEFORE}-?\d+,\d+{_EXPONENT}{_AFTER}"),                   # a decimal comma: 2,636
+    re.compile(rf"{_BEFORE}(-?\d+(?:\.\d+)?){_TEN_TO}"),                     # 1.9481 × 10^4, 1.9481 \times 10^{4}
+)
+
+
+class LeakError(TaskError):
+    """Something the agent would see spells a hidden number; the message names each file and value."""
 
 
 @dataclass(frozen=True)
@@ -31,22 +67,81 @@ class Leak:
 
 
 def significant_digits(spelling: str) -> int:
-    mantissa = spelling.lstrip("-").split("e")[0].split("E")[0].replace(".", "").lstrip("0")
-    return len(mantissa.rstrip("0")) if "." in spelling.split("e")[0] else len(mantissa)
+    """Significant digits as written (leading zeros never count; trailing zeros count in an integer only), of
+    the spelling's first reading."""
+    found = readings(spelling)
+    if not found:
+        raise ValueError(f"significant_digits: {spelling!r} is not a number")
+    return found[0][1]
+
+
+def _reading(text: str) -> tuple[Decimal, int] | None:
+    """A plain decimal spelling (`-12.50e3`) → its value and significant digits as written."""
+    if not re.fullmatch(rf"-?\d+(?:\.\d+)?{_EXPONENT}", text):
+        return None
+    value = Decimal(text)
+    digits = "".join(str(d) for d in value.as_tuple().digits).lstrip("0")
+    mantissa = re.split("[eE]", text)[0]
+    return value, len(digits.rstrip("0") if "." in mantissa else digits)
+
+
+def readings(spelling: str) -> list[tuple[Decimal, int]]:
+    """What a written number can stand for, with its significant digits as written: thousands separators
+    dropped, a single comma also read as a decimal comma (`2,636`; `19,481` is read both ways), `× 10^k` read
+    as an exponent. Empty when the text is not a number."""
+    text = spelling.strip().replace("−", "-")
+    ten = re.fullmatch(rf"(-?\d+(?:\.\d+)?){_TEN_TO}", text)
+    if ten:
+        text = f"{ten.group(1)}e{ten.group(2).replace('−', '-')}"
+    forms = [text]
+    if re.fullmatch(rf"-?{_GROUPED}(?:\.\d+)?{_EXPONENT}", text):
+        forms = [re.sub(f"[{_SEPARATORS}]", "", text)]
+    if text.count(",") == 1 and "." not in text:
+        forms.append(text.replace(",", "."))
+    return [r for r in map(_reading, forms) if r is not None]
+
+
+def numbers_in(text: str) -> dict[str, list[tuple[Decimal, int]]]:
+    """Every number written in a text, by its spelling, with each of its readings (see `readings`)."""
+    found: dict[str, list[tuple[Decimal, int]]] = {}
+    for pattern in NUMBER_PATTERNS:
+        for match in pattern.finditer(text):
+            if match.group(0) not in found and (read := readings(match.group(0))):
+                found[match.group(0)] = read
+    return found
+
+
+def spells(written: Decimal, hidden: float) -> bool:
+    """Does a written number spell the hidden value, rounded or cut to the written number's last digit?"""
+    quantum = Decimal((0, (1,), written.as_tuple().exponent))
+    target = abs(written)
+    for base in (Decimal(repr(float(hidden))), Decimal(float(hidden))):
+        for rounding in ROUNDINGS:
+            try:
+                if abs(base).quantize(quantum, rounding=rounding, context=_EXACT) == target:
+                    return True
+            except InvalidOperation:  # the written number is far finer than any float: no rounding of one
+                continue
+    return False
 
 
 def spellings(value: float) -> set[str]:
-    """How a number is commonly printed: repr, int, rounded to 3–10 significant digits or decimals."""
+    """Common spellings of a hidden number (a sample of what the scan recognises, for reports and tests): repr,
+    the integer, thousands separators, scientific notation, and every rounding to 3–17 significant digits or
+    decimals that keeps at least MIN_SIGNIFICANT_DIGITS."""
     forms = {repr(value), str(value)}
     if float(value).is_integer():
-        forms |= {str(int(value)), f"{float(value)!r}"}
-    for digits in range(3, 11):
-        forms |= {f"{value:.{digits}g}", f"{value:.{digits}f}"}
+        forms |= {str(int(value)), f"{int(value):,}", f"{int(value):_}"}
+    for digits in range(MIN_SIGNIFICANT_DIGITS, 18):
+        forms |= {f"{value:.{digits}g}", f"{value:.{digits}f}", f"{value:.{digits - 1}e}",
+                  f"{value:.{digits - 1}E}"}
+    forms |= {re.sub(r"e\+?(-?)0*(\d)", r"e\1\2", f) for f in forms if "e" in f}  # 1.9481e+04 → 1.9481e4
     return {f for f in forms if significant_digits(f) >= MIN_SIGNIFICANT_DIGITS}
 
 
 def hidden_numbers(task: Task) -> dict[str, float]:
-    """Every number the agent must not see, by where it comes from."""
+    """Every number the agent must not see, by where it comes from; a known solution whose recorded score
+    cannot be read is an error (TaskError naming its score.json)."""
     from innolab.tasks.solutions import solutions
 
     spec = task.spec
@@ -64,31 +159,52 @@ def hidden_numbers(task: Task) -> dict[str, float]:
     for solution in solutions(task):
         try:
             recorded = solution.recorded
-        except TaskError:
-            continue
+        except TaskError as error:
+            raise TaskError(f"leak scan of {task.id}: the recorded score of solution {solution.name} cannot be read, "
+                            f"so it cannot be kept out of what the agent sees: {error}") from None
         found[f"solution {solution.name} score"] = recorded.score
         found[f"solution {solution.name} quick score"] = recorded.quick_score
     return found
 
 
-def scan_files(files: dict[str, bytes], numbers: dict[str, float]) -> list[Leak]:
-    """Leaks in a set of files: hidden numbers in any common spelling, and hidden key names."""
-    wanted: dict[str, str] = {}
-    for source, value in numbers.items():
-        for form in spellings(value):
-            wanted.setdefault(form, source)
-            wanted.setdefault(form.lstrip("-"), source)
+def scan_files(files: dict[str, bytes] | dict[str, str], numbers: dict[str, float]) -> list[Leak]:
+    """Leaks in a set of files (name → content): hidden numbers in any spelling, and hidden key names."""
     leaks = []
     for name, content in sorted(files.items()):
-        text = content.decode("utf-8", errors="replace")
-        for token in sorted(set(NUMBER_TOKEN.findall(text))):
-            if token in wanted or token.lstrip("-") in wanted:
-                leaks.append(Leak(name, token, wanted.get(token) or wanted[token.lstrip("-")]))
+        text = content.decode("utf-8", errors="replace") if isinstance(content, bytes) else content
+        for spelling, read in sorted(numbers_in(text).items()):
+            source = next((where for value, digits in read if digits >= MIN_SIGNIFICANT_DIGITS
+                           for where, hidden in numbers.items() if spells(value, hidden)), None)
+            if source is not None:
+                leaks.append(Leak(name, spelling, source))
         lowered = text.lower()
         leaks += [Leak(name, key, "hidden key name") for key in HIDDEN_KEYS if key in lowered]
-    return leaks
+    return list(dict.fromkeys(leaks))
 
 
-def scan(task: Task) -> list[Leak]:
-    """Leaks in the task's visible part (everything that enters a sandbox)."""
-    return scan_files(task.visible_files(), hidden_numbers(task))
+def scan(task: Task, files: dict[str, bytes] | dict[str, str] | None = None) -> list[Leak]:
+    """Leaks in what the agent sees: by default the task's visible part (everything that enters a sandbox)."""
+    return scan_files(task.visible_files() if files is None else files, hidden_numbers(task))
+
+
+def refuse(task: Task, files: dict[str, bytes] | dict[str, str]) -> None:
+    """Raise LeakError, naming each file and spelling, when any of these files spells a hidden number."""
+    found = scan(task, files)
+    if found:
+        shown = "; ".join(str(leak) for leak in found[:10]) + (f"; and {len(found) - 10} more" if len(found) > 10
+                                                              else "")
+        raise LeakError(f"task {task.id}: what the agent would see spells hidden numbers (V*, the leaderboard, "
+                        f"bounds or known solutions' scores): {shown}. Remove them (a prior solution's docstring, "
+                        "the description) before the run starts.")
+
+
+def shipped_priors(task_id: str, folder: Path | None = None) -> dict[str, bytes]:
+    """The prior solutions shipped for a task (data/sweeps/priors/<task id>-<name>.py), by their file name."""
+    from innolab.paths import data_dir
+
+    folder = folder or data_dir() / "sweeps" / "priors"
+    if not folder.is_dir():
+        return {}
+    pattern = re.compile(rf"{re.escape(task_id)}-[\w-]+\.py")
+    return {f"priors/{p.name}": p.read_bytes() for p in sorted(folder.iterdir())
+            if p.is_file() and pattern.fullmatch(p.name)}

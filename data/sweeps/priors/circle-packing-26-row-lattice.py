@@ -1,7 +1,7 @@
 """A prior solution for circle-packing-26 (innolab's own, for the prior-solution sweeps): 26 equal circles on a
-5 x 6 row lattice, radius 1/12, sum of radii about 2.1667 (ratio about -0.18 to V*). Self-contained: it runs in
-any sandbox and writes submission.json in the working directory. Plenty of room to improve: four lattice sites
-stay empty and every circle has the same radius."""
+5 x 6 row lattice, each of radius 1/12. Self-contained: it runs in any sandbox and writes submission.json in the
+working directory, and prints its own sum of radii. Plenty of room to improve: four lattice sites stay empty and
+every circle has the same radius."""
 
 import json
 

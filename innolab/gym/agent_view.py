@@ -1,0 +1,73 @@
+"""What an agent is shown before its first observation, gathered in one place so that it can be checked for leaks.
+
+A run hands its policy the task's description (each observation's `task_description`), the task's workspace
+rules, the prior solution's code (in the system prompt) and the files of its sandbox; the policy builds its
+prompts from these and from its own fixed texts. `agent_view` names every one of them; the runner scans it
+(innolab.tasks.leaks) before a run starts.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import json
+from typing import Any
+
+from innolab.gym.policy import RunConfig
+from innolab.gym.tools import TOOL_SPECS
+
+
+def policy_texts(policy: str) -> dict[str, str]:
+    """The fixed texts a policy ("module:factory") builds its prompts from: every upper-case module-level
+    constant that is or holds strings (a role, workspace rules, instructions, notes, schemas), in the module of
+    the factory and of each of its base classes; named "<module>.<NAME>"."""
+    module_name, _, attribute = policy.partition(":")
+    try:
+        factory = getattr(importlib.import_module(module_name), attribute)
+    except (ImportError, AttributeError) as error:
+        raise ValueError(f"policy {policy!r} cannot be imported: {error}") from None
+    owners = [c.__module__ for c in inspect.getmro(factory)] if inspect.isclass(factory) else [factory.__module__]
+    texts: dict[str, str] = {}
+    for owner in dict.fromkeys(owners):
+        if owner == "builtins":
+            continue
+        for name, value in vars(importlib.import_module(owner)).items():
+            strings = _strings(value)
+            if name.isupper() and not name.startswith("_") and strings:
+                texts[f"{owner}.{name}"] = "\n".join(strings)
+    return texts
+
+
+def prompt_texts(policies: dict[str, str]) -> dict[str, bytes]:
+    """The fixed prompt texts of policies (agent name → "module:factory"), named "<agent> prompt text <module>.<NAME>",
+    and the tools' specifications (what a scaffold with native tool calls is shown)."""
+    texts = {f"{agent} prompt text {name}": text.encode()
+             for agent, policy in policies.items() for name, text in policy_texts(policy).items()}
+    return {**texts, "tool specs": json.dumps(TOOL_SPECS).encode()}
+
+
+def _strings(value: Any) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [s for k, v in value.items() for s in (*_strings(k), *_strings(v))]
+    if isinstance(value, list | tuple | set | frozenset):
+        return [s for item in value for s in _strings(item)]
+    return []
+
+
+def agent_view(config: RunConfig, task: Any) -> dict[str, bytes]:
+    """Everything the run's agent is shown before its first tool result, by name: the sandbox's files (the
+    description among them), the description as the first message, the task's workspace rules, the prior
+    solution, the policy's fixed prompt texts and the tools' specifications."""
+    files = dict(task.visible_files())
+    if files.get("description.md") != task.description.encode():
+        files["task description"] = task.description.encode()
+    rules = getattr(task, "workspace_rules", None)
+    if rules:
+        files["workspace rules"] = str(rules).encode()
+    prior = config.prior_solution or {}
+    if prior.get("code"):
+        files[f"prior solution {prior.get('name') or 'prior'}"] = str(prior["code"]).encode()
+    files.update(prompt_texts({config.agent: config.policy}))
+    return files
