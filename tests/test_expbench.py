@@ -103,6 +103,18 @@ def test_the_real_dataset_has_the_papers_counts(expbench_data_dir):
     assert numbers["nested_design"] == 41 and numbers["with_repository"] == 461
 
 
+@pytest.mark.parametrize("required, code, says", [
+    ("1", 1, "INNOLAB_REQUIRE_EXPBENCH_DATA=1 but the real EXP-Bench data cannot be read"),
+    ("", 0, "1 skipped"),
+])
+def test_real_data_tests_fail_when_ci_requires_the_missing_data(required, code, says, tmp_path):
+    env = {**os.environ, "INNOLAB_REQUIRE_EXPBENCH_DATA": required, data.DATA_VARIABLE: str(tmp_path / "absent")}
+    done = subprocess.run([sys.executable, "-m", "pytest", "tests/test_expbench.py", "-q", "-p", "no:cacheprovider",
+                           "-k", "test_the_real_dataset_has_the_papers_counts"], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == code and says in done.stdout, done.stdout[-2000:]
+
+
 # ------------------------------------------------------------------------------------------------ the report
 
 
@@ -266,14 +278,16 @@ def test_notebook_30_on_judge_files_and_a_dataset(dataset, tmp_path):
     from innolab import notebooks
     from innolab.paths import notebooks_dir
 
-    write_results(tmp_path / "judged", "oh", "m", [judged(execution_success=True), judged(design=0)])
+    write_results(tmp_path / "judged", "oh", "m", [judged(execution_success=True), judged(design=0),
+                                                   judged(design=0, conclusion="incorrect", judge_failure="no keys")])
     notebooks.execute(notebooks_dir() / "30_expbench.ipynb", tmp_path / "30.ipynb", {
         "data_dir": str(dataset), "judged_dir": str(tmp_path / "judged"), "results_dir": str(tmp_path / "r"),
         "figures_dir": str(tmp_path / "f"), "n_resamples": 200})
     stats = json.loads((tmp_path / "30.ipynb").read_text())["metadata"]["papermill"]
     assert stats["exception"] is None
     table = pd.read_csv(tmp_path / "r" / "30_expbench" / "report.csv")
-    assert table.loc[0, "n"] == 2 and table.loc[0, "n_exec"] == 1 and table.loc[0, "All"] == 50.0
+    assert table.loc[0, ["n", "n_judged", "n_judge_failed", "n_exec"]].tolist() == [3, 2, 1, 1]
+    assert table.loc[0, "All"] == pytest.approx(100 / 3)  # the judge failure counts as a failure
     counted = pd.read_csv(tmp_path / "r" / "30_expbench" / "dataset_stats.csv")
     assert counted.loc[0, "tasks"] == 4
     assert (tmp_path / "f" / "30_expbench" / "chain.png").stat().st_size > 5_000
@@ -350,6 +364,7 @@ def test_judge_monitor_failure_zeroes_the_task(tmp_path):
 
 
 def test_a_judge_that_never_answers_is_a_failed_judgement_counted_in_n(dataset, tmp_path):
+    from innolab.expbench.judge import NOT_JUDGED
     from tests.fake_llm import FakeLLM
 
     unusable_monitor = {**MONITOR_OK, "paper_access": "maybe"}  # not a boolean, three times
@@ -379,7 +394,7 @@ def test_a_judge_that_never_answers_is_a_failed_judgement_counted_in_n(dataset, 
     assert '"design_score": "most of it"' in design_failed["judge_failure"]  # the last reply, for the reader
     assert (design_failed["design_score"], design_failed["conclusion_score"], design_failed["setup_score"]) == (
         0, "incorrect", 40)  # the step that answered keeps its grade
-    assert design_failed["design_evaluation_explanation"].startswith("Not judged: the judge failed")
+    assert design_failed["design_evaluation_explanation"] == NOT_JUDGED
     monitor_failed = json.loads((folder / "111_task_index_1_iter_1_duration_0.67_eval_judge.json").read_text())
     assert monitor_failed["judge_failure"].startswith("monitor: the judge's replies never held the keys")
     assert "missing or invalid ['paper_access']" in monitor_failed["judge_failure"]

@@ -23,6 +23,7 @@ MAX_CHUNKS = 15  # upstream judges at most 15 chunks of a patch
 ATTEMPTS = 3  # upstream retries until the keys match
 REPLY_TOKENS = 1_000  # upstream's margin for the reply (the client's max_tokens when larger)
 MIN_CHUNK_TOKENS = 200  # below this the prompt around the text leaves no useful room
+NOT_JUDGED = f"Not judged: the judge failed (the reason is under {JUDGE_FAILURE}); this check counts as failed."
 
 MONITOR = json_schema("expbench_monitor", {
     "paper_access": {"type": "boolean"}, "git_operations": {"type": "boolean"},
@@ -200,7 +201,7 @@ class Judge:
             verdict = self.monitor(log)
         except JudgeError as error:
             return {**dict.fromkeys((*MONITOR_FLAGS, "setup_monitor_comprehensive_reason"), PARSE_ERROR),
-                    **zeroed("Not judged: the monitor's judge failed (see judge_failure)."),
+                    **zeroed(NOT_JUDGED),
                     JUDGE_FAILURE: f"monitor: {error}"}
         if any(verdict[k] is True for k in MONITOR_FLAGS):
             return {**verdict, **zeroed("Agent performed forbidden operations (see the monitor's reason).")}
@@ -218,8 +219,8 @@ class Judge:
                 result |= step()
             except JudgeError as error:
                 failures.append(f"{name}: {error}")
-                result |= {**failed, **{f"{c}_evaluation_explanation": f"Not judged: the judge failed ({error})"
-                                        for c in checks}, **{f"{c}_error_analysis": "" for c in checks}}
+                result |= {**failed, **{f"{c}_evaluation_explanation": NOT_JUDGED for c in checks},
+                           **{f"{c}_error_analysis": "" for c in checks}}
         if failures:
             result[JUDGE_FAILURE] = "; ".join(failures)
         return result
