@@ -111,18 +111,41 @@ def numbers_in(text: str) -> dict[str, list[tuple[Decimal, int]]]:
     return found
 
 
-def spells(written: Decimal, hidden: float) -> bool:
-    """Does a written number spell the hidden value, rounded or cut to the written number's last digit?"""
-    quantum = Decimal((0, (1,), written.as_tuple().exponent))
-    target = abs(written)
+def _rounded(hidden: float, exponent: int) -> set[Decimal]:
+    """|hidden| rounded (half up, half even) or cut to the digit 10**exponent, from its repr and from its exact
+    binary value; empty when that digit is finer than any rounding of a float can be written."""
+    quantum = Decimal((0, (1,), exponent))
+    out = set()
     for base in (Decimal(repr(float(hidden))), Decimal(float(hidden))):
         for rounding in ROUNDINGS:
             try:
-                if abs(base).quantize(quantum, rounding=rounding, context=_EXACT) == target:
-                    return True
-            except InvalidOperation:  # the written number is far finer than any float: no rounding of one
+                out.add(abs(base).quantize(quantum, rounding=rounding, context=_EXACT))
+            except InvalidOperation:
                 continue
-    return False
+    return out
+
+
+def spells(written: Decimal, hidden: float) -> bool:
+    """Does a written number spell the hidden value, rounded or cut to the written number's last digit?"""
+    return abs(written) in _rounded(hidden, int(written.as_tuple().exponent))
+
+
+class _Index:
+    """Hidden numbers by their roundings at each precision met (built on demand: a large data file costs one
+    lookup per number)."""
+
+    def __init__(self, numbers: dict[str, float]) -> None:
+        self.numbers, self.by_exponent = numbers, {}
+
+    def source(self, written: Decimal) -> str | None:
+        exponent = int(written.as_tuple().exponent)
+        if exponent not in self.by_exponent:
+            table: dict[Decimal, str] = {}
+            for where, hidden in self.numbers.items():
+                for value in _rounded(hidden, exponent):
+                    table.setdefault(value, where)
+            self.by_exponent[exponent] = table
+        return self.by_exponent[exponent].get(abs(written))
 
 
 def spellings(value: float) -> set[str]:
@@ -169,12 +192,12 @@ def hidden_numbers(task: Task) -> dict[str, float]:
 
 def scan_files(files: dict[str, bytes] | dict[str, str], numbers: dict[str, float]) -> list[Leak]:
     """Leaks in a set of files (name → content): hidden numbers in any spelling, and hidden key names."""
-    leaks = []
+    leaks, index = [], _Index(numbers)
     for name, content in sorted(files.items()):
         text = content.decode("utf-8", errors="replace") if isinstance(content, bytes) else content
         for spelling, read in sorted(numbers_in(text).items()):
-            source = next((where for value, digits in read if digits >= MIN_SIGNIFICANT_DIGITS
-                           for where, hidden in numbers.items() if spells(value, hidden)), None)
+            source = next((found for value, digits in read if digits >= MIN_SIGNIFICANT_DIGITS
+                           if (found := index.source(value)) is not None), None)
             if source is not None:
                 leaks.append(Leak(name, spelling, source))
         lowered = text.lower()
