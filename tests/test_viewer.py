@@ -138,12 +138,100 @@ def test_sweep_view_filters_draws_curves_and_opens_a_run(runs):
     view = SweepView(runs)
     assert len(view.runs) == 2 and "agent" in view.factors and "temperature" in view.factors
     assert "2 of 2 runs" in view.table.value
-    view.set_filter("agent", "codeact")
+    view.set_filter("agent", "aide")
     assert "1 of 2 runs" in view.table.value and len(view.picker.options) == 1
-    identifier = view.picker.options[0][1]
-    view.select([identifier])
-    assert f'data-run="{identifier}"' in view.curves.value and "<polyline" in view.curves.value
+    label, position = view.picker.options[0]
+    assert label.startswith("aide · T=0.7") and label.endswith(view.runs.at[position, "config_id"])
+    view.select([view.runs.at[position, "config_id"]])
+    key = view.run_key(position)
+    assert f'data-run="{key}"' in view.curves.value and "<polyline" in view.curves.value
+    assert f"<li><i style=\"background:#4C72B0\"></i>{label}</li>" in view.curves.value  # the whole label
     opened = view.open_run()
-    assert opened.run.agent == "codeact" and view.run_area.children == (opened.widget,)
+    assert opened.run.agent == "aide" and view.run_area.children == (opened.widget,)
     view.set_filter("agent", None)
     assert "2 of 2 runs" in view.table.value
+
+
+@pytest.fixture(scope="module")
+def mixed(runs, tmp_path_factory):
+    """A folder of runs as a newcomer's results/runs looks after a while: one configuration run twice (the
+    AIDE run and its copy), and a broken CodeAct run (its code raises; another budget and seed), also twice."""
+    folder = tmp_path_factory.mktemp("mixed")
+    shutil.copytree(runs / "aide", folder / "aide")
+    shutil.copytree(runs / "aide", folder / "aide-again")
+    broken = [{"thought": "try", "action": "python", "code": BUGGY},
+              {"thought": "submit it", "action": "submit", "code": "submission.json"}]
+    with FakeLLM(replies={"codeact_action": broken}) as server:
+        config = runner.agent_config("codeact", "circle-packing-26", budget_s=120, max_steps=3, seed=3,
+                                     settings=settings(server), temperature=0.3)
+        runner.start(config, folder / "broken", novelty="ast", show_progress=False)
+    shutil.copytree(folder / "broken", folder / "broken-again")
+    return folder
+
+
+def test_run_picker_options_are_unique_and_name_what_sets_runs_apart(mixed):
+    from innolab.viewer import SweepView
+
+    view = SweepView(mixed)
+    labels = [label for label, _ in view.picker.options]
+    values = [value for _, value in view.picker.options]
+    assert len(labels) == len(set(labels)) == len(values) == len(set(values)) == 4
+    assert view.factors == ["agent", "temperature", "budget_s", "seed"]
+    by_folder = {view.run_key(p): label for label, p in view.picker.options}
+    repeated = view.runs.set_index("run_dir").at["aide", "config_id"]
+    assert by_folder["aide"] == f"aide · T=0.7 · budget 300 s · seed 0 · {repeated} · run aide"
+    assert by_folder["aide-again"] == f"aide · T=0.7 · budget 300 s · seed 0 · {repeated} · run aide-again"
+    assert by_folder["broken"].startswith("codeact · T=0.3 · budget 120 s · seed 3 · ")
+    width = int(re.match(r"calc\((\d+)ch", view.picker.layout.width).group(1))
+    assert width >= max(map(len, labels))  # no option is cut short
+    view.select([repeated])  # a config id run twice selects both runs
+    assert sorted(view.run_key(p) for p in view.picker.value) == ["aide", "aide-again"]
+    assert view.curves.value.count("<polyline") == 2
+    with pytest.raises(ValueError, match=r"names 2 runs \(aide, aide-again\): pass the run folder"):
+        view.open_run(repeated)
+    assert view.open_run("aide-again").run.run_dir == mixed / "aide-again"
+    with pytest.raises(ValueError, match="'nope' is neither a config id nor a run folder"):
+        view.select(["nope"])
+
+
+def test_run_labels_stay_unique_without_a_run_folder():
+    import pandas as pd
+
+    from innolab.viewer.views import run_labels
+
+    rows = pd.DataFrame({"config_id": ["abc", "abc", "def"], "run_dir": [None, None, "runs/def"],
+                         "agent": ["aide", "aide", "mlab"], "temperature": [0.5, 0.5, 0.75]})
+    assert run_labels(rows, ["agent", "temperature"]) == [
+        "aide · T=0.5 · abc · #1", "aide · T=0.5 · abc · #2", "mlab · T=0.75 · def"]
+
+
+def test_an_all_invalid_selection_says_why(mixed):
+    from innolab.viewer import SweepView
+
+    view = SweepView(mixed)
+    assert "Select runs" in view.curves.value
+    view.select(["broken", "broken-again"])
+    shown = view.curves.value
+    assert "No valid submission among the 2 selected runs" in shown and "<svg" not in shown
+    assert shown.count("none valid on the dev check (ended:") + shown.count("no submission (ended:") == 2
+    view.select(["broken", "aide"])
+    shown = view.curves.value
+    assert "<polyline" in shown and "1 of the 2 selected runs had no valid submission" in shown
+    assert "(no valid submission)" in shown  # in the legend, beside the broken run's label
+
+
+def test_numbers_are_written_for_people(mixed):
+    from innolab.viewer import RunView, SweepView
+
+    assert render.human("wall_s", 120.00816665600007) == "120.0 s"
+    assert render.human("ratio", -0.17804212) == "-0.178" and render.human("novelty", 23.72894) == "23.7"
+    assert render.human("prior_solution", float("nan")) == "-" and render.human("valid", True) == "yes"
+    view = SweepView(mixed)
+    long_numbers = re.compile(r"\d\.\d{7,}")
+    assert not long_numbers.search(view.table.value)
+    wall = view.runs.at[0, "wall_s"]
+    assert f"<td>{wall:.1f} s</td>" in view.table.value
+    run_view = RunView(mixed / "aide")
+    table = run_view.totals_table()
+    assert table.at["wall time", "value"] == f'{run_view.run.totals["wall_s"]:.1f} s'
+    assert not long_numbers.search(table.to_string()) and not long_numbers.search(run_view.totals.value)

@@ -5,7 +5,11 @@ from __future__ import annotations
 
 import html
 import json
+import math
 from typing import Any
+
+import numpy as np
+import pandas as pd
 
 from innolab.viewer.model import Exchanges, RunData, Step
 
@@ -28,6 +32,36 @@ def number(value: Any, digits: int = 6) -> str:
         return "-"
     if isinstance(value, float):
         return f"{value:.{digits}g}"
+    return str(value)
+
+
+def _missing(value: Any) -> bool:
+    return value is None or (isinstance(value, float) and math.isnan(value)) or value is pd.NA or value is pd.NaT
+
+
+SECONDS = {"wall_s", "budget_s", "model_s", "tools_s", "overhead_s", "t_s", "duration_s", "latency_s"}
+FIXED = {"ratio": 3, "gain": 4, "novelty": 1, "ratio_raw": 3, "novelty_raw": 1}
+
+
+def human(column: str, value: Any) -> str:
+    """A table cell as a person reads it: seconds to 0.1 s (120.00816665600007 -> "120.0 s"), ratio to 3
+    decimals, N to 1, money to 4, other decimals to 6 significant digits, yes/no, "-" for a missing value."""
+    if _missing(value):
+        return "-"
+    if isinstance(value, bool | np.bool_):
+        return "yes" if value else "no"
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, int):
+        return f"{value} s" if column in SECONDS else str(value)
+    if isinstance(value, float):
+        if column in SECONDS:
+            return f"{value:.1f} s"
+        if column == "cost_usd":
+            return f"$ {value:.4f}"
+        if column in FIXED:
+            return f"{value:.{FIXED[column]}f}"
+        return f"{value:.6g}"
     return str(value)
 
 
@@ -288,15 +322,19 @@ def header_html(run: RunData) -> str:
     return f'<table class="header">{cells}</table>'
 
 
-def totals_html(run: RunData) -> str:
-    t = run.totals
-    rows = [("steps", t["steps"]), ("model calls (cached)", f'{t["model_calls"]} ({t["cached_calls"]})'),
+def totals_rows(totals: dict[str, float]) -> list[tuple[str, str]]:
+    """A run's totals in words and rounded numbers: (what, how much)."""
+    t = totals
+    return [("steps", str(t["steps"])), ("model calls (cached)", f'{t["model_calls"]} ({t["cached_calls"]})'),
             ("tool calls (failed)", f'{t["tool_calls"]} ({t["failed_tool_calls"]})'),
             ("tokens (prompt + completion)", f'{t["prompt_tokens"]} + {t["completion_tokens"]}'),
-            ("cost", f'$ {t["cost_usd"]:.4f}'), ("wall time", f'{t["wall_s"]:.1f} s'),
-            ("model", f'{t["model_s"]:.1f} s'), ("tools", f'{t["tools_s"]:.1f} s'),
-            ("overhead", f'{t["overhead_s"]:.1f} s')]
-    cells = "".join(f"<tr><th>{text(k)}</th><td>{text(str(v))}</td></tr>" for k, v in rows)
+            ("cost", human("cost_usd", float(t["cost_usd"]))), ("wall time", human("wall_s", float(t["wall_s"]))),
+            ("model", human("model_s", float(t["model_s"]))), ("tools", human("tools_s", float(t["tools_s"]))),
+            ("overhead", human("overhead_s", float(t["overhead_s"])))]
+
+
+def totals_html(run: RunData) -> str:
+    cells = "".join(f"<tr><th>{text(k)}</th><td>{text(v)}</td></tr>" for k, v in totals_rows(run.totals))
     return f'<table class="totals">{cells}</table>'
 
 
@@ -329,6 +367,8 @@ pre{background:#f6f6f6;padding:6px;white-space:pre-wrap;max-height:400px;overflo
 .node-detail{border:1px dashed #999;padding:6px;margin:6px 0}
 .legend span{display:inline-block;margin-right:12px;font-size:12px}
 .legend i{display:inline-block;width:12px;height:12px;margin-right:4px;vertical-align:middle}
+.curve-legend{list-style:none;padding-left:0;font-size:12px}
+.note{color:#8a4b00;font-size:13px}
 """
 
 
@@ -344,13 +384,16 @@ PALETTE = ["#4C72B0", "#DD8452", "#55A868", "#C44E52", "#8172B2", "#937860", "#D
 
 
 def curves_svg(curves: dict[str, list[tuple[float, float]]], v_star: float | None = None, width: int = 900,
-               height: int = 260) -> str:
-    """Best-so-far step curves of several runs ({label: [(t_s, best score), ...]}), one colour each."""
-    x0, x1, top, bottom = 70, width - 180, 20, height - 35
+               height: int = 260, labels: dict[str, str] | None = None) -> str:
+    """Best-so-far step curves of several runs ({key: [(t_s, best score), ...]}), one colour each, and below the
+    chart a legend with each run's whole label (`labels[key]`, the key where none is given): nothing cut short."""
+    labels = labels or {}
+    x0, x1, top, bottom = 70, width - 20, 20, height - 35
     points = [p for series in curves.values() for p in series]
     values = [v for _, v in points] + ([v_star] if v_star is not None else [])
     end = max([t for t, _ in points] + [1e-9])
     parts = [f'<rect x="{x0}" y="{top}" width="{x1 - x0}" height="{bottom - top}" fill="none" stroke="#999"/>']
+    legend = []
     if values:
         low, high = min(values), max(values)
         pad = (high - low) * 0.08 or abs(high) * 0.05 or 1.0
@@ -367,21 +410,23 @@ def curves_svg(curves: dict[str, list[tuple[float, float]]], v_star: float | Non
         if v_star is not None:
             parts.append(f'<line x1="{x0}" x2="{x1}" y1="{y(v_star):.1f}" y2="{y(v_star):.1f}" '
                          f'stroke="{COLOURS["v_star"]}" stroke-dasharray="5,3"/>')
-        for index, (label, series) in enumerate(curves.items()):
-            colour = PALETTE[index % len(PALETTE)]
-            if series:
-                coords, previous = [], None
-                for t, v in series:
-                    if previous is not None:
-                        coords.append(f"{x(t):.1f},{previous:.1f}")
-                    previous = y(v)
+    for index, (key, series) in enumerate(curves.items()):
+        colour = PALETTE[index % len(PALETTE)]
+        label = labels.get(key, key)
+        if series and values:
+            coords, previous = [], None
+            for t, v in series:
+                if previous is not None:
                     coords.append(f"{x(t):.1f},{previous:.1f}")
-                coords.append(f"{x1:.1f},{previous:.1f}")
-                parts.append(f'<polyline class="curve" data-run="{text(label, 80)}" points="{" ".join(coords)}" '
-                             f'fill="none" stroke="{colour}" stroke-width="1.5"/>')
-            parts.append(f'<text x="{x1 + 8}" y="{top + 12 + index * 14}" fill="{colour}">{text(label, 24)}'
-                         f'{"" if series else " (no valid)"}</text>')
+                previous = y(v)
+                coords.append(f"{x(t):.1f},{previous:.1f}")
+            coords.append(f"{x1:.1f},{previous:.1f}")
+            parts.append(f'<polyline class="curve" data-run="{text(key, 200)}" points="{" ".join(coords)}" '
+                         f'fill="none" stroke="{colour}" stroke-width="1.5"><title>{text(label, 300)}</title>'
+                         '</polyline>')
+        legend.append(f'<li><i style="background:{colour}"></i>{text(label, 300)}'
+                      f'{"" if series else " <em>(no valid submission)</em>"}</li>')
     parts.append(f'<text x="{(x0 + x1) / 2}" y="{height - 8}" text-anchor="middle">seconds since the start; '
                  'best-so-far dev score</text>')
     return (f'<svg class="curves" width="{width}" height="{height}" font-family="sans-serif" font-size="11">'
-            f'{"".join(parts)}</svg>')
+            f'{"".join(parts)}</svg><ul class="legend curve-legend">{"".join(legend)}</ul>')

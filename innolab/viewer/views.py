@@ -3,6 +3,7 @@ runs table with filters by factor, best-so-far curves of the selected runs, a ru
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +16,7 @@ from innolab.viewer.render import (
     actions_html,
     curves_svg,
     header_html,
+    human,
     journal_svg,
     legend_html,
     node_html,
@@ -23,6 +25,7 @@ from innolab.viewer.render import (
     text,
     timeline_svg,
     totals_html,
+    totals_rows,
 )
 
 STYLE_TAG = f"<style>{STYLE.replace('body{', '.innolab-view{')}</style>"
@@ -76,21 +79,65 @@ class RunView:
         node = next(n for n in self.run.journal if n["id"] == node_id)
         self.node_detail.value = node_html(node)
 
+    def totals_table(self) -> pd.DataFrame:
+        """The run's totals as a person reads them (seconds to 0.1 s, money to 4 decimals)."""
+        return pd.DataFrame(totals_rows(self.run.totals), columns=["total", "value"]).set_index("total")
+
     def _ipython_display_(self) -> None:
         from IPython.display import display
 
         display(self.widget)
 
 
-FACTORS = ["task", "agent", "model", "temperature", "budget_s", "prior_solution", "innovation_prompt", "seed",
+FACTORS = ["agent", "task", "model", "temperature", "budget_s", "seed", "prior_solution", "innovation_prompt",
            "runtime", "backbone"]
 SHOWN = ["config_id", "valid", "score", "ratio", "novelty", "end_reason", "tool_calls", "wall_s"]
 ALL = "(all)"
 
 
+def factor_text(factor: str, value: Any) -> str:
+    """One factor's level, short and unambiguous: "T=0.25", "budget 300 s", "seed 2", "prior: <name>"."""
+    shown = human(factor, value)
+    if factor == "temperature":
+        return "T unset" if shown == "-" else f"T={shown}"
+    if factor == "budget_s":
+        return f"budget {shown}"
+    if factor == "seed":
+        return f"seed {shown}"
+    if factor == "prior_solution":
+        return "no prior" if shown == "-" else f"prior: {shown}"
+    if factor == "innovation_prompt":
+        return "innovation prompt" if value is True else "plain prompt"
+    if factor == "top_p":
+        return f"top_p={shown}"
+    return shown
+
+
+def run_labels(rows: pd.DataFrame, factors: list[str]) -> list[str]:
+    """One label per row, each different from the others: the levels of the factors that vary (agent, task, model,
+    temperature, budget, seed, ...), then the config id; where one configuration was run more than once, its run
+    folder too (and, where two rows still read alike, their position)."""
+    labels = [" · ".join([*(factor_text(f, row[f]) for f in factors), str(row["config_id"])])
+              for _, row in rows.iterrows()]
+    repeated = {label for label in labels if labels.count(label) > 1}
+    if repeated and "run_dir" in rows:
+        labels = [f"{label} · run {Path(str(run_dir)).name}" if label in repeated and not _blank(run_dir) else label
+                  for label, run_dir in zip(labels, rows["run_dir"], strict=True)]
+    seen: dict[str, int] = {}
+    unique = []
+    for label in labels:
+        seen[label] = seen.get(label, 0) + 1
+        unique.append(label if labels.count(label) == 1 else f"{label} · #{seen[label]}")
+    return unique
+
+
+def _blank(value: Any) -> bool:
+    return value is None or (isinstance(value, float) and value != value) or str(value) == ""
+
+
 class SweepView:
     """A sweep (or a folder of runs), to look at: filter the runs by factor, draw the best-so-far curves of the
-    selected runs, open one in a RunView."""
+    selected runs, open one in a RunView. Each run is one option of the picker, labelled by what sets it apart."""
 
     def __init__(self, sweep_dir: str | Path) -> None:
         from innolab import results
@@ -98,13 +145,17 @@ class SweepView:
         self.sweep_dir = Path(sweep_dir)
         self.runs = results.runs(self.sweep_dir).reset_index(drop=True)
         self.trajectory = results.trajectory(self.sweep_dir)
-        self.factors = [f for f in FACTORS if f in self.runs and self.runs[f].astype(str).nunique() > 1]
-        self.filters = {f: widgets.Dropdown(options=[ALL, *sorted(self.runs[f].astype(str).unique())],
-                                            description=f) for f in self.factors}
+        self.factors = [f for f in FACTORS if f in self.runs and self.levels(f).nunique() > 1]
+        self.labels = dict(enumerate(run_labels(self.runs, self.factors)))  # row position -> label
+        self.filters = {f: widgets.Dropdown(options=[ALL, *sorted(self.levels(f).unique())], description=f)
+                        for f in self.factors}
         for dropdown in self.filters.values():
             dropdown.observe(lambda change: self._refresh(), names="value")
         self.table = widgets.HTML()
-        self.picker = widgets.SelectMultiple(description="runs", rows=8)
+        longest = max((len(label) for label in self.labels.values()), default=20)
+        # wide enough for the longest label (no option is cut), one line per run up to 12
+        self.picker = widgets.SelectMultiple(description="runs", rows=min(max(len(self.runs), 2), 12),
+                                             layout=widgets.Layout(width=f"calc({math.ceil(longest * 1.15)}ch + 9em)"))
         self.picker.observe(lambda change: self._draw(), names="value")
         self.curves = widgets.HTML()
         self.open_button = widgets.Button(description="Open run", tooltip="open the first selected run")
@@ -112,60 +163,132 @@ class SweepView:
         self.run_area = widgets.VBox()
         self.run_view: RunView | None = None
         self._refresh()
+        self._draw()
         self.widget = widgets.VBox([widgets.HTML(STYLE_TAG), widgets.HBox(list(self.filters.values())), self.table,
-                                    widgets.HBox([self.picker, self.open_button]), self.curves, self.run_area])
+                                    widgets.HBox([self.picker, self.open_button]), self.curves, self.run_area],
+                                   layout=widgets.Layout(overflow="auto"))
 
     def filtered(self) -> pd.DataFrame:
         """The runs that pass every filter."""
         keep = pd.Series(True, index=self.runs.index)
         for factor, dropdown in self.filters.items():
             if dropdown.value != ALL:
-                keep &= self.runs[factor].astype(str) == dropdown.value
+                keep &= self.levels(factor) == dropdown.value
         return self.runs[keep]
 
-    def set_filter(self, factor: str, value: Any) -> None:
-        self.filters[factor].value = ALL if value is None else str(value)
+    def levels(self, factor: str) -> pd.Series:
+        """Each run's level of a factor, as shown (a missing level is "-", one level like the others)."""
+        return self.runs[factor].map(lambda value: human(factor, value)).astype(object)
 
-    def _label(self, row: pd.Series) -> str:
-        return " · ".join([str(row["config_id"]), *(f"{f}={row[f]}" for f in self.factors)])
+    def set_filter(self, factor: str, value: Any) -> None:
+        """Keep the runs at this level of the factor (None: all)."""
+        self.filters[factor].value = ALL if value is None else human(factor, value)
 
     def _refresh(self) -> None:
         rows = self.filtered()
         columns = [c for c in [*self.factors, *SHOWN] if c in rows]
-        body = "".join("<tr>" + "".join(f"<td>{text(str(row[c]), 80)}</td>" for c in columns) + "</tr>"
+        body = "".join("<tr>" + "".join(f"<td>{text(human(c, row[c]), 80)}</td>" for c in columns) + "</tr>"
                        for _, row in rows.iterrows())
         head = "".join(f"<th>{text(c)}</th>" for c in columns)
         self.table.value = f'<p>{len(rows)} of {len(self.runs)} runs</p><table><tr>{head}</tr>{body}</table>'
-        self.picker.options = [(self._label(row), row["config_id"]) for _, row in rows.iterrows()]
+        self.picker.options = [(self.labels[position], position) for position in rows.index]
 
-    def select(self, config_ids: list[str]) -> None:
-        self.picker.value = tuple(config_ids)
+    def positions(self, key: str) -> list[int]:
+        """The rows a key names: a run folder (as in the table, or its name) or a config id (every run of it)."""
+        by_dir = [i for i, d in self.runs["run_dir"].items() if not _blank(d) and key in (str(d), Path(str(d)).name)]
+        found = by_dir or [i for i, c in self.runs["config_id"].items() if str(c) == key]
+        if not found:
+            raise ValueError(f"run: {key!r} is neither a config id nor a run folder of {self.sweep_dir.name}")
+        return found
+
+    def select(self, keys: list[str]) -> None:
+        """Select runs by config id (every run of it) or run folder."""
+        shown = {position for _, position in self.picker.options}
+        wanted = [p for key in keys for p in self.positions(key)]
+        hidden = [self.labels[p] for p in wanted if p not in shown]
+        if hidden:
+            raise ValueError(f"runs: {hidden} are hidden by the filters; clear them first")
+        self.picker.value = tuple(dict.fromkeys(wanted))
+
+    def selected(self) -> pd.DataFrame:
+        """The selected runs' rows."""
+        return self.runs.loc[list(self.picker.value)]
+
+    def run_key(self, position: int) -> str:
+        """A run's key: its run folder as in the table (unique), else its config id."""
+        row = self.runs.loc[position]
+        return str(row["config_id"]) if _blank(row.get("run_dir")) else str(row["run_dir"])
 
     def _draw(self) -> None:
-        curves = {}
-        for identifier in self.picker.value:
-            points = self.trajectory[(self.trajectory["config_id"] == identifier) & self.trajectory["dev_valid"]]
-            points = points.dropna(subset=["dev_score"]).sort_values("t_s")
-            direction_max = task_direction(str(self.runs.loc[self.runs["config_id"] == identifier, "task"].iloc[0])
-                                           ) == "max"
+        rows = self.selected()
+        if rows.empty:
+            self.curves.value = '<p class="muted">Select runs to draw their best-so-far dev score curves.</p>'
+            return
+        curves, labels, empty = {}, {}, []
+        for position, row in rows.iterrows():
+            key = self.run_key(int(position))  # type: ignore[arg-type]
+            submissions = self._submissions(int(position))  # type: ignore[arg-type]
+            points = submissions[submissions["dev_valid"].astype(bool)].dropna(subset=["dev_score"]).sort_values("t_s")
+            direction_max = task_direction(str(row["task"])) == "max"
             best, series = None, []
             for t, value in zip(points["t_s"], points["dev_score"], strict=True):
                 if best is None or (value > best if direction_max else value < best):
                     best = value
                     series.append((float(t), float(value)))
-            curves[identifier] = series
-        self.curves.value = curves_svg(curves) if curves else ""
+            curves[key], labels[key] = series, self.labels[int(position)]  # type: ignore[arg-type]
+            if not series:
+                empty.append(f"{self.labels[int(position)]}: {self._why_empty(row, len(submissions))}")  # type: ignore[arg-type]
+        reasons = "".join(f"<li>{text(line, 400)}</li>" for line in empty)
+        if len(empty) == len(rows):
+            self.curves.value = (f'<p class="note">No valid submission among the {len(rows)} selected '
+                                 f'run{"s" if len(rows) > 1 else ""}: no best-so-far curve to draw.</p>'
+                                 f'<ul class="note">{reasons}</ul>')
+            return
+        note = (f'<p class="note">{len(empty)} of the {len(rows)} selected runs had no valid submission:</p>'
+                f'<ul class="note">{reasons}</ul>') if empty else ""
+        self.curves.value = curves_svg(curves, labels=labels) + note
 
-    def open_run(self, config_id: str | None = None) -> RunView:
-        """Open a run (the first selected one by default) in a RunView below the table."""
-        identifier = config_id or (self.picker.value[0] if self.picker.value else None)
-        if identifier is None:
-            raise ValueError("select a run first")
-        row = self.runs[self.runs["config_id"] == identifier].iloc[0]
+    def _submissions(self, position: int) -> pd.DataFrame:
+        """A run's rows of the trajectory table; where its configuration was run more than once (the table keys
+        rows by config id), read from its own run folder."""
+        row = self.runs.loc[position]
+        if (self.runs["config_id"] == row["config_id"]).sum() == 1 or _blank(row.get("run_dir")):
+            return self.trajectory[self.trajectory["config_id"] == row["config_id"]]
+        from innolab.results import TRAJECTORY_COLUMNS, trajectory_rows
+
+        return pd.DataFrame(trajectory_rows(self._run_dir(row)), columns=TRAJECTORY_COLUMNS)
+
+    def _run_dir(self, row: pd.Series) -> Path:
         run_dir = Path(row["run_dir"])
-        if not run_dir.is_absolute():
-            run_dir = self.sweep_dir / run_dir
-        self.run_view = RunView(run_dir)
+        return run_dir if run_dir.is_absolute() else self.sweep_dir / run_dir
+
+    @staticmethod
+    def _why_empty(row: pd.Series, submissions: int) -> str:
+        """Why a run has no curve: no submission, or none that passed the dev check; how the run ended."""
+        what = "no submission" if submissions == 0 else f"{submissions} submission{'s' if submissions > 1 else ''}, " \
+            "none valid on the dev check"
+        ended = human("end_reason", row.get("end_reason"))
+        error = "" if _blank(row.get("error")) else f"; error: {row['error']}"
+        return f"{what} (ended: {ended}{error})"
+
+    def open_run(self, key: str | None = None) -> RunView:
+        """Open a run (the first selected one by default; else by run folder, or by config id where that names one
+        run) in a RunView below the table."""
+        if key is None:
+            if not self.picker.value:
+                raise ValueError("select a run first")
+            position = self.picker.value[0]
+        else:
+            found = self.positions(key)
+            if len(found) > 1:
+                folders = [self.run_key(p) for p in found]
+                raise ValueError(f"run: config id {key!r} names {len(found)} runs ({', '.join(folders)}): "
+                                 "pass the run folder")
+            position = found[0]
+        row = self.runs.loc[position]
+        if _blank(row.get("run_dir")):
+            raise ValueError(f"run: {self.labels[position]} has no run folder (it did not start)")
+        self.run_view = RunView(self._run_dir(row))
         self.run_area.children = [self.run_view.widget]
         return self.run_view
 
