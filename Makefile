@@ -28,8 +28,9 @@ reproduce: install
 test: install
 	$(BIN)/python -m pytest
 
+# every benchmark once, its wall time last; BENCH_ARGS="--only bench_sweep --quick" for one, small (--list: names)
 bench: install
-	$(BIN)/python tests/benchmarks/run.py
+	$(BIN)/python tests/benchmarks/run.py $(BENCH_ARGS)
 
 lint: install
 	$(BIN)/ruff check innolab tests

@@ -1,6 +1,15 @@
 """The benchmarks run, and their two implementations agree (no timing is asserted here)."""
 
-from tests.benchmarks import bench_bootstrap
+import runpy
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.benchmarks import bench_bootstrap, run
+
+RUN = Path(run.__file__).resolve()
 
 
 def test_bootstrap_benchmark_implementations_agree(capsys):
@@ -16,13 +25,33 @@ def test_gym_benchmark_runs_its_real_path():
     assert bench_gym.overhead_ms("local", calls=2, tool="validate") > 0
 
 
-def test_sweep_benchmark_runs_its_real_path(capsys):
-    from tests.benchmarks import bench_sweep
+def headers(output: str) -> list[str]:
+    return [line.removeprefix(run.HEADER) for line in output.splitlines() if line.startswith(run.HEADER)]
 
-    figures = bench_sweep.main(runs=2, program_s=0.5, overhead_runs=1)
-    assert figures["swept_s"] > 0 and figures["cli_s"] > 0 and figures["serial_s"] > 0
-    out = capsys.readouterr().out
-    assert "overhead" in out and "ratio" in out
+
+def test_make_bench_prints_each_benchmark_once_though_dask_workers_import_it_again():
+    """bench_sweep starts a LocalCluster whose spawned workers import run.py again (as __mp_main__, with the same
+    argv, printing into the same output): under its __main__ guard they run nothing, so its header appears once."""
+    done = subprocess.run([sys.executable, str(RUN), "--only", "bench_sweep", "--quick"], capture_output=True,
+                          text=True, timeout=900, cwd=RUN.parents[2])
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert headers(done.stdout) == ["bench_sweep"], done.stdout
+    assert "ratio sweep/warm" in done.stdout and "in a warm process" in done.stdout
+    assert "all benchmarks:" in done.stdout
+
+
+def test_run_py_imported_by_a_spawned_process_runs_nothing(capsys, monkeypatch):
+    monkeypatch.setattr(sys, "argv", [str(RUN), "--only", "bench_viewer", "--quick"])
+    runpy.run_path(str(RUN), run_name="__mp_main__")  # what multiprocessing's spawn does in each child
+    assert capsys.readouterr().out == ""
+
+
+def test_every_benchmark_is_listed_once(capsys):
+    run.main(["--list"])
+    listed = capsys.readouterr().out.split()
+    assert listed == sorted(p.stem for p in RUN.parent.glob("bench_*.py")) and len(listed) == len(set(listed))
+    with pytest.raises(SystemExit, match="no benchmark named bench_nothing"):
+        run.main(["--only", "bench_nothing"])
 
 
 def test_analysis_benchmark_runs_every_function(capsys):

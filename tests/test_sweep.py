@@ -288,7 +288,7 @@ def test_local_cluster_sweep_runs_each_configuration_once(tmp_path):
 
 def kernel_holding(run_dir: Path) -> psutil.Process | None:
     """The process (a papermill kernel) that holds a run folder's lock open."""
-    lock = str((run_dir / ".lock").resolve())
+    lock = str(RunDir(run_dir).lock.resolve())
     for process in psutil.Process().children(recursive=True):
         try:
             if any(f.path == lock for f in process.open_files()):

@@ -21,6 +21,9 @@ def cards(n: int, words: int = 150, seed: int = 0) -> list[str]:
     return [" ".join(rng.choice(WORDS) for _ in range(words)) for _ in range(n)]
 
 
+QUICK = {"n": 16}  # `run.py --quick`
+
+
 def main(n: int = 128) -> dict[str, float]:
     backend = EmbeddingBackend()
     backend.embed(cards(4))  # load the model outside the measurement

@@ -52,6 +52,9 @@ def synthetic_run(folder: Path, steps: int = 5000, seed: int = 0) -> Path:
     return folder
 
 
+QUICK = {"steps": 200}  # `run.py --quick`
+
+
 def main(steps: int = 5000) -> dict[str, float]:
     from innolab.viewer.export import run_html
     from innolab.viewer.model import load_run

@@ -1,14 +1,62 @@
-"""Runs every benchmark (`make bench`): each prints its figures as ratios measured in one run."""
+"""Runs every benchmark (`make bench`): each prints its figures as ratios measured in one run, under one header.
 
+    python tests/benchmarks/run.py                    every benchmark, at full size
+    python tests/benchmarks/run.py --list             the benchmarks' names, nothing run
+    python tests/benchmarks/run.py --only bench_sweep --quick
+                                                      one benchmark, at the small size its QUICK settings give
+
+Everything happens under the `__main__` guard: a Dask LocalCluster (bench_sweep) spawns worker processes that
+import the main module again (as `__mp_main__`), and without the guard each worker ran every benchmark anew.
+"""
+
+from __future__ import annotations
+
+import argparse
 import importlib.util
 import sys
+import time
 from pathlib import Path
 
-here = Path(__file__).resolve().parent
-sys.path.insert(0, str(here.parent.parent))
-for path in sorted(here.glob("bench_*.py")):
-    spec = importlib.util.spec_from_file_location(path.stem, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    print(f"== {path.stem}")
-    module.main()
+HERE = Path(__file__).resolve().parent
+HEADER = "== "
+
+
+def benchmarks() -> list[Path]:
+    return sorted(HERE.glob("bench_*.py"))
+
+
+def run(names: list[str] | None = None, quick: bool = False) -> None:
+    """Each selected benchmark's main(), under its header (its QUICK keyword arguments with quick)."""
+    known = [path.stem for path in benchmarks()]
+    unknown = sorted(set(names or []) - set(known))
+    if unknown:
+        raise SystemExit(f"--only: no benchmark named {', '.join(unknown)}; known: {', '.join(known)}")
+    sys.path.insert(0, str(HERE.parent.parent))
+    began = time.perf_counter()
+    for path in benchmarks():
+        if names and path.stem not in names:
+            continue
+        spec = importlib.util.spec_from_file_location(path.stem, path)
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        print(f"{HEADER}{path.stem}", flush=True)
+        module.main(**(getattr(module, "QUICK", {}) if quick else {}))
+        sys.stdout.flush()
+    print(f"all benchmarks: {time.perf_counter() - began:.0f} s wall time", flush=True)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description="Run innolab's benchmarks, each printing its figures once.")
+    parser.add_argument("--only", action="append", metavar="NAME", help="run this benchmark only (repeatable)")
+    parser.add_argument("--quick", action="store_true", help="small sizes (each benchmark's QUICK settings)")
+    parser.add_argument("--list", action="store_true", help="print the benchmarks' names and run nothing")
+    options = parser.parse_args(argv)
+    if options.list:
+        print("\n".join(path.stem for path in benchmarks()))
+        return
+    run(options.only, options.quick)
+
+
+if __name__ == "__main__":
+    main()
