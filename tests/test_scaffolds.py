@@ -5,14 +5,19 @@ from __future__ import annotations
 import itertools
 import json
 import random
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from innolab import runner, traces
 from innolab.agents.aide_journal import Journal, Node, SearchPolicy
+from innolab.gym.policy import Observation
+from innolab.gym.tools import ToolResult
+from innolab.llm.client import string_fields
 from innolab.runner import agent_config
 from tests.fake_llm import SOLUTION_CODE, FakeLLM
+from tests.test_expbench import dataset  # noqa: F401 (fixture)
 
 BUGGY = "raise RuntimeError('not yet')\n"
 BETTER = SOLUTION_CODE.replace("(1 - 1e-12)", "(1 - 1e-13)")
@@ -161,3 +166,98 @@ def test_a_loop_of_identical_replies_is_broken(tmp_path):
     fourth = requests[3]
     assert fourth[-1]["content"].startswith("Your last replies were identical")
     assert sum(m["role"] == "assistant" and "undefined" in m["content"] for m in fourth) == 1  # the loop is gone
+
+
+# ------------------------------------------------------------------------------------ task-neutral prompts
+
+# Words that belong to one problem family; no scaffold text may hold them, so a run reads only its own task's.
+FAMILY_WORDS = {"circle-packing-26": ("circle", "radius", "radii", "packing"),
+                "job-shop-taillard-41-50": ("job", "machine", "schedul", "makespan"),
+                "kissing-number-11": ("kissing", "sphere", "vector"),
+                "expbench": ("experiment", "conclusion", "reproduce_exp_bench")}
+AGENT_MODULES = ["base", "aide", "aide_journal", "mlab", "codeact"]
+
+
+def words_in(text: str) -> dict[str, list[str]]:
+    lower = text.lower()
+    return {family: hits for family, words in FAMILY_WORDS.items() if (hits := [w for w in words if w in lower])}
+
+
+def observations(data: Path) -> dict[str, Observation]:
+    """The first observation of a run on each family: built-in tasks as the run loop makes it, and an EXP-Bench
+    task (its description and its workspace rules) from the small test data set."""
+    from innolab.expbench.data import get, load
+    from innolab.expbench.gym_task import ExpBenchGymTask
+    from innolab.tasks import get_task
+
+    found = {}
+    for family in FAMILY_WORDS:
+        task = (ExpBenchGymTask(get(load(data), "confA/111/0"), Path("unused")) if family == "expbench"
+                else get_task(family))
+        found[family] = Observation(0, task.description, [], 300.0, task.direction,
+                                    getattr(task, "workspace_rules", None))
+    return found
+
+
+def drive(agent_name: str, observation: Observation, url: str, tmp_path: Path) -> None:
+    """Steps that reach each fixed text of the scaffold: its role, its notes and its helper prompts."""
+    from innolab.agents.aide import AideAgent
+    from innolab.agents.codeact import CodeActAgent
+    from innolab.agents.mlab import MlabAgent
+
+    settings = {"base_url": url, "model": "fake", "backoff_s": 0.0, "timeout_s": 5.0}
+    options = {"settings": settings, "cache_path": str(tmp_path / f"{agent_name}.sqlite"), "innovation_prompt": True}
+    if agent_name == "codeact":
+        agent = CodeActAgent(**options)
+        agent.step(observation)  # finish before any submission, then a malformed reply
+        agent.step(replace(observation, step=1))  # which is answered
+        return
+    if agent_name == "mlab":
+        agent = MlabAgent(**options)
+        agent.step(observation)  # Reflection, a malformed reply, then Edit Script (AI): a read_file
+        read = ToolResult("m3", "read_file", "print('hello')\n", True)
+        agent.step(replace(observation, step=1, results=[read]))  # the edit prompt
+        return
+    agent = AideAgent(num_drafts=1, debug_prob=1.0, **options)
+    agent.step(observation)  # draft
+    agent.step(replace(observation, step=1, results=[ToolResult("n0", "python", "Traceback: boom", False)]))
+    verdict = ToolResult("n0-v", "validate", "invalid", False, extra={"verdict": {"valid": False, "errors": ["x"]}})
+    agent.step(replace(observation, step=2, results=[verdict]))  # debug: its code, output and the instruction
+
+
+@pytest.mark.parametrize("agent_name", ["aide", "mlab", "codeact"])
+def test_every_scaffold_message_comes_from_the_task_it_runs(agent_name, dataset, tmp_path):  # noqa: F811
+    seen = observations(dataset)
+    for family, observation in seen.items():  # the test can tell: each description holds its own words only
+        assert set(words_in(observation.task_description)) == {family}, family
+    replies = {"codeact_action": [{"thought": "stop", "action": "finish", "code": ""}, {"thought": "?"}],
+               "mlab_action": [mlab_step("Reflection", request="what next?"), {"thought": "?"},
+                               mlab_step("Edit Script (AI)", "solve.py", "print more")],
+               "mlab_answer": [{"answer": "try a program"}], "mlab_edit": [{"content": "print('more')\n"}],
+               "aide_node": [{"plan": "a first program", "code": "print(1)\n"}]}
+    for family, observation in seen.items():
+        with FakeLLM(replies=replies, in_call_order=True) as server:
+            drive(agent_name, observation, server.base_url, tmp_path / family)
+            requests = list(server.requests)
+        shown = "\n".join(m.get("content") or "" for r in requests for m in r["messages"])
+        assert set(words_in(shown)) == {family}, (family, words_in(shown))
+        reached = {"codeact": ["Nothing has been submitted yet", "Reply with one JSON object"],  # a refused finish
+                   "mlab": ["Research log", "Answer with one JSON object", "Edit instruction: print more"],
+                   "aide": ["Write a first complete program", "This program failed", "Traceback: boom"]}
+        assert all(text in shown for text in reached[agent_name]), (agent_name, shown[-2000:])
+        for request in requests:  # every free-text field the model fills is bounded
+            assert all("maxLength" in f or "enum" in f for f in string_fields(request.get("response_format") or {}))
+
+
+def test_no_scaffold_text_names_a_problem_family():
+    """Every string literal of the scaffolds' modules (roles, notes, instructions, schemas, docstrings)."""
+    import ast
+
+    import innolab.agents
+
+    folder = Path(innolab.agents.__file__).parent
+    for name in AGENT_MODULES:
+        tree = ast.parse((folder / f"{name}.py").read_text())
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str):
+                assert not words_in(node.value), (name, node.lineno, node.value[:120])

@@ -15,12 +15,20 @@ from innolab.agents.aide_journal import Journal, Node, SearchPolicy
 from innolab.agents.base import LLMAgent
 from innolab.gym.policy import Action, Observation
 from innolab.gym.tools import ToolCall
-from innolab.llm.client import json_schema
+from innolab.llm.client import json_schema, payload_chars, text
 
-ROLE = ("You are an expert solving an optimisation task by writing complete Python programs. Each program must "
-        "compute a candidate and write it to submission.json in the format the task describes. Reply with a short "
-        "plan and the full program.")
-SCHEMA = json_schema("aide_node", {"plan": {"type": "string"}, "code": {"type": "string"}}, ["plan", "code"])
+ROLE = ("You are an expert solving a task by writing complete Python programs. Each program must write "
+        "submission.json in the format the task describes. Reply with a short plan (a sentence or two) and the full "
+        "program, kept short.")
+PLAN_CHARS = 300
+
+
+def node_schema(max_tokens: int) -> dict:
+    """An AIDE node: a short plan and the whole program (bounded so the reply closes within the token cap)."""
+    return json_schema("aide_node", {"plan": text(PLAN_CHARS), "code": text(payload_chars(max_tokens, PLAN_CHARS))},
+                       ["plan", "code"])
+
+
 CLEAR = "import os\nif os.path.exists('submission.json'):\n    os.remove('submission.json')\n"
 INSTRUCTIONS = {
     "draft": "Write a first complete program, with a plan that differs from the earlier nodes' where there are any.",
@@ -102,7 +110,8 @@ class AideAgent(LLMAgent):
         else:
             rng = random.Random((self.settings.seed or 0) * 100_003 + len(journal.nodes))
             stage, parent = journal.choose(self.policy, observation.direction, rng)
-            reply, completion = self.ask(self.prompt(stage, parent, journal, observation.task_description), SCHEMA)
+            reply, completion = self.ask(self.prompt(stage, parent, journal, observation.task_description),
+                                         node_schema(self.settings.max_tokens))
             events = [*events, self.llm_event(completion, stage)]
             plan = str((reply or {}).get("plan", ""))
             code = str((reply or {}).get("code", "")) if reply else completion.text

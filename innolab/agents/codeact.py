@@ -8,28 +8,29 @@ import json
 from innolab.agents.base import LLMAgent
 from innolab.gym.policy import Action, Observation
 from innolab.gym.tools import ToolCall
-from innolab.llm.client import json_schema
+from innolab.llm.client import json_schema, payload_chars, text
 
 ROLE = ("You are a CodeAct agent. Each turn, act by writing code: a python or bash snippet that runs in the "
         "workspace; you will see its output. Python runs in one persistent interpreter: variables, imports and "
-        "functions you define stay available in later turns. When submission.json is ready, use the submit action "
-        "with its path; when done, use finish.")
+        "functions you define stay available in later turns. When your submission file is ready, use the submit "
+        "action with its path; when done, use finish. Keep thought to one short sentence and code short.")
+ACTIONS = ("python", "bash", "submit", "finish")
+THOUGHT_CHARS = 160
 
 
-def action_schema(actions: list[str]) -> dict:
+def action_schema(actions: tuple[str, ...], max_tokens: int) -> dict:
+    """CodeAct's reply: a short thought, the action, and its code (bounded so the reply closes within the cap)."""
     return json_schema("codeact_action", {
-        "thought": {"type": "string"},
-        "action": {"type": "string", "enum": actions},
-        "code": {"type": "string", "description": "the code to run, or the path to submit"},
+        "thought": text(THOUGHT_CHARS),
+        "action": {"type": "string", "enum": list(actions)},
+        "code": text(payload_chars(max_tokens, THOUGHT_CHARS), "the code to run, or the path to submit"),
     }, ["thought", "action", "code"])
 
 
-SCHEMA = action_schema(["python", "bash", "submit", "finish"])
-SCHEMA_UNTIL_SUBMITTED = action_schema(["python", "bash", "submit"])  # finish is offered once a submission counts
 TOOLS_NATIVE = ("python_session", "bash", "submit")
 # CodeAct ends when the agent says finish; innolab answers a finish before any accepted submission instead
-NOT_YET = ("Nothing has been submitted yet, so finishing now would score nothing. Keep working: write Python "
-           "that computes the circles and writes submission.json, run it, then submit submission.json.")
+NOT_YET = ("Nothing has been submitted yet, so finishing now would score nothing. Keep working: write the "
+           "submission the task describes, check it, then submit it.")
 
 
 class CodeActAgent(LLMAgent):
@@ -68,14 +69,15 @@ class CodeActAgent(LLMAgent):
             return self.action(calls, completion, [self.llm_event(completion, "act")], done=not calls)
         events: list[dict] = []
         for _ in range(3):  # a refused finish or a repetition loop is answered and asked again within the step
-            schema = SCHEMA if memory.get("submitted") else SCHEMA_UNTIL_SUBMITTED
+            actions = ACTIONS if memory.get("submitted") else ACTIONS[:-1]  # finish once a submission counts
+            schema = action_schema(actions, self.settings.max_tokens)
             reply, completion = self.ask(self.context(memory["messages"]), schema)
             memory["messages"].append({"role": "assistant", "content": completion.text})
             events.append(self.llm_event(completion, "act"))
             if self.repeats(completion.text):
                 self.break_repetition(memory["messages"])
                 continue
-            if reply is None or reply.get("action") not in ("python", "bash", "submit", "finish"):
+            if reply is None or reply.get("action") not in ACTIONS:
                 memory["messages"].append({"role": "user", "content": "Reply with one JSON object: "
                                            '{"thought": ..., "action": "python|bash|submit|finish", "code": ...}'})
                 return self.action([], completion, events)

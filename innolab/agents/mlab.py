@@ -18,33 +18,45 @@ from typing import Any
 from innolab.agents.base import LLMAgent
 from innolab.gym.policy import Action, Observation
 from innolab.gym.tools import ToolCall
-from innolab.llm.client import json_schema
+from innolab.llm.client import json_schema, payload_chars, text
 
 ACTIONS = ["List Files", "Copy File", "Inspect Script Lines", "Execute Script", "Understand File",
            "Edit Script (AI)", "Undo Edit Script", "Reflection", "Validate", "Final Answer"]
-ROLE = ("You are a research agent solving an optimisation task. Each step, answer in the research format: "
-        "reflection (on the last observation), research_plan_and_status (your plan, updated: what is done and what "
-        "is next), fact_check (which statements are confirmed by an observation), thought, then one action with "
-        "its action_input. Actions and their inputs: List Files (file: a folder, '.' for the workspace); Copy File "
-        "(file: source, other_file: destination); Inspect Script Lines (file, start_line, end_line); Execute Script "
-        "(file: a python script); Understand File (file, request: what to look for); Edit Script (AI) (file: the "
-        "script to edit or create, request: the edit instruction, other_file: where to save, '' for the same "
-        "file); Undo Edit Script (file); Reflection (request: what to reflect on, over the research log); Validate "
-        "(file: a candidate submission); Final Answer (file: the submission; ends the research). Keep reflection, "
-        "fact_check and thought to one short sentence each.")
-SCHEMA = json_schema("mlab_action", {
-    "reflection": {"type": "string"},
-    "research_plan_and_status": {"type": "string"},
-    "fact_check": {"type": "string"},
-    "thought": {"type": "string"},
-    "action": {"type": "string", "enum": ACTIONS},
-    "action_input": {"type": "object", "properties": {
-        "file": {"type": "string"}, "other_file": {"type": "string"}, "request": {"type": "string"},
-        "start_line": {"type": "integer"}, "end_line": {"type": "integer"}},
-        "required": ["file", "other_file", "request", "start_line", "end_line"], "additionalProperties": False},
-}, ["reflection", "research_plan_and_status", "fact_check", "thought", "action", "action_input"])
-EDIT_SCHEMA = json_schema("mlab_edit", {"content": {"type": "string"}}, ["content"])
-ANSWER_SCHEMA = json_schema("mlab_answer", {"answer": {"type": "string"}}, ["answer"])
+ROLE = ("You are a research agent working on a task. Each step, reply with: reflection (on the last observation), "
+        "research_plan_and_status (your plan: what is done, what is next), fact_check (what an observation "
+        "confirmed), thought, then one action and its action_input. Actions: List Files (file: a folder, '.' for "
+        "the workspace); Copy File (file, other_file: the copy); Inspect Script Lines (file, start_line, end_line); "
+        "Execute Script (file: a python script); Understand File (file, request: what to look for); Edit Script "
+        "(AI) (file: a script to edit or create, request: the edit, other_file: where to save, '' for file); Undo "
+        "Edit Script (file); Reflection (request: what to reflect on); Validate (file: a candidate submission); "
+        "Final Answer (file: the submission; ends the research). One short sentence per field.")
+# characters per field: short enough that a reply reaches its action within the embedded model's token cap
+LIMITS = {"reflection": 120, "research_plan_and_status": 240, "fact_check": 120, "thought": 120, "file": 100,
+          "other_file": 100, "request": 240}
+ANSWER_CHARS = 600
+
+
+def action_schema() -> dict:
+    return json_schema("mlab_action", {
+        "reflection": text(LIMITS["reflection"]),
+        "research_plan_and_status": text(LIMITS["research_plan_and_status"]),
+        "fact_check": text(LIMITS["fact_check"]),
+        "thought": text(LIMITS["thought"]),
+        "action": {"type": "string", "enum": ACTIONS},
+        "action_input": {"type": "object", "properties": {
+            "file": text(LIMITS["file"]), "other_file": text(LIMITS["other_file"]),
+            "request": text(LIMITS["request"]), "start_line": {"type": "integer"}, "end_line": {"type": "integer"}},
+            "required": ["file", "other_file", "request", "start_line", "end_line"], "additionalProperties": False},
+    }, ["reflection", "research_plan_and_status", "fact_check", "thought", "action", "action_input"])
+
+
+def edit_schema(max_tokens: int) -> dict:
+    """Edit Script (AI)'s reply: the whole new script, bounded so the reply closes within the token cap."""
+    return json_schema("mlab_edit", {"content": text(payload_chars(max_tokens, 0))}, ["content"])
+
+
+SCHEMA = action_schema()
+ANSWER_SCHEMA = json_schema("mlab_answer", {"answer": text(ANSWER_CHARS)}, ["answer"])
 FILE_LIMIT = 6000  # characters of a file shown to a helper call
 REFLECTIONS_PER_STEP = 2  # Reflection takes no tool: at most this many before the step ends anyway
 
@@ -184,7 +196,7 @@ class MlabAgent(LLMAgent):
                                                   "script."},
                     {"role": "user", "content": f"Script {pending['file']}:\n```python\n{before[:FILE_LIMIT]}\n```\n\n"
                                                 f"Edit instruction: {pending['request']}"}]
-        reply, completion = self.ask(messages, EDIT_SCHEMA)
+        reply, completion = self.ask(messages, edit_schema(self.settings.max_tokens))
         events.append(self.llm_event(completion, "edit script"))
         after = str((reply or {}).get("content", completion.text))
         save = pending["save"]

@@ -58,6 +58,7 @@ class LLMClient:
         self.sleep = sleep
         self._client: Any = None
         self.supports_schema = True
+        self.supports_lengths = True  # False once the endpoint rejected a schema's maxLength: sent without it
         self.calls = 0  # requests that reached the endpoint (cache hits excluded)
         self.deadline: float | None = None  # time.monotonic() after which no request starts or waits
 
@@ -106,6 +107,8 @@ class LLMClient:
                 tools: list[dict[str, Any]] | None = None, call_index: int | None = None) -> dict[str, Any]:
         s = self.settings
         seed = call_seed(s.seed, call_index)
+        if response_format is not None and not self.supports_lengths:
+            response_format = without_lengths(response_format)
         request: dict[str, Any] = {"model": s.model, "messages": messages, "temperature": s.temperature,
                                    "max_tokens": s.max_tokens, "seed": seed, "top_p": s.top_p,
                                    "response_format": response_format if self.supports_schema else None,
@@ -152,10 +155,15 @@ class LLMClient:
                 import openai
 
                 if (isinstance(error, openai.BadRequestError) and "response_format" in request
-                        and "response_format" in str(error)):
-                    self.supports_schema = False  # no JSON-schema support: ask in plain text, parse robustly
-                    request = self.request(messages, None, tools, call_index)
-                    attempts.append({"attempt": attempt, "error": "response_format unsupported", "wait_s": 0})
+                        and ("response_format" in str(error) or "maxLength" in str(error))):
+                    if self.supports_lengths and has_lengths(request["response_format"]):
+                        self.supports_lengths = False  # the schema without its length limits, before no schema
+                        note = "maxLength unsupported"
+                    else:
+                        self.supports_schema = False  # no JSON-schema support: ask in plain text, parse robustly
+                        note = "response_format unsupported"
+                    request = self.request(messages, response_format, tools, call_index)
+                    attempts.append({"attempt": attempt, "error": note, "wait_s": 0})
                     continue
                 if not _retryable(error) or attempt == self.settings.max_retries:
                     attempts.append({"attempt": attempt, "error": f"{type(error).__name__}: {error}"[:300]})
@@ -211,6 +219,60 @@ def json_schema(name: str, properties: dict[str, Any], required: list[str]) -> d
     """A response_format asking for one JSON object (enforced where the endpoint supports JSON schemas)."""
     return {"type": "json_schema", "json_schema": {"name": name, "strict": True, "schema": {
         "type": "object", "properties": properties, "required": required, "additionalProperties": False}}}
+
+
+STRUCTURE_TOKENS = 48  # a reply's keys, quotes and spacing, beside its values
+PAYLOAD_CHARS_PER_TOKEN = 2.0  # code as the embedded model's tokenizer splits it (measured: 2.1 to 3.9)
+MIN_PAYLOAD_CHARS = 400
+
+
+def text(max_chars: int, description: str | None = None) -> dict[str, Any]:
+    """A string field of at most `max_chars` characters. Endpoints that turn the schema into a grammar (llama.cpp,
+    the embedded model's server) enforce maxLength while sampling, so a reply cannot spend the whole token cap
+    inside one field and never reach the fields after it."""
+    if max_chars < 1:
+        raise ValueError(f"max_chars: a string field's limit must be at least 1, not {max_chars}")
+    field: dict[str, Any] = {"type": "string", "maxLength": int(max_chars)}
+    if description:
+        field["description"] = description
+    return field
+
+
+def payload_chars(max_tokens: int, bounded_chars: int) -> int:
+    """The limit of the free-form field that ends a reply (a program, a file's content): what the token cap leaves
+    after the reply's structure and its bounded fields (counted at CHARS_PER_TOKEN), at PAYLOAD_CHARS_PER_TOKEN.
+    A reply that fills it still closes its JSON within `max_tokens` for typical code."""
+    left = max_tokens - STRUCTURE_TOKENS - bounded_chars / CHARS_PER_TOKEN
+    return max(MIN_PAYLOAD_CHARS, int(left * PAYLOAD_CHARS_PER_TOKEN))
+
+
+def _walk_strings(node: Any, visit: Callable[[dict[str, Any]], None]) -> None:
+    if isinstance(node, dict):
+        if node.get("type") == "string":
+            visit(node)
+        for value in node.values():
+            _walk_strings(value, visit)
+    elif isinstance(node, list):
+        for value in node:
+            _walk_strings(value, visit)
+
+
+def string_fields(response_format: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every string field of a response_format's schema, nested ones included."""
+    found: list[dict[str, Any]] = []
+    _walk_strings(response_format, found.append)
+    return found
+
+
+def has_lengths(response_format: dict[str, Any]) -> bool:
+    return any("maxLength" in field for field in string_fields(response_format))
+
+
+def without_lengths(response_format: dict[str, Any]) -> dict[str, Any]:
+    """The same response_format without maxLength, for endpoints whose strict mode rejects the keyword."""
+    copy = json.loads(json.dumps(response_format))
+    _walk_strings(copy, lambda field: field.pop("maxLength", None))
+    return copy
 
 
 def parse_json_object(text: str) -> dict[str, Any]:
