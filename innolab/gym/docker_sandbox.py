@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import io
+import json
 import os
 import tarfile
 import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from innolab.gym.leftovers import owner_token
 from innolab.gym.sandbox import MAX_FILE_BYTES, ExecResult, SandboxError, safe_members, tar_files, workspace_path
 
 DEFAULT_IMAGE = os.environ.get("INNOLAB_SANDBOX_IMAGE", "innolab/base:latest")
@@ -49,6 +51,7 @@ class DockerSandbox:
     """One container per sandbox. The workspace is a tmpfs-backed volume (size-capped, never on the host disk)."""
 
     runtime = "docker"
+    tmp_dir = "/tmp"  # a tmpfs of the container: gone with it
 
     def __init__(self, image: str = DEFAULT_IMAGE, limits: DockerLimits | None = None, user: str = "1000:1000",
                  client=None) -> None:
@@ -73,11 +76,12 @@ class DockerSandbox:
             count = -1 if gpus == "all" else int(gpus)
             device_requests = [docker.types.DeviceRequest(count=count, capabilities=[["gpu"]])]
         uid, gid = user.split(":")
+        owner = json.dumps(owner_token())  # a killed run's container and volume are reaped by this label
         self.volume = self.client.volumes.create(
             driver="local",
             driver_opts={"type": "tmpfs", "device": "tmpfs",
                          "o": f"size={self.limits.workspace_mb}m,uid={uid},gid={gid},mode=0755"},
-            labels={"innolab": "workspace"},
+            labels={"innolab": "workspace", "innolab.owner": owner},
         )
         try:
             self.container = self.client.containers.run(
@@ -89,7 +93,7 @@ class DockerSandbox:
                 mem_limit=f"{self.limits.memory_mb}m", memswap_limit=f"{self.limits.memory_mb}m",
                 nano_cpus=int(self.limits.cpus * 1e9), pids_limit=self.limits.pids,
                 cap_drop=["ALL"], security_opt=["no-new-privileges"], ipc_mode="private",
-                device_requests=device_requests, labels={"innolab": "sandbox"}, init=True,
+                device_requests=device_requests, labels={"innolab": "sandbox", "innolab.owner": owner}, init=True,
                 environment={"HOME": "/home/agent", "PYTHONDONTWRITEBYTECODE": "1"}, **self.limits.extra,
             )
         except Exception:

@@ -1,48 +1,135 @@
-"""Local sandbox: a subprocess in a workspace folder. For trusted use and quick demos: it does NOT isolate."""
+"""Local sandbox: a subprocess in a workspace folder. For trusted use and quick demos: it does NOT isolate.
+
+Where innolab runs as root, the agent's commands run as an unprivileged user id of their own (one per sandbox,
+chosen unused: no account, no process, no group holds it), so that they cannot write innolab's files, its run
+folder or the pristine validator's folder (`innolab.gym.validator`), and so that every process they leave behind
+can be found by its user id and killed. The workspace and the sandbox's temporary folder belong to that id; the
+file tools walk the workspace without following links (a link planted by the agent never redirects innolab's
+own reads and writes). Its Python is the system's (`/usr/bin/python3`; innolab's interpreter may live where an
+unprivileged user cannot read, as under a private home folder), as in the Docker image, which has numpy and scipy.
+
+Where innolab does not run as root, the commands run as innolab's own user: they can write whatever that user
+can, kill its processes and race its checks. The pristine validator then still copies its checker afresh and
+verifies its content hash before each check, which defeats tampering between checks but not a process that
+rewrites the copy within the moment between the check of its hash and its use; and the agent's processes are
+found by a marker in their environment, which a process that clears its environment loses. Use the Docker
+runtime (or run innolab as root) for agents that are not trusted.
+
+A warden process (innolab.gym.leftovers) kills the sandbox's processes and removes its folders when the run
+that opened it ends, however it ends.
+"""
 
 from __future__ import annotations
 
+import errno
+import grp
 import io
 import os
-import shutil
+import pwd
+import secrets
 import signal
+import stat
 import subprocess
 import tarfile
 import tempfile
 import time
 from pathlib import Path
 
+from innolab.gym.leftovers import MARKER_VARIABLE, Warden, kill_sandbox, mark, remove_tree, sandbox_pids
 from innolab.gym.sandbox import MAX_FILE_BYTES, ExecResult, SandboxError, safe_members, workspace_path
+
+AGENT_PATH = "/usr/local/bin:/usr/bin:/bin"
+AGENT_IDS = (2**28, 2**28 + 2**24)  # above the ids of accounts and of the usual subordinate-id ranges
+FALLBACK_IDS = (60000, 65534)
+
+
+def _mapped(path: str) -> list[tuple[int, int]]:
+    """The id ranges [first, end) that this process's user namespace maps."""
+    try:
+        lines = Path(path).read_text().splitlines()
+    except OSError:
+        return [(0, 2**32 - 1)]
+    return [(int(a), int(a) + int(n)) for a, _, n in (line.split() for line in lines if line.strip())]
+
+
+def _taken(candidate: int) -> bool:
+    for lookup in (pwd.getpwuid, grp.getgrgid):
+        try:
+            lookup(candidate)
+            return True
+        except KeyError:
+            pass
+    return bool(sandbox_pids(candidate, None))
+
+
+def agent_id() -> int:
+    """An unused user id (also used as the group id) for one sandbox's commands, mapped in this namespace."""
+    maps = [_mapped("/proc/self/uid_map"), _mapped("/proc/self/gid_map")]
+    rng = secrets.SystemRandom()
+    for first, end in (AGENT_IDS, FALLBACK_IDS):
+        spans = [(max(first, a), min(end, b)) for a, b in maps[0] if min(end, b) > max(first, a)]
+        spans = [(a, b) for a, b in spans if any(c <= a and b <= d for c, d in maps[1])]
+        for _ in range(64 if spans else 0):
+            low, high = rng.choice(spans)
+            candidate = rng.randrange(low, high)
+            if not _taken(candidate):
+                return candidate
+    raise SandboxError("no unused user id is mapped in this user namespace for the sandbox's commands")
 
 
 class LocalSandbox:
-    """Commands run as the current user in `workspace` with a scrubbed environment and a time limit.
-
-    Not isolation: the commands can read anything the user can. Use the docker runtime for untrusted agents.
-    """
+    """Commands run in `workspace` with a scrubbed environment and a time limit (as their own user id where
+    innolab is root; see the module's docstring for what that does and does not protect)."""
 
     runtime = "local"
 
-    def __init__(self, workspace: Path | None = None) -> None:
+    def __init__(self, workspace: Path | None = None, separate_user: bool | None = None) -> None:
+        """workspace: a folder of the caller's to work in (kept on close; where innolab is root, it is given to
+        the sandbox's user); separate_user: run the commands as their own user id (default: where innolab is
+        root; asking for it elsewhere is an error)."""
+        if separate_user is None:
+            separate_user = os.geteuid() == 0
+        if separate_user and os.geteuid() != 0:
+            raise SandboxError("separate_user needs innolab to run as root (it cannot switch users otherwise)")
+        self.uid = agent_id() if separate_user else None
+        self.marker = secrets.token_hex(8)
+        self.root = Path(tempfile.mkdtemp(prefix="innolab-ws-")).resolve()
+        mark(self.root, uid=self.uid, marker=self.marker)
         self._owned = workspace is None
-        self.workspace = Path(workspace or tempfile.mkdtemp(prefix="innolab-ws-")).resolve()
+        self.workspace = Path(workspace).resolve() if workspace is not None else self.root / "workspace"
+        self.tmp_dir = str(self.root / "tmp")
         self.workspace.mkdir(parents=True, exist_ok=True)
+        os.mkdir(self.tmp_dir, 0o700)
+        if self.uid is not None:
+            self.root.chmod(0o711)  # the user may pass through to its folders, not list or write this one
+            self._give(self.workspace)
+            os.chown(self.tmp_dir, self.uid, self.uid)
+        self._warden = Warden(self.uid, self.marker, [self.root])
+        self._warden.start()
+        self.closed = False
 
-    def _resolve(self, path: str) -> Path:
-        target = self.workspace / workspace_path(path)
-        # Follow no symlink out of the workspace: resolve and compare.
-        resolved = target.resolve()
-        if resolved != self.workspace and self.workspace not in resolved.parents:
-            raise SandboxError(f"path {path!r} resolves outside the workspace")
-        return target
+    def _give(self, folder: Path) -> None:
+        """Hand a folder's tree to the sandbox's user (links themselves, never their targets)."""
+        if self.uid is None:
+            return
+        for path in [folder, *folder.rglob("*")]:
+            os.chown(path, self.uid, self.uid, follow_symlinks=False)
+
+    # ------------------------------------------------------------------------------------------ commands
 
     def exec(self, command: list[str] | str, timeout_s: float = 60.0) -> ExecResult:
         argv = ["/bin/bash", "-lc", command] if isinstance(command, str) else list(command)
-        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(self.workspace), "LANG": "C.UTF-8",
-               "PYTHONDONTWRITEBYTECODE": "1"}
+        path = AGENT_PATH if self.uid is not None else os.environ.get("PATH", "/usr/bin:/bin")
+        env = {"PATH": path, "HOME": str(self.workspace), "TMPDIR": self.tmp_dir, "LANG": "C.UTF-8",
+               "PYTHONDONTWRITEBYTECODE": "1", "USER": "agent", "LOGNAME": "agent", MARKER_VARIABLE: self.marker}
+        user = {"user": self.uid, "group": self.uid, "extra_groups": []} if self.uid is not None else {}
         start = time.monotonic()
-        process = subprocess.Popen(argv, cwd=self.workspace, env=env, stdout=subprocess.PIPE,
-                                   stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, start_new_session=True)
+        try:
+            process = subprocess.Popen(argv, cwd=self.workspace, env=env, stdout=subprocess.PIPE,
+                                       stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, start_new_session=True,
+                                       **user)
+        except OSError as error:
+            return ExecResult(127, "", f"{argv[0]}: {error.strerror}\n", False, time.monotonic() - start)
         try:
             out, err = process.communicate(timeout=timeout_s)
             timed_out = False
@@ -54,39 +141,119 @@ class LocalSandbox:
         return ExecResult(code, out.decode(errors="replace"), err.decode(errors="replace"), timed_out,
                           time.monotonic() - start)
 
+    # --------------------------------------------------------------------------------------------- files
+
+    def _parent(self, path: str, create: bool) -> tuple[int, str]:
+        """A descriptor of the folder holding `path`, reached from the workspace without following any link,
+        and the file's name in it."""
+        parts = workspace_path(path).split("/")
+        folder = os.open(self.workspace, os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            for part in parts[:-1]:
+                if create:
+                    try:
+                        os.mkdir(part, 0o755, dir_fd=folder)
+                        if self.uid is not None:
+                            os.chown(part, self.uid, self.uid, dir_fd=folder, follow_symlinks=False)
+                    except FileExistsError:
+                        pass
+                inner = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=folder)
+                os.close(folder)
+                folder = inner
+        except OSError as error:
+            os.close(folder)
+            if error.errno in (errno.ELOOP, errno.ENOTDIR):
+                raise SandboxError(f"path {path!r} goes through a link or a file: links are never followed, "
+                                   "a link may lead outside the workspace") from None
+            raise SandboxError(f"{path}: {error.strerror}") from None
+        return folder, parts[-1]
+
     def read_file(self, path: str, max_bytes: int = MAX_FILE_BYTES) -> bytes:
-        target = self._resolve(path)
-        if target.is_symlink() or not target.is_file():
-            raise SandboxError(f"{path} is not a regular file")
-        if target.stat().st_size > max_bytes:
-            raise SandboxError(f"{path} is larger than {max_bytes} bytes")
-        return target.read_bytes()
+        folder, name = self._parent(path, create=False)
+        try:
+            handle = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=folder)
+        except FileNotFoundError:
+            raise SandboxError(f"{path} does not exist") from None
+        except OSError as error:
+            if error.errno == errno.ELOOP:
+                raise SandboxError(f"{path} is a link (links are never followed: one may point outside the "
+                                   "workspace)") from None
+            raise SandboxError(f"{path}: {error.strerror}") from None
+        finally:
+            os.close(folder)
+        with os.fdopen(handle, "rb") as file:
+            info = os.fstat(handle)
+            if not stat.S_ISREG(info.st_mode):
+                raise SandboxError(f"{path} is not a regular file")
+            if info.st_size > max_bytes:
+                raise SandboxError(f"{path} is larger than {max_bytes} bytes")
+            return file.read(max_bytes + 1)[:max_bytes]
 
     def write_file(self, path: str, content: bytes) -> None:
-        target = self._resolve(path)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        if target.is_symlink():
-            target.unlink()
-        target.write_bytes(content)
+        folder, name = self._parent(path, create=True)
+        try:
+            mode = 0o644
+            try:
+                old = os.stat(name, dir_fd=folder, follow_symlinks=False)
+                if stat.S_ISDIR(old.st_mode):
+                    raise SandboxError(f"{path} is a folder")
+                if stat.S_ISREG(old.st_mode):
+                    mode = stat.S_IMODE(old.st_mode) & 0o777
+                os.unlink(name, dir_fd=folder)  # a link or a file: replaced, never written through
+            except FileNotFoundError:
+                pass
+            handle = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, mode, dir_fd=folder)
+        except OSError as error:
+            raise SandboxError(f"{path}: {error.strerror}") from None
+        finally:
+            os.close(folder)
+        with os.fdopen(handle, "wb") as file:
+            if self.uid is not None:
+                os.fchown(handle, self.uid, self.uid)
+            os.fchmod(handle, mode)
+            file.write(content)
+
+    # -------------------------------------------------------------------------------------------- states
 
     def snapshot(self) -> bytes:
+        """The workspace's regular files and folders as a tar (links and special files are not state)."""
         buffer = io.BytesIO()
         with tarfile.open(fileobj=buffer, mode="w") as archive:
-            for path in sorted(self.workspace.rglob("*")):
-                if path.is_symlink() or not (path.is_file() or path.is_dir()):
-                    continue  # links and special files are not part of the state
-                archive.add(path, arcname=str(path.relative_to(self.workspace)), recursive=False)
+            for top, folders, files, top_fd in os.fwalk(self.workspace, follow_symlinks=False):
+                folders.sort()
+                relative = os.path.relpath(top, self.workspace)
+                if relative != ".":
+                    info = tarfile.TarInfo(relative)
+                    folder = os.stat(top_fd)
+                    info.type, info.mode, info.mtime = tarfile.DIRTYPE, stat.S_IMODE(folder.st_mode), folder.st_mtime
+                    archive.addfile(info)
+                for name in sorted(files):
+                    try:
+                        handle = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=top_fd)
+                    except OSError:
+                        continue  # a link, or gone meanwhile
+                    with os.fdopen(handle, "rb") as file:
+                        if not stat.S_ISREG(os.fstat(handle).st_mode):
+                            continue
+                        arcname = name if relative == "." else f"{relative}/{name}"
+                        archive.addfile(archive.gettarinfo(arcname=arcname, fileobj=file), file)
         return buffer.getvalue()
 
     def restore(self, snapshot: bytes) -> None:
         for child in self.workspace.iterdir():
             if child.is_dir() and not child.is_symlink():
-                shutil.rmtree(child)
+                remove_tree(child)
             else:
                 child.unlink()
         with tarfile.open(fileobj=io.BytesIO(snapshot)) as archive:
             archive.extractall(self.workspace, members=safe_members(archive), filter="data")
+        self._give(self.workspace)
 
     def close(self) -> None:
-        if self._owned:
-            shutil.rmtree(self.workspace, ignore_errors=True)
+        """Kill every process of the sandbox and remove its folders (a caller's workspace is kept)."""
+        if self.closed:
+            return
+        self.closed = True
+        self._warden.stop()
+        kill_sandbox(self.uid, self.marker)  # the warden's work, again, in case it was killed
+        remove_tree(self.root)

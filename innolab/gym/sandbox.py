@@ -29,6 +29,7 @@ class Sandbox(Protocol):
     """Where an agent's commands run. Paths are relative to the workspace; absolute paths are refused."""
 
     runtime: str
+    tmp_dir: str  # the sandbox's own temporary folder, as its commands see it (removed on close)
 
     def exec(self, command: list[str] | str, timeout_s: float = 60.0) -> ExecResult: ...
 

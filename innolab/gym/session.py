@@ -2,10 +2,12 @@
 
 A small server runs in the background in the sandbox, as the agent's user, with the workspace as its working
 directory; it executes each action's code in one global namespace and answers over a Unix socket in the sandbox's
-/tmp. Each action is one `sandbox.exec` of a small client that sends the code and prints the reply, so the session
-works through the sandbox protocol alone, in the local and the Docker runtimes. An action that outlives its time
-limit is interrupted (SIGINT, a KeyboardInterrupt in the action) and the interpreter keeps its state; one that
-ignores the interrupt gets the interpreter killed and restarted, which the output says.
+own temporary folder (`sandbox.tmp_dir`, removed with the sandbox). Each action is one `sandbox.exec` of a small
+client that sends the code and prints the reply, so the session works through the sandbox protocol alone, in the
+local and the Docker runtimes. An action that outlives its time limit is interrupted (SIGINT, a KeyboardInterrupt
+in the action) and the interpreter keeps its state; one that ignores the interrupt gets the interpreter killed and
+restarted, which the output says. The interpreter is one of the sandbox's processes: it is killed with them when
+the sandbox closes or when the run that opened it ends, however it ends (innolab.gym.leftovers).
 """
 
 from __future__ import annotations
@@ -111,7 +113,7 @@ class PythonSession:
     def __init__(self, sandbox: Sandbox, replay: list[str] | None = None) -> None:
         self.sandbox = sandbox
         self.replay = list(replay or [])  # code already run in this session before a resume: rerun on start
-        self.path = f"/tmp/innolab-session-{secrets.token_hex(6)}.sock"
+        self.path = f"{sandbox.tmp_dir}/innolab-session-{secrets.token_hex(6)}.sock"
         self.started = False
         self.restarts = 0
 

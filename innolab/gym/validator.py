@@ -1,29 +1,37 @@
 """The pristine validator behind the `validate` and `submit` tools: the visible checker, out of the agent's reach.
 
 The agent's workspace holds a copy of validate.py to read and run by hand, but no dev score comes from it: the
-tools read the candidate through the sandbox's file API (links refused), and a pristine copy of the checker,
-which the agent cannot write, checks that copy of the candidate:
+tools read the candidate through the sandbox's file API (links refused), and a pristine copy of the checker checks
+that copy of the candidate. The checker's files are held in memory with their content hashes; each check copies
+them afresh and verifies every hash immediately before it runs them:
 
-* `local`: the checker lives in a private folder outside the workspace, read-only, and runs under innolab's own
-  interpreter in isolated mode (`-I`); each check gets a fresh folder holding only the candidate's copy;
+* `local`: each check gets a new folder, inside the validator's private folder (mode 0700, innolab's user),
+  holding the checker's copy and the candidate's copy only, removed after the check; the copy runs under
+  innolab's interpreter in isolated mode (`-I`). Where innolab runs as root, the agent's commands run as another,
+  unprivileged user (innolab.gym.local), which can neither enter nor change that folder. Where innolab does not
+  run as root, the agent's commands run as innolab's own user: a change made between checks is never used (each
+  check copies afresh), one made to the copy before its hash is checked is refused, but one made in the moment
+  between the hash check and the interpreter's reading is not detected (see innolab.gym.local);
 * `docker`: each check runs in a second, fresh container of the sandbox image (no network, all capabilities
-  dropped, non-root, CPU/memory/pids limits) into which the checker and the candidate's copy are copied before
-  it starts; the agent's container never sees it.
+  dropped, non-root, CPU/memory/pids limits) into which the checker and the candidate's copy are copied, read
+  back and verified before it starts; the agent's container never sees it.
 """
 
 from __future__ import annotations
 
+import hashlib
+import io
 import json
 import os
-import shutil
-import stat
 import subprocess
 import sys
+import tarfile
 import tempfile
 import time
 from pathlib import Path
 from typing import Any, Protocol
 
+from innolab.gym.leftovers import mark, owner_token, remove_tree
 from innolab.gym.sandbox import SandboxError, tar_files
 
 CANDIDATE = "candidate.json"
@@ -53,38 +61,65 @@ def parse_verdict(stdout: str, stderr: str, timed_out: bool, timeout_s: float) -
     return {"valid": valid, "score": verdict["score"] if valid else None, "errors": list(verdict["errors"])}
 
 
+def digests(files: dict[str, bytes]) -> dict[str, str]:
+    """The sha256 of each file's content."""
+    return {name: hashlib.sha256(content).hexdigest() for name, content in files.items()}
+
+
+def altered_verdict(names: list[str]) -> dict[str, Any]:
+    return {"valid": False, "score": None, "errors": [
+        f"the pristine checker's copy was altered before use ({', '.join(sorted(names))}); the check did not run"]}
+
+
 class LocalValidator:
-    """The checker in a private read-only folder outside the workspace, run by innolab's interpreter."""
+    """Each check: the checker copied afresh into a new private folder, verified by hash, run by innolab's
+    interpreter on the candidate's copy."""
 
     def __init__(self, files: dict[str, bytes]) -> None:
-        self.root = Path(tempfile.mkdtemp(prefix="innolab-validator-"))
-        self.checker = self.root / "checker"
-        for name, content in files.items():
-            target = self.checker / name
+        if "validate.py" not in files:
+            raise SandboxError("the validator files hold no validate.py")
+        self.files = dict(files)
+        self.digests = digests(self.files)
+        self.root = Path(tempfile.mkdtemp(prefix="innolab-validator-"))  # 0700, innolab's user
+        mark(self.root)
+
+    def _copy(self, folder: Path) -> list[str]:
+        """Write the checker into folder/checker; the names of the files whose content then differs."""
+        checker = folder / "checker"
+        for name, content in self.files.items():
+            target = checker / name
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_bytes(content)
-        for path in sorted(self.checker.rglob("*"), reverse=True):
-            path.chmod(stat.S_IRUSR | stat.S_IRGRP | (stat.S_IXUSR | stat.S_IXGRP if path.is_dir() else 0))
-        self.checker.chmod(0o550)
+        found = {}
+        for name in self.files:
+            try:
+                found[name] = hashlib.sha256((checker / name).read_bytes()).hexdigest()
+            except OSError:
+                found[name] = ""
+        return [name for name, digest in self.digests.items() if found[name] != digest]
 
     def check(self, content: bytes, timeout_s: float) -> dict[str, Any]:
-        with tempfile.TemporaryDirectory(dir=self.root, prefix="candidate-") as folder:
-            candidate = Path(folder) / CANDIDATE
+        self.root.mkdir(mode=0o700, exist_ok=True)
+        folder = Path(tempfile.mkdtemp(dir=self.root, prefix="check-"))
+        try:
+            candidate = folder / CANDIDATE
             candidate.write_bytes(content)
+            altered = self._copy(folder)
+            if altered:
+                return altered_verdict(altered)
             env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LANG": "C.UTF-8", "PYTHONDONTWRITEBYTECODE": "1"}
             try:
-                done = subprocess.run([sys.executable, "-I", str(self.checker / "validate.py"), str(candidate)],
+                done = subprocess.run([sys.executable, "-I", str(folder / "checker" / "validate.py"), str(candidate)],
                                       cwd=folder, env=env, capture_output=True, text=True, timeout=timeout_s,
                                       check=False)
             except subprocess.TimeoutExpired:
                 return parse_verdict("", "", True, timeout_s)
             return parse_verdict(done.stdout[-OUTPUT_LIMIT:], done.stderr[-OUTPUT_LIMIT:], False, timeout_s)
+        finally:
+            remove_tree(folder)
 
     def close(self) -> None:
-        for path in [self.checker, *self.checker.rglob("*")]:
-            if path.is_dir():
-                path.chmod(0o700)
-        shutil.rmtree(self.root, ignore_errors=True)
+        remove_tree(self.root)
 
 
 class DockerValidator:
@@ -94,8 +129,21 @@ class DockerValidator:
 
     def __init__(self, files: dict[str, bytes], image: str, client: Any, user: str = "1000:1000",
                  memory_mb: int = 1024, cpus: float = 1.0) -> None:
-        self.files, self.image, self.client, self.user = files, image, client, user
+        self.files, self.image, self.client, self.user = dict(files), image, client, user
         self.memory_mb, self.cpus = memory_mb, cpus
+        self.digests = digests(self.files)
+
+    def _altered(self, container: Any, content: bytes) -> list[str]:
+        """Read the copy back from the container before it starts; the names whose content differs."""
+        stream, _ = container.get_archive(self.FOLDER)
+        found = {}
+        with tarfile.open(fileobj=io.BytesIO(b"".join(stream))) as archive:
+            for member in archive.getmembers():
+                handle = archive.extractfile(member) if member.isfile() else None
+                if handle is not None:
+                    found[member.name.removeprefix("pristine/")] = hashlib.sha256(handle.read()).hexdigest()
+        expected = {**self.digests, CANDIDATE: hashlib.sha256(content).hexdigest()}
+        return [name for name, digest in expected.items() if found.get(name) != digest]
 
     def check(self, content: bytes, timeout_s: float) -> dict[str, Any]:
         uid, gid = (int(v) for v in self.user.split(":"))
@@ -105,10 +153,14 @@ class DockerValidator:
             user=self.user, working_dir="/tmp", network_disabled=True, network_mode="none",
             mem_limit=f"{self.memory_mb}m", memswap_limit=f"{self.memory_mb}m", nano_cpus=int(self.cpus * 1e9),
             pids_limit=64, cap_drop=["ALL"], security_opt=["no-new-privileges"],
-            environment={"PYTHONDONTWRITEBYTECODE": "1", "HOME": "/tmp"}, labels={"innolab": "validator"})
+            environment={"PYTHONDONTWRITEBYTECODE": "1", "HOME": "/tmp"},
+            labels={"innolab": "validator", "innolab.owner": json.dumps(owner_token())})
         try:
             if not container.put_archive("/tmp", archive):
                 raise SandboxError("could not copy the validator into its container")
+            altered = self._altered(container, content)
+            if altered:
+                return altered_verdict(altered)
             start = time.monotonic()
             container.start()
             try:

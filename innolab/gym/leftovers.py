@@ -1,0 +1,217 @@
+"""Nothing outlives its run: owner marks, the agent's processes, a warden per local sandbox, and the reaper.
+
+Every folder a sandbox or a validator makes in the temporary folder holds an owner mark (`.innolab-owner`: the
+owning process's pid, start time and boot id, and the agent's user id or process marker); every Docker container
+and volume carries the same mark as a label. A local sandbox starts a *warden*, a small process outside the run's
+process group that waits on a pipe whose only writer is the run: when the run ends, however it ends (close or
+SIGKILL), the pipe reads end-of-file and the warden kills every process of the sandbox and removes its folders.
+What a killed warden leaves behind (a machine reboot, a kill of every process at once) is reaped by `reap`, which
+the run loop calls when a run starts or resumes and `innolab clean` calls on demand: it removes only what belongs
+to an owner that is no longer alive.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import signal
+import socket
+import stat
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+OWNER_FILE = ".innolab-owner"
+PREFIXES = ("innolab-ws-", "innolab-validator-")
+MARKER_VARIABLE = "INNOLAB_SANDBOX"
+KILL_ROUNDS = 100
+
+
+def _boot_id() -> str:
+    try:
+        return Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+    except OSError:
+        return ""
+
+
+def _start_time(pid: int) -> int | None:
+    """The process's start time in clock ticks since boot (field 22 of /proc/PID/stat), None when gone."""
+    try:
+        text = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return int(text[text.rindex(")") + 2 :].split()[19])
+
+
+def owner_token(pid: int | None = None) -> dict[str, Any]:
+    """Who owns a resource: a process, named so that a reused pid or a reboot is not taken for it."""
+    pid = os.getpid() if pid is None else pid
+    return {"pid": pid, "start": _start_time(pid), "boot": _boot_id(), "host": socket.gethostname()}
+
+
+def owner_alive(token: dict[str, Any]) -> bool:
+    """Whether the owning process still runs (a token of another host counts as alive: it is not ours to judge)."""
+    if token.get("host") != socket.gethostname():
+        return True
+    if token.get("boot") != _boot_id():
+        return False
+    return _start_time(int(token["pid"])) == token.get("start")
+
+
+def mark(folder: Path, **extra: Any) -> None:
+    """Write the owner mark of a folder this process made (before anything else goes in)."""
+    (folder / OWNER_FILE).write_text(json.dumps({**owner_token(), **extra}), encoding="utf-8")
+
+
+def read_mark(folder: Path) -> dict[str, Any] | None:
+    try:
+        return json.loads((folder / OWNER_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+# ------------------------------------------------------------------------------------------ processes
+
+
+def sandbox_pids(uid: int | None, marker: str | None) -> list[int]:
+    """Processes of one sandbox: those running as its own user id (when it has one), or carrying its marker in
+    their environment (MARKER_VARIABLE=marker, set on every command the sandbox starts)."""
+    needle = f"{MARKER_VARIABLE}={marker}".encode() if marker else None
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            status = (entry / "stat").read_text()
+            if status[status.rindex(")") + 2] in "ZX":
+                continue  # dead already, waiting for its parent to collect it
+            by_user = uid is not None and entry.stat().st_uid == uid
+            if by_user or (needle is not None and needle in (entry / "environ").read_bytes().split(b"\0")):
+                found.append(int(entry.name))
+        except OSError:
+            continue  # gone meanwhile, or not ours to read
+    return found
+
+
+def kill_sandbox(uid: int | None, marker: str | None) -> int:
+    """SIGKILL every process of a sandbox, again until none is left (a forking process loses the race); returns
+    how many were killed."""
+    killed = 0
+    for _ in range(KILL_ROUNDS):
+        pids = sandbox_pids(uid, marker)
+        if not pids:
+            return killed
+        for pid in pids:
+            try:
+                os.kill(pid, signal.SIGKILL)
+                killed += 1
+            except OSError:
+                pass
+        time.sleep(0.02)
+    return killed
+
+
+def remove_tree(folder: Path) -> None:
+    """Remove a folder and what it holds, if it is there. Not as root, folders inside it that were made read-only
+    (the agent's commands run as innolab's user then) are made writable first; root needs no permission."""
+    top = Path(folder)
+    if not top.is_dir() or top.is_symlink():
+        return
+    if os.geteuid() != 0:
+        with contextlib.suppress(OSError):
+            top.chmod(stat.S_IRWXU)
+        for parent, folders, _ in os.walk(top):  # links are not followed; each folder opened before the walk
+            for name in folders:                 # goes in
+                path = os.path.join(parent, name)
+                if not os.path.islink(path):
+                    with contextlib.suppress(OSError):
+                        os.chmod(path, stat.S_IRWXU)
+    shutil.rmtree(top, ignore_errors=True)
+
+
+# --------------------------------------------------------------------------------------------- warden
+
+WARDEN = r'''
+import os, sys
+sys.stdin.buffer.read()  # end-of-file: every copy of the run's end of the pipe is closed (the run has ended)
+from innolab.gym.leftovers import kill_sandbox, remove_tree
+from pathlib import Path
+uid = None if sys.argv[1] == "-" else int(sys.argv[1])
+kill_sandbox(uid, sys.argv[2])
+for folder in sys.argv[3:]:
+    remove_tree(Path(folder))
+'''
+
+
+@dataclass
+class Warden:
+    """Kills a sandbox's processes and removes its folders when the run that made it ends, however it ends."""
+
+    uid: int | None
+    marker: str
+    folders: list[Path]
+    process: subprocess.Popen | None = field(default=None, repr=False)
+
+    def start(self) -> None:
+        package_root = str(Path(__file__).resolve().parents[2])
+        env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": package_root, "PYTHONDONTWRITEBYTECODE": "1"}
+        self.process = subprocess.Popen(
+            [sys.executable, "-c", WARDEN, "-" if self.uid is None else str(self.uid), self.marker,
+             *map(str, self.folders)], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL, env=env, cwd="/", start_new_session=True)
+
+    def stop(self, timeout_s: float = 30.0) -> None:
+        """End the sandbox now: the warden does its work and exits (waited for)."""
+        if self.process is None:
+            return
+        try:
+            if self.process.stdin:
+                self.process.stdin.close()
+            self.process.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+        self.process = None
+
+
+# --------------------------------------------------------------------------------------------- reaper
+
+
+@dataclass
+class Reaped:
+    """What `reap` removed: folders, how many processes it killed, Docker containers and volumes."""
+
+    folders: list[str] = field(default_factory=list)
+    processes: int = 0
+    containers: list[str] = field(default_factory=list)
+    volumes: list[str] = field(default_factory=list)
+
+
+def reap(tempdir: Path | None = None, docker_client: Any = None) -> Reaped:
+    """Remove what dead runs left: each marked folder of the temporary folder whose owner is gone (its processes
+    killed first) and, given a Docker client, each marked container and volume whose owner is gone."""
+    reaped = Reaped()
+    root = Path(tempdir or tempfile.gettempdir())
+    for folder in sorted(p for prefix in PREFIXES for p in root.glob(f"{prefix}*")):
+        token = read_mark(folder)
+        if token is None or owner_alive(token):
+            continue  # not marked (not ours to judge), or its run still runs
+        reaped.processes += kill_sandbox(token.get("uid"), token.get("marker"))
+        remove_tree(folder)
+        reaped.folders.append(str(folder))
+    if docker_client is not None:
+        for container in docker_client.containers.list(all=True, filters={"label": "innolab.owner"}):
+            if not owner_alive(json.loads(container.labels["innolab.owner"])):
+                container.remove(force=True)
+                reaped.containers.append(container.name)
+        for volume in docker_client.volumes.list(filters={"label": "innolab.owner"}):
+            if not owner_alive(json.loads(volume.attrs["Labels"]["innolab.owner"])):
+                volume.remove(force=True)
+                reaped.volumes.append(volume.name)
+    return reaped
