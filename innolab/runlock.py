@@ -119,7 +119,7 @@ class RunLock:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         seen: tuple[str | None, float] | None = None  # the heartbeat as last read, and since when it is unchanged
         began = time.monotonic()
-        reported = began - self.report_s
+        reported: float | None = None  # when the wait was last reported in the log
         while True:
             with self._guard():
                 text, holder = read_heartbeat(self.heartbeat)
@@ -133,7 +133,8 @@ class RunLock:
                     # flock free: no holder on this machine; one elsewhere is known by its heartbeat alone (an
                     # unreadable heartbeat, torn by a writer that does not replace it whole, counts as one)
                     if text is None or (holder is not None and holder.on_this_machine()):
-                        self._claim(handle)
+                        self._claim(handle, None if reported is None else
+                                    f"done waiting for {self.path.parent}: its holder let go after {now - began:.0f} s")
                         return self
                     if stale:
                         who = holder.describe() if holder is not None else "an unreadable heartbeat"
@@ -148,18 +149,18 @@ class RunLock:
                                     "(stopped or hung: it still holds flock)")
                     return self
                 handle.close()
-            if now - reported >= self.report_s:
+            if reported is None or now - reported >= self.report_s:
                 reported = now
                 who = holder.describe() if holder is not None else "a holder whose heartbeat is missing or unreadable"
                 log.warning("waiting for %s: its run is executing in %s; waited %.0f s, taking over only when its "
                             "heartbeat stays unchanged for %g s", self.path.parent, who, now - began, self.stale_s)
             time.sleep(min(0.2, self.heartbeat_s / 2))
 
-    def _claim(self, handle: IO[str], took_over: str | None = None) -> None:
+    def _claim(self, handle: IO[str], note: str | None = None) -> None:
         self.handle = handle
         self._write_heartbeat()
-        if took_over:
-            log.warning(took_over)
+        if note:
+            log.warning(note)
         self._thread = threading.Thread(target=self._beat, name=f"heartbeat {self.path.parent.name}", daemon=True)
         self._thread.start()
 
@@ -220,6 +221,9 @@ class RunLock:
         with self._guard():
             if self.owned():
                 self.heartbeat.unlink(missing_ok=True)
+            else:
+                log.error("the lock of %s was taken over while this process (pid %d) held it: another executor "
+                          "continues its run", self.path.parent, os.getpid())
             fcntl.flock(self.handle, fcntl.LOCK_UN)
             self.handle.close()
             self.handle = None

@@ -164,6 +164,7 @@ def test_a_waiting_executor_never_fails_a_live_run(tmp_path, caplog):
     assert holder.wait(timeout=30) == 0 and holder.stdout.read().strip() == "released"
     assert waited > 3.0 and outcome["valid"], outcome
     assert "waiting for" in caplog.text and "its run is executing in pid" in caplog.text
+    assert "done waiting" in caplog.text
     assert "took over" not in caplog.text
     assert not (run_dir / "heartbeat.json").exists()  # released: nobody is executing it
 
