@@ -182,7 +182,8 @@ class RunLock:
         self.beats += 1
 
     def owned(self) -> bool:
-        """Whether this lock is still the folder's: its file is still the lock file and the heartbeat its own."""
+        """Whether this lock is still the folder's: its file is still the lock file, and the heartbeat names no
+        other holder (a heartbeat removed or torn by someone else is only rewritten)."""
         if self.handle is None:
             return False
         try:
@@ -190,8 +191,8 @@ class RunLock:
         except FileNotFoundError:
             return False
         _, holder = read_heartbeat(self.heartbeat)
-        return (current.st_ino, current.st_dev) == (mine.st_ino, mine.st_dev) and holder is not None and (
-            holder.token == self.token)
+        return (current.st_ino, current.st_dev) == (mine.st_ino, mine.st_dev) and (
+            holder is None or holder.token == self.token)
 
     def _beat(self) -> None:
         while not self._stop.wait(self.heartbeat_s):

@@ -232,6 +232,21 @@ def test_a_dead_holder_on_this_machine_frees_the_folder_at_once(tmp_path):
         assert time.monotonic() - began < 5
 
 
+def test_a_holder_rewrites_a_removed_heartbeat_and_ends_when_another_holder_names_itself(tmp_path):
+    lost = threading.Event()
+    folder = RunDir(tmp_path)
+    with RunLock(tmp_path, heartbeat_s=0.1, stale_s=1.0, on_lost=lost.set) as lock:
+        folder.heartbeat.unlink()  # removed by someone else: still ours, written again at the next beat
+        time.sleep(0.4)
+        assert folder.heartbeat.is_file() and lock.owned() and not lost.is_set()
+        mine = json.loads(folder.heartbeat.read_text())
+        folder.heartbeat.write_text(json.dumps({**mine, "host": "elsewhere", "token": "theirs"}))  # taken over
+        assert lost.wait(timeout=5) and not lock.owned()
+        assert json.loads(folder.heartbeat.read_text())["token"] == "theirs"  # its heartbeat left alone
+        time.sleep(0.3)
+        assert json.loads(folder.heartbeat.read_text())["token"] == "theirs"
+
+
 def test_lock_settings_are_checked():
     with pytest.raises(ValueError, match="stale_s must exceed twice heartbeat_s"):
         RunLock(Path("x"), heartbeat_s=1.0, stale_s=1.5)
