@@ -140,6 +140,9 @@ def metrics_explorer(
     v_star: float = 83.45,
     direction: Direction = "max",
     distances: Sequence[float] = (70.83, 75.0),
+    valid: bool = True,
+    gain_tolerance: float = DEFAULT_GAIN_TOLERANCE,
+    novelty_threshold: float = DEFAULT_NOVELTY_THRESHOLD,
 ) -> widgets.VBox:
     """Fields (with sliders) for V and V*, direction, validity, distances and the region thresholds; the summary and
     both planes redraw on change. `box.controls` names the controls that hold the values, `box.sliders` the
@@ -148,11 +151,16 @@ def metrics_explorer(
     v_input, v_slider, v_row = exact_number("V", v, grid)
     v_star_input, v_star_slider, v_star_row = exact_number("V*", v_star, grid)
     direction_input = widgets.ToggleButtons(options=["max", "min"], value=direction, description="direction")
-    valid_input = widgets.Checkbox(value=True, description="valid (C = 1)")
+    valid_input = widgets.Checkbox(value=bool(valid), description="valid (C = 1)")
     distances_input = widgets.Text(value=", ".join(f"{d!r}" for d in map(float, distances)), description="D to known")
-    tolerance_input = widgets.FloatSlider(value=DEFAULT_GAIN_TOLERANCE, min=0.0, max=0.5, step=0.01,
+    # thresholds: steps on the given values' decimals, readouts with as many, so that they too show as given
+    tolerance_places = max(decimals(gain_tolerance), 2)
+    tolerance_input = widgets.FloatSlider(value=gain_tolerance, min=0.0, max=max(0.5, gain_tolerance),
+                                          step=10.0**-tolerance_places, readout_format=f".{tolerance_places}f",
                                           continuous_update=False, description="G tol.")
-    threshold_input = widgets.FloatSlider(value=DEFAULT_NOVELTY_THRESHOLD, min=0.0, max=100.0, step=1.0,
+    threshold_places = decimals(novelty_threshold)
+    threshold_input = widgets.FloatSlider(value=novelty_threshold, min=0.0, max=max(100.0, novelty_threshold),
+                                          step=10.0**-threshold_places, readout_format=f".{threshold_places}f",
                                           continuous_update=False, description="N thresh.")
     table = widgets.HTML()
     planes = widgets.Image(format="png", layout=widgets.Layout(max_width="48%")), \

@@ -65,6 +65,14 @@ def test_the_explorer_keeps_the_value_it_was_given(v, v_star):
     assert box.controls["v"].value == round(v + step * 7, places) and box.summary["V"] == box.controls["v"].value
 
 
+def test_the_explorer_starts_from_every_parameter_given():
+    box = metrics_explorer(54.86, 83.45, "max", [70.83], valid=False, gain_tolerance=0.025, novelty_threshold=37.5)
+    assert box.controls["valid"].value is False and box.summary["ratio"] == -1.0
+    tolerance, threshold = box.controls["gain_tolerance"], box.controls["novelty_threshold"]
+    assert (tolerance.value, tolerance.step, tolerance.readout_format) == (0.025, 0.001, ".3f")
+    assert (threshold.value, threshold.step, threshold.readout_format) == (37.5, 0.1, ".1f")
+
+
 def test_slider_grid_and_decimals():
     assert decimals(54.86) == 2 and decimals(120.0) == 0 and decimals(1e-9) == 6 and decimals(2.5e3) == 0
     assert slider_grid([54.86, 83.45]) == (0.0, 167.0, 0.01, 2)
