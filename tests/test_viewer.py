@@ -145,7 +145,7 @@ def test_sweep_view_filters_draws_curves_and_opens_a_run(runs):
     view.select([view.runs.at[position, "config_id"]])
     key = view.run_key(position)
     assert f'data-run="{key}"' in view.curves.value and "<polyline" in view.curves.value
-    assert f"<li><i style=\"background:#4C72B0\"></i>{label}</li>" in view.curves.value  # the whole label
+    assert f'<li><i style="{render.SWATCH}background:#4C72B0"></i>{label}</li>' in view.curves.value  # whole label
     opened = view.open_run()
     assert opened.run.agent == "aide" and view.run_area.children == (opened.widget,)
     view.set_filter("agent", None)

@@ -384,14 +384,15 @@ PALETTE = ["#4C72B0", "#DD8452", "#55A868", "#C44E52", "#8172B2", "#937860", "#D
 
 
 def curves_svg(curves: dict[str, list[tuple[float, float]]], v_star: float | None = None, width: int = 900,
-               height: int = 260, labels: dict[str, str] | None = None) -> str:
-    """Best-so-far step curves of several runs ({key: [(t_s, best score), ...]}), one colour each, and below the
-    chart a legend with each run's whole label (`labels[key]`, the key where none is given): nothing cut short."""
+               height: int = 260, labels: dict[str, str] | None = None, end_s: float | None = None) -> str:
+    """Best-so-far step curves of several runs ({key: [(t_s, best score), ...]}), one colour each, a mark at each
+    improvement, the time axis to `end_s` (the runs' length) or the last improvement; below the chart a legend with
+    each run's whole label (`labels[key]`, the key where none is given): nothing cut short."""
     labels = labels or {}
     x0, x1, top, bottom = 70, width - 20, 20, height - 35
     points = [p for series in curves.values() for p in series]
     values = [v for _, v in points] + ([v_star] if v_star is not None else [])
-    end = max([t for t, _ in points] + [1e-9])
+    end = max([t for t, _ in points] + [end_s or 0.0, 1e-9])
     parts = [f'<rect x="{x0}" y="{top}" width="{x1 - x0}" height="{bottom - top}" fill="none" stroke="#999"/>']
     legend = []
     if values:
@@ -424,9 +425,17 @@ def curves_svg(curves: dict[str, list[tuple[float, float]]], v_star: float | Non
             parts.append(f'<polyline class="curve" data-run="{text(key, 200)}" points="{" ".join(coords)}" '
                          f'fill="none" stroke="{colour}" stroke-width="1.5"><title>{text(label, 300)}</title>'
                          '</polyline>')
-        legend.append(f'<li><i style="background:{colour}"></i>{text(label, 300)}'
+            parts += [f'<circle cx="{x(t):.1f}" cy="{y(v):.1f}" r="3" fill="{colour}"><title>{text(label, 300)}: '
+                      f'{number(v)} at {t:.1f} s</title></circle>' for t, v in series]
+        legend.append(f'<li><i style="{SWATCH}background:{colour}"></i>{text(label, 300)}'
                       f'{"" if series else " <em>(no valid submission)</em>"}</li>')
+    parts.append(f'<text x="{x0}" y="{bottom + 14}" text-anchor="middle">0</text><text x="{x1}" y="{bottom + 14}" '
+                 f'text-anchor="middle">{end:.0f}</text>')
     parts.append(f'<text x="{(x0 + x1) / 2}" y="{height - 8}" text-anchor="middle">seconds since the start; '
                  'best-so-far dev score</text>')
     return (f'<svg class="curves" width="{width}" height="{height}" font-family="sans-serif" font-size="11">'
-            f'{"".join(parts)}</svg><ul class="legend curve-legend">{"".join(legend)}</ul>')
+            f'{"".join(parts)}</svg><ul class="legend curve-legend" style="list-style:none;padding-left:0">'
+            f'{"".join(legend)}</ul>')
+
+
+SWATCH = "display:inline-block;width:12px;height:12px;margin-right:4px;vertical-align:middle;"

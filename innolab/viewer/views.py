@@ -246,7 +246,9 @@ class SweepView:
             return
         note = (f'<p class="note">{len(empty)} of the {len(rows)} selected runs had no valid submission:</p>'
                 f'<ul class="note">{reasons}</ul>') if empty else ""
-        self.curves.value = curves_svg(curves, labels=labels) + note
+        lengths = pd.to_numeric(rows["wall_s"], errors="coerce") if "wall_s" in rows else pd.Series(dtype=float)
+        end_s = float(lengths.max()) if lengths.notna().any() else None
+        self.curves.value = curves_svg(curves, labels=labels, end_s=end_s) + note
 
     def _submissions(self, position: int) -> pd.DataFrame:
         """A run's rows of the trajectory table; where its configuration was run more than once (the table keys
