@@ -206,12 +206,18 @@ def reap(tempdir: Path | None = None, docker_client: Any = None) -> Reaped:
         remove_tree(folder)
         reaped.folders.append(str(folder))
     if docker_client is not None:
-        for container in docker_client.containers.list(all=True, filters={"label": "innolab.owner"}):
-            if not owner_alive(json.loads(container.labels["innolab.owner"])):
-                container.remove(force=True)
-                reaped.containers.append(container.name)
-        for volume in docker_client.volumes.list(filters={"label": "innolab.owner"}):
-            if not owner_alive(json.loads(volume.attrs["Labels"]["innolab.owner"])):
-                volume.remove(force=True)
-                reaped.volumes.append(volume.name)
+        from docker.errors import APIError
+
+        marked = {"filters": {"label": "innolab.owner"}}
+        for kind, found in ((reaped.containers, docker_client.containers.list(all=True, **marked)),
+                            (reaped.volumes, docker_client.volumes.list(**marked))):
+            for item in found:
+                if owner_alive(json.loads((item.attrs.get("Labels") or item.attrs["Config"]["Labels"])
+                                          ["innolab.owner"])):
+                    continue
+                try:
+                    item.remove(force=True)
+                except APIError:
+                    continue  # removed meanwhile
+                kind.append(item.name)
     return reaped

@@ -20,6 +20,7 @@ from tqdm.auto import tqdm
 from innolab.gym.budget import Budget
 from innolab.gym.dispatcher import dispatch_sync
 from innolab.gym.factory import open_sandbox, open_validator
+from innolab.gym.leftovers import reap
 from innolab.gym.policy import Observation, Policy, RunConfig
 from innolab.gym.sandbox import SandboxError
 from innolab.gym.tools import Toolbox, ToolResult
@@ -121,6 +122,8 @@ def execute(run_dir: Path, resume: bool = False, show_progress: bool = True) -> 
     code_log: list[dict[str, Any]] = []
     step = 0
     sandbox = open_sandbox(task, config.runtime, config.image)
+    # what ended runs left (this one's, after a kill, included): folders, processes, containers, volumes
+    reap(docker_client=getattr(sandbox, "client", None))
     validator = open_validator(task, sandbox)
     try:
         if checkpoint is not None:

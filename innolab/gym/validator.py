@@ -83,17 +83,19 @@ class LocalValidator:
         self.root = Path(tempfile.mkdtemp(prefix="innolab-validator-"))  # 0700, innolab's user
         mark(self.root)
 
-    def _copy(self, folder: Path) -> list[str]:
-        """Write the checker into folder/checker; the names of the files whose content then differs."""
-        checker = folder / "checker"
+    def _copy(self, folder: Path) -> None:
+        """Write the checker into folder/checker."""
         for name, content in self.files.items():
-            target = checker / name
+            target = folder / "checker" / name
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_bytes(content)
+
+    def _altered(self, folder: Path) -> list[str]:
+        """The names of the checker's files whose copy in folder/checker differs from the pristine content."""
         found = {}
         for name in self.files:
             try:
-                found[name] = hashlib.sha256((checker / name).read_bytes()).hexdigest()
+                found[name] = hashlib.sha256((folder / "checker" / name).read_bytes()).hexdigest()
             except OSError:
                 found[name] = ""
         return [name for name, digest in self.digests.items() if found[name] != digest]
@@ -104,7 +106,8 @@ class LocalValidator:
         try:
             candidate = folder / CANDIDATE
             candidate.write_bytes(content)
-            altered = self._copy(folder)
+            self._copy(folder)
+            altered = self._altered(folder)  # immediately before use
             if altered:
                 return altered_verdict(altered)
             env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LANG": "C.UTF-8", "PYTHONDONTWRITEBYTECODE": "1"}
