@@ -171,6 +171,30 @@ def _sandbox_exec(args: argparse.Namespace) -> int:
     return result.returncode
 
 
+def _sandbox_clean(args: argparse.Namespace) -> int:
+    from innolab.gym.leftovers import reap
+
+    client = None
+    if args.docker:
+        from innolab.gym.docker_sandbox import docker_client
+        from innolab.gym.sandbox import SandboxError
+
+        try:
+            client = docker_client()
+        except SandboxError as error:
+            print(f"innolab sandbox clean: {error}", file=sys.stderr)
+            return 2
+    reaped = reap(docker_client=client)
+    for folder in reaped.folders:
+        print(f"removed {folder}")
+    for kind, names in (("container", reaped.containers), ("volume", reaped.volumes)):
+        for name in names:
+            print(f"removed Docker {kind} {name}")
+    print(f"{len(reaped.folders)} folders, {reaped.processes} processes, {len(reaped.containers)} containers and "
+          f"{len(reaped.volumes)} volumes of ended runs removed")
+    return 0
+
+
 def _run(args: argparse.Namespace) -> int:
     from innolab import runner
     from innolab.gym.budget import BudgetError, parse_duration
@@ -528,6 +552,10 @@ def build_parser() -> argparse.ArgumentParser:
     sexec.add_argument("--timeout", type=float, default=120.0)
     sexec.add_argument("cmd", nargs=argparse.REMAINDER, metavar="-- CMD...")
     sexec.set_defaults(handler=_sandbox_exec)
+    clean = sandbox_sub.add_parser("clean", help="remove what ended runs left: sandbox and validator folders in the "
+                                   "temporary folder and their processes (and, with --docker, containers, volumes)")
+    clean.add_argument("--docker", action="store_true", help="also Docker containers and volumes of ended runs")
+    clean.set_defaults(handler=_sandbox_clean)
 
     run = commands.add_parser("run", help="run an agent on a task; --resume continues a killed run",
                               description="Run one agent on one task in a sandbox; prints the run directory last.")
