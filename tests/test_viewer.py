@@ -70,7 +70,7 @@ def test_the_html_export_is_self_contained_and_holds_every_step_and_the_final_sc
         assert f'<td class="final-score-V">{render.number(score["score"])}</td>' in page
     aide = (tmp_path / "aide.html").read_text()
     assert aide.count('data-node="') == 3 and "plan B: fix it with a grid" in aide
-    assert "You are an expert solving an optimisation task" in aide  # the prompt, from the run's cache
+    assert "You are an expert solving a task" in aide  # the prompt, from the run's cache
 
 
 def chromium() -> str | None:
