@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from scipy import stats
 from statsmodels.stats.proportion import proportion_confint
 
 from innolab import notebooks, sweep
@@ -30,7 +31,7 @@ def run_table(**columns) -> pd.DataFrame:
 
 def test_success_rates_use_wilson_intervals_from_statsmodels():
     runs = run_table(agent=["a"] * 5 + ["b"] * 3, valid=[True, True, False, False, False, True, True, True])
-    table = sw.success_rates(runs, "agent", confidence=0.9)
+    table = sw.success_rates(runs, "agent", confidence_level=0.9)
     assert list(table.columns) == ["agent", "n", "successes", "rate", "ci_low", "ci_high"]
     a, b = table.itertuples(index=False)
     assert (a.n, a.successes, a.rate) == (5, 2, 0.4) and (b.n, b.successes, b.rate) == (3, 3, 1.0)
@@ -79,14 +80,13 @@ def test_anytime_counts_each_run_up_to_its_own_budget():
         sw.anytime(trajectory, runs, None, [50, 5])
 
 
-def test_bootstrap_mean_interval_matches_a_plain_resampling_loop():
-    values = np.random.default_rng(3).normal(size=40)
-    low, high = sw.bootstrap_mean_ci(values, n_resamples=4000, seed=1)
-    rng = np.random.default_rng(7)
-    means = [values[rng.integers(0, 40, 40)].mean() for _ in range(4000)]
-    width = np.quantile(means, 0.975) - np.quantile(means, 0.025)
-    assert abs(low[0] - np.quantile(means, 0.025)) < 0.1 * width
-    assert abs(high[0] - np.quantile(means, 0.975)) < 0.1 * width
+def test_anytime_runs_are_the_per_run_values_within_each_budget():
+    runs = run_table(budget_s=[10.0, 100.0])
+    trajectory = trajectory_rows([("c0", 5, True, -0.4, 10.0), ("c1", 50, True, -0.1, 30.0)])
+    rows = sw.anytime_runs(trajectory, runs, [5, 50])
+    assert list(rows.columns) == ["config_id", "t_s", "ratio", "novelty"]
+    assert list(rows.itertuples(index=False, name=None)) == [("c0", 5.0, -0.4, 10.0), ("c1", 5.0, -1.0, 0.0),
+                                                             ("c1", 50.0, -0.1, 30.0)]
 
 
 # ------------------------------------------------------------------------------------------------ factors
@@ -170,15 +170,59 @@ def test_prior_trajectory_keeps_improving_candidates_of_runs_from_a_prior():
 def test_trend_checks_say_holds_does_not_hold_or_not_enough_data():
     x = np.repeat([0.25, 0.5, 0.75, 1.0], 5)
     noise = np.random.default_rng(0).normal(0, 0.02, x.size)
-    data = pd.DataFrame({"t": x, "up": x + noise, "hump": -(x - 0.6) ** 2 + noise})
-    assert sw.trend_holds(data, "t", "up", "increasing").verdict == "holds"
-    assert sw.trend_holds(data, "t", "up", "decreasing").verdict == "does not hold"
-    assert sw.trend_holds(data, "t", "hump", "peak").verdict == "holds"
-    assert sw.trend_holds(data, "t", "up", "peak").verdict == "does not hold"
+    data = pd.DataFrame({"run": range(x.size), "t": x, "up": x + noise, "hump": -(x - 0.6) ** 2 + noise})
+    up = sw.trend_holds(data, "t", "up", "increasing", unit="run")
+    assert (up.verdict, up.test, up.unit, up.n_units, up.n) == ("holds", "Spearman rho over units", "run", 20, 20)
+    assert sw.trend_holds(data, "t", "up", "decreasing", unit="run").verdict == "does not hold"
+    assert sw.trend_holds(data, "t", "hump", "peak", unit="run").verdict == "holds"
+    assert sw.trend_holds(data, "t", "up", "peak", unit="run").verdict == "does not hold"
     two_levels = data[data["t"] <= 0.5]
-    assert sw.trend_holds(two_levels, "t", "up", "increasing").verdict == "not enough data"
+    assert sw.trend_holds(two_levels, "t", "up", "increasing", unit="run").verdict == "not enough data"
     with pytest.raises(sw.AnalysisError, match="trend must be"):
-        sw.trend_holds(data, "t", "up", "sideways")
+        sw.trend_holds(data, "t", "up", "sideways", unit="run")
+
+
+def best_so_far_runs(improvements: dict[str, tuple[float, float, float]], grid: np.ndarray) -> pd.DataFrame:
+    """Each run's best-so-far ratio on the grid: `before` until it improves at `t`, then `after`."""
+    return pd.DataFrame([(run, t, after if t >= at else before)
+                         for run, (at, before, after) in improvements.items() for t in grid],
+                        columns=["config_id", "t_s", "ratio"])
+
+
+def test_two_runs_that_each_improve_once_show_no_significant_trend():
+    grid = np.linspace(0, 300, 31)
+    rows = best_so_far_runs({"a": (100, -1.0, 0.5), "b": (200, -1.0, -0.2)}, grid)
+    # as 62 independent points these gave "holds" (rho 0.73, p 2e-11); with runs as units two runs cannot
+    points = stats.spearmanr(rows["t_s"], rows["ratio"])
+    assert points.pvalue < 1e-6
+    check = sw.trend_holds(rows, "t_s", "ratio", "increasing", unit="config_id")
+    assert (check.verdict, check.n_units, check.n) == ("does not hold", 2, 62)
+    assert check.p_value == pytest.approx(0.25) and "Wilcoxon" in check.test
+    with pytest.raises(sw.AnalysisError, match=r"repeat config_id .*pass unit='config_id'"):
+        sw.trend_holds(rows, "t_s", "ratio", "increasing")
+    with pytest.raises(sw.AnalysisError, match="needs unit="):
+        sw.trend_holds(rows.drop(columns="config_id").assign(run=rows["config_id"]), "t_s", "ratio", "increasing")
+    with pytest.raises(sw.AnalysisError, match="must name the unit of every row"):
+        sw.trend_holds(rows.assign(config_id=None), "t_s", "ratio", "increasing", unit="config_id")
+
+
+def test_twenty_runs_whose_gain_rises_with_the_budget_hold_it():
+    rng = np.random.default_rng(4)
+    budgets = np.array([60.0, 120.0, 240.0, 480.0])
+    rows = pd.DataFrame([(f"r{i}", b, 0.1 * np.log2(b) + rng.normal(0, 0.05), -(np.log2(b / 60) - 1) ** 2
+                          + rng.normal(0, 0.2)) for i in range(20) for b in budgets],
+                        columns=["config_id", "budget_s", "gain", "hump"])
+    check = sw.trend_holds(rows, "budget_s", "gain", "increasing", unit="config_id")
+    assert (check.verdict, check.n_units, check.n) == ("holds", 20, 80) and check.p_value < 1e-4
+    assert sw.trend_holds(rows, "budget_s", "gain", "decreasing", unit="config_id").verdict == "does not hold"
+    # a peak: the best mean inside the range, a rise before it and a fall after it, each across runs
+    peak = sw.trend_holds(rows, "budget_s", "hump", "peak", unit="config_id")
+    assert peak.verdict == "holds" and "best mean at budget_s = 120" in peak.detail
+    edge = sw.trend_holds(rows, "budget_s", "gain", "peak", unit="config_id")  # rising to the end: no peak
+    assert edge.verdict == "does not hold" and "edge" in edge.detail
+    # a single run with values at every budget is still one unit: no trend across runs
+    one = sw.trend_holds(rows[rows["config_id"] == "r0"], "budget_s", "gain", "increasing", unit="config_id")
+    assert one.verdict == "not enough data" and one.n_units == 1
 
 
 def test_regression_recovers_a_planted_slope_with_task_clustered_errors():
@@ -276,6 +320,10 @@ def test_check_trends_tests_each_stated_trend_with_its_column():
                            "detail": ["up", "down", "best in the middle"]})
     x = np.repeat([1.0, 2.0, 3.0, 4.0], 4)
     data = pd.DataFrame({"t": x, "g": x + np.random.default_rng(1).normal(0, 0.01, x.size), "n": x})
-    checks = sw.check_trends(stated, data, "t", {"gain": "g", "novelty": "n"})
+    checks = sw.check_trends(stated, data.assign(run=range(len(data))), "t", {"gain": "g", "novelty": "n"},
+                             unit="run")
     assert checks["quantity"].tolist() == ["gain", "novelty"]  # trade_off has no column: the caller's
     assert checks["this sweep"].tolist() == ["holds", "does not hold"]
+    assert checks["unit"].tolist() == ["run", "run"] and checks["n_units"].tolist() == [16, 16]
+    with pytest.raises(sw.AnalysisError, match="needs unit="):
+        sw.check_trends(stated, data, "t", {"gain": "g"})

@@ -48,6 +48,8 @@ def test_round_as_printed_is_half_away_from_zero():
 
 def test_intervals_and_paired_tests(filled):
     ci = mr.framework_intervals(filled, n_resamples=2000)
+    with pytest.raises(TypeError):
+        mr.framework_intervals(filled, mr.FRAMEWORKS, 2000)  # settings are keyword-only
     assert list(ci.columns) == ["framework", "metric", "mean", "ci_low", "ci_high"]
     assert (ci["ci_low"] <= ci["mean"]).all() and (ci["mean"] <= ci["ci_high"]).all()
     tests = mr.paired_tests(filled, pairs=[("MLAB", "CodeAct"), ("MLAB", "AIDE")], n_resamples=2000)

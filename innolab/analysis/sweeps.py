@@ -320,6 +320,8 @@ def paired_effect(runs: pd.DataFrame, factor: str, metric: str, pair_on: Sequenc
     if a not in wide.columns or b not in wide.columns:
         raise AnalysisError(f"no runs at {factor} = {a!r} or {b!r}")
     pairs = pd.DataFrame({"a": wide[a], "b": wide[b]}).dropna().reset_index()  # scalar keys: a bool level works
+    if pairs.empty:
+        raise AnalysisError(f"no runs at {factor} = {a!r} pair up with runs at {factor} = {b!r} on {keys}")
     pairs["diff"] = pairs["b"] - pairs["a"]
 
     def row(task: str, diffs: np.ndarray) -> dict[str, Any]:

@@ -48,7 +48,7 @@ def main(runs: int = 10_000, rows: int = 1_000_000) -> dict[str, float]:
         "paired_effect": lambda: sw.paired_effect(table, "innovation_prompt", "novelty",
                                                   pair_on=("task", "agent", "temperature", "seed")),
         "prior_trajectory": lambda: sw.prior_trajectory(trajectory, table),
-        "trend_holds": lambda: sw.trend_holds(table, "temperature", "novelty", "increasing"),
+        "trend_holds": lambda: sw.trend_holds(table, "temperature", "novelty", "increasing", unit="config_id"),
         "regression": lambda: sw.regression(table, "ratio ~ temperature + C(agent)"),
         "main_results": lambda: sw.main_results(table),
     }
