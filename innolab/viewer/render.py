@@ -35,7 +35,10 @@ def number(value: Any, digits: int = 6) -> str:
     return str(value)
 
 
-def _missing(value: Any) -> bool:
+def missing(value: Any) -> bool:
+    """None, NaN, pandas' NA or NaT, or an empty text: a value a table shows as "-"."""
+    if isinstance(value, str):
+        return value == ""
     return value is None or (isinstance(value, float) and math.isnan(value)) or value is pd.NA or value is pd.NaT
 
 
@@ -46,7 +49,7 @@ FIXED = {"ratio": 3, "gain": 4, "novelty": 1, "ratio_raw": 3, "novelty_raw": 1}
 def human(column: str, value: Any) -> str:
     """A table cell as a person reads it: seconds to 0.1 s (120.00816665600007 -> "120.0 s"), ratio to 3
     decimals, N to 1, money to 4, other decimals to 6 significant digits, yes/no, "-" for a missing value."""
-    if _missing(value):
+    if missing(value):
         return "-"
     if isinstance(value, bool | np.bool_):
         return "yes" if value else "no"

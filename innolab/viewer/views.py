@@ -4,6 +4,7 @@ runs table with filters by factor, best-so-far curves of the selected runs, a ru
 from __future__ import annotations
 
 import math
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,7 @@ from innolab.viewer.render import (
     human,
     journal_svg,
     legend_html,
+    missing,
     node_html,
     state_html,
     step_html,
@@ -119,20 +121,16 @@ def run_labels(rows: pd.DataFrame, factors: list[str]) -> list[str]:
     folder too (and, where two rows still read alike, their position)."""
     labels = [" · ".join([*(factor_text(f, row[f]) for f in factors), str(row["config_id"])])
               for _, row in rows.iterrows()]
-    repeated = {label for label in labels if labels.count(label) > 1}
+    repeated = {label for label, count in Counter(labels).items() if count > 1}
     if repeated and "run_dir" in rows:
-        labels = [f"{label} · run {Path(str(run_dir)).name}" if label in repeated and not _blank(run_dir) else label
+        labels = [f"{label} · run {Path(str(run_dir)).name}" if label in repeated and not missing(run_dir) else label
                   for label, run_dir in zip(labels, rows["run_dir"], strict=True)]
-    seen: dict[str, int] = {}
+    counts, seen = Counter(labels), Counter[str]()
     unique = []
     for label in labels:
-        seen[label] = seen.get(label, 0) + 1
-        unique.append(label if labels.count(label) == 1 else f"{label} · #{seen[label]}")
+        seen[label] += 1
+        unique.append(label if counts[label] == 1 else f"{label} · #{seen[label]}")
     return unique
-
-
-def _blank(value: Any) -> bool:
-    return value is None or (isinstance(value, float) and value != value) or str(value) == ""
 
 
 class SweepView:
@@ -195,7 +193,7 @@ class SweepView:
 
     def positions(self, key: str) -> list[int]:
         """The rows a key names: a run folder (as in the table, or its name) or a config id (every run of it)."""
-        by_dir = [i for i, d in self.runs["run_dir"].items() if not _blank(d) and key in (str(d), Path(str(d)).name)]
+        by_dir = [i for i, d in self.runs["run_dir"].items() if not missing(d) and key in (str(d), Path(str(d)).name)]
         found = by_dir or [i for i, c in self.runs["config_id"].items() if str(c) == key]
         if not found:
             raise ValueError(f"run: {key!r} is neither a config id nor a run folder of {self.sweep_dir.name}")
@@ -217,7 +215,7 @@ class SweepView:
     def run_key(self, position: int) -> str:
         """A run's key: its run folder as in the table (unique), else its config id."""
         row = self.runs.loc[position]
-        return str(row["config_id"]) if _blank(row.get("run_dir")) else str(row["run_dir"])
+        return str(row["config_id"]) if missing(row.get("run_dir")) else str(row["run_dir"])
 
     def _draw(self) -> None:
         rows = self.selected()
@@ -254,7 +252,7 @@ class SweepView:
         """A run's rows of the trajectory table; where its configuration was run more than once (the table keys
         rows by config id), read from its own run folder."""
         row = self.runs.loc[position]
-        if (self.runs["config_id"] == row["config_id"]).sum() == 1 or _blank(row.get("run_dir")):
+        if (self.runs["config_id"] == row["config_id"]).sum() == 1 or missing(row.get("run_dir")):
             return self.trajectory[self.trajectory["config_id"] == row["config_id"]]
         from innolab.results import TRAJECTORY_COLUMNS, trajectory_rows
 
@@ -270,7 +268,7 @@ class SweepView:
         what = "no submission" if submissions == 0 else f"{submissions} submission{'s' if submissions > 1 else ''}, " \
             "none valid on the dev check"
         ended = human("end_reason", row.get("end_reason"))
-        error = "" if _blank(row.get("error")) else f"; error: {row['error']}"
+        error = "" if missing(row.get("error")) else f"; error: {row['error']}"
         return f"{what} (ended: {ended}{error})"
 
     def open_run(self, key: str | None = None) -> RunView:
@@ -288,7 +286,7 @@ class SweepView:
                                  "pass the run folder")
             position = found[0]
         row = self.runs.loc[position]
-        if _blank(row.get("run_dir")):
+        if missing(row.get("run_dir")):
             raise ValueError(f"run: {self.labels[position]} has no run folder (it did not start)")
         self.run_view = RunView(self._run_dir(row))
         self.run_area.children = [self.run_view.widget]
