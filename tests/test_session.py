@@ -6,6 +6,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -13,6 +14,7 @@ import pytest
 
 from innolab import runner, traces
 from innolab.gym.factory import open_sandbox
+from innolab.gym.leftovers import PREFIXES, read_mark, sandbox_pids
 from innolab.gym.session import PythonSession
 from innolab.runner import agent_config
 from innolab.tasks import get_task
@@ -109,3 +111,75 @@ def test_a_resumed_run_rebuilds_the_interpreter_by_replay(tmp_path):
     assert results[-1]["ok"] and "wrote 26" in results[-1]["output"]  # r and json came back by replay
     submissions = [e for e in events if e["type"] == "submission"]
     assert submissions and submissions[-1]["dev_valid"]
+
+
+# ------------------------------------------------------------------------------------- nothing outlives its run
+
+INNOLAB = str(Path(sys.executable).parent / "innolab")
+
+
+def owned_folders(pid: int) -> dict[Path, dict]:
+    """The sandbox and validator folders of the temporary folder whose owner mark names process pid."""
+    marks = {folder: read_mark(folder) for prefix in PREFIXES for folder in Path(tempfile.gettempdir()).glob(
+        f"{prefix}*")}
+    return {folder: mark for folder, mark in marks.items() if mark and mark["pid"] == pid}
+
+
+def warden_of(pid: int) -> int:
+    for entry in Path("/proc").iterdir():
+        try:
+            status = (entry / "stat").read_text()
+            if entry.name.isdigit() and int(status[status.rindex(")") + 2 :].split()[1]) == pid \
+                    and b"innolab.gym.leftovers" in (entry / "cmdline").read_bytes():
+                return int(entry.name)
+        except (OSError, ValueError):
+            continue
+    raise AssertionError(f"process {pid} has no warden")
+
+
+def wait_for(condition, timeout_s: float = 30.0) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while not condition() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return condition()
+
+
+@pytest.mark.parametrize("warden_killed", [False, True], ids=["run-killed", "run-and-warden-killed"])
+def test_a_codeact_run_killed_mid_action_leaves_no_process_and_no_folder(tmp_path, warden_killed):
+    """`innolab run --agent codeact` killed with SIGKILL while its second python_session action runs: the warden
+    ends the interpreter and removes the workspace at once; what a killed warden leaves, the resume reaps; the
+    resumed run, closed, leaves nothing of its own."""
+    run_dir = tmp_path / "run"
+    with FakeLLM(replies=script(sleep=8.0)) as server:
+        env = {**os.environ, "INNOLAB_LLM_BASE_URL": server.base_url, "INNOLAB_LLM_MODEL": "fake",
+               "INNOLAB_LLM_API_KEY": "test"}
+        base = [INNOLAB, "run", "--novelty", "none"]
+        process = subprocess.Popen([*base, "--agent", "codeact", "--task", "circle-packing-26", "--budget", "5m",
+                                    "--max-steps", "10", "--run-dir", str(run_dir)],
+                                   env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        trace = run_dir / "trace.jsonl"
+        assert wait_for(lambda: trace.exists() and trace.read_bytes().count(b'"tool_call"') >= 2, 120)
+        folders = owned_folders(process.pid)
+        assert sorted(f.name.split("-")[1] for f in folders) == ["validator", "ws"]
+        workspace, mark = next((f, m) for f, m in folders.items() if f.name.startswith("innolab-ws-"))
+        uid, marker = mark["uid"], mark["marker"]
+        assert wait_for(lambda: len(sandbox_pids(uid, marker)) >= 2)  # the interpreter, the action's client
+        if warden_killed:
+            os.kill(warden_of(process.pid), signal.SIGKILL)
+        process.send_signal(signal.SIGKILL)
+        process.wait()
+        if warden_killed:  # left behind: the interpreter runs on, the folders stay, until the resume
+            time.sleep(1.0)
+            assert sandbox_pids(uid, marker) and all(f.exists() for f in folders)
+        else:  # the warden ends the interpreter and removes the workspace at once
+            assert wait_for(lambda: not sandbox_pids(uid, marker) and not workspace.exists())
+        resumed = subprocess.Popen([*base, "--resume", str(run_dir)], env=env, stdout=subprocess.PIPE,
+                                   stderr=subprocess.PIPE, text=True)
+        _, err = resumed.communicate(timeout=300)
+        assert resumed.returncode == 0, err[-2000:]
+    assert not sandbox_pids(uid, marker)
+    assert not [f for f in folders if f.exists()]
+    assert not owned_folders(resumed.pid)  # the resumed run's own sandbox and validator, closed with it
+    events = traces.read_events(run_dir)
+    assert any(e["type"] == "run_resumed" for e in events)
+    assert next(e for e in events if e["type"] == "run_finished")["dev_valid"]
