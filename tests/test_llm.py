@@ -1,10 +1,23 @@
-"""The LLM layer against a scripted OpenAI-compatible server: retries, cache, parsing, settings."""
+"""The LLM layer against a scripted OpenAI-compatible server: retries, cache, parsing, settings, bounded fields."""
+
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
 from innolab.llm import LLMClient, LLMError, LLMSettings
 from innolab.llm.cache import ResponseCache
-from innolab.llm.client import parse_json_object
+from innolab.llm.client import (
+    MIN_PAYLOAD_CHARS,
+    has_lengths,
+    json_schema,
+    parse_json_object,
+    payload_chars,
+    string_fields,
+    text,
+    without_lengths,
+)
 from tests.fake_llm import FakeLLM
 
 
@@ -80,3 +93,95 @@ def test_robust_json_parser(text, expected):
 def test_parser_says_when_there_is_no_object():
     with pytest.raises(ValueError, match="no JSON object"):
         parse_json_object("just prose")
+
+
+# ------------------------------------------------------------------------------- bounded string fields
+
+BOUNDED = json_schema("probe", {"thought": text(40), "action": {"type": "string", "enum": ["python", "bash"]}},
+                      ["thought", "action"])
+RAMBLE = [{"role": "user", "content": "In thought, count from 1 to 500 in full: 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, ..."}]
+
+
+def test_string_limits_and_payload_sizes():
+    assert text(40, "why") == {"type": "string", "maxLength": 40, "description": "why"}
+    with pytest.raises(ValueError, match="max_chars"):
+        text(0)
+    assert payload_chars(4096, 160) > payload_chars(512, 160) > payload_chars(512, 1000) >= MIN_PAYLOAD_CHARS
+    nested = json_schema("n", {"a": text(10), "b": {"type": "object", "properties": {"c": text(5)}}}, ["a", "b"])
+    assert [f["maxLength"] for f in string_fields(nested)] == [10, 5] and has_lengths(nested)
+    assert not has_lengths(without_lengths(nested)) and has_lengths(nested)  # a copy: the original keeps them
+
+
+def test_the_embedded_server_enforces_max_length():
+    """The grammar that the embedded server makes of a JSON schema honours maxLength: a model told to ramble in a
+    field stops at the limit and closes the reply, far below the token cap (unbounded, the same greedy request
+    rambles on)."""
+    pytest.importorskip("xllamacpp")
+    client = LLMClient(LLMSettings(max_tokens=200, temperature=0.0, seed=1))
+    bounded = client.chat(RAMBLE, response_format=BOUNDED)
+    reply = parse_json_object(bounded.text)
+    assert len(reply["thought"]) <= 40 and reply["action"] in ("python", "bash")
+    assert bounded.completion_tokens < 80
+    free = client.chat(RAMBLE, response_format=without_lengths(BOUNDED))
+    assert free.completion_tokens > bounded.completion_tokens and len(free.text) > len(bounded.text) + 40
+
+
+class NoLengthsEndpoint:
+    """An OpenAI-compatible endpoint whose strict mode rejects maxLength (as some hosted APIs do), or every schema."""
+
+    def __init__(self, reject_every_schema: bool = False) -> None:
+        self.requests: list[dict] = []
+        owner = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args) -> None:
+                pass
+
+            def do_POST(self) -> None:
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                owner.requests.append(body)
+                schema = body.get("response_format")
+                if schema and (reject_every_schema or "maxLength" in json.dumps(schema)):
+                    reason = ("response_format is not supported" if reject_every_schema
+                              else "'maxLength' is not permitted")
+                    return self._send(400, {"error": {"message": f"Invalid schema for response_format: {reason}",
+                                                      "type": "invalid_request_error"}})
+                message = {"role": "assistant", "content": json.dumps({"thought": "ok", "action": "bash"})}
+                return self._send(200, {"id": "x", "object": "chat.completion", "created": 0, "model": "fake",
+                                        "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
+                                        "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}})
+
+            def _send(self, status: int, payload: dict) -> None:
+                data = json.dumps(payload).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.mark.parametrize("reject_every_schema", [False, True])
+def test_an_endpoint_rejecting_max_length_gets_the_schema_without_it(reject_every_schema):
+    endpoint = NoLengthsEndpoint(reject_every_schema)
+    try:
+        client = LLMClient(settings(endpoint.url))
+        first = client.chat(MESSAGES, response_format=BOUNDED)
+        client.chat(MESSAGES, response_format=BOUNDED)
+    finally:
+        endpoint.close()
+    assert parse_json_object(first.text) == {"thought": "ok", "action": "bash"}
+    sent = [r.get("response_format") for r in endpoint.requests]
+    if reject_every_schema:  # without limits first, then without a schema: two refusals, then plain requests
+        assert [a["error"] for a in first.attempts] == ["maxLength unsupported", "response_format unsupported"]
+        assert sent[1] == without_lengths(BOUNDED) and sent[2:] == [None, None]
+    else:  # the schema stays, only its limits go, for the rest of the client's calls
+        assert [a["error"] for a in first.attempts] == ["maxLength unsupported"]
+        assert sent == [BOUNDED, without_lengths(BOUNDED), without_lengths(BOUNDED)]

@@ -10,7 +10,16 @@ from typing import Any
 from innolab.gym.policy import Action, Observation
 from innolab.gym.tools import ToolCall, ToolResult
 from innolab.llm.cache import ResponseCache
-from innolab.llm.client import CHARS_PER_TOKEN, Completion, LLMClient, estimate_tokens, parse_json_object
+from innolab.llm.client import (
+    CHARS_PER_TOKEN,
+    Completion,
+    LLMClient,
+    estimate_tokens,
+    json_schema,
+    parse_json_object,
+    payload_chars,
+    text,
+)
 from innolab.llm.settings import LLMSettings
 
 INNOVATION_PROMPT = (
@@ -31,6 +40,8 @@ REPEAT_NOTE = ("Your last replies were identical and gave the same observation e
                "a new action, new code, another approach.")
 DEFAULT_CONTEXT_TOKENS = 8192  # when the endpoint reports no context length
 CONTEXT_MARGIN_TOKENS = 256
+OBSERVATION_CHARS = 2500  # of one tool result's output shown to the model, at most
+OBSERVATION_SHARE = 8  # and at most this fraction of the model's context
 
 
 def conversation_tokens(messages: list[dict[str, Any]]) -> int:
@@ -123,10 +134,12 @@ class LLMAgent:
         self.side_usage, self.side_cost = 0, 0.0
         return Action(tool_calls=calls, done=done, tokens=tokens, cost_usd=cost, events=[*side, *events])
 
-    @staticmethod
-    def describe_results(results: list[ToolResult], limit: int = 2500) -> str:
+    def describe_results(self, results: list[ToolResult]) -> str:
+        """Tool results as the model reads them: each output's tail, at most 1/OBSERVATION_SHARE of the model's
+        context (OBSERVATION_CHARS at most), so a small model's prompt is not filled by one long output."""
         if not results:
             return "(no observation)"
+        limit = min(OBSERVATION_CHARS, int(self.context_tokens() / OBSERVATION_SHARE * CHARS_PER_TOKEN))
         parts = [f"[{r.name}] {'ok' if r.ok else 'failed'}\n{r.output[-limit:]}" for r in results]
         return "\n\n".join(parts)
 
@@ -195,11 +208,14 @@ class LLMAgent:
                                                   "use: what it tried, what happened, what is known. Be brief."},
                     {"role": "user", "content": (f"Summary so far:\n{previous}\n\n" if previous else "")
                                                 + f"Newer turns to add:\n{shown}"}]
-        completion = self.chat(messages)
+        brief = min(max(limit, 200), payload_chars(self.settings.max_tokens, 0))  # one reply within the token cap
+        schema = json_schema("history_summary", {"summary": text(brief)}, ["summary"])
+        reply, completion = self.ask(messages, schema)
         self.side_events.append(self.llm_event(completion, "summarise history"))
         self.side_usage += completion.prompt_tokens + completion.completion_tokens
         self.side_cost += completion.cost_usd
-        return (completion.text or "").strip()[: limit or 2000]
+        summary = str(reply.get("summary", "")) if reply else completion.text
+        return (summary or "").strip()[: limit or 2000]
 
     # Policy state: plain JSON only.
     def state(self) -> dict[str, Any]:
