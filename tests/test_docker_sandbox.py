@@ -1,13 +1,20 @@
 """The Docker back end: limits, files, links, snapshots, GPU requests, and a scripted run end to end."""
 
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 
 from innolab import runner, traces
 from innolab.gym.docker_sandbox import DockerLimits, DockerSandbox
 from innolab.gym.factory import open_sandbox
+from innolab.gym.leftovers import reap
 from innolab.gym.policy import RunConfig
 from innolab.gym.sandbox import SandboxError
 from innolab.tasks import get_task
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture
@@ -70,3 +77,21 @@ def test_cli_sandbox_exec_docker(docker_client, base_image):
     done = subprocess.run([innolab, "sandbox", "exec", "--task", "circle-packing-26", "--runtime", "docker", "--",
                            "bash", "-c", "id -un; ls /sys/class/net; exit 4"], capture_output=True, text=True)
     assert done.returncode == 4 and done.stdout.split() == ["agent", "lo"]
+
+
+def test_a_killed_runs_container_and_volume_are_reaped(docker_client, base_image):
+    import docker
+
+    code = ("import sys, time\nfrom innolab.gym.docker_sandbox import DockerSandbox\nbox = DockerSandbox(sys.argv[1])\n"
+            "print(box.container.id, box.volume.name, flush=True)\ntime.sleep(300)")
+    process = subprocess.Popen([sys.executable, "-c", code, base_image], cwd=ROOT, stdout=subprocess.PIPE, text=True)
+    container_id, volume = process.stdout.readline().split()
+    process.kill()
+    process.wait()
+    assert docker_client.containers.get(container_id).status == "running"  # left behind by the kill
+    reaped = reap(docker_client=docker_client)
+    assert volume in reaped.volumes and len(reaped.containers) >= 1
+    with pytest.raises(docker.errors.NotFound):
+        docker_client.containers.get(container_id)
+    with pytest.raises(docker.errors.NotFound):
+        docker_client.volumes.get(volume)

@@ -15,6 +15,8 @@ from innolab import runner, traces
 from innolab.gym.budget import Budget, BudgetError, parse_duration
 from innolab.gym.dispatcher import dispatch_sync
 from innolab.gym.factory import open_sandbox, open_validator
+from innolab.gym.leftovers import MARKER_VARIABLE, OWNER_FILE, mark, owner_token, sandbox_pids
+from innolab.gym.local import LocalSandbox
 from innolab.gym.policy import RunConfig
 from innolab.gym.run import create_run
 from innolab.gym.sandbox import SandboxError
@@ -295,3 +297,59 @@ def test_a_trace_of_schema_version_1_still_loads(tmp_path):
     assert events[3]["final_submission"] is None and "score" not in events[3]
     assert events[4]["distances"] == {"a": 40.0, "b": 60.0} and events[4]["novelty"] == 40.0
     assert "score 2.1" in traces.summary(tmp_path)
+
+
+# ------------------------------------------------------------------ the local sandbox's user, links and leftovers
+
+BOTH_MODES = [pytest.param(True, marks=pytest.mark.skipif(os.geteuid() != 0, reason="needs root"), id="own-user"),
+              pytest.param(False, id="innolab-user")]
+
+
+@pytest.mark.parametrize("separate_user", BOTH_MODES)
+def test_local_sandbox_user_links_and_close(separate_user):
+    box = LocalSandbox(separate_user=separate_user)
+    try:
+        assert box.exec("id -u").stdout.strip() == str(box.uid if separate_user else os.geteuid())
+        box.write_file("d/a.txt", b"1")  # what innolab writes, the agent's commands can change, and back
+        assert box.exec("echo 2 >> d/a.txt && echo 3 > d/b.txt").returncode == 0
+        assert box.read_file("d/a.txt") == b"12\n" and box.read_file("d/b.txt") == b"3\n"
+        box.exec("ln -s /etc e && ln -s /etc/hostname h")  # a link in the path is never followed
+        with pytest.raises(SandboxError, match="link"):
+            box.write_file("e/innolab-planted", b"x")
+        with pytest.raises(SandboxError, match="link"):
+            box.read_file("e/hostname")
+        box.write_file("h", b"replaced")  # replaces the link itself
+        assert box.read_file("h") == b"replaced" and not Path("/etc/innolab-planted").exists()
+        if separate_user:  # innolab's own files are out of the commands' reach
+            assert box.exec(f"touch {ROOT}/innolab-planted").returncode != 0
+            assert not (ROOT / "innolab-planted").exists()
+        box.restore(box.snapshot())
+        assert box.exec("echo 4 > d/a.txt && test ! -e e").returncode == 0  # still the agent's; links dropped
+        assert box.exec("nohup sleep 60 >/dev/null 2>&1 &").returncode == 0
+        assert sandbox_pids(box.uid, box.marker)
+    finally:
+        box.close()
+    assert not sandbox_pids(box.uid, box.marker) and not box.root.exists()
+
+
+def test_cli_sandbox_clean_reaps_what_an_ended_run_left(tmp_path):
+    ended = subprocess.Popen(["sleep", "30"])
+    token = owner_token(ended.pid)
+    ended.kill()
+    ended.wait()
+    leftover = tmp_path / "innolab-ws-ended"
+    (leftover / "workspace").mkdir(parents=True)
+    (leftover / OWNER_FILE).write_text(json.dumps({**token, "uid": None, "marker": "feedc0de"}))
+    straggler = subprocess.Popen(["sleep", "60"], env={**os.environ, MARKER_VARIABLE: "feedc0de"},
+                                 start_new_session=True)
+    alive = tmp_path / "innolab-validator-alive"  # owned by this test's process: kept
+    alive.mkdir()
+    mark(alive)
+    unmarked = tmp_path / "innolab-ws-unmarked"  # no owner mark: not ours to judge
+    unmarked.mkdir()
+    done = subprocess.run([INNOLAB, "sandbox", "clean"], env={**os.environ, "TMPDIR": str(tmp_path)},
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert f"removed {leftover}" in done.stdout and "1 folders, 1 processes" in done.stdout
+    assert not leftover.exists() and alive.exists() and unmarked.exists()
+    assert straggler.wait(timeout=10) == -signal.SIGKILL
