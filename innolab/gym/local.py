@@ -35,7 +35,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from innolab.gym.leftovers import MARKER_VARIABLE, Warden, kill_sandbox, mark, remove_tree, sandbox_pids
+from innolab.gym.leftovers import MARKER_VARIABLE, Warden, kill_sandbox, mark, read_mark, remove_tree, sandbox_pids
 from innolab.gym.sandbox import MAX_FILE_BYTES, ExecResult, SandboxError, safe_members, workspace_path
 
 AGENT_PATH = "/usr/local/bin:/usr/bin:/bin"
@@ -53,13 +53,15 @@ def _mapped(path: str) -> list[tuple[int, int]]:
 
 
 def _taken(candidate: int) -> bool:
+    """An account's or a group's id, one a process runs as, or one an unreaped sandbox's mark names."""
     for lookup in (pwd.getpwuid, grp.getgrgid):
         try:
             lookup(candidate)
             return True
         except KeyError:
             pass
-    return bool(sandbox_pids(candidate, None))
+    marks = (read_mark(folder) for folder in Path(tempfile.gettempdir()).glob("innolab-ws-*"))
+    return bool(sandbox_pids(candidate, None)) or any(m and m.get("uid") == candidate for m in marks)
 
 
 def agent_id() -> int:
