@@ -137,16 +137,13 @@ def remove_tree(folder: Path) -> None:
 
 # --------------------------------------------------------------------------------------------- warden
 
-WARDEN = r'''
-import os, sys
-sys.stdin.buffer.read()  # end-of-file: every copy of the run's end of the pipe is closed (the run has ended)
-from innolab.gym.leftovers import kill_sandbox, remove_tree
-from pathlib import Path
-uid = None if sys.argv[1] == "-" else int(sys.argv[1])
-kill_sandbox(uid, sys.argv[2])
-for folder in sys.argv[3:]:
-    remove_tree(Path(folder))
-'''
+def _warden_main(argv: list[str]) -> None:
+    """python -m innolab.gym.leftovers UID|- MARKER FOLDER...: wait for end-of-file on stdin (every copy of the
+    run's end of the pipe closed: the run has ended), then kill the sandbox's processes and remove its folders."""
+    sys.stdin.buffer.read()
+    kill_sandbox(None if argv[0] == "-" else int(argv[0]), argv[1])
+    for folder in argv[2:]:
+        remove_tree(Path(folder))
 
 
 @dataclass
@@ -162,7 +159,7 @@ class Warden:
         package_root = str(Path(__file__).resolve().parents[2])
         env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": package_root, "PYTHONDONTWRITEBYTECODE": "1"}
         self.process = subprocess.Popen(
-            [sys.executable, "-c", WARDEN, "-" if self.uid is None else str(self.uid), self.marker,
+            [sys.executable, "-m", "innolab.gym.leftovers", "-" if self.uid is None else str(self.uid), self.marker,
              *map(str, self.folders)], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL, env=env, cwd="/", start_new_session=True)
 
@@ -221,3 +218,7 @@ def reap(tempdir: Path | None = None, docker_client: Any = None) -> Reaped:
                     continue  # removed meanwhile
                 kind.append(item.name)
     return reaped
+
+
+if __name__ == "__main__":
+    _warden_main(sys.argv[1:])
