@@ -125,16 +125,18 @@ def owned_folders(pid: int) -> dict[Path, dict]:
     return {folder: mark for folder, mark in marks.items() if mark and mark["pid"] == pid}
 
 
-def warden_of(pid: int) -> int:
+def wardens_of(pid: int) -> list[int]:
+    """The sandbox's and the validator's wardens started by process pid."""
+    found = []
     for entry in Path("/proc").iterdir():
         try:
             status = (entry / "stat").read_text()
             if entry.name.isdigit() and int(status[status.rindex(")") + 2 :].split()[1]) == pid \
                     and b"innolab.gym.leftovers" in (entry / "cmdline").read_bytes():
-                return int(entry.name)
+                found.append(int(entry.name))
         except (OSError, ValueError):
             continue
-    raise AssertionError(f"process {pid} has no warden")
+    return found
 
 
 def wait_for(condition, timeout_s: float = 30.0) -> bool:
@@ -147,7 +149,7 @@ def wait_for(condition, timeout_s: float = 30.0) -> bool:
 @pytest.mark.parametrize("warden_killed", [False, True], ids=["run-killed", "run-and-warden-killed"])
 def test_a_codeact_run_killed_mid_action_leaves_no_process_and_no_folder(tmp_path, warden_killed):
     """`innolab run --agent codeact` killed with SIGKILL while its second python_session action runs: the warden
-    ends the interpreter and removes the workspace at once; what a killed warden leaves, the resume reaps; the
+    ends the interpreter and removes the folders at once; what a killed warden leaves, the resume reaps; the
     resumed run, closed, leaves nothing of its own."""
     run_dir = tmp_path / "run"
     with FakeLLM(replies=script(sleep=8.0)) as server:
@@ -161,18 +163,21 @@ def test_a_codeact_run_killed_mid_action_leaves_no_process_and_no_folder(tmp_pat
         assert wait_for(lambda: trace.exists() and trace.read_bytes().count(b'"tool_call"') >= 2, 120)
         folders = owned_folders(process.pid)
         assert sorted(f.name.split("-")[1] for f in folders) == ["validator", "ws"]
-        workspace, mark = next((f, m) for f, m in folders.items() if f.name.startswith("innolab-ws-"))
+        mark = next(m for f, m in folders.items() if f.name.startswith("innolab-ws-"))
         uid, marker = mark["uid"], mark["marker"]
         assert wait_for(lambda: len(sandbox_pids(uid, marker)) >= 2)  # the interpreter, the action's client
         if warden_killed:
-            os.kill(warden_of(process.pid), signal.SIGKILL)
+            wardens = wardens_of(process.pid)
+            assert len(wardens) == 2
+            for warden in wardens:
+                os.kill(warden, signal.SIGKILL)
         process.send_signal(signal.SIGKILL)
         process.wait()
         if warden_killed:  # left behind: the interpreter runs on, the folders stay, until the resume
             time.sleep(1.0)
             assert sandbox_pids(uid, marker) and all(f.exists() for f in folders)
-        else:  # the warden ends the interpreter and removes the workspace at once
-            assert wait_for(lambda: not sandbox_pids(uid, marker) and not workspace.exists())
+        else:  # the wardens end the interpreter and remove the folders at once
+            assert wait_for(lambda: not sandbox_pids(uid, marker) and not [f for f in folders if f.exists()])
         resumed = subprocess.Popen([*base, "--resume", str(run_dir)], env=env, stdout=subprocess.PIPE,
                                    stderr=subprocess.PIPE, text=True)
         _, err = resumed.communicate(timeout=300)

@@ -2,9 +2,10 @@
 
 Every folder a sandbox or a validator makes in the temporary folder holds an owner mark (`.innolab-owner`: the
 owning process's pid, start time and boot id, and the agent's user id or process marker); every Docker container
-and volume carries the same mark as a label. A local sandbox starts a *warden*, a small process outside the run's
-process group that waits on a pipe whose only writer is the run: when the run ends, however it ends (close or
-SIGKILL), the pipe reads end-of-file and the warden kills every process of the sandbox and removes its folders.
+and volume carries the same mark as a label. A local sandbox and a local validator each start a *warden*, a small
+process outside the run's process group that waits on a pipe whose only writer is the run: when the run ends,
+however it ends (close or SIGKILL), the pipe reads end-of-file and the warden kills every process of the sandbox
+(or the validator's checker) and removes its folders.
 What a killed warden leaves behind (a machine reboot, a kill of every process at once) is reaped by `reap`, which
 the run loop calls when a run starts or resumes and `innolab clean` calls on demand: it removes only what belongs
 to an owner that is no longer alive.

@@ -23,6 +23,7 @@ import hashlib
 import io
 import json
 import os
+import secrets
 import subprocess
 import sys
 import tarfile
@@ -31,7 +32,7 @@ import time
 from pathlib import Path
 from typing import Any, Protocol
 
-from innolab.gym.leftovers import mark, owner_token, remove_tree
+from innolab.gym.leftovers import MARKER_VARIABLE, Warden, kill_sandbox, mark, owner_token, remove_tree
 from innolab.gym.sandbox import SandboxError, tar_files
 
 CANDIDATE = "candidate.json"
@@ -81,7 +82,10 @@ class LocalValidator:
         self.files = dict(files)
         self.digests = digests(self.files)
         self.root = Path(tempfile.mkdtemp(prefix="innolab-validator-"))  # 0700, innolab's user
-        mark(self.root)
+        self.marker = secrets.token_hex(8)  # in each checker's environment: a hung checker is found by it
+        mark(self.root, uid=None, marker=self.marker)
+        self._warden = Warden(None, self.marker, [self.root])  # the folder goes when the run ends, however
+        self._warden.start()
 
     def _copy(self, folder: Path) -> None:
         """Write the checker into folder/checker."""
@@ -110,7 +114,8 @@ class LocalValidator:
             altered = self._altered(folder)  # immediately before use
             if altered:
                 return altered_verdict(altered)
-            env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LANG": "C.UTF-8", "PYTHONDONTWRITEBYTECODE": "1"}
+            env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LANG": "C.UTF-8", "PYTHONDONTWRITEBYTECODE": "1",
+                   MARKER_VARIABLE: self.marker}
             try:
                 done = subprocess.run([sys.executable, "-I", str(folder / "checker" / "validate.py"), str(candidate)],
                                       cwd=folder, env=env, capture_output=True, text=True, timeout=timeout_s,
@@ -122,6 +127,8 @@ class LocalValidator:
             remove_tree(folder)
 
     def close(self) -> None:
+        self._warden.stop()
+        kill_sandbox(None, self.marker)  # the warden's work, again, in case it was killed
         remove_tree(self.root)
 
 
