@@ -261,3 +261,26 @@ def test_no_scaffold_text_names_a_problem_family():
         for node in ast.walk(tree):
             if isinstance(node, ast.Constant) and isinstance(node.value, str):
                 assert not words_in(node.value), (name, node.lineno, node.value[:120])
+
+
+@pytest.mark.parametrize("max_tokens", [512, 4096])
+def test_a_reply_that_fills_every_field_fits_the_token_cap(max_tokens):
+    """Each scaffold's reply formats: every free-text field bounded, the short ones small, and a reply that fills
+    them all (text at CHARS_PER_TOKEN, the program at PAYLOAD_CHARS_PER_TOKEN) within `max_tokens`."""
+    from innolab.agents import aide, codeact, mlab
+    from innolab.llm.client import CHARS_PER_TOKEN, PAYLOAD_CHARS_PER_TOKEN, STRUCTURE_TOKENS
+
+    formats = {"codeact": codeact.action_schema(codeact.ACTIONS, max_tokens), "aide": aide.node_schema(max_tokens),
+               "mlab": mlab.SCHEMA, "mlab edit": mlab.edit_schema(max_tokens), "mlab answer": mlab.ANSWER_SCHEMA}
+    for name, response_format in formats.items():
+        properties = response_format["json_schema"]["schema"]["properties"]
+        payload = [properties[key]["maxLength"] for key in ("code", "content") if key in properties]
+        fields = [f for f in string_fields(response_format) if "enum" not in f]
+        assert all("maxLength" in f for f in fields), name
+        short = [f["maxLength"] for f in fields][: len(fields) - len(payload)]  # the program comes last
+        assert all(limit <= 600 for limit in short), name
+        tokens = STRUCTURE_TOKENS + sum(short) / CHARS_PER_TOKEN + sum(payload) / PAYLOAD_CHARS_PER_TOKEN
+        assert tokens <= max_tokens, (name, tokens)
+    assert codeact.action_schema(codeact.ACTIONS, 4096)["json_schema"]["schema"]["properties"]["code"][
+        "maxLength"] > 4 * codeact.action_schema(codeact.ACTIONS, 512)["json_schema"]["schema"]["properties"]["code"][
+        "maxLength"]  # a model with room for long programs may write them

@@ -27,11 +27,10 @@ INNOVATION_PROMPT = (
     "version of them, while keeping the submission valid."
 )
 WORKSPACE_RULES = (
-    "You work in a sandboxed folder. Files there: description.md (the task), validate.py with the taskkit/ "
-    "package and task.json (a copy of the task's checker: read it, or run `python3 validate.py FILE` by hand). "
-    "Dev scores come only from the validate and submit actions, which check a copy of your file with a pristine "
-    "checker. Write your candidate to submission.json and submit it; the submission with the best validator "
-    "score is scored after the run."
+    "Your folder holds description.md (the task) and validate.py, a copy of the task's checker (run `python3 "
+    "validate.py FILE` by hand if you like). Dev scores come only from the validate and submit actions, which check "
+    "a copy of your file with a pristine checker. Write your answer to submission.json and submit it; the "
+    "submission with the best validator score is scored after the run."
 )
 
 
