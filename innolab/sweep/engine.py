@@ -101,7 +101,8 @@ def run_configuration(parameters: dict[str, Any], config_id: str, novelty: str |
     The run folder is the truth, not the task: the task succeeds when the run is finished and scored, whoever
     finished it (Dask may execute a task twice; the folder's lock keeps two executions apart, the second waiting for
     the first as long as it lives). A kernel that dies or fails to start (port races, lost messages) is
-    infrastructure: the notebook is executed again and resumes the run. An exception raised by the notebook's own code is the run's failure and is returned, not retried."""
+    infrastructure: the notebook is executed again and resumes the run. An exception raised by the notebook's own
+    code is the run's failure and is returned, not retried."""
     from papermill.exceptions import PapermillExecutionError
 
     from innolab.notebooks import execute_run_notebook
