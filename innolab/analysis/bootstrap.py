@@ -112,8 +112,8 @@ def _unit_matrix(values: Values, mask: np.ndarray | None, name: str) -> tuple[np
     present = None
     if mask is not None:
         present = np.asarray(mask, dtype=bool)
-        if present.size != matrix.size:
-            raise BootstrapError(f"mask must have the shape of {name} {matrix.shape}, got {present.shape}")
+        if present.shape not in (matrix.shape, np.shape(values)):
+            raise BootstrapError(f"mask must have the shape of {name} {np.shape(values)}, got {present.shape}")
         present = present.reshape(matrix.shape)
     counted = matrix if present is None else matrix[present]
     if not np.isfinite(counted).all():
