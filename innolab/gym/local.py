@@ -5,8 +5,11 @@ chosen unused: no account, no process, no group holds it), so that they cannot w
 folder or the pristine validator's folder (`innolab.gym.validator`), and so that every process they leave behind
 can be found by its user id and killed. The workspace and the sandbox's temporary folder belong to that id; the
 file tools walk the workspace without following links (a link planted by the agent never redirects innolab's
-own reads and writes). Its Python is the system's (`/usr/bin/python3`; innolab's interpreter may live where an
-unprivileged user cannot read, as under a private home folder), as in the Docker image, which has numpy and scipy.
+own reads and writes). Its `python3` is the system's (first on /usr/local/bin:/usr/bin:/bin; innolab's own
+interpreter may live where an unprivileged user cannot read, as under a private home folder), like the Docker
+image's, which has numpy and scipy (CI installs them for the system's Python too). Still not isolation: the
+commands can read whatever is readable by all (innolab's source and the tasks' hidden parts among it, where
+installed so), use the network, and take the machine's CPU and memory.
 
 Where innolab does not run as root, the commands run as innolab's own user: they can write whatever that user
 can, kill its processes and race its checks. The pristine validator then still copies its checker afresh and
