@@ -15,7 +15,7 @@ from innolab import runner, traces
 from innolab.gym.budget import Budget, BudgetError, parse_duration
 from innolab.gym.dispatcher import dispatch_sync
 from innolab.gym.factory import open_sandbox, open_validator
-from innolab.gym.leftovers import MARKER_VARIABLE, OWNER_FILE, mark, owner_token, sandbox_pids
+from innolab.gym.leftovers import MARKER_VARIABLE, OWNER_FILE, mark, owner_token, reap, sandbox_pids
 from innolab.gym.local import LocalSandbox
 from innolab.gym.policy import RunConfig
 from innolab.gym.run import create_run
@@ -353,3 +353,23 @@ def test_cli_sandbox_clean_reaps_what_an_ended_run_left(tmp_path):
     assert f"removed {leftover}" in done.stdout and "1 folders, 1 processes" in done.stdout
     assert not leftover.exists() and alive.exists() and unmarked.exists()
     assert straggler.wait(timeout=10) == -signal.SIGKILL
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="a folder of another user needs root to make")
+def test_a_planted_mark_kills_nothing(tmp_path):
+    """Anyone may make a folder in the temporary folder: a mark in a folder innolab did not make names nothing."""
+    victim = subprocess.Popen(["sleep", "60"], user=54321, group=54321, extra_groups=[])
+    ended = subprocess.Popen(["true"])
+    ended.wait()
+    planted = tmp_path / "innolab-ws-planted"
+    planted.mkdir()
+    (planted / OWNER_FILE).write_text(json.dumps({"pid": ended.pid, "start": 1, "boot": "", "uid": 54321,
+                                                  "marker": None, "host": owner_token()["host"]}))
+    os.chown(planted, 54321, 54321)
+    os.chown(planted / OWNER_FILE, 54321, 54321)
+    try:
+        assert reap(tmp_path).folders == [] and planted.exists()
+        assert victim.poll() is None  # still running
+    finally:
+        victim.kill()
+        victim.wait()

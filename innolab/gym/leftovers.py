@@ -71,7 +71,12 @@ def mark(folder: Path, **extra: Any) -> None:
 
 
 def read_mark(folder: Path) -> dict[str, Any] | None:
+    """A folder's owner mark, trusted only where this user made the folder and the mark (anyone may make a folder
+    in the temporary folder: a planted mark must not name processes for the reaper to kill)."""
     try:
+        me = os.geteuid()
+        if folder.lstat().st_uid != me or not folder.is_dir() or (folder / OWNER_FILE).lstat().st_uid != me:
+            return None
         return json.loads((folder / OWNER_FILE).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
@@ -102,7 +107,9 @@ def sandbox_pids(uid: int | None, marker: str | None) -> list[int]:
 
 def kill_sandbox(uid: int | None, marker: str | None) -> int:
     """SIGKILL every process of a sandbox, again until none is left (a forking process loses the race); returns
-    how many were killed."""
+    how many were killed. A sandbox's own user id is never root's nor innolab's."""
+    if uid is not None and uid in (0, os.geteuid()):
+        raise ValueError(f"uid {uid} is not a sandbox's own user id")
     killed = 0
     for _ in range(KILL_ROUNDS):
         pids = sandbox_pids(uid, marker)
@@ -181,6 +188,16 @@ class Warden:
 # --------------------------------------------------------------------------------------------- reaper
 
 
+def _ended(token: dict[str, Any]) -> bool:
+    """Whether a mark names an owner that has ended, and a sandbox user id that may be killed."""
+    try:
+        uid = token.get("uid")
+        usable = uid is None or (isinstance(uid, int) and uid not in (0, os.geteuid()))
+        return usable and not owner_alive(token)
+    except (KeyError, TypeError, ValueError):
+        return False  # not a mark innolab writes
+
+
 @dataclass
 class Reaped:
     """What `reap` removed: folders, how many processes it killed, Docker containers and volumes."""
@@ -198,8 +215,8 @@ def reap(tempdir: Path | None = None, docker_client: Any = None) -> Reaped:
     root = Path(tempdir or tempfile.gettempdir())
     for folder in sorted(p for prefix in PREFIXES for p in root.glob(f"{prefix}*")):
         token = read_mark(folder)
-        if token is None or owner_alive(token):
-            continue  # not marked (not ours to judge), or its run still runs
+        if token is None or not _ended(token):
+            continue  # not marked by this user (not ours to judge), or its run still runs
         reaped.processes += kill_sandbox(token.get("uid"), token.get("marker"))
         remove_tree(folder)
         reaped.folders.append(str(folder))
