@@ -36,18 +36,17 @@ LIMITS = {"reflection": 120, "research_plan_and_status": 240, "fact_check": 120,
 ANSWER_CHARS = 600
 
 
-def action_schema() -> dict:
-    return json_schema("mlab_action", {
-        "reflection": text(LIMITS["reflection"]),
-        "research_plan_and_status": text(LIMITS["research_plan_and_status"]),
-        "fact_check": text(LIMITS["fact_check"]),
-        "thought": text(LIMITS["thought"]),
-        "action": {"type": "string", "enum": ACTIONS},
-        "action_input": {"type": "object", "properties": {
-            "file": text(LIMITS["file"]), "other_file": text(LIMITS["other_file"]),
-            "request": text(LIMITS["request"]), "start_line": {"type": "integer"}, "end_line": {"type": "integer"}},
-            "required": ["file", "other_file", "request", "start_line", "end_line"], "additionalProperties": False},
-    }, ["reflection", "research_plan_and_status", "fact_check", "thought", "action", "action_input"])
+SCHEMA = json_schema("mlab_action", {
+    "reflection": text(LIMITS["reflection"]),
+    "research_plan_and_status": text(LIMITS["research_plan_and_status"]),
+    "fact_check": text(LIMITS["fact_check"]),
+    "thought": text(LIMITS["thought"]),
+    "action": {"type": "string", "enum": ACTIONS},
+    "action_input": {"type": "object", "properties": {
+        "file": text(LIMITS["file"]), "other_file": text(LIMITS["other_file"]),
+        "request": text(LIMITS["request"]), "start_line": {"type": "integer"}, "end_line": {"type": "integer"}},
+        "required": ["file", "other_file", "request", "start_line", "end_line"], "additionalProperties": False},
+}, ["reflection", "research_plan_and_status", "fact_check", "thought", "action", "action_input"])
 
 
 def edit_schema(max_tokens: int) -> dict:
@@ -55,7 +54,6 @@ def edit_schema(max_tokens: int) -> dict:
     return json_schema("mlab_edit", {"content": text(payload_chars(max_tokens, 0))}, ["content"])
 
 
-SCHEMA = action_schema()
 ANSWER_SCHEMA = json_schema("mlab_answer", {"answer": text(ANSWER_CHARS)}, ["answer"])
 FILE_LIMIT = 6000  # characters of a file shown to a helper call
 REFLECTIONS_PER_STEP = 2  # Reflection takes no tool: at most this many before the step ends anyway
