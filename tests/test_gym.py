@@ -6,6 +6,7 @@ import random
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -373,3 +374,12 @@ def test_a_planted_mark_kills_nothing(tmp_path):
     finally:
         victim.kill()
         victim.wait()
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the sandbox's own user needs root")
+def test_a_temporary_folder_the_sandbox_user_cannot_pass_is_a_clear_error(tmp_path, monkeypatch):
+    private = tmp_path / "private"
+    private.mkdir(mode=0o700)
+    monkeypatch.setattr(tempfile, "tempdir", str(private))
+    with pytest.raises(SandboxError, match=r"lets no other user pass.*TMPDIR"):
+        LocalSandbox()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -118,10 +119,19 @@ def test_a_resumed_run_rebuilds_the_interpreter_by_replay(tmp_path):
 INNOLAB = str(Path(sys.executable).parent / "innolab")
 
 
-def owned_folders(pid: int) -> dict[Path, dict]:
-    """The sandbox and validator folders of the temporary folder whose owner mark names process pid."""
-    marks = {folder: read_mark(folder) for prefix in PREFIXES for folder in Path(tempfile.gettempdir()).glob(
-        f"{prefix}*")}
+@pytest.fixture
+def private_tmp():
+    """A temporary folder of the test's own (other runs on the machine reap what they find in the shared one),
+    short (a Unix socket's path is short) and passable by the sandbox's user."""
+    folder = Path(tempfile.mkdtemp(prefix="il-"))
+    folder.chmod(0o711)
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+def owned_folders(tmp: Path, pid: int) -> dict[Path, dict]:
+    """The sandbox and validator folders in tmp whose owner mark names process pid."""
+    marks = {folder: read_mark(folder) for prefix in PREFIXES for folder in tmp.glob(f"{prefix}*")}
     return {folder: mark for folder, mark in marks.items() if mark and mark["pid"] == pid}
 
 
@@ -147,21 +157,21 @@ def wait_for(condition, timeout_s: float = 30.0) -> bool:
 
 
 @pytest.mark.parametrize("warden_killed", [False, True], ids=["run-killed", "run-and-warden-killed"])
-def test_a_codeact_run_killed_mid_action_leaves_no_process_and_no_folder(tmp_path, warden_killed):
+def test_a_codeact_run_killed_mid_action_leaves_no_process_and_no_folder(tmp_path, private_tmp, warden_killed):
     """`innolab run --agent codeact` killed with SIGKILL while its second python_session action runs: the warden
     ends the interpreter and removes the folders at once; what a killed warden leaves, the resume reaps; the
     resumed run, closed, leaves nothing of its own."""
     run_dir = tmp_path / "run"
     with FakeLLM(replies=script(sleep=8.0)) as server:
         env = {**os.environ, "INNOLAB_LLM_BASE_URL": server.base_url, "INNOLAB_LLM_MODEL": "fake",
-               "INNOLAB_LLM_API_KEY": "test"}
+               "INNOLAB_LLM_API_KEY": "test", "TMPDIR": str(private_tmp)}
         base = [INNOLAB, "run", "--novelty", "none"]
         process = subprocess.Popen([*base, "--agent", "codeact", "--task", "circle-packing-26", "--budget", "5m",
                                     "--max-steps", "10", "--run-dir", str(run_dir)],
                                    env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         trace = run_dir / "trace.jsonl"
         assert wait_for(lambda: trace.exists() and trace.read_bytes().count(b'"tool_call"') >= 2, 120)
-        folders = owned_folders(process.pid)
+        folders = owned_folders(private_tmp, process.pid)
         assert sorted(f.name.split("-")[1] for f in folders) == ["validator", "ws"]
         mark = next(m for f, m in folders.items() if f.name.startswith("innolab-ws-"))
         uid, marker = mark["uid"], mark["marker"]
@@ -184,7 +194,7 @@ def test_a_codeact_run_killed_mid_action_leaves_no_process_and_no_folder(tmp_pat
         assert resumed.returncode == 0, err[-2000:]
     assert not sandbox_pids(uid, marker)
     assert not [f for f in folders if f.exists()]
-    assert not owned_folders(resumed.pid)  # the resumed run's own sandbox and validator, closed with it
+    assert not owned_folders(private_tmp, resumed.pid)  # the resumed run's own sandbox and validator, closed with it
     events = traces.read_events(run_dir)
     assert any(e["type"] == "run_resumed" for e in events)
     assert next(e for e in events if e["type"] == "run_finished")["dev_valid"]

@@ -82,6 +82,15 @@ def agent_id() -> int:
     raise SandboxError("no unused user id is mapped in this user namespace for the sandbox's commands")
 
 
+def _check_passable(folder: Path) -> None:
+    """The sandbox's own user must pass through the temporary folder and each folder above it."""
+    for path in [folder, *folder.parents]:
+        if not path.stat().st_mode & stat.S_IXOTH:
+            raise SandboxError(f"the temporary folder {folder}: {path} lets no other user pass (mode "
+                               f"{stat.S_IMODE(path.stat().st_mode):o}), so the sandbox's own user could not reach "
+                               "its workspace; set TMPDIR to a folder others may pass, such as /tmp")
+
+
 class LocalSandbox:
     """Commands run in `workspace` with a scrubbed environment and a time limit (as their own user id where
     innolab is root; see the module's docstring for what that does and does not protect)."""
@@ -97,6 +106,8 @@ class LocalSandbox:
         if separate_user and os.geteuid() != 0:
             raise SandboxError("separate_user needs innolab to run as root (it cannot switch users otherwise)")
         self.uid = agent_id() if separate_user else None
+        if self.uid is not None:
+            _check_passable(Path(tempfile.gettempdir()).resolve())
         self.marker = secrets.token_hex(8)
         self.root = Path(tempfile.mkdtemp(prefix="innolab-ws-")).resolve()
         mark(self.root, uid=self.uid, marker=self.marker)
