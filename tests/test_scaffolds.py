@@ -284,3 +284,23 @@ def test_a_reply_that_fills_every_field_fits_the_token_cap(max_tokens):
     assert codeact.action_schema(codeact.ACTIONS, 4096)["json_schema"]["schema"]["properties"]["code"][
         "maxLength"] > 4 * codeact.action_schema(codeact.ACTIONS, 512)["json_schema"]["schema"]["properties"]["code"][
         "maxLength"]  # a model with room for long programs may write them
+
+
+def test_mlab_acts_after_a_reflection(tmp_path):
+    """A small model may choose Reflection (no tool) forever: after one in a step, the reply format offers only the
+    actions that use a tool, and a Reflection given anyway is answered as a malformed step."""
+    from innolab.agents.mlab import MlabAgent
+    from innolab.tasks import get_task
+
+    task = get_task("circle-packing-26")
+    replies = {"mlab_action": [mlab_step("Reflection", request="why?"), mlab_step("Reflection", request="again?"),
+                               mlab_step("List Files", ".")], "mlab_answer": [{"answer": "act now"}]}
+    with FakeLLM(replies=replies, in_call_order=True) as server:
+        agent = MlabAgent(settings={"base_url": server.base_url, "model": "fake", "backoff_s": 0.0},
+                          cache_path=str(tmp_path / "cache.sqlite"))
+        action = agent.step(Observation(0, task.description, [], 60.0, task.direction))
+        requests = [r for r in server.requests if r["response_format"]["json_schema"]["name"] == "mlab_action"]
+    offered = [r["response_format"]["json_schema"]["schema"]["properties"]["action"]["enum"] for r in requests]
+    assert ["Reflection" in actions for actions in offered] == [True, False, False]
+    assert "must be one of" in requests[2]["messages"][-1]["content"]
+    assert [c.name for c in action.tool_calls] == ["list_files"]

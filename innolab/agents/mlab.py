@@ -6,7 +6,8 @@ call that answers a question about a file), Edit Script (AI) (a model call that 
 file; the observation is the diff), Undo Edit Script, Reflection (a model call over the research log) and Final
 Answer (submits a file and ends the research), plus Validate (innolab's pristine validator). The research plan and
 status is carried from step to step, and every step is written to the research log (`research_log` trace events,
-which the gym keeps as `research_log.md` in the run folder).
+which the gym keeps as `research_log.md` in the run folder). After REFLECTIONS_PER_STEP reflections in a step, the
+reply format offers only the actions that use a tool, so a model that would only reflect still acts.
 """
 
 from __future__ import annotations
@@ -36,17 +37,24 @@ LIMITS = {"reflection": 120, "research_plan_and_status": 240, "fact_check": 120,
 ANSWER_CHARS = 600
 
 
-SCHEMA = json_schema("mlab_action", {
-    "reflection": text(LIMITS["reflection"]),
-    "research_plan_and_status": text(LIMITS["research_plan_and_status"]),
-    "fact_check": text(LIMITS["fact_check"]),
-    "thought": text(LIMITS["thought"]),
-    "action": {"type": "string", "enum": ACTIONS},
-    "action_input": {"type": "object", "properties": {
-        "file": text(LIMITS["file"]), "other_file": text(LIMITS["other_file"]),
-        "request": text(LIMITS["request"]), "start_line": {"type": "integer"}, "end_line": {"type": "integer"}},
-        "required": ["file", "other_file", "request", "start_line", "end_line"], "additionalProperties": False},
-}, ["reflection", "research_plan_and_status", "fact_check", "thought", "action", "action_input"])
+def action_schema(actions: list[str]) -> dict:
+    """A research step's reply, its action one of `actions`."""
+    return json_schema("mlab_action", {
+        "reflection": text(LIMITS["reflection"]),
+        "research_plan_and_status": text(LIMITS["research_plan_and_status"]),
+        "fact_check": text(LIMITS["fact_check"]),
+        "thought": text(LIMITS["thought"]),
+        "action": {"type": "string", "enum": actions},
+        "action_input": {"type": "object", "properties": {
+            "file": text(LIMITS["file"]), "other_file": text(LIMITS["other_file"]),
+            "request": text(LIMITS["request"]), "start_line": {"type": "integer"}, "end_line": {"type": "integer"}},
+            "required": ["file", "other_file", "request", "start_line", "end_line"], "additionalProperties": False},
+    }, ["reflection", "research_plan_and_status", "fact_check", "thought", "action", "action_input"])
+
+
+ACTING = [a for a in ACTIONS if a != "Reflection"]  # the actions that use a tool
+SCHEMA = action_schema(ACTIONS)
+SCHEMA_ACTING = action_schema(ACTING)  # after REFLECTIONS_PER_STEP reflections, the step acts
 
 
 def edit_schema(max_tokens: int) -> dict:
@@ -56,7 +64,7 @@ def edit_schema(max_tokens: int) -> dict:
 
 ANSWER_SCHEMA = json_schema("mlab_answer", {"answer": text(ANSWER_CHARS)}, ["answer"])
 FILE_LIMIT = 6000  # characters of a file shown to a helper call
-REFLECTIONS_PER_STEP = 2  # Reflection takes no tool: at most this many before the step ends anyway
+REFLECTIONS_PER_STEP = 1  # Reflection takes no tool: after this many in a step, the next action must use one
 
 
 class MlabAgent(LLMAgent):
@@ -98,13 +106,16 @@ class MlabAgent(LLMAgent):
         memory = self.memory
         completion = None
         observed = True  # an observation to show before the next call (not after a broken repetition)
-        for _ in range(REFLECTIONS_PER_STEP + 1):
+        reflections = 0
+        for _ in range(REFLECTIONS_PER_STEP + 2):
             if observed and memory["turn"] > 0:
                 self._log_observation(observation_text, events)
                 memory["messages"].append({"role": "user", "content": self._observation_message(observation_text)})
             observed = True
             memory["turn"] += 1
-            reply, completion = self.ask(self.context(memory["messages"]), SCHEMA)
+            allowed = ACTIONS if reflections < REFLECTIONS_PER_STEP else ACTING
+            reply, completion = self.ask(self.context(memory["messages"]),
+                                         SCHEMA if allowed is ACTIONS else SCHEMA_ACTING)
             memory["messages"].append({"role": "assistant", "content": completion.text})
             events.append(self.llm_event(completion, "research step"))
             if self.repeats(completion.text):  # a loop of identical steps: dropped, and asked again
@@ -112,14 +123,15 @@ class MlabAgent(LLMAgent):
                 memory["turn"] -= 1
                 observed = False
                 continue
-            if reply is None or reply.get("action") not in ACTIONS:
+            if reply is None or reply.get("action") not in allowed:
                 observation_text = ("Answer with one JSON object in the research format; action must be one of "
-                                    f"{ACTIONS}.")
+                                    f"{allowed}.")
                 continue
             memory["plan"] = str(reply.get("research_plan_and_status", ""))[:3000]
             self._log_step(reply, events)
             if reply["action"] != "Reflection":
                 return self._act(reply, completion, events)
+            reflections += 1
             observation_text = self._reflect(reply, events)
         memory["pending"] = None
         return self.action([], completion, events)
