@@ -13,6 +13,7 @@ from innolab.llm.client import (
     has_lengths,
     json_schema,
     parse_json_object,
+    parse_json_prefix,
     payload_chars,
     string_fields,
     text,
@@ -88,6 +89,20 @@ def test_settings_from_environment(monkeypatch):
 )
 def test_robust_json_parser(text, expected):
     assert parse_json_object(text) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ('{"thought": "x", "action": "python", "code": "print(10111', {"thought": "x", "action": "python",
+                                                                     "code": "print(10111"}),
+        ('{"a": {"file": "x.py", "req', {"a": {"file": "x.py"}}),
+        ("no object", None),
+        ('{"', None),
+    ],
+)
+def test_a_reply_cut_at_the_cap_is_read_as_far_as_it_goes(text, expected):
+    assert parse_json_prefix(text) == expected
 
 
 def test_parser_says_when_there_is_no_object():

@@ -304,3 +304,26 @@ def test_mlab_acts_after_a_reflection(tmp_path):
     assert ["Reflection" in actions for actions in offered] == [True, False, False]
     assert "must be one of" in requests[2]["messages"][-1]["content"]
     assert [c.name for c in action.tool_calls] == ["list_files"]
+
+
+@pytest.mark.parametrize("max_tokens", [50, 512])
+def test_a_reply_cut_at_the_token_cap_acts_on_what_it_holds(max_tokens, tmp_path, monkeypatch):
+    """The scripted server reports 50 completion tokens: with a cap of 50 the cut reply is read as far as it goes
+    (the program it was writing runs, and its error is the next observation); below the cap, a reply that is not
+    JSON is answered as malformed."""
+    import tests.fake_llm as fake_llm
+    from innolab.agents.codeact import CodeActAgent
+    from innolab.tasks import get_task
+
+    cut = '{\n  "thought": "count",\n  "action": "python",\n  "code": "print(1011111111111'
+    monkeypatch.setattr(fake_llm, "play", lambda request, code="": {"role": "assistant", "content": cut})
+    task = get_task("circle-packing-26")
+    with FakeLLM() as server:
+        agent = CodeActAgent(settings={"base_url": server.base_url, "model": "fake", "backoff_s": 0.0,
+                                       "max_tokens": max_tokens}, cache_path=str(tmp_path / "cache.sqlite"))
+        action = agent.step(Observation(0, task.description, [], 60.0, task.direction))
+    if max_tokens == 50:
+        assert [(c.name, c.arguments) for c in action.tool_calls] == [("python_session",
+                                                                        {"code": "print(1011111111111"})]
+    else:
+        assert not action.tool_calls and "Reply with one JSON object" in agent.memory["messages"][-1]["content"]

@@ -17,6 +17,7 @@ from innolab.llm.client import (
     estimate_tokens,
     json_schema,
     parse_json_object,
+    parse_json_prefix,
     payload_chars,
     text,
 )
@@ -112,11 +113,14 @@ class LLMAgent:
 
     def ask(self, messages: list[dict[str, Any]], response_format: dict[str, Any],
             tools: list[dict[str, Any]] | None = None) -> tuple[dict[str, Any] | None, Completion]:
-        """One LLM call; returns the parsed JSON object (None when the reply has none) and the completion."""
+        """One LLM call; returns the parsed JSON object (None when the reply has none) and the completion. A reply
+        cut at the token cap counts with what it holds: its complete fields and the one it was writing, cut."""
         completion = self.chat(messages, response_format=response_format, tools=tools)
         try:
             return parse_json_object(completion.text), completion
         except ValueError:
+            if completion.completion_tokens >= self.settings.max_tokens:
+                return parse_json_prefix(completion.text), completion
             return None, completion
 
     @staticmethod

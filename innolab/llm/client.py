@@ -275,6 +275,21 @@ def without_lengths(response_format: dict[str, Any]) -> dict[str, Any]:
     return copy
 
 
+def parse_json_prefix(text: str) -> dict[str, Any] | None:
+    """The object a reply cut at the token cap had begun: its complete fields and the string it was writing, cut
+    where it stopped (pydantic-core's partial JSON reader); None when no object had begun."""
+    from pydantic_core import from_json
+
+    start = text.find("{")
+    if start == -1:
+        return None
+    try:
+        value = from_json(text[start:], allow_partial="trailing-strings")
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) and value else None
+
+
 def parse_json_object(text: str) -> dict[str, Any]:
     """The first JSON object in a model's text: inside a code fence or bare, tolerant of prose around it."""
     candidates = [m.group(1) for m in _FENCE.finditer(text)] + [text]
