@@ -327,3 +327,13 @@ def test_a_reply_cut_at_the_token_cap_acts_on_what_it_holds(max_tokens, tmp_path
                                                                         {"code": "print(1011111111111"})]
     else:
         assert not action.tool_calls and "Reply with one JSON object" in agent.memory["messages"][-1]["content"]
+
+
+def test_an_mlab_step_reaches_its_action_within_the_token_cap():
+    """Even at one token per character, the fields before MLAB's action fit a 512-token cap with its structure."""
+    from innolab.agents import mlab
+    from innolab.llm.client import STRUCTURE_TOKENS
+
+    properties = mlab.SCHEMA["json_schema"]["schema"]["properties"]
+    before = list(properties)[: list(properties).index("action")]
+    assert STRUCTURE_TOKENS + sum(properties[key]["maxLength"] for key in before) + 16 <= 512

@@ -31,8 +31,9 @@ ROLE = ("You are a research agent working on a task. Each step, reply with: refl
         "(AI) (file: a script to edit or create, request: the edit, other_file: where to save, '' for file); Undo "
         "Edit Script (file); Reflection (request: what to reflect on); Validate (file: a candidate submission); "
         "Final Answer (file: the submission; ends the research). One short sentence per field.")
-# characters per field: short enough that a reply reaches its action within the embedded model's token cap
-LIMITS = {"reflection": 120, "research_plan_and_status": 240, "fact_check": 120, "thought": 120, "file": 100,
+# characters per field: the four before the action are short enough that a reply reaches its action within a
+# 512-token cap even at one token per character (a small model writing digits)
+LIMITS = {"reflection": 100, "research_plan_and_status": 160, "fact_check": 80, "thought": 100, "file": 100,
           "other_file": 100, "request": 240}
 ANSWER_CHARS = 600
 
