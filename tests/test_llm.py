@@ -200,3 +200,19 @@ def test_an_endpoint_rejecting_max_length_gets_the_schema_without_it(reject_ever
     else:  # the schema stays, only its limits go, for the rest of the client's calls
         assert [a["error"] for a in first.attempts] == ["maxLength unsupported"]
         assert sent == [BOUNDED, without_lengths(BOUNDED), without_lengths(BOUNDED)]
+
+
+def test_the_embedded_model_threads_follow_the_machine_load(monkeypatch):
+    from innolab.llm import local
+
+    monkeypatch.setattr(local.os, "cpu_count", lambda: 2)
+    monkeypatch.delenv("INNOLAB_LOCAL_MODEL_THREADS", raising=False)
+    monkeypatch.setattr(local.os, "getloadavg", lambda: (0.4, 0.4, 0.4))
+    assert local.default_threads() == 2
+    monkeypatch.setattr(local.os, "getloadavg", lambda: (6.0, 6.0, 6.0))
+    assert local.default_threads() == 1  # a busy machine: one thread generates several times faster
+    monkeypatch.setenv("INNOLAB_LOCAL_MODEL_THREADS", "3")
+    assert local.default_threads() == 3
+    monkeypatch.setenv("INNOLAB_LOCAL_MODEL_THREADS", "0")
+    with pytest.raises(LLMError, match="INNOLAB_LOCAL_MODEL_THREADS"):
+        local.default_threads()
