@@ -46,12 +46,16 @@ class Stepping:
 HEADER = f"{'scaffold':<8} {'seed':>4} {'model calls':>11} {'failed':>6} {'tool calls':>10} {'tokens/call':>10}  status"
 
 
-def measure(agent: str, seed: int, folder: Path, budget_s: int = 60, task: str = TASK) -> Stepping:
-    """One `innolab run` on the embedded model (every INNOLAB_LLM_* variable unset), counted from its trace."""
+def measure(agent: str, seed: int, folder: Path, budget_s: int = 60, task: str = TASK,
+            max_tokens: int | None = None) -> Stepping:
+    """One `innolab run` on the embedded model (every INNOLAB_LLM_* variable unset but the reply cap, when given),
+    counted from its trace."""
     from innolab import traces
 
     run_dir = Path(folder) / f"{agent}-seed{seed}"
     env = {k: v for k, v in os.environ.items() if not k.startswith("INNOLAB_LLM_")}
+    if max_tokens is not None:
+        env["INNOLAB_LLM_MAX_TOKENS"] = str(max_tokens)
     command = [sys.executable, "-m", "innolab.cli", "run", "--agent", agent, "--task", task, "--seed", str(seed),
                "--budget", f"{budget_s}s", "--runtime", "local", "--novelty", "none", "--run-dir", str(run_dir)]
     done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=budget_s * 5 + 300)
@@ -86,6 +90,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--budget", type=int, default=60, help="seconds of wall clock per run (default 60)")
     parser.add_argument("--task", default=TASK)
     parser.add_argument("--min-tool-calls", type=int, default=3)
+    parser.add_argument("--max-tokens", type=int, help="the model's reply cap (default: the settings' default)")
     parser.add_argument("--keep", type=Path, help="keep the run folders here (default: a temporary folder)")
     args = parser.parse_args(argv)
     agents = [a.strip() for a in args.agents.split(",") if a.strip()]
@@ -94,15 +99,16 @@ def main(argv: list[str] | None = None) -> int:
         raise SystemExit(f"--agents: {unknown} are not scaffolds (choose from {list(AGENTS)})")
     seeds = seeds_of(args.seeds)
     load = os.getloadavg()[0]
-    print(f"{len(agents) * len(seeds)} runs of {args.budget} s on {args.task}, embedded model, {os.cpu_count()} CPUs, "
-          f"load average {load:.2f} at start")
+    cap = f", replies capped at {args.max_tokens} tokens" if args.max_tokens else ""
+    print(f"{len(agents) * len(seeds)} runs of {args.budget} s on {args.task}, embedded model{cap}, "
+          f"{os.cpu_count()} CPUs, load average {load:.2f} at start")
     print(HEADER, flush=True)
     with tempfile.TemporaryDirectory(prefix="innolab-stepping-") as scratch:
         folder = args.keep or Path(scratch)
         rows = []
         for agent in agents:
             for seed in seeds:
-                rows.append(measure(agent, seed, folder, args.budget, args.task))
+                rows.append(measure(agent, seed, folder, args.budget, args.task, args.max_tokens))
                 print(rows[-1].row(), flush=True)
     short = [r for r in rows if r.tool_calls < args.min_tool_calls]
     print(f"load average {os.getloadavg()[0]:.2f} at the end; fewest tool calls {min(r.tool_calls for r in rows)}; "
