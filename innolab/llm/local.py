@@ -33,17 +33,15 @@ def model_path() -> Path:
 
 
 def default_threads() -> int:
-    """$INNOLAB_LOCAL_MODEL_THREADS, else 2 on a machine with at least 2 CPUs and a 1-minute load average under half
-    of them, else 1. Measured on 2 cores: at a load average of 1, two threads process a prompt at 250-280 tokens/s
-    and generate 70-85 tokens/s against 130-140 and 40-60 with one; at a load average of 6 the two threads wait for
-    each other at every step and generate 2-12 tokens/s against 15-39 with one."""
-    value = os.environ.get("INNOLAB_LOCAL_MODEL_THREADS")
-    if value is not None:
-        if not value.isdigit() or int(value) < 1:
-            raise LLMError(f"INNOLAB_LOCAL_MODEL_THREADS: {value!r} is not a positive number of threads")
-        return int(value)
-    cpus = os.cpu_count() or 1
-    return 2 if cpus >= 2 and os.getloadavg()[0] < cpus / 2 else 1
+    """$INNOLAB_LOCAL_MODEL_THREADS, else 1: fixed, because llama.cpp's replies to the same seed differ with the
+    thread count, and one thread keeps stepping on a busy machine. Measured on 2 cores: at a load average of 6, one
+    thread generated 15-39 tokens/s and two 2-12 (they wait for each other at every step); at a load average of 1,
+    two threads process a prompt at 250-280 tokens/s and generate 70-85 tokens/s against 130-140 and 40-60 with one
+    (set INNOLAB_LOCAL_MODEL_THREADS=2 on a quiet machine)."""
+    value = os.environ.get("INNOLAB_LOCAL_MODEL_THREADS", "1")
+    if not value.isdigit() or int(value) < 1:
+        raise LLMError(f"INNOLAB_LOCAL_MODEL_THREADS: {value!r} is not a positive number of threads")
+    return int(value)
 
 
 def start(n_ctx: int = 4096, threads: int | None = None) -> str:

@@ -4,8 +4,8 @@ runtime, circle-packing-26 by default), each counted from its trace: model calls
     .venv/bin/python tests/benchmarks/stepping.py                      # aide, mlab, codeact × seeds 0-9, 60 s
     .venv/bin/python tests/benchmarks/stepping.py --agents mlab --seeds 5 --budget 60
 
-Runs go one after another (each starts its own embedded model server, with two threads on a quiet machine and
-one on a busy one, see innolab.llm.local.default_threads), so the 30 default runs take about 35 minutes. Counts
+Runs go one after another (each starts its own embedded model server: one thread unless INNOLAB_LOCAL_MODEL_THREADS
+says otherwise, see innolab.llm.local.default_threads), so the 30 default runs take about 35 minutes. Counts
 depend on the machine's load: run it on a quiet machine (the table shows the load average at the start and end).
 Exit status 0 when every run made at least `--min-tool-calls` tool calls, 1 otherwise. Not part of `make bench`
 (its name has no `bench_` prefix); tests/test_agents.py runs one seed per scaffold through `measure`.
