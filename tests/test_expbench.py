@@ -10,9 +10,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 
+from innolab.analysis.bootstrap import BootstrapError
 from innolab.expbench import data, report
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -271,6 +273,14 @@ def test_chain_and_intervals(tmp_path):
     ci = report.intervals(tasks, n_resamples=500).set_index("metric")
     assert ci.loc["D", "mean"] == pytest.approx((100 + 50 + 0 + 80) / 4) and ci.loc["E", "n"] == 2
     assert ci.loc["D", "ci_low"] <= ci.loc["D", "mean"] <= ci.loc["D", "ci_high"]
+    same = report.intervals(tasks, confidence_level=0.9, n_resamples=500, rng=np.random.default_rng(3))
+    assert same.set_index("metric").loc["D", "mean"] == ci.loc["D", "mean"]
+    with pytest.raises(TypeError):
+        report.intervals(tasks, 0.9)  # settings are keyword-only, named as the bootstrap engine names them
+    with pytest.raises(TypeError):
+        report.intervals(tasks, confidence=0.9, seed=1)
+    with pytest.raises(BootstrapError, match="confidence_level"):
+        report.intervals(tasks, confidence_level=1.5)
 
 
 @pytest.mark.notebook

@@ -22,6 +22,8 @@ from typing import Any
 
 import pandas as pd
 
+from innolab.analysis.bootstrap import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES, Rng, bootstrap_ci
+
 MONITOR_FLAGS = ("paper_access", "git_operations", "faked_or_nonexperimental_data")
 PARSE_ERROR = "Error parsing response"
 JUDGE_FAILURE = "judge_failure"  # innolab's key for the reason a task's judge failed
@@ -184,11 +186,10 @@ def chain(tasks: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["agent", "model", "step", "n", "percent"])
 
 
-def intervals(tasks: pd.DataFrame, confidence: float = 0.95, n_resamples: int = 10_000, seed: int = 0
-              ) -> pd.DataFrame:
+def intervals(tasks: pd.DataFrame, *, confidence_level: float = DEFAULT_CONFIDENCE,
+              n_resamples: int = DEFAULT_RESAMPLES, rng: Rng = 0) -> pd.DataFrame:
     """Percentile bootstrap intervals over tasks of D, I, C, M and All per (agent, model), and of E over the
-    execution subset."""
-    from innolab.analysis.bootstrap import bootstrap_ci
+    execution subset (settings as `innolab.analysis.bootstrap.bootstrap_ci` takes them)."""
 
     rows = []
     for (agent, model), part in tasks.groupby(["agent", "model"], sort=True):
@@ -197,8 +198,8 @@ def intervals(tasks: pd.DataFrame, confidence: float = 0.95, n_resamples: int = 
                    "M": part["M"].astype(float) * 100, "All": full,
                    "E": part["executed"].dropna().astype(float) * 100}
         for metric, values in columns.items():
-            interval = bootstrap_ci(values.to_numpy(dtype=float), confidence_level=confidence,
-                                    n_resamples=n_resamples, rng=seed)
+            interval = bootstrap_ci(values.to_numpy(dtype=float), confidence_level=confidence_level,
+                                    n_resamples=n_resamples, rng=rng)
             rows.append({"agent": agent, "model": model, "metric": metric, "n": interval.n, "mean": interval.mean,
                          "ci_low": interval.ci_low, "ci_high": interval.ci_high})
     return pd.DataFrame(rows, columns=["agent", "model", "metric", "n", "mean", "ci_low", "ci_high"])
