@@ -93,6 +93,10 @@ class FakeLLM:
                     fault = owner.faults.pop(0) if owner.faults else None
                 if fault == "429":
                     return self._send(429, {"error": {"message": "rate limited"}})
+                if fault == "400":  # a request the model refuses for itself (here: too long for its context)
+                    return self._send(400, {"error": {"message": "This model's maximum context length is 4096 "
+                                                                 "tokens; the messages take 5120 tokens",
+                                                      "type": "invalid_request_error"}})
                 if fault == "500":
                     return self._send(500, {"error": {"message": "boom"}})
                 if fault == "timeout":

@@ -485,6 +485,30 @@ def test_a_prompt_that_cannot_fit_is_a_judge_failure(tmp_path):
     assert report.task_row(result) == {"judged": False, "M": True, "D": 67.0, "I": 0.0, "C": True, "executed": None}
 
 
+def test_a_request_the_model_refuses_is_a_failed_judgement_and_an_endpoint_down_raises(tmp_path):
+    from innolab.llm import LLMError
+    from tests.fake_llm import FakeLLM
+
+    item = data._task("confA", "111", 0, task(), None, "t")
+    replies = {"expbench_monitor": [MONITOR_OK], "expbench_design_conclusion": [DC],
+               "expbench_setup": [setup_reply(40)]}
+    with FakeLLM(faults=["none", "400"], replies=replies, in_call_order=True) as server:  # the design step: 400
+        result = judge_with(server, tmp_path).judge(item, {"design": "d", "conclusion": "c"}, "+x = 1\n", "ran")
+        asked = [schema_of(r) for r in server.requests]
+    assert asked == ["expbench_monitor", "expbench_design_conclusion", "expbench_setup"]  # a 400 is not retried
+    assert result["judge_failure"].startswith("design and conclusion: the model refused the request")
+    assert "maximum context length is 4096" in result["judge_failure"]
+    assert (result["design_score"], result["conclusion_score"], result["setup_score"]) == (0, "incorrect", 40)
+    assert report.task_row(result)["judged"] is False  # written, so it stays in n as a failure
+    with FakeLLM(faults=["500"] * 5, replies=replies, in_call_order=True) as server, \
+            pytest.raises(LLMError, match="after 5 attempt"):  # the client's retries spent on a 5xx
+        judge_with(server, tmp_path / "down").judge(item, {"design": "d", "conclusion": "c"}, "+x = 1\n", "ran")
+    with FakeLLM(replies=replies) as server:
+        judge = judge_with(server, tmp_path / "gone")
+    with pytest.raises(LLMError):  # the endpoint is gone: no judgement recorded
+        judge.judge(item, {"design": "d", "conclusion": "c"}, "+x = 1\n", "ran")
+
+
 # ------------------------------------------------------------------------------------------------ E in Docker
 
 

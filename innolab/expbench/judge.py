@@ -17,6 +17,7 @@ from typing import Any
 from innolab.expbench.data import ExpTask
 from innolab.expbench.report import JUDGE_FAILURE, MONITOR_FLAGS, PARSE_ERROR
 from innolab.llm.client import CHARS_PER_TOKEN, LLMClient, estimate_tokens, json_schema, parse_json_object
+from innolab.llm.errors import LLMError
 
 DEFAULT_CONTEXT_TOKENS = 30_000  # upstream's default for a model it does not know
 MAX_CHUNKS = 15  # upstream judges at most 15 chunks of a patch
@@ -63,7 +64,23 @@ SETUP_PROMPT = (
 
 
 class JudgeError(RuntimeError):
-    """The judge's replies never carried the required keys, or a prompt cannot fit the judge's context."""
+    """The judge's replies never carried the required keys, a prompt cannot fit the judge's context, or the model
+    refused the request for a reason of the request itself (an HTTP 4xx other than 429: context overflow, a
+    refusal; a reply that stayed unreadable through the client's retries)."""
+
+
+def transient(error: LLMError) -> bool:
+    """Whether a failed call says nothing about the task: the endpoint unreachable or timing out, rate-limited
+    (429) or failing (5xx) after the client's own retries, or no model answer at all (a replay without a cached
+    reply, the run's budget spent). Any other failure is the request's own and is recorded as a failed judgement."""
+    import openai
+
+    cause = error.__cause__
+    if cause is None:
+        return True
+    if isinstance(cause, openai.APIStatusError):
+        return cause.status_code == 429 or cause.status_code >= 500
+    return isinstance(cause, openai.APIConnectionError)  # APITimeoutError included
 
 
 def _valid(value: Any, spec: dict[str, Any]) -> bool:
@@ -116,8 +133,14 @@ class Judge:
                              f"{self.context}-token context")
         last, problem = "", ""
         for attempt in range(ATTEMPTS):  # numbered: a retry is a new sample, a re-judge replays the cache
-            completion = self.client.chat([{"role": "system", "content": prompt}, {"role": "user", "content": ""}],
-                                          response_format=schema, call_index=attempt)
+            try:
+                completion = self.client.chat([{"role": "system", "content": prompt},
+                                               {"role": "user", "content": ""}],
+                                              response_format=schema, call_index=attempt)
+            except LLMError as error:
+                if transient(error):
+                    raise  # the endpoint down, not the task: judging it later may succeed
+                raise JudgeError(f"the model refused the request: {error}") from error
             last = completion.text or ""
             try:
                 reply = parse_json_object(last)
@@ -194,7 +217,8 @@ class Judge:
     def judge(self, task: ExpTask, generated: dict[str, Any], patch: str, log: str, scripts: str = ""
               ) -> dict[str, Any]:
         """One task, in upstream's order: M; if it passes, D and C, then I. `generated` is the agent's answer
-        file ({"design", "conclusion"}) or upstream's {"no_answer": ...}. A step whose judge fails (JudgeError)
+        file ({"design", "conclusion"}) or upstream's {"no_answer": ...}. A step whose judge fails (JudgeError,
+        a model's refusal of the request included)
         fails its checks, with the reason under `judge_failure`; a failed monitor step fails the task as upstream's
         gate does (its keys hold "Error parsing response")."""
         try:
