@@ -309,8 +309,8 @@ def test_mlab_acts_after_a_reflection(tmp_path):
 @pytest.mark.parametrize("max_tokens", [50, 512])
 def test_a_reply_cut_at_the_token_cap_acts_on_what_it_holds(max_tokens, tmp_path, monkeypatch):
     """The scripted server reports 50 completion tokens: with a cap of 50 the cut reply is read as far as it goes
-    (the program it was writing runs, and its error is the next observation); below the cap, a reply that is not
-    JSON is answered as malformed."""
+    (the program it was writing is known to be cut, so it does not run); below the cap, a reply that is not JSON is
+    answered as malformed."""
     import tests.fake_llm as fake_llm
     from innolab.agents.codeact import CodeActAgent
     from innolab.tasks import get_task
@@ -322,9 +322,9 @@ def test_a_reply_cut_at_the_token_cap_acts_on_what_it_holds(max_tokens, tmp_path
         agent = CodeActAgent(settings={"base_url": server.base_url, "model": "fake", "backoff_s": 0.0,
                                        "max_tokens": max_tokens}, cache_path=str(tmp_path / "cache.sqlite"))
         action = agent.step(Observation(0, task.description, [], 60.0, task.direction))
-    if max_tokens == 50:
-        assert [(c.name, c.arguments) for c in action.tool_calls] == [("python_session",
-                                                                        {"code": "print(1011111111111"})]
+    if max_tokens == 50:  # the program it was writing is cut: not run, and the model is told
+        assert not action.tool_calls
+        assert "Your code was cut at 19 characters" in agent.memory["messages"][-1]["content"]
     else:
         assert not action.tool_calls and "Reply with one JSON object" in agent.memory["messages"][-1]["content"]
 
@@ -337,3 +337,84 @@ def test_an_mlab_step_reaches_its_action_within_the_token_cap():
     properties = mlab.SCHEMA["json_schema"]["schema"]["properties"]
     before = list(properties)[: list(properties).index("action")]
     assert STRUCTURE_TOKENS + sum(properties[key]["maxLength"] for key in before) + 16 <= 512
+
+
+# --------------------------------------------------------------------------------------------- cut programs
+
+
+def test_cut_fields_names_a_field_at_its_limit_or_cut_at_the_token_cap():
+    from innolab.llm.client import cut_fields, json_schema, text
+
+    schema = json_schema("s", {"plan": text(5), "code": text(10)}, ["plan", "code"])
+    assert cut_fields({"plan": "ab", "code": "x" * 10}, schema) == {"code": 10}
+    assert cut_fields({"plan": "abcde", "code": "x" * 9}, schema) == {"plan": 5}
+    assert cut_fields({"plan": "ab", "code": "x" * 11}, schema) == {}  # not enforced: longer, and whole
+    assert cut_fields({"plan": "ab", "code": "x = 1"}, schema, capped=True) == {"code": 5}
+    assert cut_fields({"plan": "ab"}, schema, capped=True) == {"plan": 2}
+    assert cut_fields(None, schema, capped=True) == {}
+
+
+def full(schema: dict, field: str) -> str:
+    """A program that fills `field` of `schema` to its maxLength, as an endpoint enforcing the grammar cuts it."""
+    limit = schema["json_schema"]["schema"]["properties"][field]["maxLength"]
+    return ("print(1)\n" * limit)[:limit]
+
+
+def test_codeact_does_not_run_code_cut_at_its_limit(tmp_path):
+    from innolab.agents.codeact import ACTIONS, CodeActAgent, action_schema
+    from innolab.tasks import get_task
+
+    code = full(action_schema(ACTIONS, 512), "code")
+    replies = {"codeact_action": [{"thought": "t", "action": "python", "code": code},
+                                  {"thought": "t", "action": "python", "code": "print(2)"}]}
+    task = get_task("circle-packing-26")
+    with FakeLLM(replies=replies, in_call_order=True) as server:
+        agent = CodeActAgent(settings={"base_url": server.base_url, "model": "fake", "backoff_s": 0.0,
+                                       "max_tokens": 512}, cache_path=str(tmp_path / "cache.sqlite"))
+        first = agent.step(Observation(0, task.description, [], 60.0, task.direction))
+        note = agent.memory["messages"][-1]["content"]
+        second = agent.step(Observation(1, task.description, [], 60.0, task.direction))
+    assert not first.tool_calls and f"Your code was cut at {len(code)} characters" in note
+    assert "Write shorter code" in note
+    assert [(c.name, c.arguments) for c in second.tool_calls] == [("python_session", {"code": "print(2)"})]
+
+
+def test_aide_records_a_cut_program_as_a_buggy_node_without_running_it(tmp_path):
+    from innolab.agents.aide import AideAgent, node_schema
+    from innolab.tasks import get_task
+
+    code = full(node_schema(512), "code")
+    replies = {"aide_node": [{"plan": "long", "code": code}, {"plan": "short", "code": "print(2)"}]}
+    task = get_task("circle-packing-26")
+    with FakeLLM(replies=replies, in_call_order=True) as server:
+        agent = AideAgent(settings={"base_url": server.base_url, "model": "fake", "backoff_s": 0.0,
+                                    "max_tokens": 512}, cache_path=str(tmp_path / "cache.sqlite"))
+        first = agent.step(Observation(0, task.description, [], 60.0, task.direction))
+        second = agent.step(Observation(1, task.description, [], 60.0, task.direction))
+    node = agent.journal.nodes[0]
+    assert not first.tool_calls and node.buggy and not node.ran
+    assert f"Your program was cut at {len(code)} characters" in node.output
+    assert any(e.get("type") != "llm_call" for e in first.events)  # the node's journal event
+    assert [c.name for c in second.tool_calls] == ["python"] and "print(2)" in second.tool_calls[0].arguments["code"]
+
+
+def test_mlab_does_not_save_an_edit_cut_at_its_limit(tmp_path):
+    from innolab.agents.mlab import MlabAgent, edit_schema
+    from innolab.tasks import get_task
+
+    content = full(edit_schema(512), "content")
+    replies = {"mlab_action": [mlab_step("Edit Script (AI)", "solve.py", "rewrite it"), mlab_step("List Files", ".")],
+               "mlab_edit": [{"content": content}]}
+    task = get_task("circle-packing-26")
+    with FakeLLM(replies=replies, in_call_order=True) as server:
+        agent = MlabAgent(settings={"base_url": server.base_url, "model": "fake", "backoff_s": 0.0,
+                                    "max_tokens": 512}, cache_path=str(tmp_path / "cache.sqlite"))
+        read = agent.step(Observation(0, task.description, [], 60.0, task.direction))
+        assert [c.name for c in read.tool_calls] == ["read_file"]
+        source = ToolResult(read.tool_calls[0].id, "read_file", "print(1)\n", True)
+        action = agent.step(Observation(1, task.description, [source], 60.0, task.direction))
+        last = [r for r in server.requests if r["response_format"]["json_schema"]["name"] == "mlab_action"][-1]
+    assert [c.name for c in action.tool_calls] == ["list_files"]  # no write_file: the cut script is not saved
+    observed = last["messages"][-1]["content"]
+    assert f"edited script for solve.py was cut at {len(content)} characters" in observed
+    assert "The file is unchanged" in observed and not agent.memory["backups"]

@@ -35,6 +35,7 @@ INSTRUCTIONS = {
     "debug": "This program failed. Fix it and return the whole corrected program.",
     "improve": "This program is valid. Improve its score with one focused change and return the whole program.",
 }
+CUT = "Write a shorter program: fewer lines, no comments, the same method."
 
 
 class AideAgent(LLMAgent):
@@ -117,6 +118,11 @@ class AideAgent(LLMAgent):
             code = str((reply or {}).get("code", "")) if reply else completion.text
         node = Node(id=len(journal.nodes), parent=parent.id if parent else None, plan=plan[:2000], code=code)
         journal.nodes.append(node)
+        if completion is not None and "code" in self.cut:  # a cut program is a buggy node, not run
+            node.output = self.cut_note("program", self.cut["code"], CUT)
+            node.evaluated = True
+            self._save(journal)
+            return self.action([], completion, [*events, journal.event(node)])
         self._save(journal)
         self.memory["phase"] = "execute"
         return self.action([ToolCall(f"n{node.id}", "python", {"code": CLEAR + code})], completion, events)

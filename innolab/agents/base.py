@@ -14,6 +14,7 @@ from innolab.llm.client import (
     CHARS_PER_TOKEN,
     Completion,
     LLMClient,
+    cut_fields,
     estimate_tokens,
     json_schema,
     parse_json_object,
@@ -78,6 +79,7 @@ class LLMAgent:
         self.memory: dict[str, Any] = {}
         self.side_events: list[dict[str, Any]] = []  # llm_call events of helper calls, emitted with the action
         self.side_usage, self.side_cost = 0, 0.0
+        self.cut: dict[str, int] = {}  # the last ask's cut fields (`cut_fields`): field -> characters kept
 
     @property
     def client(self) -> LLMClient:
@@ -114,14 +116,27 @@ class LLMAgent:
     def ask(self, messages: list[dict[str, Any]], response_format: dict[str, Any],
             tools: list[dict[str, Any]] | None = None) -> tuple[dict[str, Any] | None, Completion]:
         """One LLM call; returns the parsed JSON object (None when the reply has none) and the completion. A reply
-        cut at the token cap counts with what it holds: its complete fields and the one it was writing, cut."""
+        cut at the token cap counts with what it holds: its complete fields and the one it was writing, cut. The
+        fields that were cut (at their maxLength or at the token cap) are left in `self.cut`: a scaffold never
+        writes or runs a cut program (`cut_note` tells the model instead)."""
         completion = self.chat(messages, response_format=response_format, tools=tools)
+        self.cut = {}
         try:
-            return parse_json_object(completion.text), completion
+            reply = parse_json_object(completion.text)
         except ValueError:
-            if completion.completion_tokens >= self.settings.max_tokens:
-                return parse_json_prefix(completion.text), completion
-            return None, completion
+            if completion.completion_tokens < self.settings.max_tokens:
+                return None, completion
+            reply = parse_json_prefix(completion.text)
+            self.cut = cut_fields(reply, response_format, capped=True)
+            return reply, completion
+        self.cut = cut_fields(reply, response_format)
+        return reply, completion
+
+    @staticmethod
+    def cut_note(what: str, chars: int, advice: str) -> str:
+        """What the model is told when its `what` was cut at `chars` characters and so not used."""
+        return (f"Your {what} was cut at {chars} characters (the longest a reply can hold) and was not used. "
+                f"{advice}")
 
     @staticmethod
     def llm_event(completion: Completion, purpose: str) -> dict[str, Any]:

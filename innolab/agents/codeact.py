@@ -32,6 +32,9 @@ TOOLS_NATIVE = ("python_session", "bash", "submit")
 NOT_YET = ("Nothing has been submitted yet, so finishing now would score nothing. Keep working: write the "
            "submission the task describes, check it, then submit it.")
 
+CUT = ("Write shorter code: one part per turn (the interpreter keeps your definitions between turns), or write a "
+       "file in parts and run it.")
+
 
 class CodeActAgent(LLMAgent):
     name = "codeact"
@@ -82,6 +85,9 @@ class CodeActAgent(LLMAgent):
                                            '{"thought": ..., "action": "python|bash|submit|finish", "code": ...}'})
                 return self.action([], completion, events)
             kind, code = reply["action"], str(reply.get("code", ""))
+            if kind != "finish" and "code" in self.cut:  # a cut program is never run
+                memory["messages"].append({"role": "user", "content": self.cut_note("code", self.cut["code"], CUT)})
+                return self.action([], completion, events)
             if kind != "finish":
                 break
             if memory.get("submitted"):

@@ -65,6 +65,8 @@ def edit_schema(max_tokens: int) -> dict:
 
 ANSWER_SCHEMA = json_schema("mlab_answer", {"answer": text(ANSWER_CHARS)}, ["answer"])
 FILE_LIMIT = 6000  # characters of a file shown to a helper call
+CUT = ("The file is unchanged. Make it shorter, or split it: put a part in another file (Edit Script (AI) with "
+       "that file and other_file) and import it from this one.")
 REFLECTIONS_PER_STEP = 1  # Reflection takes no tool: after this many in a step, the next action must use one
 
 
@@ -209,8 +211,10 @@ class MlabAgent(LLMAgent):
                                                 f"Edit instruction: {pending['request']}"}]
         reply, completion = self.ask(messages, edit_schema(self.settings.max_tokens))
         events.append(self.llm_event(completion, "edit script"))
-        after = str((reply or {}).get("content", completion.text))
         save = pending["save"]
+        if "content" in self.cut:  # a cut script is never saved
+            return self._research(self.cut_note(f"edited script for {save}", self.cut["content"], CUT), events)
+        after = str((reply or {}).get("content", completion.text))
         self.memory["backups"].setdefault(save, []).append(before)
         diff = "".join(difflib.unified_diff(before.splitlines(keepends=True), after.splitlines(keepends=True),
                                             f"{pending['file']} (before)", f"{save} (after)"))

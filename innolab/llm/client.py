@@ -222,7 +222,10 @@ def json_schema(name: str, properties: dict[str, Any], required: list[str]) -> d
 
 
 STRUCTURE_TOKENS = 48  # a reply's keys, quotes and spacing, beside its values
-PAYLOAD_CHARS_PER_TOKEN = 2.0  # code as the embedded model's tokenizer splits it (measured: 2.1 to 3.9)
+# Code as the embedded model's tokenizer splits it was measured at 2.1 to 3.9 characters per token; 2.0 is a
+# conservative bound below that range, so a reply whose program fills its field still closes its JSON within the
+# token cap (a denser program would be cut at the cap instead; either way `cut_fields` reports the cut).
+PAYLOAD_CHARS_PER_TOKEN = 2.0
 MIN_PAYLOAD_CHARS = 400
 
 
@@ -244,6 +247,24 @@ def payload_chars(max_tokens: int, bounded_chars: int) -> int:
     A reply that fills it still closes its JSON within `max_tokens` for typical code."""
     left = max_tokens - STRUCTURE_TOKENS - bounded_chars / CHARS_PER_TOKEN
     return max(MIN_PAYLOAD_CHARS, int(left * PAYLOAD_CHARS_PER_TOKEN))
+
+
+def cut_fields(reply: dict[str, Any] | None, response_format: dict[str, Any] | None,
+               capped: bool = False) -> dict[str, int]:
+    """The reply's top-level string fields that were cut, each with the characters it kept: a field whose length
+    reached its schema's maxLength (an endpoint that enforces the grammar closes the string there, as valid JSON,
+    with no other sign), and, for a reply cut at the token cap (`capped`: read by `parse_json_prefix`), the string
+    field it was writing when it stopped (its last). A field longer than its maxLength was not enforced, so not
+    cut."""
+    if not reply:
+        return {}
+    properties = ((response_format or {}).get("json_schema") or {}).get("schema", {}).get("properties", {})
+    cut = {key: len(value) for key, value in reply.items() if isinstance(value, str)
+           and len(value) == (properties.get(key) or {}).get("maxLength")}
+    last = list(reply)[-1]
+    if capped and isinstance(reply[last], str):
+        cut[last] = len(reply[last])
+    return cut
 
 
 def _walk_strings(node: Any, visit: Callable[[dict[str, Any]], None]) -> None:
