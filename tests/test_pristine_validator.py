@@ -154,6 +154,16 @@ def test_a_copy_altered_before_use_is_refused(monkeypatch):
     assert not validator.root.exists()
 
 
+def test_a_check_after_close_is_an_error_and_leaves_no_folder():
+    from innolab.gym.sandbox import SandboxError
+
+    validator = LocalValidator(get_task("circle-packing-26").validator_files())
+    validator.close()
+    with pytest.raises(SandboxError, match="closed"):
+        validator.check(GOOD.encode(), 60)
+    assert not validator.root.exists()  # not recreated
+
+
 def test_a_copy_altered_before_use_is_refused_docker(docker_client, base_image):
     task = get_task("circle-packing-26")
     validator = DockerValidator(task.validator_files(), base_image, docker_client)

@@ -86,6 +86,7 @@ class LocalValidator:
         mark(self.root, uid=None, marker=self.marker)
         self._warden = Warden(None, self.marker, [self.root])  # the folder goes when the run ends, however
         self._warden.start()
+        self.closed = False
 
     def _copy(self, folder: Path) -> None:
         """Write the checker into folder/checker."""
@@ -105,7 +106,10 @@ class LocalValidator:
         return [name for name, digest in self.digests.items() if found[name] != digest]
 
     def check(self, content: bytes, timeout_s: float) -> dict[str, Any]:
-        self.root.mkdir(mode=0o700, exist_ok=True)
+        if self.closed:  # its folder is removed; recreating it would leave an unmarked folder no reaper removes
+            raise SandboxError("the local validator is closed: no check can run after close()")
+        if not self.root.is_dir():
+            raise SandboxError(f"the local validator's folder {self.root} was removed while it was open")
         folder = Path(tempfile.mkdtemp(dir=self.root, prefix="check-"))
         try:
             candidate = folder / CANDIDATE
@@ -127,6 +131,7 @@ class LocalValidator:
             remove_tree(folder)
 
     def close(self) -> None:
+        self.closed = True
         self._warden.stop()
         kill_sandbox(None, self.marker)  # the warden's work, again, in case it was killed
         remove_tree(self.root)
