@@ -89,6 +89,10 @@ def test_a_run_with_the_shipped_prior_starts_clean(agent):
     ("about 2.64", "2.64"),                                           # rounded to the minimum, 3 digits
     ("reach 2.6359830849 or more", "2.6359830849"),                   # rounded to 10 decimals
     ("in exponent form 2.63598e0", "2.63598e0"),
+    ("a ratio of 2.636x", "2.636"),                                   # glued to a letter
+    ("run v2.636 scored", "2.636"),
+    ("26359.83e-4 ×", "26359.83e-4"),
+    ("float64 and sha256 digests", None),                             # parts of identifiers: not hidden values
     ("or 263.598e-2", "263.598e-2"),
     ("the lp-hex layout gives 2.5", None),                            # a two-digit spelling carries nothing
     ("about 2.6", None),
@@ -106,6 +110,7 @@ def test_leak_scan_finds_a_planted_leak(planted, expected):
     "19481", "19481.0", "19,481", "19_481", "19'481", "19\u202f481", "1.9481e4", "1.9481e+04", "1.9481E+04",
     "1.9481E4", "19.481e3", "1.948e4", "1.95e4", "1.9481 × 10^4", r"$1.9481 \times 10^{4}$", "1.9481*10**4",
     "-19,481", "19,481.00",
+    "19481ms", "19481th", "v19481", "(v19481)", "1.9481·10⁴", "1.9481×10⁴", "1.9481 × 10⁴", "19481x",
 ])
 def test_job_shop_v_star_is_caught_in_every_spelling(planted):
     task = get_task("job-shop-taillard-41-50")
@@ -114,7 +119,8 @@ def test_job_shop_v_star_is_caught_in_every_spelling(planted):
     assert [(leak.file, leak.source) for leak in leaked] == [("notes.md", "v_star")], planted
 
 
-@pytest.mark.parametrize("planted", ["19,500", "19 481", "1.9e4", "19", "481", "[1, 2, 19, 481]"])
+@pytest.mark.parametrize("planted", ["19,500", "19 481", "1.9e4", "19", "481", "[1, 2, 19, 481]",
+                                     "1.9481·10⁵", "x86_64, float64, int32, sha256"])
 def test_job_shop_spellings_that_do_not_pin_v_star_pass(planted):
     """An integer means exact (19,500 is not 19481 rounded); two digits carry nothing; a plain space separates
     two numbers."""
@@ -126,6 +132,9 @@ def test_readings_of_a_written_number():
     assert leaks.readings("19,481") == [(Decimal("19481"), 5), (Decimal("19.481"), 5)]
     assert leaks.readings("1,234,567.5") == [(Decimal("1234567.5"), 8)]
     assert leaks.readings("1.9481E+04") == [(Decimal("19481"), 5)]
+    assert leaks.readings("1.9481·10⁴") == [(Decimal("19481"), 5)]
+    assert leaks.readings("2.5 × 10⁻³") == [(Decimal("0.0025"), 2)]
+    assert set(leaks.numbers_in("took 19481ms, v2.5, 3rd")) == {"19481", "2.5", "3"}
     assert leaks.readings("2.000") == [(Decimal("2.000"), 1)] and leaks.significant_digits("2005") == 4
     assert leaks.readings("two") == []
     with pytest.raises(ValueError, match="not a number"):

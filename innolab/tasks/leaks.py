@@ -11,7 +11,8 @@ solution's code: see `innolab.gym.agent_view`).
 How a number is recognised: every number written in a text is read as a decimal, whichever way it is spelled —
 plain (`19481`, `2.6359830849176076`), with thousands separators (`19,481`, `19_481`, `19'481`, thin or
 no-break spaces), with a decimal comma (`2,636`), in scientific notation (`1.9481e4`, `1.9481E+04`,
-`1.9481 × 10^4`, `1.9481 \\times 10^{4}`, `1.9481*10**4`), negative or not. It leaks a hidden number `v` when it
+`1.9481 × 10^4`, `1.9481·10⁴`, `1.9481 \\times 10^{4}`, `1.9481*10**4`), negative or not, alone or glued to
+letters (`19481ms`, `2.636x`, `19481th`, `v19481`). It leaks a hidden number `v` when it
 equals `v` rounded (half up or half even) or cut to the written number's own last digit: `2.636`, `2.635`,
 `2.6359830849`, `1.948e4` and the full 17 significant digits of repr all spell V* = 2.6359830849176076. `v` is
 taken both as its shortest repr and as the exact binary value (what `f"{v:.20f}"` prints).
@@ -41,11 +42,14 @@ _EXACT = Context(prec=80)  # enough for a float's exact binary expansion, quanti
 
 _SEPARATORS = ",_'\u2009\u202f\u00a0"  # thousands: comma, underscore, apostrophe, thin, narrow and no-break space
 _GROUPED = rf"\d{{1,3}}(?:[{_SEPARATORS}]\d{{3}})+"
-_BEFORE, _AFTER = r"(?<![\w.,])", r"(?![\w]|[.,]\d)"
+# A number may be glued to letters (19481ms, 2.636x, 19481th, v19481), but not to more digits or a separated group
+_BEFORE, _AFTER = r"(?<![\d.,])(?<!\d[_'])", r"(?![\d_]|[.,]\d)"
 _EXPONENT = r"(?:[eE][-+]?\d+)?"
-_TEN_TO = r"\s*(?:×|x|\*|·|\\times|\\cdot)\s*10\s*(?:\^|\*\*)\s*\{?\s*([-+−]?\d+)\s*\}?"
+_SUPERSCRIPTS = str.maketrans("⁰¹²³⁴⁵⁶⁷⁸⁹⁺⁻", "0123456789+-")
+_TEN_TO = (r"\s*(?:×|x|\*|·|\\times|\\cdot)\s*10\s*"
+           r"(?:(?:\^|\*\*)\s*\{?\s*([-+−]?\d+)\s*\}?|([⁺⁻]?[⁰¹²³⁴⁵⁶⁷⁸⁹]+))")  # 10^4, 10**4, 10^{4} or 10⁴
 NUMBER_PATTERNS = (
-    re.compile(rf"(?<![\w.])-?\d+(?:\.\d+)?{_EXPONENT}(?![\w]|\.\d)"),      # 19481, 2.636, 1.9481e4, 1.9481E+04
+    re.compile(rf"(?<![\d.])(?<!\d[_'])-?\d+(?:\.\d+)?{_EXPONENT}(?![\d_]|\.\d)"),  # 19481, 2.636, 1.9481e4, 19481ms
     re.compile(rf"{_BEFORE}-?{_GROUPED}(?:\.\d+)?{_EXPONENT}{_AFTER}"),      # 19,481 · 19_481 · 1,234,567.5
     re.compile(rf"{_BEFORE}-?\d+,\d+{_EXPONENT}{_AFTER}"),                   # a decimal comma: 2,636
     re.compile(rf"{_BEFORE}(-?\d+(?:\.\d+)?){_TEN_TO}"),                     # 1.9481 × 10^4, 1.9481 \times 10^{4}
@@ -92,7 +96,8 @@ def readings(spelling: str) -> list[tuple[Decimal, int]]:
     text = spelling.strip().replace("−", "-")
     ten = re.fullmatch(rf"(-?\d+(?:\.\d+)?){_TEN_TO}", text)
     if ten:
-        text = f"{ten.group(1)}e{ten.group(2).replace('−', '-')}"
+        power = ten.group(2) or ten.group(3).translate(_SUPERSCRIPTS)
+        text = f"{ten.group(1)}e{power.replace('−', '-')}"
     forms = [text]
     if re.fullmatch(rf"-?{_GROUPED}(?:\.\d+)?{_EXPONENT}", text):
         forms = [re.sub(f"[{_SEPARATORS}]", "", text)]
