@@ -195,18 +195,25 @@ class RunLock:
             holder is None or holder.token == self.token)
 
     def _beat(self) -> None:
+        """Beat every `heartbeat_s` until stopped. A beat that fails (a full disk, a shared folder that does not
+        answer: any OSError, in the guard, the check or the write) is retried at the next one; only a lock found
+        replaced or a heartbeat naming another holder ends this holder."""
         while not self._stop.wait(self.heartbeat_s):
-            with self._guard():
-                if self._stop.is_set():
-                    return
-                lost = not self.owned()
-                if not lost:
-                    try:
+            try:
+                with self._guard():
+                    if self._stop.is_set():
+                        return
+                    lost = not self.owned()
+                    if not lost:
                         self._write_heartbeat()
-                    except OSError as error:  # a full disk must not end the beats: the next one tries again
-                        log.error("heartbeat of %s not written: %s", self.path.parent, error)
+            except OSError as error:
+                log.error("heartbeat of %s not written: %s (retried at the next beat)", self.path.parent, error)
+                continue
             if lost:
-                _, holder = read_heartbeat(self.heartbeat)
+                try:
+                    _, holder = read_heartbeat(self.heartbeat)
+                except OSError:
+                    holder = None
                 log.critical("the lock of %s was taken over (now held by %s) while this process (pid %d) was "
                              "stopped or hung: ending it, the run continues there", self.path.parent,
                              holder.describe() if holder else "another executor", os.getpid())
