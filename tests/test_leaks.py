@@ -201,6 +201,29 @@ def test_a_leak_in_a_scaffold_prompt_text_refuses_the_run(monkeypatch):
         runner.refuse_leaks(config)
 
 
+def test_prompts_written_inside_methods_are_scanned(tmp_path, monkeypatch):
+    from innolab.gym.agent_view import policy_texts
+
+    prompts = prompt_texts(SCAFFOLDS)
+    for agent in SCAFFOLDS:  # the history-summary prompt of the base class, written inside a method
+        base = prompts[f"{agent} prompt text innolab.agents.base string literals"]
+        assert b"Summarise an agent's earlier work" in base
+    mlab = prompts["mlab prompt text innolab.agents.mlab string literals"].decode()
+    assert "You read a file and answer a question about it" in mlab
+    assert "Script " in mlab  # the literal part of an f-string
+    (tmp_path / "leaky_scaffold.py").write_text(
+        "from innolab.agents.base import LLMAgent\n\n\n"
+        "class Leaky(LLMAgent):\n"
+        "    def helper(self, file):\n"
+        "        return [{'role': 'system', 'content': 'Answer briefly.'},\n"
+        "                {'role': 'user', 'content': f'File {file}: the best known is 2.636x the baseline'}]\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    texts = policy_texts("leaky_scaffold:Leaky")
+    assert "the best known is 2.636x the baseline" in texts["leaky_scaffold string literals"]
+    found = leaks.scan(get_task("circle-packing-26"), {k: v.encode() for k, v in texts.items()})
+    assert [(leak.file, leak.found) for leak in found] == [("leaky_scaffold string literals", "2.636")]
+
+
 # ------------------------------------------------------------------------------ recorded scores, tasks check
 
 

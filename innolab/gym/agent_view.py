@@ -8,9 +8,11 @@ prompts from these and from its own fixed texts. `agent_view` names every one of
 
 from __future__ import annotations
 
+import ast
 import importlib
 import inspect
 import json
+from types import ModuleType
 from typing import Any
 
 from innolab.gym.policy import RunConfig
@@ -18,9 +20,11 @@ from innolab.gym.tools import TOOL_SPECS
 
 
 def policy_texts(policy: str) -> dict[str, str]:
-    """The fixed texts a policy ("module:factory") builds its prompts from: every upper-case module-level
-    constant that is or holds strings (a role, workspace rules, instructions, notes, schemas), in the module of
-    the factory and of each of its base classes; named "<module>.<NAME>"."""
+    """The fixed texts a policy ("module:factory") builds its prompts from, in the module of the factory and of
+    each of its base classes: every upper-case module-level constant that is or holds strings (a role, workspace
+    rules, instructions, notes, schemas, as built at import), named "<module>.<NAME>", and every string literal
+    the module's source holds (prompts written inside methods, the literal parts of f-strings), named
+    "<module> string literals"."""
     module_name, _, attribute = policy.partition(":")
     try:
         factory = getattr(importlib.import_module(module_name), attribute)
@@ -31,11 +35,26 @@ def policy_texts(policy: str) -> dict[str, str]:
     for owner in dict.fromkeys(owners):
         if owner == "builtins":
             continue
-        for name, value in vars(importlib.import_module(owner)).items():
+        module = importlib.import_module(owner)
+        for name, value in vars(module).items():
             strings = _strings(value)
             if name.isupper() and not name.startswith("_") and strings:
                 texts[f"{owner}.{name}"] = "\n".join(strings)
+        literals = source_literals(module)
+        if literals:
+            texts[f"{owner} string literals"] = "\n".join(literals)
     return texts
+
+
+def source_literals(module: ModuleType) -> list[str]:
+    """Every string literal in a module's source, in order: constants, docstrings, and each literal part of an
+    f-string (ast keeps those as constants inside the f-string's node)."""
+    try:
+        source = inspect.getsource(module)
+    except (OSError, TypeError) as error:
+        raise ValueError(f"the source of {module.__name__} cannot be read for the leak scan: {error}") from None
+    return [node.value for node in ast.walk(ast.parse(source))
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.strip()]
 
 
 def prompt_texts(policies: dict[str, str]) -> dict[str, bytes]:
