@@ -278,3 +278,16 @@ def test_every_recorded_score_comes_from_a_recorded_run_of_its_own_solver(task_i
         assert recording is not None, f"{solution.name}: score.json has no recording"
         assert set(RECORDING_FIELDS) <= set(recording), solution.name
         assert isinstance(recording["seed"], int) and recording["wall_s"] > 0 and recording["cores"] >= 1
+
+
+def test_scores_are_computed_with_the_pinned_blas_kernels(monkeypatch):
+    """The hidden evaluator and the solutions' reruns get OpenBLAS's Haswell kernels on every AVX2 x86-64 CPU (an
+    AVX-512 CPU's own kernels changed recorded scores in their last bit); elsewhere OpenBLAS's choice stands."""
+    from innolab.tasks import numerics
+
+    monkeypatch.setattr(numerics.platform, "machine", lambda: "x86_64")
+    monkeypatch.setattr(numerics, "_has_avx2", lambda: True)
+    assert numerics.numeric_env({"PATH": "/bin"}) == {"PATH": "/bin", "OPENBLAS_CORETYPE": "Haswell"}
+    monkeypatch.setattr(numerics.platform, "machine", lambda: "aarch64")
+    assert numerics.pinned_coretype() is None
+    assert numerics.numeric_env({"PATH": "/bin"}) == {"PATH": "/bin"}

@@ -13,6 +13,7 @@ from typing import Any
 
 from innolab.metrics import score_solution
 from innolab.tasks.model import Task
+from innolab.tasks.numerics import numeric_env
 
 
 @dataclass(frozen=True)
@@ -74,7 +75,7 @@ def _run_worker(task: Task, submission: Path, timeout: float, memory_mb: int) ->
     command = [sys.executable, "-I", "-m", "innolab.tasks.evaluator_worker", str(task.root), str(submission.resolve())]
     try:
         done = subprocess.run(command, capture_output=True, text=True, timeout=timeout, check=False,
-                              preexec_fn=lambda: _limit_resources(memory_mb, timeout))
+                              env=numeric_env(), preexec_fn=lambda: _limit_resources(memory_mb, timeout))
     except subprocess.TimeoutExpired:
         return [f"evaluation exceeded the time limit of {timeout:g} s"], None
     lines = done.stdout.strip().splitlines()

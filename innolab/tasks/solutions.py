@@ -13,6 +13,7 @@ from typing import Any, Literal
 
 from innolab import pyparse
 from innolab.tasks.model import Task, TaskError
+from innolab.tasks.numerics import numeric_env, pinned_coretype
 
 CARD_FILES = ("summary.md", "pseudocode.tex")
 
@@ -77,7 +78,7 @@ class Solution:
             command += ["--time-limit", str(time_limit_s)]
         command += extra_args or []
         return subprocess.run(command, capture_output=True, text=True, timeout=timeout_s, check=False,
-                              cwd=self.folder)
+                              cwd=self.folder, env=numeric_env())
 
 
 def solutions(task: Task) -> list[Solution]:
@@ -103,7 +104,7 @@ def environment() -> dict[str, Any]:
 
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     return {"cores": cores, "innolab": __version__, "python": platform.python_version(),
-            "numpy": numpy.__version__, "scipy": scipy.__version__,
+            "numpy": numpy.__version__, "scipy": scipy.__version__, "openblas_coretype": pinned_coretype() or "auto",
             "recorded_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
 
 
