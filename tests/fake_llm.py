@@ -27,7 +27,7 @@ def play(request: dict[str, Any], code: str = SOLUTION_CODE) -> dict[str, Any]:
     turn = sum(m["role"] == "assistant" for m in request["messages"])
     if schema == "codeact_action":
         reply = [{"thought": "write the grid packing", "action": "python", "code": code},
-                 {"thought": "submit it", "action": "submit", "code": "submission.json"}]
+                 {"thought": "submit it", "action": "submit", "path": "submission.json", "code": ""}]
         content = reply[turn] if turn < len(reply) else {"thought": "done", "action": "finish", "code": ""}
         return {"role": "assistant", "content": json.dumps(content)}
     if schema == "mlab_action":

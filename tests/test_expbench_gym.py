@@ -28,7 +28,7 @@ WRITE = (
 STEPS = [{"thought": "look", "action": "bash", "code": "ls -a; ls eval vendor/sub/lib"},
          {"thought": "write the experiment", "action": "python", "code": WRITE},
          {"thought": "run it", "action": "bash", "code": "bash reproduce_exp_bench.sh && cat out/accuracy.txt"},
-         {"thought": "submit", "action": "submit", "code": "submission.json"},
+         {"thought": "submit", "action": "submit", "path": "submission.json", "code": ""},
          {"thought": "done", "action": "finish", "code": ""}]
 PREFIX = "111_task_index_0_iter_1_duration_0.08"  # a 5-minute budget, in upstream's naming
 

@@ -379,6 +379,25 @@ def test_codeact_does_not_run_code_cut_at_its_limit(tmp_path):
     assert [(c.name, c.arguments) for c in second.tool_calls] == [("python_session", {"code": "print(2)"})]
 
 
+def test_codeact_submits_by_its_short_path_field_whatever_its_code_holds(tmp_path):
+    """Seed 4 of the stepping measurement: the embedded model filled a submit action's code with digits up to the
+    token cap, and the submit never ran. The path to submit has its own short field; code is not read for it."""
+    from innolab.agents.codeact import ACTIONS, PATH_CHARS, CodeActAgent, action_schema
+    from innolab.tasks import get_task
+
+    schema = action_schema(ACTIONS, 512)["json_schema"]["schema"]
+    assert schema["properties"]["path"]["maxLength"] == PATH_CHARS <= 80
+    assert list(schema["properties"]) == ["thought", "action", "path", "code"]
+    digits = full(action_schema(ACTIONS, 512), "code").replace("print(1)", "0.1, 0.1")
+    replies = {"codeact_action": [{"thought": "t", "action": "submit", "path": "out.json", "code": digits}]}
+    task = get_task("circle-packing-26")
+    with FakeLLM(replies=replies, in_call_order=True) as server:
+        agent = CodeActAgent(settings={"base_url": server.base_url, "model": "fake", "backoff_s": 0.0,
+                                       "max_tokens": 512}, cache_path=str(tmp_path / "cache.sqlite"))
+        action = agent.step(Observation(0, task.description, [], 60.0, task.direction))
+    assert [(c.name, c.arguments) for c in action.tool_calls] == [("submit", {"path": "out.json"})]
+
+
 def test_aide_records_a_cut_program_as_a_buggy_node_without_running_it(tmp_path):
     from innolab.agents.aide import AideAgent, node_schema
     from innolab.tasks import get_task

@@ -34,7 +34,7 @@ def script(sleep: float = 0.0) -> dict:
     return {"codeact_action": [
         {"thought": "define", "action": "python", "code": DEFINE},
         {"thought": "use it", "action": "python", "code": USE.format(sleep=sleep)},
-        {"thought": "submit", "action": "submit", "code": "submission.json"},
+        {"thought": "submit", "action": "submit", "path": "submission.json", "code": ""},
         {"thought": "done", "action": "finish", "code": ""}]}
 
 

@@ -160,7 +160,7 @@ def mixed(runs, tmp_path_factory):
     shutil.copytree(runs / "aide", folder / "aide")
     shutil.copytree(runs / "aide", folder / "aide-again")
     broken = [{"thought": "try", "action": "python", "code": BUGGY},
-              {"thought": "submit it", "action": "submit", "code": "submission.json"}]
+              {"thought": "submit it", "action": "submit", "path": "submission.json", "code": ""}]
     with FakeLLM(replies={"codeact_action": broken}) as server:
         config = runner.agent_config("codeact", "circle-packing-26", budget_s=120, max_steps=3, seed=3,
                                      settings=settings(server), temperature=0.3)

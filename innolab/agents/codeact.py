@@ -16,15 +16,18 @@ ROLE = ("You are a CodeAct agent. Each turn, act by writing code: a python or ba
         "action with its path; when done, use finish. Keep thought to one short sentence and code short.")
 ACTIONS = ("python", "bash", "submit", "finish")
 THOUGHT_CHARS = 160
+PATH_CHARS = 80  # a workspace path; a submit action's whole argument, so it can never run into the token cap
 
 
 def action_schema(actions: tuple[str, ...], max_tokens: int) -> dict:
-    """CodeAct's reply: a short thought, the action, and its code (bounded so the reply closes within the cap)."""
+    """CodeAct's reply: a short thought, the action, the path to submit (empty otherwise) and the code to run
+    (empty for submit and finish), each bounded so the reply closes within the cap."""
     return json_schema("codeact_action", {
         "thought": text(THOUGHT_CHARS),
         "action": {"type": "string", "enum": list(actions)},
-        "code": text(payload_chars(max_tokens, THOUGHT_CHARS), "the code to run, or the path to submit"),
-    }, ["thought", "action", "code"])
+        "path": text(PATH_CHARS, "the file to submit (submit only; empty otherwise)"),
+        "code": text(payload_chars(max_tokens, THOUGHT_CHARS + PATH_CHARS), "the code to run (python or bash)"),
+    }, ["thought", "action", "path", "code"])
 
 
 TOOLS_NATIVE = ("python_session", "bash", "submit")
@@ -82,10 +85,11 @@ class CodeActAgent(LLMAgent):
                 continue
             if reply is None or reply.get("action") not in ACTIONS:
                 memory["messages"].append({"role": "user", "content": "Reply with one JSON object: "
-                                           '{"thought": ..., "action": "python|bash|submit|finish", "code": ...}'})
+                                           '{"thought": ..., "action": "python|bash|submit|finish", "path": ..., '
+                                           '"code": ...}'})
                 return self.action([], completion, events)
             kind, code = reply["action"], str(reply.get("code", ""))
-            if kind != "finish" and "code" in self.cut:  # a cut program is never run
+            if kind in ("python", "bash") and "code" in self.cut:  # a cut program is never run
                 memory["messages"].append({"role": "user", "content": self.cut_note("code", self.cut["code"], CUT)})
                 return self.action([], completion, events)
             if kind != "finish":
@@ -95,7 +99,11 @@ class CodeActAgent(LLMAgent):
             memory["messages"].append({"role": "user", "content": NOT_YET})
         else:
             return self.action([], completion, events)
-        arguments = {"path": code.strip() or "submission.json"} if kind == "submit" else (
+        if kind == "submit" and "path" in self.cut:  # a cut path names no file: say so rather than guess
+            memory["messages"].append({"role": "user", "content": self.cut_note("path", self.cut["path"],
+                                                                               "Give the submission's path only.")})
+            return self.action([], completion, events)
+        arguments = {"path": str(reply.get("path", "")).strip() or "submission.json"} if kind == "submit" else (
             {"code": code} if kind == "python" else {"command": code})
         tool = self.python_tool if kind == "python" else kind
         return self.action([ToolCall(f"t{turn}", tool, arguments)], completion, events)
