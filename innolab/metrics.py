@@ -131,12 +131,79 @@ def score_solution(
     return SolutionScore(valid=bool(valid), v=v, v_star=v_star, direction=direction, gain=g, ratio=r, novelty=n)
 
 
+def _missing(value: float | None) -> bool:
+    """None or NaN: a value that is not there (never the best, imputed when failed)."""
+    return value is None or (isinstance(value, float | np.floating) and math.isnan(value))
+
+
+def better(a: float | None, b: float | None, direction: Direction) -> bool:
+    """Whether `a` is strictly better than `b` under the task's direction ("max" or "min").
+
+    Args:
+        a: the candidate value; None or NaN is never better than anything.
+        b: the value to beat; None or NaN (no value yet) is beaten by any number.
+        direction: "max" (larger is better) or "min" (smaller is better).
+
+    Returns:
+        True when `a` beats `b`; a tie is not better, so the first of equal values stays the best.
+
+    Raises:
+        MetricError: when `direction` is neither "max" nor "min".
+    """
+    direction = _check_direction(direction)
+    if _missing(a):
+        return False
+    if _missing(b):
+        return True
+    return bool(a > b if direction == "max" else a < b)  # type: ignore[operator]
+
+
+def best_index(values: Sequence[float | None] | np.ndarray, direction: Direction) -> int | None:
+    """Index of the best value under `direction`: the first of equal best values; None and NaN are never best.
+
+    Args:
+        values: the values in order (for example the dev scores of a run's submissions).
+        direction: "max" or "min".
+
+    Returns:
+        The index of the first best value, or None when no value is present.
+
+    Raises:
+        MetricError: when `direction` is neither "max" nor "min".
+    """
+    direction = _check_direction(direction)
+    best: int | None = None
+    for i, value in enumerate(values):
+        if better(value, None if best is None else values[best], direction):
+            best = i
+    return best
+
+
+def impute(valid: bool, ratio: float | None, novelty: float | None) -> tuple[float, float]:
+    """The paper's pessimistic imputation of one configuration (App. E.2).
+
+    Args:
+        valid: whether the configuration has a valid submission.
+        ratio: its ratio G/|V*|, or None when not measured.
+        novelty: its novelty N, or None when not measured.
+
+    Returns:
+        (ratio, novelty): `FAILED_RATIO` (-1) in place of the ratio and `FAILED_NOVELTY` (0) in place of the
+        novelty when the configuration is invalid, and in place of a value that is None on a valid one; the given
+        values otherwise.
+    """
+    if not valid:
+        return FAILED_RATIO, FAILED_NOVELTY
+    return (FAILED_RATIO if ratio is None else float(ratio), FAILED_NOVELTY if novelty is None else float(novelty))
+
+
 def impute_failed(
     ratios: Sequence[float | None] | np.ndarray,
     novelties: Sequence[float | None] | np.ndarray,
     valid: Sequence[bool] | np.ndarray,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Pessimistic imputation (App. E.2): configurations without a valid submission get ratio −1 and N 0.
+    """Pessimistic imputation (App. E.2, `impute`) of many configurations: those without a valid submission get
+    ratio −1 and N 0.
 
     Valid configurations keep their values, which must then be finite; a missing value on a valid
     configuration is an error, not something to impute.
@@ -150,13 +217,17 @@ def impute_failed(
     if bad.any():
         where = np.flatnonzero(bad.ravel()).tolist()
         raise MetricError(f"valid configurations need finite ratio and novelty; missing at positions {where}")
-    return np.where(ok, r, FAILED_RATIO), np.where(ok, n, FAILED_NOVELTY)
+    pairs = [impute(bool(c), float(x), float(y)) for c, x, y in zip(ok.ravel(), r.ravel(), n.ravel(), strict=True)]
+    imputed = np.array(pairs, dtype=float).reshape(*r.shape, 2)
+    return imputed[..., 0], imputed[..., 1]
 
 
 def best_valid(
     values: Sequence[float | None] | np.ndarray, valid: Sequence[bool] | np.ndarray, direction: Direction = "max"
 ) -> int | None:
-    """Index of the best valid run among k runs (the paper reports the best of 3), or None if none is valid."""
+    """Index of the best valid run among k runs (the paper reports the best of 3), or None if none is valid.
+
+    Ties go to the first run (`best_index`)."""
     direction = _check_direction(direction)
     v = np.asarray(values, dtype=float)
     ok = np.asarray(valid, dtype=bool)
@@ -164,10 +235,7 @@ def best_valid(
         raise MetricError(f"values and valid must be 1-D of one length, got {v.shape} and {ok.shape}")
     if (ok & ~np.isfinite(v)).any():
         raise MetricError("a valid run must have a finite value")
-    if not ok.any():
-        return None
-    masked = np.where(ok, v, -np.inf if direction == "max" else np.inf)
-    return int(np.argmax(masked) if direction == "max" else np.argmin(masked))
+    return best_index([float(x) if c else None for x, c in zip(v, ok, strict=True)], direction)
 
 
 def success_rate(valid: Sequence[bool] | np.ndarray) -> float:

@@ -20,7 +20,7 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 
-from innolab.metrics import FAILED_NOVELTY, FAILED_RATIO
+from innolab.metrics import impute
 
 DEFAULT_RESAMPLES = 10_000
 DEFAULT_CONFIDENCE = 0.95
@@ -221,7 +221,8 @@ def impute_scores(
     ratio_col: str = "ratio",
     novelty_col: str = "novelty",
 ) -> pd.DataFrame:
-    """Copy of a per-(task, framework) score table with failed configurations set to ratio −1, N 0."""
+    """Copy of a per-(task, framework) score table with failed configurations set to ratio −1, N 0
+    (`innolab.metrics.impute`)."""
     missing = [c for c in (valid_col, ratio_col, novelty_col) if c not in scores.columns]
     if missing:
         raise BootstrapError(f"scores lacks the columns {missing}")
@@ -231,8 +232,9 @@ def impute_scores(
     if lacking.any():
         rows = out.loc[lacking].index.tolist()
         raise BootstrapError(f"valid configurations need ratio and novelty (fill unreported cells first): rows {rows}")
-    out.loc[~valid, ratio_col] = FAILED_RATIO
-    out.loc[~valid, novelty_col] = FAILED_NOVELTY
+    imputed = [impute(ok, r, n) for ok, r, n in zip(valid, out[ratio_col], out[novelty_col], strict=True)]
+    out[ratio_col] = [r for r, _ in imputed]
+    out[novelty_col] = [n for _, n in imputed]
     return out
 
 
