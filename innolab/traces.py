@@ -6,12 +6,13 @@ import json
 import os
 import time
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, Literal, TypeVar
 
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from innolab import rundir
+from innolab.metrics import better
 
 SCHEMA_VERSION = 2
 TRACE_FILE = rundir.TRACE_FILE
@@ -23,32 +24,63 @@ class TraceError(ValueError):
 
 # ------------------------------------------------------------------------------------------ the event types
 
+Number = int | float  # a JSON number as written (an integer score read back stays an integer)
+
 
 class Event(BaseModel):
-    """Fields every event has; each event type declares its own payload below, once."""
+    """Fields every event has; each event type declares its own payload below, once.
+
+    `v`, `seq` and `time` are stamped by the `TraceWriter`: an event is built without them and the writer returns
+    the stamped event; every event read from a trace has them.
+    """
 
     model_config = ConfigDict(extra="forbid")
 
-    v: int
-    seq: int = Field(ge=0)
-    time: float
+    v: int = SCHEMA_VERSION
+    seq: int | None = Field(default=None, ge=0)
+    time: float | None = None
     type: str
     step: int | None = None
 
+    # Transitional: read access by key (event["file"], event.get("x")), as when events were dicts, for callers not
+    # converted yet; removed once every reader uses the attributes.
+    def __getitem__(self, key: str) -> Any:
+        if key not in type(self).model_fields:
+            raise KeyError(key)
+        return getattr(self, key)
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return getattr(self, key) if key in type(self).model_fields else default
+
+    def __contains__(self, key: object) -> bool:
+        return key in self.payload()
+
+    def keys(self) -> Any:
+        return self.payload().keys()
+
+    def items(self) -> Any:
+        return self.payload().items()
+
+    def payload(self) -> dict[str, Any]:
+        """The event as written to the trace: the stamps, type, step and the fields it was given (no defaults)."""
+        data = self.model_dump(exclude_unset=True)
+        return {"v": self.v, "seq": self.seq, "time": self.time, "type": self.type, "step": self.step, **data}
+
 
 class RunStarted(Event):
+    type: Literal["run_started"] = "run_started"
     config: dict[str, Any]
 
 
 class RunResumed(Event):
+    type: Literal["run_resumed"] = "run_resumed"
     from_checkpoint: int
 
 
 class LLMCall(Event):
+    type: Literal["llm_call"] = "llm_call"
+    # declared in the order the agents write them (a trace's columns in `load` keep that order)
     purpose: str | None = None
-    failed: bool = False
-    error: str | None = None
-    response: str | None = None
     tool_calls: list[dict[str, Any]] = Field(default_factory=list)
     prompt_tokens: int = 0
     completion_tokens: int = 0
@@ -60,15 +92,20 @@ class LLMCall(Event):
     temperature: float | None = None  # as sent
     seed: int | None = None  # as sent: derived from (run seed, call index)
     call_index: int | None = None
+    response: str | None = None
+    failed: bool = False
+    error: str | None = None
 
 
 class ToolCallEvent(Event):
+    type: Literal["tool_call"] = "tool_call"
     call_id: str
     tool: str
     arguments: dict[str, Any]
 
 
 class ToolResultEvent(Event):
+    type: Literal["tool_result"] = "tool_result"
     call_id: str
     tool: str
     ok: bool
@@ -79,95 +116,111 @@ class ToolResultEvent(Event):
 class ResearchLog(Event):
     """One entry of MLAB's research log (the gym also keeps the log as research_log.md in the run folder)."""
 
+    type: Literal["research_log"] = "research_log"
     entry: str
 
 
 class Node(Event):
     """One node of AIDE's journal."""
 
+    type: Literal["node"] = "node"
     id: int
     parent: int | None
     stage: str
     plan: str
     code: str
-    debug_depth: int
     ran: bool
     valid: bool
-    metric: float | None
+    metric: Number | None
     buggy: bool
+    debug_depth: int
 
 
 class Checkpoint(Event):
-    pass
+    type: Literal["checkpoint"] = "checkpoint"
 
 
 class Submission(Event):
+    type: Literal["submission"] = "submission"
     file: str
     source: str | None = None  # the code that wrote it (innolab.rundir: <name>.source.py)
     dev_valid: bool
-    dev_score: float | None
+    dev_score: Number | None
     dev_errors: list[str] = Field(default_factory=list)
 
 
 class Validation(Event):
     """A verdict of the pristine validator (the dev score the agent sees)."""
 
+    type: Literal["validation"] = "validation"
     call_id: str
     valid: bool
-    score: float | None
+    score: Number | None
     errors: list[str]
 
 
 class Score(Event):
     """V, G, ratio (hidden evaluator) and N, once per run, from innolab.scoring."""
 
+    type: Literal["score"] = "score"
     valid: bool
-    score: float | None
-    v_star: float
+    score: Number | None
+    v_star: Number
     direction: str
-    gain: float | None
-    ratio: float
+    gain: Number | None
+    ratio: Number
     beats_v_star: bool
     errors: list[str]
     final_submission: str | None
-    dev_score: float | None
-    novelty: float | None
+    dev_score: Number | None
+    novelty: Number | None
     novelty_backend: str | None
     nearest_known: str | None
-    distances: dict[str, float]
+    distances: dict[str, Number]
     novelty_note: str | None = None
     candidates: list[dict[str, Any]] = Field(default_factory=list)  # every improving candidate: V, G, ratio, N
 
 
 class RunFinished(Event):
+    type: Literal["run_finished"] = "run_finished"
     reason: str
     budget: dict[str, Any]
+    artefacts: list[str] = Field(default_factory=list)  # what the task kept from the final workspace (run-relative)
     final_submission: str | None
     dev_valid: bool
-    dev_score: float | None
-    artefacts: list[str] = Field(default_factory=list)  # what the task kept from the final workspace (run-relative)
+    dev_score: Number | None
 
 
+AnyEvent = Annotated[
+    RunStarted | RunResumed | LLMCall | ToolCallEvent | ToolResultEvent | ResearchLog | Node | Checkpoint
+    | Submission | Validation | Score | RunFinished,
+    Field(discriminator="type"),
+]
 EVENTS: dict[str, type[Event]] = {
-    "run_started": RunStarted, "run_resumed": RunResumed, "llm_call": LLMCall, "tool_call": ToolCallEvent,
-    "tool_result": ToolResultEvent, "node": Node, "checkpoint": Checkpoint, "submission": Submission,
-    "validation": Validation, "score": Score, "run_finished": RunFinished, "research_log": ResearchLog,
+    cls.model_fields["type"].default: cls
+    for cls in (RunStarted, RunResumed, LLMCall, ToolCallEvent, ToolResultEvent, Node, Checkpoint, Submission,
+                Validation, Score, RunFinished, ResearchLog)
 }
 EVENT_TYPES = tuple(EVENTS)
 
 
-def validate_event(event: dict[str, Any], where: str = "event") -> dict[str, Any]:
-    """Check one event against its type's declared fields; the error names the type, the field and the rule."""
-    kind = event.get("type")
+def parse_event(data: dict[str, Any], where: str = "event", stamped: bool = True) -> AnyEvent:
+    """One event from its JSON fields, checked against its type's declared fields (and, `stamped`, carrying the
+    writer's v/seq/time); the error names the type, the field and the rule."""
+    kind = data.get("type")
     if kind not in EVENTS:
         raise TraceError(f"{where}: unknown event type {kind!r}; known: {EVENT_TYPES}")
     try:
-        EVENTS[kind].model_validate(event)
+        event = EVENTS[kind].model_validate(data)
     except ValidationError as error:
         first = error.errors()[0]
         field = ".".join(str(p) for p in first["loc"]) or "(event)"
         raise TraceError(f"{where}: {kind} event, field '{field}': {first['msg']}") from None
-    return event
+    if stamped:
+        for field in ("seq", "time"):
+            if data.get(field) is None:
+                raise TraceError(f"{where}: {kind} event, field '{field}': Field required")
+    return event  # type: ignore[return-value]
 
 
 def upgrade(event: dict[str, Any]) -> dict[str, Any]:
@@ -210,16 +263,29 @@ class TraceWriter:
         self.seq = next_seq
         self._handle = self.path.open("ab")
 
-    def emit(self, event_type: str, step: int | None = None, **payload: Any) -> dict[str, Any]:
-        event = {"v": SCHEMA_VERSION, "seq": self.seq, "time": time.time(), "type": event_type, "step": step,
-                 **payload}
-        event = json.loads(json.dumps(event, default=str))
-        validate_event(event, f"{self.path.name}: event {self.seq}")
-        self._handle.write((json.dumps(event) + "\n").encode())
+    def emit(self, event: Event | str, step: int | None = None, **fields: Any) -> AnyEvent:
+        """Write one event, stamped with the schema version, the next sequence number and the time; returns the
+        stamped event. Raises TraceError when the event breaks its type's schema.
+
+        Transitional: `emit("type", step=..., **fields)` (the event's fields as keywords) is still accepted until
+        every caller builds event objects.
+        """
+        if isinstance(event, str):
+            data = {"type": event, "step": step, **fields}
+        else:
+            if fields or step is not None:
+                raise TypeError("emit(event) takes the event alone; its step and fields belong to the event")
+            data = {"type": event.type, "step": event.step, **event.model_dump(exclude_unset=True)}
+        for stamp in ("v", "seq", "time"):
+            data.pop(stamp, None)
+        data = {"v": SCHEMA_VERSION, "seq": self.seq, "time": time.time(), **data}
+        data = json.loads(json.dumps(data, default=str))
+        stamped = parse_event(data, f"{self.path.name}: event {self.seq}")
+        self._handle.write((json.dumps(data) + "\n").encode())
         self._handle.flush()
         os.fsync(self._handle.fileno())
         self.seq += 1
-        return event
+        return stamped
 
     def position(self) -> dict[str, int]:
         """Where the trace stands: the next sequence number and the byte length (for truncation on resume)."""
@@ -236,8 +302,9 @@ def truncate_to(run_dir: Path, position: dict[str, int]) -> None:
         handle.truncate(position["bytes"])
 
 
-def read_events(run_dir: Path) -> list[dict[str, Any]]:
-    """The events of a trace; a torn last line (a kill during a write) is ignored, any other bad line is an error."""
+def read_events(run_dir: Path) -> list[AnyEvent]:
+    """The events of a trace (older schema versions upgraded); a torn last line (a kill during a write) is
+    ignored. Raises TraceError for a missing trace or any other bad line."""
     path = Path(run_dir) / TRACE_FILE
     if not path.is_file():
         raise TraceError(f"{run_dir} has no {TRACE_FILE}")
@@ -247,13 +314,13 @@ def read_events(run_dir: Path) -> list[dict[str, Any]]:
         if not line.strip():
             continue
         try:
-            event = json.loads(line)
+            data = json.loads(line)
         except json.JSONDecodeError:
             if number == len(lines):
                 break
             raise TraceError(f"{path.name}: line {number} is not JSON") from None
         try:
-            event = validate_event(upgrade(event), f"{path.name}: line {number}")
+            event = parse_event(upgrade(data), f"{path.name}: line {number}")
         except TraceError as error:
             raise TraceError(str(error) if str(error).startswith(path.name) else f"{path.name}: line {number}: "
                              f"{error}") from None
@@ -264,24 +331,126 @@ def read_events(run_dir: Path) -> list[dict[str, Any]]:
 def load(run_dir: str | Path) -> pd.DataFrame:
     """One row per event: seq, time, type, step and the payload's fields as columns."""
     events = read_events(Path(run_dir))
-    frame = pd.json_normalize(events, max_level=0)
+    frame = pd.json_normalize([e.payload() for e in events], max_level=0)
     if not frame.empty:
         frame["time"] = pd.to_datetime(frame["time"], unit="s")
     return frame
 
 
+E = TypeVar("E", bound=Event)
+
+
+class Trace:
+    """A run's trace read once, and the facts every reader wants of it: the configuration it started with, when it
+    started, how and why it ended, its submissions, tool and model calls, the best dev score so far and timings."""
+
+    def __init__(self, events: list[AnyEvent]) -> None:
+        self.events = events
+
+    @classmethod
+    def read(cls, run_dir: str | Path) -> Trace:
+        """The trace of a run folder. Raises TraceError for a missing or broken trace."""
+        return cls(read_events(Path(run_dir)))
+
+    def of(self, kind: type[E]) -> list[E]:
+        """The events of one type, in order."""
+        return [e for e in self.events if isinstance(e, kind)]
+
+    def last(self, kind: type[E]) -> E | None:
+        """The last event of one type (None where there is none)."""
+        return next((e for e in reversed(self.events) if isinstance(e, kind)), None)
+
+    @property
+    def started(self) -> RunStarted | None:
+        return next((e for e in self.events if isinstance(e, RunStarted)), None)
+
+    @property
+    def config(self) -> dict[str, Any]:
+        """The configuration the run started with ({} where the start is not in the trace)."""
+        return self.started.config if self.started else {}
+
+    @property
+    def started_at(self) -> float:
+        """When the run started: its run_started event, else its first event (0.0 for an empty trace)."""
+        first = self.started or (self.events[0] if self.events else None)
+        return float(first.time or 0.0) if first else 0.0
+
+    def since_start(self, event: Event) -> float:
+        """Seconds from the run's start to an event."""
+        return float(event.time or 0.0) - self.started_at
+
+    @property
+    def finished(self) -> RunFinished | None:
+        """The run's last run_finished event (None for a run that has not finished)."""
+        return self.last(RunFinished)
+
+    @property
+    def score(self) -> Score | None:
+        """The last score event (None for a run not scored)."""
+        return self.last(Score)
+
+    @property
+    def end_reason(self) -> str | None:
+        return self.finished.reason if self.finished else None
+
+    @property
+    def submissions(self) -> list[Submission]:
+        return self.of(Submission)
+
+    @property
+    def tool_calls(self) -> list[ToolCallEvent]:
+        return self.of(ToolCallEvent)
+
+    @property
+    def llm_calls(self) -> list[LLMCall]:
+        return self.of(LLMCall)
+
+    @property
+    def tool_steps(self) -> set[int | None]:
+        """The steps in which the agent called a tool."""
+        return {e.step for e in self.tool_calls}
+
+    @property
+    def used_steps(self) -> int:
+        """Steps the run used: as its budget recorded at the end, else the steps with a tool call."""
+        if self.finished is not None:
+            return self.finished.budget.get("used_steps", len(self.tool_steps))
+        return len(self.tool_steps)
+
+    @property
+    def wall_s(self) -> float | None:
+        """The run's wall-clock time as its budget recorded at the end (None for a run not finished)."""
+        return self.finished.budget.get("used_s") if self.finished else None
+
+    @property
+    def span_s(self) -> float:
+        """Seconds from the start to the last event (0.0 for an empty trace)."""
+        return self.since_start(self.events[-1]) if self.events else 0.0
+
+    @property
+    def model_s(self) -> float:
+        """Seconds spent waiting for the model (the latency of every model call)."""
+        return sum(float(c.latency_s or 0.0) for c in self.llm_calls)
+
+    def source_of(self, file: str | None) -> str | None:
+        """The source file recorded with a submission file (None when none was)."""
+        return next((e.source for e in self.submissions if e.file == file), None)
+
+    def best_so_far(self, direction: str) -> list[Submission]:
+        """The submissions that improved on every earlier valid dev score under the task's direction, in order."""
+        best: list[Submission] = []
+        for event in self.submissions:
+            if event.dev_valid and better(event.dev_score, best[-1].dev_score if best else None, direction):
+                best.append(event)
+        return best
+
+
 def summary(run_dir: str | Path) -> str:
     """One line: agent, task, steps, tool calls, submissions, final score and why the run ended."""
-    events = read_events(Path(run_dir))
-    started = next((e for e in events if e["type"] == "run_started"), {})
-    finished = next((e for e in reversed(events) if e["type"] == "run_finished"), None)
-    score = next((e for e in reversed(events) if e["type"] == "score"), None)
-    steps = {e["step"] for e in events if e["type"] == "tool_call"}
-    calls = sum(e["type"] == "tool_call" for e in events)
-    submissions = sum(e["type"] == "submission" for e in events)
-    config = started.get("config", {})
-    scored = (f"score {score['score']!r} (ratio {score['ratio']:.4g})" if score and score.get("valid")
+    trace = Trace.read(run_dir)
+    config, score, finished = trace.config, trace.score, trace.finished
+    scored = (f"score {score.score!r} (ratio {score.ratio:.4g})" if score and score.valid
               else "no valid submission" if score else "not scored")
-    end = f"ended: {finished['reason']}" if finished else "not finished"
-    return (f"{config.get('agent', '?')} on {config.get('task', '?')}: {len(steps)} steps, {calls} tool calls, "
-            f"{submissions} submissions, {scored}, {end}")
+    end = f"ended: {finished.reason}" if finished else "not finished"
+    return (f"{config.get('agent', '?')} on {config.get('task', '?')}: {len(trace.tool_steps)} steps, "
+            f"{len(trace.tool_calls)} tool calls, {len(trace.submissions)} submissions, {scored}, {end}")
