@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 
 from innolab import runner, traces
-from innolab.novelty.backends import Scorer, make_backend
+from innolab.novelty.backends import Scorer
+from innolab.novelty.registry import make_backend
 from innolab.novelty.scoring import default_backend, known_code, novelty_of_code
 from innolab.novelty.structure import normalise, structural_distance
 from innolab.novelty.triplets import load_triplets, validate

@@ -13,6 +13,7 @@ Calibrations (documented choices of innolab, not the paper's):
 from __future__ import annotations
 
 import hashlib
+import importlib
 import importlib.util
 import json
 import math
@@ -205,21 +206,12 @@ class LLMJudge:
         return float(self.judge(a, b)["distance"])
 
 
-BACKENDS = ("ast", "tfidf", "embedding", "llm")
-
-
-def make_backend(name: str, **options: Any) -> DistanceBackend:
-    if name == "ast":
-        from innolab.novelty.structure import StructuralBackend
-
-        return StructuralBackend()
-    if name == "tfidf":
-        return TfidfBackend()
-    if name == "embedding":
-        return EmbeddingBackend(**options)
-    if name == "llm":
-        return LLMJudge(**options)
-    raise NoveltyError(f"backend must be one of {', '.join(BACKENDS)}, got {name!r}")
+def __getattr__(name: str) -> Any:
+    """Transitional aliases: `make_backend` and `BACKENDS` live in innolab.novelty.registry (which imports this
+    module, so it is resolved by name here, not imported); removed once every caller imports the registry."""
+    if name in ("make_backend", "BACKENDS"):
+        return getattr(importlib.import_module("innolab.novelty.registry"), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 class Scorer:

@@ -12,11 +12,10 @@ import numpy as np
 from innolab.metrics import novelty as novelty_metric
 from innolab.novelty.backends import Scorer
 from innolab.novelty.cards import MethodCard, extract_card
+from innolab.novelty.registry import BACKENDS, make_backend
 from innolab.novelty.structure import normalise
 from innolab.tasks.model import Task
 from innolab.tasks.solutions import solutions
-
-CODE_BACKENDS = ("ast", "tfidf", "embedding")
 
 
 def default_backend() -> str:
@@ -28,6 +27,9 @@ def default_backend() -> str:
 def compares_cards(backend_name: str) -> bool:
     """The llm judge compares method cards; every other back end compares code with code."""
     return backend_name.startswith("llm")
+
+
+CODE_BACKENDS = tuple(name for name in BACKENDS if not compares_cards(name))
 
 
 def known_code(task: Task) -> dict[str, str]:
@@ -89,8 +91,6 @@ class Diversity:
 
 def task_diversity(task: Task, backend: str | None = None) -> Diversity:
     """Div(T) with a named back end (default: the offline default, which needs no model)."""
-    from innolab.novelty.backends import make_backend
-
     return diversity(task, Scorer(make_backend(backend or "ast")))
 
 

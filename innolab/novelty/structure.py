@@ -29,6 +29,7 @@ import tokenize
 from collections import Counter
 
 from innolab import pyparse
+from innolab.novelty.backends import TfidfBackend
 
 BUILTINS = set(dir(builtins))
 SMALL_INT = 10
@@ -190,6 +191,4 @@ class StructuralBackend:
         value = structural_distance(a, b)
         if value is not None:
             return value
-        from innolab.novelty.backends import TfidfBackend
-
         return TfidfBackend().distance(a, b)

@@ -103,7 +103,8 @@ def validation_table(backends: list[str], cache_dir: Path, llm_limit: int | None
     embedding). For the llm back end each judge model in `models` (default: the configured one) gets its rows;
     with two or more, a row per kind reports their mean and Krippendorff's alpha (interval) over the pairs.
     """
-    from innolab.novelty.backends import LLMJudge, make_backend
+    from innolab.novelty.backends import LLMJudge
+    from innolab.novelty.registry import make_backend
     from innolab.novelty.scoring import comparable, ensemble
 
     rows = []
