@@ -1,23 +1,416 @@
-"""The run schema: one pydantic model of a run's user-facing settings, and the run table's configuration columns."""
+"""The run schema: one pydantic model of a run's user-facing settings, and what is derived from it.
+
+`RunSettings` declares each setting once (type, default, rule, description). From it come: the command line's
+options (`add_options` / `settings_from_args`), the sweep spec's all-optional `RunFields` (`optional_fields`),
+notebook 20's parameters cell (`parameters_cell`) and the run table's configuration columns (`config_columns`).
+Every derivation takes the model as an argument (default `RunSettings`), so a setting added to the model appears
+in all four. A setting that is not one of today's is a scaffold option: `runner.resolve` puts it in the run's
+`policy_args` and its column reads it from there.
+"""
 
 from __future__ import annotations
 
-from typing import Any
+import argparse
+import json
+import types
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Annotated, Any, Union, get_args, get_origin
 
-from innolab.gym.policy import RunConfig
+import yaml
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, create_model
+from pydantic.fields import FieldInfo
+from pydantic_core import core_schema
 
-__all__ = ["config_columns"]
+from innolab.gym.budget import BudgetError, parse_duration
+from innolab.gym.policy import RUNTIMES, RunConfig
+from innolab.llm.settings import MaxTokens, Temperature, TopP
+
+__all__ = ["NOVELTY_CHOICES", "Choices", "RunSettings", "Setting", "SettingsError", "add_options", "columns",
+           "config_columns", "novelty_choices", "optional_fields", "parameters_cell", "settings_from_args",
+           "validate_settings"]
 
 
-def config_columns(config: RunConfig) -> dict[str, Any]:
-    """A run table row's configuration columns, in order (task, agent, backbone, model, temperature, top_p, seed,
-    budget_s, runtime, innovation_prompt, prior_solution), read from a resolved configuration."""
-    llm = config.llm if isinstance(config.llm, dict) else (config.llm.model_dump() if config.llm else {})
-    key_variable = llm.get("api_key_env") or "INNOLAB_LLM_API_KEY"
-    return {
-        "task": config.task, "agent": config.agent, "backbone": key_variable.removesuffix("_API_KEY"),
-        "model": config.model_reported or llm.get("model"),
-        "temperature": llm.get("temperature"), "top_p": llm.get("top_p"), "seed": config.seed,
-        "budget_s": config.wall_clock_s, "runtime": config.runtime, "innovation_prompt": config.innovation_prompt,
-        "prior_solution": (config.prior_solution or {}).get("name"),
-    }
+class SettingsError(ValueError):
+    """Run settings that break a rule; the message names each field and its rule."""
+
+
+@dataclass(frozen=True)
+class Choices:
+    """The allowed values of a setting, read from their registry whenever a value is checked."""
+
+    registry: Callable[[], Iterable[str]]
+
+    def values(self) -> list[str]:
+        """The registry's names, in its order."""
+        return list(self.registry())
+
+    def check(self, value: Any) -> Any:
+        """Returns value when allowed (None always is: it leaves the default).
+
+        Raises:
+            ValueError: naming the allowed values.
+        """
+        allowed = self.values()
+        if value is not None and value not in allowed:
+            raise ValueError(f"must be one of {', '.join(allowed)}, got {value!r}")
+        return value
+
+    def __get_pydantic_core_schema__(self, source: Any, handler: Any) -> core_schema.CoreSchema:
+        return core_schema.no_info_after_validator_function(self.check, handler(source))
+
+
+@dataclass(frozen=True)
+class Setting:
+    """How a setting shows outside the model.
+
+    `column`: its run-table column ("" names it after the field; None: no column). `read`: how the column reads a
+    resolved configuration (None: the scaffold option of the field's name in `policy_args`). `flags`: further
+    command-line spellings (kept from before the schema).
+    """
+
+    column: str | None = ""
+    read: Callable[[RunConfig], Any] | None = None
+    flags: tuple[str, ...] = ()
+
+
+def _scaffolds() -> Iterable[str]:
+    from innolab.agents import SCAFFOLDS
+
+    return SCAFFOLDS
+
+
+def _llm(config: RunConfig, key: str) -> Any:
+    """One model setting of a resolved configuration (its `llm`: typed, or a dict as older code held it)."""
+    llm = config.llm
+    if llm is None:
+        return None
+    return llm.get(key) if isinstance(llm, dict) else getattr(llm, key, None)
+
+
+def _backbone(config: RunConfig) -> str:
+    return str(_llm(config, "api_key_env") or "INNOLAB_LLM_API_KEY").removesuffix("_API_KEY")
+
+
+def _positive_duration(value: str | float | None) -> str | float | None:
+    if value is None:
+        return value
+    try:
+        parse_duration(value)
+    except BudgetError as error:
+        raise ValueError(str(error).removeprefix("budget ")) from None
+    return value
+
+
+def _is_file_name(value: str | None) -> str | None:
+    if value is not None and not value.strip():
+        raise ValueError("a prior solution is the path of a file of code, got an empty string")
+    return value
+
+
+NO_COLUMN = Setting(column=None)
+Duration = Annotated[str | float, AfterValidator(_positive_duration)]
+ENV_PREFIX = r"^[A-Za-z_][A-Za-z0-9_]*$"
+
+
+class RunSettings(BaseModel):
+    """A run's settings as a user gives them (CLI options, a sweep spec's fields, notebook 20's parameters).
+
+    Settings left None come from the backbone's environment (INNOLAB_LLM_* or PREFIX_*) once, when the run's
+    configuration is resolved (`runner.resolve`), and are written to its config.json.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    task: Annotated[str, Setting(read=lambda c: c.task)] = Field(
+        default="circle-packing-26", min_length=1,
+        description="a task id, a task folder, or <scheme>:<reference> (expbench:<conf>/<paper>/<i>)")
+    agent: Annotated[str, Choices(_scaffolds), Setting(read=lambda c: c.agent)] = Field(
+        default="aide", description="the scaffold")
+    backbone: Annotated[str | None, Setting(read=_backbone)] = Field(
+        default=None, pattern=ENV_PREFIX,
+        description="an environment-variable prefix naming an endpoint (OPENAI: OPENAI_BASE_URL, _MODEL, "
+                    "_API_KEY); None: INNOLAB_LLM")
+    model: Annotated[str | None, Setting(read=lambda c: c.model_reported or _llm(c, "model"))] = Field(
+        default=None, description="None: the backbone's model ($INNOLAB_LLM_MODEL) or the embedded model")
+    base_url: Annotated[str | None, NO_COLUMN] = Field(
+        default=None, description="None: the backbone's endpoint ($INNOLAB_LLM_BASE_URL) or the embedded model")
+    temperature: Annotated[Temperature | None, Setting(read=lambda c: _llm(c, "temperature"))] = Field(
+        default=None, description="None: $INNOLAB_LLM_TEMPERATURE or 0.7")
+    top_p: Annotated[TopP | None, Setting(read=lambda c: _llm(c, "top_p"))] = Field(
+        default=None, description="nucleus sampling; None: $INNOLAB_LLM_TOP_P or the endpoint's")
+    max_tokens: Annotated[MaxTokens | None, NO_COLUMN] = Field(
+        default=None, description="a reply's token cap; None: $INNOLAB_LLM_MAX_TOKENS or 512")
+    seed: Annotated[int, Setting(read=lambda c: c.seed)] = Field(
+        default=0, description="the run seed; each model call's seed derives from (seed, call index)")
+    budget: Annotated[Duration, Setting(column="budget_s", read=lambda c: c.wall_clock_s)] = Field(
+        default="60s", description="wall clock, e.g. 90s, 10m, 12h (a number: seconds)")
+    max_steps: Annotated[int | None, NO_COLUMN] = Field(default=None, gt=0, description="None: no step limit")
+    runtime: Annotated[str, Choices(lambda: RUNTIMES), Setting(read=lambda c: c.runtime)] = Field(
+        default="local", description="where the agent's sandbox runs")
+    image: Annotated[str | None, NO_COLUMN] = Field(
+        default=None, description="docker image (None: innolab/base:latest)")
+    innovation_prompt: Annotated[bool, Setting(read=lambda c: c.innovation_prompt)] = Field(
+        default=False, description="ask explicitly for a novel method")
+    prior_solution: Annotated[str | None, AfterValidator(_is_file_name),
+                              Setting(read=lambda c: (c.prior_solution or {}).get("name"),
+                                      flags=("--initial-solution",))] = Field(
+        default=None, description="path of a prior solution's code to start from (its name and hash are recorded)")
+    agent_options: Annotated[dict[str, Any], NO_COLUMN] = Field(
+        default_factory=dict, description='the scaffold\'s own options, e.g. {"num_drafts": 2}')
+    task_options: Annotated[dict[str, Any], NO_COLUMN] = Field(
+        default_factory=dict,
+        description='what a `<scheme>:` task needs, e.g. {"repo": CLONE} for expbench:<conf>/<paper>/<i>')
+
+
+# ------------------------------------------------------------------------------------------------ reading a field
+
+
+def setting_of(field: FieldInfo) -> Setting:
+    """The field's `Setting` (a field without one: a column of its own name, read from policy_args)."""
+    return next((m for m in field.metadata if isinstance(m, Setting)), Setting())
+
+
+def choices_of(field: FieldInfo) -> list[str] | None:
+    """The allowed values of a field restricted by a registry, else None."""
+    found = next((m for m in field.metadata if isinstance(m, Choices)), None)
+    return found.values() if found else None
+
+
+def _plain_type(field: FieldInfo) -> type:
+    """The field's value type without None (bool, int, float, str, dict), for the command line."""
+    annotation = field.annotation
+    if get_origin(annotation) is Annotated:
+        annotation = get_args(annotation)[0]
+    if get_origin(annotation) in (Union, types.UnionType):
+        members = [a for a in get_args(annotation) if a is not type(None)]
+        annotation = members[0] if len(members) == 1 else str  # str | float (a duration): read as text
+    if get_origin(annotation) is Annotated:
+        annotation = get_args(annotation)[0]
+    origin = get_origin(annotation) or annotation
+    return origin if origin in (bool, int, float, str, dict) else str
+
+
+def _default(field: FieldInfo) -> Any:
+    return field.get_default(call_default_factory=True)
+
+
+def validate_settings(values: dict[str, Any], model: type[BaseModel] | None = None) -> BaseModel:
+    """The settings model validated from values.
+
+    Args:
+        values: setting names and values (unknown names are an error).
+        model: the run schema (default `RunSettings`) or a sweep's `RunFields`.
+
+    Returns:
+        The validated settings.
+
+    Raises:
+        SettingsError: naming each bad field and its rule.
+    """
+    model = model or RunSettings
+    try:
+        return model(**values)
+    except ValidationError as error:
+        raise SettingsError("; ".join(
+            f"{'.'.join(str(p) for p in e['loc']) or 'settings'}: {e['msg'].removeprefix('Value error, ')}"
+            for e in error.errors())) from None
+
+
+# ------------------------------------------------------------------------------------------------ (a) command line
+
+
+def _flag(name: str) -> str:
+    return "--" + name.replace("_", "-")
+
+
+def add_options(parser: argparse.ArgumentParser, model: type[BaseModel] | None = None,
+                only: Sequence[str] | None = None, defaults: dict[str, Any] | None = None,
+                required: Sequence[str] = ()) -> None:
+    """One command-line option per setting of the schema: `--name` (its type, choices and description).
+
+    Options default to None (the schema's default applies when read back, unless `defaults` gives the command's
+    own); a bool setting is a switch; a dict setting is given as repeated `KEY=VALUE` (VALUE read as YAML).
+
+    Args:
+        parser: the command's parser.
+        model: the run schema (default `RunSettings`).
+        only: the settings this command takes (default: all).
+        defaults: the command's own defaults, shown in the help.
+        required: settings this command requires.
+    """
+    model = model or RunSettings
+    defaults = defaults or {}
+    for name, field in model.model_fields.items():
+        if only is not None and name not in only:
+            continue
+        kind = _plain_type(field)
+        default = defaults.get(name, _default(field))
+        text = field.description or ""
+        flags = (_flag(name), *setting_of(field).flags)
+        if kind is bool:
+            parser.add_argument(*flags, dest=name, action="store_true", default=None, help=text)
+        elif kind is dict:
+            parser.add_argument(*flags, dest=name, action="append", metavar="KEY=VALUE", default=None,
+                                help=f"{text} (repeatable)")
+        else:
+            shown = "" if default is None else f" (default {default})"
+            parser.add_argument(*flags, dest=name, type=kind, choices=choices_of(field), default=None,
+                                required=name in required, metavar=None if choices_of(field) else name.upper(),
+                                help=text + shown)
+
+
+def _pairs(name: str, items: list[str]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for item in items:
+        key, sep, text = item.partition("=")
+        if not sep or not key.strip():
+            raise SettingsError(f"{name}: write KEY=VALUE, got {item!r}")
+        try:
+            out[key.strip()] = yaml.safe_load(text)
+        except yaml.YAMLError as error:
+            raise SettingsError(f"{name}.{key.strip()}: not a YAML value: {error}") from None
+    return out
+
+
+def settings_from_args(args: argparse.Namespace, model: type[BaseModel] | None = None,
+                       defaults: dict[str, Any] | None = None, **given: Any) -> BaseModel:
+    """The settings the options of `add_options` were given, validated.
+
+    Args:
+        args: the parsed command line.
+        model: the run schema (default `RunSettings`).
+        defaults: the command's own defaults (given options win over them).
+        **given: further values (e.g. task options from other flags), merged into dict settings.
+
+    Returns:
+        The validated settings.
+
+    Raises:
+        SettingsError: naming the bad field and its rule.
+    """
+    model = model or RunSettings
+    values = dict(defaults or {})
+    for name, field in model.model_fields.items():
+        value = getattr(args, name, None)
+        if value is None:
+            continue
+        values[name] = _pairs(name, value) if _plain_type(field) is dict else value
+    for name, value in given.items():
+        values[name] = {**value, **values.get(name, {})} if isinstance(value, dict) else value
+    return validate_settings(values, model)
+
+
+# ------------------------------------------------------------------------------------------------ (b) sweep fields
+
+
+def optional_fields(model: type[BaseModel] | None = None, name: str = "RunFields",
+                    extra: dict[str, Any] | None = None, doc: str | None = None) -> type[BaseModel]:
+    """The schema with every setting optional (None: the run's default), same types and rules.
+
+    Args:
+        model: the run schema (default `RunSettings`).
+        name: the new model's name.
+        extra: further fields, as `create_model` takes them (`name=(type, default or Field)`).
+        doc: the new model's docstring.
+
+    Returns:
+        A pydantic model class forbidding unknown fields.
+    """
+    model = model or RunSettings
+    fields: dict[str, Any] = {}
+    for key, field in model.model_fields.items():
+        info = FieldInfo.merge_field_infos(field, default=None)
+        info.default_factory = None
+        fields[key] = (field.annotation | None, info)
+    built = create_model(name, __config__=ConfigDict(extra="forbid"), __doc__=doc, **fields, **(extra or {}))
+    return built
+
+
+# ------------------------------------------------------------------------------------------------ (c) notebook 20
+
+
+def novelty_choices() -> list[str]:
+    """The names a run's novelty back end may take: default, each registered back end, none."""
+    from innolab.novelty.backends import BACKENDS
+
+    return ["default", *BACKENDS, "none"]
+
+
+NOVELTY_CHOICES = Choices(novelty_choices)
+
+
+def _literal(value: Any) -> str:
+    """A value as Python source, strings in double quotes (as the notebook writes them)."""
+    if isinstance(value, str):
+        return json.dumps(value)
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{_literal(k)}: {_literal(v)}" for k, v in value.items()) + "}"
+    return repr(value)
+
+
+def _comment(field: FieldInfo) -> str:
+    choices = choices_of(field)
+    text = field.description or ""
+    if choices:
+        text = f"{text}: {' | '.join(choices)}" if text else " | ".join(choices)
+    return f"  # {text}" if text else ""
+
+
+def notebook_parameters() -> list[tuple[str, Any, str]]:
+    """Notebook 20's own parameters after the settings: (name, default, comment)."""
+    return [
+        ("novelty", "default", f"back end for N when the run is scored: {' | '.join(novelty_choices())}"),
+        ("run_dir", None, "None: results/runs/<id>; a folder that holds the run resumes it"),
+        ("config", None, "set by a sweep: the resolved configuration (config.json's fields), run as it is"),
+        ("config_id", None, "set by a sweep: the id the configuration must have (checked)"),
+        ("embedded_url", None, "set by a sweep: the embedded-model server it started for all its runs"),
+        ("results_dir", "../results", ""),
+        ("figures_dir", "../figures", ""),
+    ]
+
+
+def parameters_cell(model: type[BaseModel] | None = None) -> str:
+    """The source of notebook 20's parameters cell: one line per setting (its default and description), then
+    the notebook's own parameters."""
+    model = model or RunSettings
+    lines = [f"{name} = {_literal(_default(field))}{_comment(field)}" for name, field in model.model_fields.items()]
+    lines += [f"{name} = {_literal(value)}" + (f"  # {text}" if text else "")
+              for name, value, text in notebook_parameters()]
+    return "\n".join(lines)
+
+
+# ------------------------------------------------------------------------------------------------ (d) run table
+
+
+def columns(model: type[BaseModel] | None = None) -> list[str]:
+    """The run table's configuration columns, in the schema's order."""
+    model = model or RunSettings
+    names = []
+    for name, field in model.model_fields.items():
+        column = setting_of(field).column
+        if column is not None:
+            names.append(column or name)
+    return names
+
+
+def config_columns(config: RunConfig, model: type[BaseModel] | None = None) -> dict[str, Any]:
+    """A run table row's configuration columns, in order, read from a resolved configuration.
+
+    Args:
+        config: the run's configuration (as its config.json loads).
+        model: the run schema (default `RunSettings`).
+
+    Returns:
+        Today: task, agent, backbone, model, temperature, top_p, seed, budget_s, runtime, innovation_prompt,
+        prior_solution; a setting added to the schema adds its column.
+    """
+    model = model or RunSettings
+    row = {}
+    for name, field in model.model_fields.items():
+        setting = setting_of(field)
+        if setting.column is None:
+            continue
+        read = setting.read or (lambda c, key=name: c.policy_args.get(key))
+        row[setting.column or name] = read(config)
+    return row

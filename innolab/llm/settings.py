@@ -3,13 +3,18 @@
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
 # USD per million tokens (input, output). Configurable: pass `prices` or INNOLAB_LLM_PRICE_IN/_OUT.
 DEFAULT_PRICES: dict[str, tuple[float, float]] = {"smollm2": (0.0, 0.0)}
 LOCAL_MODEL = "smollm2"
+
+# The rules of the sampling settings, written once (the run schema, innolab.runspec, uses them too).
+Temperature = Annotated[float, Field(ge=0.0, le=2.0)]
+TopP = Annotated[float, Field(gt=0.0, le=1.0)]
+MaxTokens = Annotated[int, Field(gt=0, le=200_000)]
 
 
 class LLMSettings(BaseModel):
@@ -21,10 +26,10 @@ class LLMSettings(BaseModel):
     api_key: str | None = None
     api_key_env: str = Field(default="INNOLAB_LLM_API_KEY", pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")  # a name, not a key
     model: str = LOCAL_MODEL
-    temperature: float = Field(default=0.7, ge=0.0, le=2.0)
-    top_p: float | None = Field(default=None, gt=0.0, le=1.0)
+    temperature: Temperature = 0.7
+    top_p: TopP | None = None
     seed: int | None = 0
-    max_tokens: int = Field(default=512, gt=0, le=200_000)
+    max_tokens: MaxTokens = 512
     timeout_s: float = Field(default=120.0, gt=0)
     max_retries: int = Field(default=4, ge=0, le=20)
     backoff_s: float = Field(default=0.5, ge=0.0)

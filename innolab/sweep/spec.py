@@ -6,53 +6,23 @@ import itertools
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from innolab.gym.budget import BudgetError, parse_duration
+from innolab.runspec import NOVELTY_CHOICES, RunSettings, optional_fields
 
 
 class SpecError(ValueError):
     """A sweep spec that innolab cannot run; the message names the field and the rule."""
 
 
-class RunFields(BaseModel):
-    """The fields of a run that a sweep may fix (`base`) or vary (`grid`); None leaves the run's default."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    task: str | None = None
-    agent: Literal["aide", "mlab", "codeact"] | None = None
-    backbone: str | None = Field(default=None, pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")  # env-var prefix of an endpoint
-    model: str | None = None
-    base_url: str | None = None
-    temperature: float | None = Field(default=None, ge=0.0, le=2.0)
-    top_p: float | None = Field(default=None, gt=0.0, le=1.0)
-    max_tokens: int | None = Field(default=None, gt=0)
-    budget: str | float | None = None
-    max_steps: int | None = Field(default=None, gt=0)
-    runtime: Literal["local", "docker"] | None = None
-    image: str | None = None
-    innovation_prompt: bool | None = None
-    prior_solution: str | None = None  # a file of code the run starts from (relative to the spec)
-    agent_options: dict[str, Any] | None = None
-    task_options: dict[str, Any] | None = None  # a `<scheme>:` task's options (expbench: repo, data)
-    novelty: str | None = None  # the back end of N ("default", "ast", "tfidf", "embedding", "llm", "none")
-
-    @field_validator("budget")
-    @classmethod
-    def _duration(cls, value: str | float | None) -> str | float | None:
-        if value is None:
-            return value
-        try:
-            seconds = float(value) if isinstance(value, int | float) else parse_duration(value)
-        except BudgetError as error:
-            raise ValueError(str(error)) from None
-        if seconds <= 0:
-            raise ValueError("must be a positive duration")
-        return value
+RunFields = optional_fields(RunSettings, "RunFields", doc=(
+    "The fields of a run that a sweep may fix (`base`) or vary (`grid`): the run schema's settings, each "
+    "optional (None leaves the run's default), and the novelty back end its runs are scored with."),
+    extra={"novelty": (Annotated[str | None, NOVELTY_CHOICES], Field(
+        default=None, description="the back end of N (default, a registered back end, or none)"))})
 
 
 FACTORS = tuple(RunFields.model_fields)
