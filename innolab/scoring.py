@@ -31,7 +31,7 @@ from innolab.novelty.scoring import (
 from innolab.rundir import RunDir, RunDirError
 from innolab.tasks.evaluation import evaluate
 from innolab.tasks.registry import get_task
-from innolab.traces import TraceWriter, read_events
+from innolab.traces import Score, Trace, TraceWriter
 
 
 class ScoringError(RuntimeError):
@@ -54,17 +54,17 @@ def score_run(run_dir: str | Path, novelty_backend: str | None = "default", sett
         config = folder.read_config()
     except RunDirError as error:
         raise ScoringError(str(error)) from None
-    events = read_events(folder.root)
-    finished = next((e for e in reversed(events) if e["type"] == "run_finished"), None)
+    trace = Trace.read(folder.root)
+    finished = trace.finished
     if finished is None:
         raise ScoringError(f"{folder.root}: the run has not finished (resume it first)")
     task = get_task(config["task"])
     backend = default_backend() if novelty_backend == "default" else novelty_backend
     assess = _Assessor(folder, task, _Novelty(folder, config, task, backend, settings))
-    candidates = _candidates(events, task, assess)
-    final = finished.get("final_submission")
+    candidates = _candidates(trace, task, assess)
+    final = finished.final_submission
     if final:
-        verdict, measured = assess(final, finished_source(events, final))
+        verdict, measured = assess(final, trace.source_of(final))
     else:
         verdict, measured = None, assess.measure(None, False)
     measured = dict(measured)
@@ -76,15 +76,16 @@ def score_run(run_dir: str | Path, novelty_backend: str | None = "default", sett
         "gain": verdict.gain if verdict else None, "ratio": verdict.ratio if verdict else -1.0,
         "beats_v_star": bool(verdict and verdict.beats_v_star),
         "errors": verdict.errors if verdict else ["no submission"],
-        "final_submission": final, "dev_score": finished.get("dev_score"), **measured,
+        "final_submission": final, "dev_score": finished.dev_score, **measured,
     }
     if card is not None:
         folder.method_card.write_text(json.dumps({"summary": card.summary, "pseudocode": card.pseudocode},
                                                  indent=2), encoding="utf-8")
     row["candidates"] = candidates
     folder.score.write_text(json.dumps(row, indent=2, default=str) + "\n", encoding="utf-8")
-    writer = TraceWriter(folder.root, next_seq=events[-1]["seq"] + 1)
-    writer.emit("score", step=None, **{k: v for k, v in row.items() if k not in ("run", "agent", "task")})
+    writer = TraceWriter(folder.root, next_seq=(trace.events[-1].seq or 0) + 1)
+    fields = {k: v for k, v in row.items() if k not in ("run", "agent", "task")}
+    writer.emit(Score.model_validate(json.loads(json.dumps(fields, default=str))))
     writer.close()
     table = table or folder.scores_table
     flat = {k: v for k, v in row.items() if k not in ("errors", "distances", "candidates")}
@@ -100,11 +101,6 @@ def _append_locked(table: Path, frame: pd.DataFrame) -> None:
             handle.write(frame.to_csv(header=os.fstat(handle.fileno()).st_size == 0, index=False))
         finally:
             fcntl.flock(handle, fcntl.LOCK_UN)
-
-
-def finished_source(events: list[dict[str, Any]], file: str | None) -> str | None:
-    """The source file recorded with a submission file (None when none was)."""
-    return next((e.get("source") for e in events if e["type"] == "submission" and e["file"] == file), None)
 
 
 class _Assessor:
@@ -124,25 +120,17 @@ class _Assessor:
         return self._done[file]
 
 
-def _candidates(events: list[dict[str, Any]], task, assess: _Assessor) -> list[dict[str, Any]]:
+def _candidates(trace: Trace, task, assess: _Assessor) -> list[dict[str, Any]]:
     """Every improving candidate (a submission whose pristine dev score beats every earlier one), scored by the
     hidden evaluator and given its N, with its time since the run started (N over time; distances cached)."""
-    started = next((e["time"] for e in events if e["type"] == "run_started"), events[0]["time"])
-    better = (lambda a, b: a > b) if task.direction == "max" else (lambda a, b: a < b)
-    best: float | None = None
     out = []
-    for event in events:
-        if event["type"] != "submission" or not event["dev_valid"] or event["dev_score"] is None:
-            continue
-        if best is not None and not better(event["dev_score"], best):
-            continue
-        best = event["dev_score"]
-        verdict, measured = assess(event["file"], event.get("source"))
-        out.append({"file": event["file"], "step": event["step"], "t_s": round(event["time"] - started, 3),
-                    "dev_score": event["dev_score"], "valid": verdict.valid, "score": verdict.score,
+    for event in trace.best_so_far(task.direction):
+        verdict, measured = assess(event.file, event.source)
+        out.append({"file": event.file, "step": event.step, "t_s": round(trace.since_start(event), 3),
+                    "dev_score": event.dev_score, "valid": verdict.valid, "score": verdict.score,
                     "gain": verdict.gain, "ratio": verdict.ratio, "novelty": measured["novelty"],
                     "nearest_known": measured["nearest_known"],
-                    "novelty_vs_prior": assess.measure.against_prior(event["file"], verdict.valid)})
+                    "novelty_vs_prior": assess.measure.against_prior(event.file, verdict.valid)})
     return out
 
 
