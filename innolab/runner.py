@@ -15,6 +15,7 @@ from typing import Any
 from urllib.parse import urlparse
 
 from innolab.agents import SCAFFOLDS
+from innolab.gym.budget import parse_duration
 from innolab.gym.policy import RunConfig
 from innolab.gym.run import create_run, execute, load_config, new_run_id
 from innolab.llm.client import LLMClient
@@ -22,11 +23,70 @@ from innolab.llm.errors import LLMError
 from innolab.llm.settings import LOCAL_MODEL, LLMSettings
 from innolab.rundir import LLM_CACHE, RunDir
 from innolab.runlock import HEARTBEAT_S, STALE_S, RunLock
+from innolab.runspec import RunSettings, validate_settings
 from innolab.scoring import score_run
 from innolab.tasks.registry import resolve_task_options, scheme_of
 
 __all__ = ["RUN_PARAMETERS", "agent_config", "config_from_parameters", "config_id", "create_run", "finish",
-           "new_run_id", "replay", "resume", "run_or_resume", "settle", "start"]
+           "new_run_id", "replay", "resolve", "resume", "run_or_resume", "settle", "start"]
+
+
+def resolve(settings: RunSettings) -> RunConfig:
+    """The run configuration that a run's settings describe, resolved once (what the CLI, the sweep and notebook
+    20 run).
+
+    Settings left None come from the backbone's environment (INNOLAB_LLM_*, or a backbone's own: `backbone=
+    "OPENAI"` reads OPENAI_BASE_URL, OPENAI_MODEL, OPENAI_API_KEY...); the API key is never written, only its
+    variable's name. The prior solution's file is read (its name and hash recorded with its code); a `<scheme>:`
+    task's options are resolved (paths made absolute) and checked by loading the task. A setting the schema has
+    beyond today's is a scaffold option (in `policy_args`).
+
+    Args:
+        settings: the run's settings (`RunSettings` or a model derived from it).
+
+    Returns:
+        The resolved configuration.
+
+    Raises:
+        ValueError: a prior solution that is not a file, a backbone without an endpoint, bad model settings.
+        innolab.tasks.model.TaskError: task options a task does not take.
+    """
+    prior = Path(settings.prior_solution) if settings.prior_solution else None
+    if prior is not None and not prior.is_file():
+        raise ValueError(f"prior_solution: {prior} is not a file")
+    return _resolve(settings, prior.read_text(encoding="utf-8") if prior else None, prior.stem if prior else None)
+
+
+def _resolve(settings: RunSettings, prior_code: str | None, prior_name: str | None,
+             llm: dict[str, Any] | None = None) -> RunConfig:
+    """`resolve` with the prior solution's code given (and further model settings, which win)."""
+    overrides = {"model": settings.model, "temperature": settings.temperature, "seed": settings.seed,
+                 **{k: getattr(settings, k) for k in ("base_url", "top_p", "max_tokens")
+                    if getattr(settings, k) is not None}, **(llm or {})}
+    backbone = settings.backbone
+    resolved = LLMSettings.from_env(backbone or "INNOLAB_LLM", **overrides)
+    if backbone and backbone != "INNOLAB_LLM" and not (resolved.base_url and resolved.model != LOCAL_MODEL):
+        raise ValueError(f"backbone {backbone}: set {backbone}_BASE_URL and {backbone}_MODEL (and {backbone}_API_KEY "
+                         "where the endpoint needs one) to the endpoint that serves it")
+    image = settings.image
+    if settings.runtime == "docker" and image is None:
+        from innolab.gym.docker_sandbox import DEFAULT_IMAGE
+
+        image = DEFAULT_IMAGE
+    prior = None
+    if prior_code is not None:
+        digest = hashlib.sha256(prior_code.encode()).hexdigest()
+        prior = {"name": prior_name or f"prior-{digest[:8]}", "sha256": digest, "code": prior_code}
+    scaffold_options = {name: getattr(settings, name) for name in type(settings).model_fields
+                        if name not in RunSettings.model_fields}
+    return RunConfig(task=settings.task, policy=SCAFFOLDS[settings.agent],
+                     task_options=resolve_task_options(settings.task, settings.task_options or None),
+                     policy_args={**settings.agent_options, **scaffold_options}, agent=settings.agent,
+                     llm=resolved.model_dump(exclude={"api_key"}), endpoint=endpoint_of(resolved),
+                     innovation_prompt=settings.innovation_prompt, prior_solution=prior,
+                     runtime=settings.runtime,  # type: ignore[arg-type]
+                     image=image, wall_clock_s=parse_duration(settings.budget), max_steps=settings.max_steps,
+                     seed=settings.seed)
 
 
 def agent_config(agent: str, task: str, model: str | None = None, temperature: float | None = None,
@@ -35,65 +95,32 @@ def agent_config(agent: str, task: str, model: str | None = None, temperature: f
                  settings: dict[str, Any] | None = None, image: str | None = None,
                  prior_name: str | None = None, backbone: str | None = None,
                  task_options: dict[str, Any] | None = None, **options: Any) -> RunConfig:
-    """One run = agent × task × model × temperature × seed × budget (× runtime), its settings resolved once from
-    these arguments and the INNOLAB_LLM_* environment, or a backbone's own (`backbone="OPENAI"`: OPENAI_BASE_URL,
-    OPENAI_MODEL, OPENAI_API_KEY...); explicit arguments win; the API key is never written, only its variable's name.
-    `task_options`: what a `<scheme>:` task needs (an EXP-Bench task: `repo`, and `data` or $INNOLAB_EXPBENCH_DIR),
-    resolved here once (paths made absolute) and checked by loading the task."""
-    if agent not in SCAFFOLDS:
-        raise ValueError(f"agent must be one of {sorted(SCAFFOLDS)}, got {agent!r}")
-    resolved = LLMSettings.from_env(backbone or "INNOLAB_LLM", **{"model": model, "temperature": temperature,
-                                                                  "seed": seed, **(settings or {})})
-    if backbone and backbone != "INNOLAB_LLM" and not (resolved.base_url and resolved.model != LOCAL_MODEL):
-        raise ValueError(f"backbone {backbone}: set {backbone}_BASE_URL and {backbone}_MODEL (and {backbone}_API_KEY "
-                         "where the endpoint needs one) to the endpoint that serves it")
-    llm = resolved.model_dump(exclude={"api_key"})
-    if runtime == "docker" and image is None:
-        from innolab.gym.docker_sandbox import DEFAULT_IMAGE
+    """`resolve` with the settings as arguments (notebook 01, tests): the prior solution given by its code
+    (`initial_solution`, named `prior_name`), further model settings in `settings` (they win), the scaffold's own
+    options as keywords.
 
-        image = DEFAULT_IMAGE
-    prior = None
-    if initial_solution is not None:
-        digest = hashlib.sha256(initial_solution.encode()).hexdigest()
-        prior = {"name": prior_name or f"prior-{digest[:8]}", "sha256": digest, "code": initial_solution}
-    task_options = resolve_task_options(task, task_options)
-    return RunConfig(task=task, policy=SCAFFOLDS[agent], task_options=task_options, policy_args=dict(options),
-                     agent=agent, llm=llm,
-                     endpoint=endpoint_of(resolved), innovation_prompt=innovation_prompt, prior_solution=prior,
-                     runtime=runtime, image=image, wall_clock_s=budget_s, max_steps=max_steps,  # type: ignore[arg-type]
-                     seed=seed)
+    Raises:
+        innolab.runspec.SettingsError: a setting that breaks its rule (names the field and the rule).
+    """
+    run = validate_settings({"agent": agent, "task": task, "model": model, "temperature": temperature, "seed": seed,
+                             "budget": budget_s, "runtime": runtime, "max_steps": max_steps,
+                             "innovation_prompt": innovation_prompt, "image": image, "backbone": backbone,
+                             "task_options": task_options or {}, "agent_options": options})
+    return _resolve(run, initial_solution, prior_name, llm=settings)  # type: ignore[arg-type]
 
 
-# The run notebook's parameters (notebooks/20_agent_run.ipynb) and their defaults: every field of a run configuration.
-RUN_PARAMETERS: dict[str, Any] = {
-    "agent": "aide", "task": "circle-packing-26", "backbone": None, "model": None, "base_url": None,
-    "temperature": None, "top_p": None, "max_tokens": None, "seed": 0, "budget": "60s", "max_steps": None,
-    "runtime": "local", "image": None, "innovation_prompt": False, "prior_solution": None, "agent_options": {},
-    "task_options": {},
-}
+# Notebook 01's and older callers' names: the schema's defaults, and settings given as a mapping.
+RUN_PARAMETERS: dict[str, Any] = {name: field.get_default(call_default_factory=True)
+                                  for name, field in RunSettings.model_fields.items()}
 
 
 def config_from_parameters(parameters: dict[str, Any]) -> RunConfig:
-    """The run configuration that the run notebook's parameters describe (unknown names are an error): the one
-    place where notebook parameters, sweep configurations and the CLI meet."""
-    from innolab.gym.budget import parse_duration
+    """`resolve` of the settings given as a mapping (unknown names are an error).
 
-    unknown = sorted(set(parameters) - set(RUN_PARAMETERS))
-    if unknown:
-        raise ValueError(f"unknown run parameter(s) {unknown}; known: {sorted(RUN_PARAMETERS)}")
-    p = {**RUN_PARAMETERS, **parameters}
-    llm = {k: p[k] for k in ("base_url", "top_p", "max_tokens") if p[k] is not None}
-    prior = Path(p["prior_solution"]) if p["prior_solution"] else None
-    if prior is not None and not prior.is_file():
-        raise ValueError(f"prior_solution: {prior} is not a file")
-    budget = p["budget"]
-    budget_s = float(budget) if isinstance(budget, int | float) else parse_duration(str(budget))
-    return agent_config(p["agent"], p["task"], model=p["model"], temperature=p["temperature"], seed=int(p["seed"]),
-                        budget_s=budget_s, runtime=p["runtime"], image=p["image"], max_steps=p["max_steps"],
-                        innovation_prompt=bool(p["innovation_prompt"]), settings=llm,
-                        initial_solution=prior.read_text(encoding="utf-8") if prior else None,
-                        prior_name=prior.stem if prior else None, backbone=p["backbone"],
-                        task_options=dict(p["task_options"] or {}), **dict(p["agent_options"] or {}))
+    Raises:
+        innolab.runspec.SettingsError: naming each bad field and its rule.
+    """
+    return resolve(validate_settings(parameters))  # type: ignore[arg-type]
 
 
 def config_id(config: RunConfig) -> str:
