@@ -28,7 +28,7 @@ def scripted_config(agent: str, url: str, runtime: str = "local", image: str | N
                         settings={"base_url": url, "model": "fake", "backoff_s": 0.0, "timeout_s": 5.0}, **options)
 
 
-@pytest.mark.parametrize("runtime", ["local", "docker"])
+@pytest.mark.parametrize("runtime", ["local", pytest.param("docker", marks=pytest.mark.docker)])
 def test_aide_drafts_debugs_and_improves_with_the_journal_as_memory(runtime, tmp_path, request):
     image = request.getfixturevalue("base_image") if runtime == "docker" else None
     nodes = [{"plan": "plan A: a buggy first try", "code": BUGGY},
@@ -80,7 +80,7 @@ def mlab_step(action: str, file: str = "", request: str = "", other: str = "", s
                              "end_line": end}}
 
 
-@pytest.mark.parametrize("runtime", ["local", "docker"])
+@pytest.mark.parametrize("runtime", ["local", pytest.param("docker", marks=pytest.mark.docker)])
 def test_mlab_drives_every_action_and_keeps_a_research_log(runtime, tmp_path, request):
     image = request.getfixturevalue("base_image") if runtime == "docker" else None
     steps = [mlab_step("List Files", "."),
@@ -136,14 +136,14 @@ def test_history_outgrowing_the_context_is_summarised_not_dropped(tmp_path):
     with FakeLLM() as server:
         agent = CodeActAgent(settings={"base_url": server.base_url, "model": "fake", "max_tokens": 100,
                                        "backoff_s": 0.0}, cache_path=str(tmp_path / "cache.sqlite"))
-        agent.memory["context_tokens"] = 600  # as if the endpoint reported a small context
+        agent.memory.context_tokens = 600  # as if the endpoint reported a small context
         messages = [{"role": "system", "content": "sys"}, {"role": "user", "content": "task"}]
         messages += [{"role": "assistant" if i % 2 else "user", "content": f"turn {i} " + "x" * 300}
                      for i in range(12)]
         sent = agent.context(messages)
         assert sent[:2] == messages[:2] and sent[2]["content"].startswith("Summary of the earlier turns")
         assert sent[-1] == messages[-1] and len(sent) < len(messages)
-        assert agent.memory["summary"]["turns"] == len(messages) - 2 - (len(sent) - 3)
+        assert agent.memory.summary.turns == len(messages) - 2 - (len(sent) - 3)
         calls = len(server.requests)
         assert agent.context(messages) == sent and len(server.requests) == calls  # the summary is kept
         assert agent.context(messages[:3]) == messages[:3]  # what fits goes as it is
@@ -324,9 +324,9 @@ def test_a_reply_cut_at_the_token_cap_acts_on_what_it_holds(max_tokens, tmp_path
         action = agent.step(Observation(0, task.description, [], 60.0, task.direction))
     if max_tokens == 50:  # the program it was writing is cut: not run, and the model is told
         assert not action.tool_calls
-        assert "Your code was cut at 19 characters" in agent.memory["messages"][-1]["content"]
+        assert "Your code was cut at 19 characters" in agent.memory.messages[-1]["content"]
     else:
-        assert not action.tool_calls and "Reply with one JSON object" in agent.memory["messages"][-1]["content"]
+        assert not action.tool_calls and "Reply with one JSON object" in agent.memory.messages[-1]["content"]
 
 
 def test_an_mlab_step_reaches_its_action_within_the_token_cap():
@@ -372,7 +372,7 @@ def test_codeact_does_not_run_code_cut_at_its_limit(tmp_path):
         agent = CodeActAgent(settings={"base_url": server.base_url, "model": "fake", "backoff_s": 0.0,
                                        "max_tokens": 512}, cache_path=str(tmp_path / "cache.sqlite"))
         first = agent.step(Observation(0, task.description, [], 60.0, task.direction))
-        note = agent.memory["messages"][-1]["content"]
+        note = agent.memory.messages[-1]["content"]
         second = agent.step(Observation(1, task.description, [], 60.0, task.direction))
     assert not first.tool_calls and f"Your code was cut at {len(code)} characters" in note
     assert "Write shorter code" in note
@@ -436,4 +436,4 @@ def test_mlab_does_not_save_an_edit_cut_at_its_limit(tmp_path):
     assert [c.name for c in action.tool_calls] == ["list_files"]  # no write_file: the cut script is not saved
     observed = last["messages"][-1]["content"]
     assert f"edited script for solve.py was cut at {len(content)} characters" in observed
-    assert "The file is unchanged" in observed and not agent.memory["backups"]
+    assert "The file is unchanged" in observed and not agent.memory.backups

@@ -9,10 +9,11 @@ outcome and score), the task description, and for an improvement the best node's
 from __future__ import annotations
 
 import random
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, Literal
 
 from innolab.agents.aide_journal import Journal, Node, SearchPolicy
-from innolab.agents.base import LLMAgent
+from innolab.agents.base import AgentState, LLMAgent
 from innolab.gym.policy import Action, Observation
 from innolab.gym.tools import ToolCall
 from innolab.llm.client import json_schema, payload_chars, text
@@ -38,9 +39,33 @@ INSTRUCTIONS = {
 CUT = "Write a shorter program: fewer lines, no comments, the same method."
 
 
+Phase = Literal["generate", "execute", "evaluate"]
+
+
+@dataclass
+class AideState(AgentState):
+    """AIDE's state: the phase of its newest node (generate a program, run it, have it validated), the journal
+    (serialised as its list of nodes) and the objective's direction as last observed."""
+
+    phase: Phase = "generate"
+    journal: Journal = field(default_factory=Journal)
+    direction: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {**super().to_json(), "journal": self.journal.to_list()}
+
+    @classmethod
+    def decode(cls, values: dict[str, Any]) -> dict[str, Any]:
+        values = super().decode(values)
+        values["journal"] = Journal.from_list(values.get("journal") or [])
+        return values
+
+
 class AideAgent(LLMAgent):
     name = "aide"
     mode = "workflow"
+    State = AideState
+    memory: AideState
 
     def __init__(self, num_drafts: int = 2, debug_prob: float = 0.5, max_debug_depth: int = 3,
                  **options: Any) -> None:
@@ -49,10 +74,7 @@ class AideAgent(LLMAgent):
 
     @property
     def journal(self) -> Journal:
-        return Journal.from_list(self.memory.get("journal", []))
-
-    def _save(self, journal: Journal) -> None:
-        self.memory["journal"] = journal.to_list()
+        return self.memory.journal
 
     def prompt(self, stage: str, parent: Node | None, journal: Journal, description: str) -> list[dict[str, str]]:
         """The messages of one AIDE step: role, task, the journal's memory, the parent's code and the instruction."""
@@ -75,17 +97,15 @@ class AideAgent(LLMAgent):
     def step(self, observation: Observation) -> Action:
         self.bound(observation)
         memory = self.memory
-        memory["direction"] = observation.direction
-        phase = memory.get("phase", "generate")
-        journal = self.journal
-        if phase == "execute":  # the node's program ran: validate what it wrote
+        memory.direction = observation.direction
+        journal = memory.journal
+        if memory.phase == "execute":  # the node's program ran: validate what it wrote
             node = journal.nodes[-1]
             node.output = self.describe_results(observation.results)
             node.ran = bool(observation.results and observation.results[0].ok)
-            self._save(journal)
-            memory["phase"] = "evaluate"
+            memory.phase = "evaluate"
             return self.action([ToolCall(f"n{node.id}-v", "validate", {"path": "submission.json"})], None, [])
-        if phase == "evaluate":
+        if memory.phase == "evaluate":
             node = journal.nodes[-1]
             verdict = observation.results[0].extra.get("verdict", {}) if observation.results else {}
             node.valid = bool(node.ran and verdict.get("valid"))
@@ -93,10 +113,9 @@ class AideAgent(LLMAgent):
             node.evaluated = True
             if not node.valid:
                 node.output += "\nvalidator: " + "; ".join(verdict.get("errors", ["no verdict"]))[:800]
-            self._save(journal)
             events = [journal.event(node)]
             best = journal.best(observation.direction)
-            memory["phase"] = "generate"
+            memory.phase = "generate"
             # a valid node is submitted when it is the best so far, or when the checker gives no score (the
             # latest valid answer counts)
             if node.valid and (node.metric is None or (best is not None and best.id == node.id)):
@@ -121,8 +140,6 @@ class AideAgent(LLMAgent):
         if completion is not None and "code" in self.cut:  # a cut program is a buggy node, not run
             node.output = self.cut_note("program", self.cut["code"], CUT)
             node.evaluated = True
-            self._save(journal)
             return self.action([], completion, [*events, journal.event(node)])
-        self._save(journal)
-        self.memory["phase"] = "execute"
+        self.memory.phase = "execute"
         return self.action([ToolCall(f"n{node.id}", "python", {"code": CLEAR + code})], completion, events)

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, fields
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar, Self
 
 from innolab.gym.policy import Action, Observation
 from innolab.gym.tools import ToolCall, ToolResult
@@ -45,13 +47,65 @@ OBSERVATION_CHARS = 2500  # of one tool result's output shown to the model, at m
 OBSERVATION_SHARE = 8  # and at most this fraction of the model's context
 
 
+@dataclass
+class HistorySummary:
+    """The older turns of a conversation folded into one text: how many turns it covers, and the text."""
+
+    turns: int = 0
+    text: str = ""
+
+
+@dataclass
+class AgentState:
+    """The bookkeeping every scaffold keeps, typed, serialised as plain JSON (flat: a scaffold's own state adds
+    its fields beside these, as a dataclass that extends this one).
+
+    `llm_calls`: the model calls made so far (the next call's index); `last_reply` and `repeat_run`: the last
+    reply and how many times in a row it came; `summary`: the folded history, where the history outgrew the
+    context; `context_tokens`: the model's context length, read once from the endpoint.
+    """
+
+    llm_calls: int = 0
+    last_reply: str | None = None
+    repeat_run: int = 0
+    summary: HistorySummary | None = None
+    context_tokens: int | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """The state as plain JSON data (a copy): nested dataclasses become objects."""
+        return json.loads(json.dumps(asdict(self)))
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Self:
+        """The state `to_json` wrote, or one saved before the state was typed (the same keys, any of them absent).
+
+        Raises:
+            ValueError: `data` is not an object, or holds a key that is no field of this state.
+        """
+        if not isinstance(data, Mapping):
+            raise ValueError(f"{cls.__name__}: a policy state is a JSON object, got {type(data).__name__}")
+        values = json.loads(json.dumps(dict(data)))
+        unknown = sorted(set(values) - {f.name for f in fields(cls)})
+        if unknown:
+            raise ValueError(f"{cls.__name__}: unknown field(s) {unknown} in the policy state")
+        return cls(**cls.decode(values))
+
+    @classmethod
+    def decode(cls, values: dict[str, Any]) -> dict[str, Any]:
+        """The nested fields of `values` (JSON data) as their types; a scaffold's state adds its own."""
+        if values.get("summary") is not None:
+            values["summary"] = HistorySummary(**values["summary"])
+        return values
+
+
 def conversation_tokens(messages: list[dict[str, Any]]) -> int:
     """Tokens of a conversation: its texts' estimate plus a few per message."""
     return sum(estimate_tokens(m.get("content") or "") + 3 for m in messages)
 
 
 class LLMAgent:
-    """Base of the scaffolds: a Policy whose state is plain JSON (so checkpoints work) plus a lazy LLM client.
+    """Base of the scaffolds: a Policy whose state is a typed dataclass serialised as plain JSON (so checkpoints
+    work) plus a lazy LLM client.
 
     Options shared by every scaffold: `innovation_prompt` (ask explicitly for a novel method, the paper's Table 7)
     and `initial_solution` (code of a prior solution to start from, the paper's Fig. 5).
@@ -59,6 +113,7 @@ class LLMAgent:
 
     name = "agent"
     mode = "agent"  # "agent": free tool-calling loop; "workflow": a fixed procedure
+    State: ClassVar[type[AgentState]] = AgentState  # the scaffold's state: AgentState and its own fields
 
     def __init__(self, settings: dict[str, Any] | None = None, cache_path: str | None = None,
                  innovation_prompt: bool = False, initial_solution: str | None = None,
@@ -76,7 +131,7 @@ class LLMAgent:
         self.replay_only = replay_only
         self.workspace_rules: str | None = None  # the task's, from the observation (None: WORKSPACE_RULES)
         self._client: LLMClient | None = None
-        self.memory: dict[str, Any] = {}
+        self.memory = self.State()
         self.side_events: list[dict[str, Any]] = []  # llm_call events of helper calls, emitted with the action
         self.side_usage, self.side_cost = 0, 0.0
         self.cut: dict[str, int] = {}  # the last ask's cut fields (`cut_fields`): field -> characters kept
@@ -109,8 +164,8 @@ class LLMAgent:
     def chat(self, messages: list[dict[str, Any]], **options: Any) -> Completion:
         """One model call, numbered: the index lives in the agent's state, so a resumed run asks with the same
         indices (and gets its cached replies) while every new call samples with its own seed."""
-        index = int(self.memory.get("llm_calls", 0))
-        self.memory["llm_calls"] = index + 1
+        index = self.memory.llm_calls
+        self.memory.llm_calls = index + 1
         return self.client.chat(messages, call_index=index, **options)
 
     def ask(self, messages: list[dict[str, Any]], response_format: dict[str, Any],
@@ -163,14 +218,14 @@ class LLMAgent:
 
     def repeats(self, text: str) -> bool:
         """Whether this reply makes REPEAT_LIMIT identical replies in a row (small models copy their own turns)."""
-        run = int(self.memory.get("repeat_run", 0)) + 1 if text == self.memory.get("last_reply") else 1
-        self.memory["last_reply"], self.memory["repeat_run"] = text, run
+        run = self.memory.repeat_run + 1 if text == self.memory.last_reply else 1
+        self.memory.last_reply, self.memory.repeat_run = text, run
         return run >= REPEAT_LIMIT
 
     def break_repetition(self, messages: list[dict[str, Any]]) -> None:
         """Drop the repeated turns (each identical reply after the first, and the observation that followed it)
         and say so: the next request no longer shows the loop the model was copying."""
-        last = self.memory.get("last_reply")
+        last = self.memory.last_reply
         kept, seen, skip = [], False, False
         for message in messages:
             if skip and message["role"] == "user":
@@ -185,15 +240,15 @@ class LLMAgent:
             kept.append(message)
         kept.append({"role": "user", "content": REPEAT_NOTE})
         messages[:] = kept
-        self.memory["repeat_run"] = REPEAT_LIMIT - 1  # still armed: one more identical reply is answered again
+        self.memory.repeat_run = REPEAT_LIMIT - 1  # still armed: one more identical reply is answered again
 
     def context_tokens(self) -> int:
         """The model's context length: read from the endpoint once and kept in the agent's state (a resumed run
         uses the recorded value); DEFAULT_CONTEXT_TOKENS when the endpoint reports none."""
-        if "context_tokens" not in self.memory:
+        if self.memory.context_tokens is None:
             reported = None if self.replay_only else self.client.context_tokens()
-            self.memory["context_tokens"] = reported or DEFAULT_CONTEXT_TOKENS
-        return int(self.memory["context_tokens"])
+            self.memory.context_tokens = reported or DEFAULT_CONTEXT_TOKENS
+        return int(self.memory.context_tokens)
 
     def context(self, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """The conversation as sent: everything while it fits the model's context; when the history outgrows it,
@@ -210,13 +265,12 @@ class LLMAgent:
                 break
             keep.insert(0, message)
         folded = len(turns) - len(keep)
-        summary = self.memory.get("summary") or {"turns": 0, "text": ""}
-        if folded > summary["turns"]:
-            summary = {"turns": folded, "text": self._summarise(summary["text"], turns[summary["turns"]:folded],
-                                                                room)}
-            self.memory["summary"] = summary
+        summary = self.memory.summary or HistorySummary()
+        if folded > summary.turns:
+            brief = self._summarise(summary.text, turns[summary.turns:folded], room)
+            summary = self.memory.summary = HistorySummary(folded, brief)
         note = {"role": "user", "content": f"Summary of the earlier turns (older ones are not shown):\n"
-                                           f"{summary['text']}"}
+                                           f"{summary.text}"}
         return [*head, note, *keep]
 
     def _summarise(self, previous: str, turns: list[dict[str, Any]], room_tokens: int) -> str:
@@ -235,12 +289,18 @@ class LLMAgent:
         summary = str(reply.get("summary", "")) if reply else completion.text
         return (summary or "").strip()[: limit or 2000]
 
-    # Policy state: plain JSON only.
+    # Policy state: the typed state as plain JSON, and back.
     def state(self) -> dict[str, Any]:
-        return json.loads(json.dumps(self.memory))
+        """The scaffold's state as plain JSON data (what a checkpoint keeps)."""
+        return self.memory.to_json()
 
     def load_state(self, state: dict[str, Any]) -> None:
-        self.memory = json.loads(json.dumps(state))
+        """Continue from `state()` of an earlier run (or from the untyped state that innolab saved before).
+
+        Raises:
+            ValueError: the state holds a key that is no field of this scaffold's state.
+        """
+        self.memory = self.State.from_json(state)
 
     def step(self, observation: Observation) -> Action:  # pragma: no cover - each scaffold implements it
         raise NotImplementedError

@@ -4,8 +4,10 @@ submit and finish actions."""
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass, field
+from typing import Any
 
-from innolab.agents.base import LLMAgent
+from innolab.agents.base import AgentState, LLMAgent
 from innolab.gym.policy import Action, Observation
 from innolab.gym.tools import ToolCall
 from innolab.llm.client import json_schema, payload_chars, text
@@ -39,9 +41,21 @@ CUT = ("Write shorter code: one part per turn (the interpreter keeps your defini
        "file in parts and run it.")
 
 
+@dataclass
+class CodeActState(AgentState):
+    """CodeAct's state: the conversation, the turn's number and whether a submission was accepted (finish is
+    offered only then)."""
+
+    messages: list[dict[str, Any]] = field(default_factory=list)
+    turn: int = 0
+    submitted: bool = False
+
+
 class CodeActAgent(LLMAgent):
     name = "codeact"
     mode = "agent"
+    State = CodeActState
+    memory: CodeActState
 
     def __init__(self, native_tools: bool = False, persistent: bool = True, **options) -> None:
         super().__init__(**options)
@@ -51,56 +65,55 @@ class CodeActAgent(LLMAgent):
     def step(self, observation: Observation) -> Action:
         self.bound(observation)
         memory = self.memory
-        if not memory:
-            memory["messages"] = [{"role": "system", "content": self.system_prompt(ROLE)},
-                                  {"role": "user", "content": observation.task_description}]
-            memory["turn"] = 0
+        if not memory.messages:
+            memory.messages = [{"role": "system", "content": self.system_prompt(ROLE)},
+                               {"role": "user", "content": observation.task_description}]
+            memory.turn = 0
         elif observation.results:
-            memory["messages"].append({"role": "user",
-                                       "content": "Observation:\n" + self.describe_results(observation.results)})
-            memory["submitted"] = memory.get("submitted") or any(r.name == "submit" and r.ok
-                                                                 for r in observation.results)
-        turn = memory["turn"]
-        memory["turn"] += 1
+            memory.messages.append({"role": "user",
+                                    "content": "Observation:\n" + self.describe_results(observation.results)})
+            memory.submitted = memory.submitted or any(r.name == "submit" and r.ok for r in observation.results)
+        turn = memory.turn
+        memory.turn += 1
         if self.native_tools:
             from innolab.gym.tools import TOOL_SPECS
 
             wanted = {self.python_tool if name == "python_session" else name for name in TOOLS_NATIVE}
             specs = [s for s in TOOL_SPECS if s["function"]["name"] in wanted]
-            completion = self.chat(self.context(memory["messages"]), tools=specs)
-            memory["messages"].append({"role": "assistant", "content": completion.text or json.dumps(
+            completion = self.chat(self.context(memory.messages), tools=specs)
+            memory.messages.append({"role": "assistant", "content": completion.text or json.dumps(
                 completion.tool_calls)})
             calls = [ToolCall(f"t{turn}-{i}", c["name"], json.loads(c["arguments"] or "{}"))
                      for i, c in enumerate(completion.tool_calls)]
             return self.action(calls, completion, [self.llm_event(completion, "act")], done=not calls)
         events: list[dict] = []
         for _ in range(3):  # a refused finish or a repetition loop is answered and asked again within the step
-            actions = ACTIONS if memory.get("submitted") else ACTIONS[:-1]  # finish once a submission counts
+            actions = ACTIONS if memory.submitted else ACTIONS[:-1]  # finish once a submission counts
             schema = action_schema(actions, self.settings.max_tokens)
-            reply, completion = self.ask(self.context(memory["messages"]), schema)
-            memory["messages"].append({"role": "assistant", "content": completion.text})
+            reply, completion = self.ask(self.context(memory.messages), schema)
+            memory.messages.append({"role": "assistant", "content": completion.text})
             events.append(self.llm_event(completion, "act"))
             if self.repeats(completion.text):
-                self.break_repetition(memory["messages"])
+                self.break_repetition(memory.messages)
                 continue
             if reply is None or reply.get("action") not in ACTIONS:
-                memory["messages"].append({"role": "user", "content": "Reply with one JSON object: "
+                memory.messages.append({"role": "user", "content": "Reply with one JSON object: "
                                            '{"thought": ..., "action": "python|bash|submit|finish", "path": ..., '
                                            '"code": ...}'})
                 return self.action([], completion, events)
             kind, code = reply["action"], str(reply.get("code", ""))
             if kind in ("python", "bash") and "code" in self.cut:  # a cut program is never run
-                memory["messages"].append({"role": "user", "content": self.cut_note("code", self.cut["code"], CUT)})
+                memory.messages.append({"role": "user", "content": self.cut_note("code", self.cut["code"], CUT)})
                 return self.action([], completion, events)
             if kind != "finish":
                 break
-            if memory.get("submitted"):
+            if memory.submitted:
                 return self.action([], completion, events, done=True)
-            memory["messages"].append({"role": "user", "content": NOT_YET})
+            memory.messages.append({"role": "user", "content": NOT_YET})
         else:
             return self.action([], completion, events)
         if kind == "submit" and "path" in self.cut:  # a cut path names no file: say so rather than guess
-            memory["messages"].append({"role": "user", "content": self.cut_note("path", self.cut["path"],
+            memory.messages.append({"role": "user", "content": self.cut_note("path", self.cut["path"],
                                                                                "Give the submission's path only.")})
             return self.action([], completion, events)
         arguments = {"path": str(reply.get("path", "")).strip() or "submission.json"} if kind == "submit" else (

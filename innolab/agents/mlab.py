@@ -14,9 +14,10 @@ from __future__ import annotations
 
 import difflib
 import shlex
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, Literal
 
-from innolab.agents.base import LLMAgent
+from innolab.agents.base import AgentState, LLMAgent
 from innolab.gym.policy import Action, Observation
 from innolab.gym.tools import ToolCall
 from innolab.llm.client import json_schema, payload_chars, text
@@ -70,25 +71,64 @@ CUT = ("The file is unchanged. Make it shorter, or split it: put a part in anoth
 REFLECTIONS_PER_STEP = 1  # Reflection takes no tool: after this many in a step, the next action must use one
 
 
+@dataclass
+class Pending:
+    """What the next step completes: a file read for Understand File, Inspect Script Lines or Edit Script (AI)
+    (`file`, the `request`, where an edit is saved, the lines to show), or an applied edit (its `diff`, shown with
+    the write's outcome)."""
+
+    kind: Literal["understand", "inspect", "edit", "edited"]
+    file: str = ""
+    request: str = ""
+    save: str = ""
+    start: int | None = 1
+    end: int | None = 0
+    diff: str = ""
+
+
+@dataclass
+class MlabState(AgentState):
+    """MLAB's state: the conversation, the research step's number, whether a Final Answer awaits its outcome,
+    the research plan and status, the research log, each file's versions before its edits (for Undo Edit
+    Script) and what the next step completes."""
+
+    messages: list[dict[str, Any]] = field(default_factory=list)
+    turn: int = 0
+    final: bool = False
+    plan: str = ""
+    log: list[str] = field(default_factory=list)
+    backups: dict[str, list[str]] = field(default_factory=dict)
+    pending: Pending | None = None
+
+    @classmethod
+    def decode(cls, values: dict[str, Any]) -> dict[str, Any]:
+        values = super().decode(values)
+        if values.get("pending"):
+            values["pending"] = Pending(**values["pending"])
+        else:
+            values["pending"] = None
+        return values
+
+
 class MlabAgent(LLMAgent):
     name = "mlab"
     mode = "agent"
+    State = MlabState
+    memory: MlabState
 
     def step(self, observation: Observation) -> Action:
         self.bound(observation)
         memory = self.memory
-        if not memory:
-            memory.update(messages=[{"role": "system", "content": self.system_prompt(ROLE)},
-                                    {"role": "user", "content": observation.task_description}],
-                          turn=0, final=False, plan="", log=[], backups={}, pending=None)
-        if memory["final"]:  # Final Answer ends the research once its submission was accepted
+        if not memory.messages:
+            memory.messages = [{"role": "system", "content": self.system_prompt(ROLE)},
+                               {"role": "user", "content": observation.task_description}]
+        if memory.final:  # Final Answer ends the research once its submission was accepted
             if any(r.name == "submit" and r.ok for r in observation.results):
                 return self.action([], None, [], done=True)
-            memory["final"] = False
+            memory.final = False
         events: list[dict[str, Any]] = []
-        pending = memory.get("pending") or {}
-        memory["pending"] = None
-        kind = pending.get("kind")
+        pending, memory.pending = memory.pending, None
+        kind = pending.kind if pending else None
         if kind == "edit":  # the file was read: have the model apply the instruction, then write it
             return self._apply_edit(pending, observation, events)
         if kind == "understand":
@@ -96,8 +136,8 @@ class MlabAgent(LLMAgent):
         elif kind == "inspect":
             text = self._lines(pending, self._file_text(observation))
         elif kind == "edited":
-            text = pending["diff"] + "\n" + self.describe_results(observation.results)
-        elif memory["turn"] == 0:
+            text = pending.diff + "\n" + self.describe_results(observation.results)
+        elif memory.turn == 0:
             text = ""
         else:
             text = self.describe_results(observation.results)
@@ -111,41 +151,41 @@ class MlabAgent(LLMAgent):
         observed = True  # an observation to show before the next call (not after a broken repetition)
         reflections = 0
         for _ in range(REFLECTIONS_PER_STEP + 2):
-            if observed and memory["turn"] > 0:
+            if observed and memory.turn > 0:
                 self._log_observation(observation_text, events)
-                memory["messages"].append({"role": "user", "content": self._observation_message(observation_text)})
+                memory.messages.append({"role": "user", "content": self._observation_message(observation_text)})
             observed = True
-            memory["turn"] += 1
+            memory.turn += 1
             allowed = ACTIONS if reflections < REFLECTIONS_PER_STEP else ACTING
-            reply, completion = self.ask(self.context(memory["messages"]),
+            reply, completion = self.ask(self.context(memory.messages),
                                          SCHEMA if allowed is ACTIONS else SCHEMA_ACTING)
-            memory["messages"].append({"role": "assistant", "content": completion.text})
+            memory.messages.append({"role": "assistant", "content": completion.text})
             events.append(self.llm_event(completion, "research step"))
             if self.repeats(completion.text):  # a loop of identical steps: dropped, and asked again
-                self.break_repetition(memory["messages"])
-                memory["turn"] -= 1
+                self.break_repetition(memory.messages)
+                memory.turn -= 1
                 observed = False
                 continue
             if reply is None or reply.get("action") not in allowed:
                 observation_text = ("Answer with one JSON object in the research format; action must be one of "
                                     f"{allowed}.")
                 continue
-            memory["plan"] = str(reply.get("research_plan_and_status", ""))[:3000]
+            memory.plan = str(reply.get("research_plan_and_status", ""))[:3000]
             self._log_step(reply, events)
             if reply["action"] != "Reflection":
                 return self._act(reply, completion, events)
             reflections += 1
             observation_text = self._reflect(reply, events)
-        memory["pending"] = None
+        memory.pending = None
         return self.action([], completion, events)
 
     def _observation_message(self, text: str) -> str:
-        plan = self.memory.get("plan") or "(none yet)"
+        plan = self.memory.plan or "(none yet)"
         return f"Observation:\n{text}\n\nYour research plan and status so far:\n{plan}"
 
     def _act(self, reply: dict[str, Any], completion, events: list[dict[str, Any]]) -> Action:
         memory = self.memory
-        turn = memory["turn"]
+        turn = memory.turn
         given = reply.get("action_input") or {}
         file = str(given.get("file", "")).strip()
         other = str(given.get("other_file", "")).strip()
@@ -162,18 +202,18 @@ class MlabAgent(LLMAgent):
             call = ToolCall(f"m{turn}", "validate", {"path": file or "submission.json"})
         elif action == "Final Answer":
             call = ToolCall(f"m{turn}", "submit", {"path": file or "submission.json"})
-            memory["final"] = True
+            memory.final = True
         elif action == "Undo Edit Script":
-            backups = memory["backups"].get(file) or []
+            backups = memory.backups.get(file) or []
             if not backups:
                 return self._research(f"There is no edit of {file!r} to undo.", events)
             previous = backups.pop()
             call = ToolCall(f"m{turn}", "write_file", {"path": file, "content": previous})
         else:  # Understand File, Inspect Script Lines, Edit Script (AI): read the file first
             kinds = {"Understand File": "understand", "Inspect Script Lines": "inspect", "Edit Script (AI)": "edit"}
-            memory["pending"] = {"kind": kinds[action], "file": file or "solve.py", "request": request,
-                                 "save": other or file or "solve.py", "start": given.get("start_line", 1),
-                                 "end": given.get("end_line", 0)}
+            memory.pending = Pending(kinds[action], file=file or "solve.py", request=request,
+                                     save=other or file or "solve.py", start=given.get("start_line", 1),
+                                     end=given.get("end_line", 0))
             call = ToolCall(f"m{turn}", "read_file", {"path": file or "solve.py"})
         return self.action([call], completion, events)
 
@@ -183,48 +223,48 @@ class MlabAgent(LLMAgent):
         result = observation.results[0] if observation.results else None
         return result.output if result is not None and result.ok else None
 
-    def _answer(self, pending: dict[str, Any], text: str | None, events: list[dict[str, Any]]) -> str:
+    def _answer(self, pending: Pending, text: str | None, events: list[dict[str, Any]]) -> str:
         if text is None:
-            return f"Could not read {pending['file']}."
+            return f"Could not read {pending.file}."
         messages = [{"role": "system", "content": "You read a file and answer a question about it, briefly."},
-                    {"role": "user", "content": f"File {pending['file']}:\n```\n{text[:FILE_LIMIT]}\n```\n\n"
-                                                f"Question: {pending['request'] or 'What does this file do?'}"}]
+                    {"role": "user", "content": f"File {pending.file}:\n```\n{text[:FILE_LIMIT]}\n```\n\n"
+                                                f"Question: {pending.request or 'What does this file do?'}"}]
         reply, completion = self.ask(messages, ANSWER_SCHEMA)
         events.append(self.llm_event(completion, "understand file"))
         return str((reply or {}).get("answer", completion.text))
 
     @staticmethod
-    def _lines(pending: dict[str, Any], text: str | None) -> str:
+    def _lines(pending: Pending, text: str | None) -> str:
         if text is None:
-            return f"Could not read {pending['file']}."
+            return f"Could not read {pending.file}."
         lines = text.splitlines()
-        start = max(1, int(pending.get("start") or 1))
-        end = int(pending.get("end") or 0) or min(len(lines), start + 99)
+        start = max(1, int(pending.start or 1))
+        end = int(pending.end or 0) or min(len(lines), start + 99)
         shown = "\n".join(f"{n}: {line}" for n, line in enumerate(lines[start - 1:end], start))
-        return f"Lines {start}-{end} of {pending['file']} ({len(lines)} lines):\n{shown}"
+        return f"Lines {start}-{end} of {pending.file} ({len(lines)} lines):\n{shown}"
 
-    def _apply_edit(self, pending: dict[str, Any], observation: Observation, events: list[dict[str, Any]]) -> Action:
+    def _apply_edit(self, pending: Pending, observation: Observation, events: list[dict[str, Any]]) -> Action:
         before = self._file_text(observation) or ""
         messages = [{"role": "system", "content": "You edit a Python script as instructed and return the whole new "
                                                   "script."},
-                    {"role": "user", "content": f"Script {pending['file']}:\n```python\n{before[:FILE_LIMIT]}\n```\n\n"
-                                                f"Edit instruction: {pending['request']}"}]
+                    {"role": "user", "content": f"Script {pending.file}:\n```python\n{before[:FILE_LIMIT]}\n```\n\n"
+                                                f"Edit instruction: {pending.request}"}]
         reply, completion = self.ask(messages, edit_schema(self.settings.max_tokens))
         events.append(self.llm_event(completion, "edit script"))
-        save = pending["save"]
+        save = pending.save
         if "content" in self.cut:  # a cut script is never saved
             return self._research(self.cut_note(f"edited script for {save}", self.cut["content"], CUT), events)
         after = str((reply or {}).get("content", completion.text))
-        self.memory["backups"].setdefault(save, []).append(before)
+        self.memory.backups.setdefault(save, []).append(before)
         diff = "".join(difflib.unified_diff(before.splitlines(keepends=True), after.splitlines(keepends=True),
-                                            f"{pending['file']} (before)", f"{save} (after)"))
-        self.memory["pending"] = {"kind": "edited", "diff": f"The edited file is saved to {save}. Diff:\n"
-                                                            f"{diff[-4000:] or '(no change)'}"}
-        return self.action([ToolCall(f"m{self.memory['turn']}-e", "write_file", {"path": save, "content": after})],
+                                            f"{pending.file} (before)", f"{save} (after)"))
+        self.memory.pending = Pending("edited", diff=f"The edited file is saved to {save}. Diff:\n"
+                                                     f"{diff[-4000:] or '(no change)'}")
+        return self.action([ToolCall(f"m{self.memory.turn}-e", "write_file", {"path": save, "content": after})],
                            completion, events)
 
     def _reflect(self, reply: dict[str, Any], events: list[dict[str, Any]]) -> str:
-        log = "\n".join(self.memory["log"])[-FILE_LIMIT:]
+        log = "\n".join(self.memory.log)[-FILE_LIMIT:]
         request = str((reply.get("action_input") or {}).get("request", "")) or "what to try next"
         messages = [{"role": "system", "content": "You reflect on a research log and answer briefly."},
                     {"role": "user", "content": f"Research log:\n{log or '(empty)'}\n\nReflect on: {request}"}]
@@ -235,14 +275,14 @@ class MlabAgent(LLMAgent):
     # ------------------------------------------------------------------------------------ research log
 
     def _log_step(self, reply: dict[str, Any], events: list[dict[str, Any]]) -> None:
-        entry = (f"## Step {self.memory['turn']}\n\nReflection: {reply.get('reflection', '')}\n\n"
+        entry = (f"## Step {self.memory.turn}\n\nReflection: {reply.get('reflection', '')}\n\n"
                  f"Research Plan and Status: {reply.get('research_plan_and_status', '')}\n\n"
                  f"Fact Check: {reply.get('fact_check', '')}\n\nThought: {reply.get('thought', '')}\n\n"
                  f"Action: {reply['action']} {reply.get('action_input') or {}}\n")
-        self.memory["log"].append(entry)
+        self.memory.log.append(entry)
         events.append({"type": "research_log", "entry": entry})
 
     def _log_observation(self, text: str, events: list[dict[str, Any]]) -> None:
         entry = f"\nObservation:\n```\n{text[-2000:]}\n```\n"
-        self.memory["log"].append(entry)
+        self.memory.log.append(entry)
         events.append({"type": "research_log", "entry": entry})
