@@ -18,12 +18,14 @@ import tempfile
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from innolab.expbench import answer as answer_rules
 from innolab.expbench.data import ExpTask, data_dir, get, load
 from innolab.expbench.workspace import OUTPUT_SCRIPT, Workspace, capture_patch, prepare, prompt
-from innolab.gym.sandbox import safe_members
+from innolab.gym.policy import RunConfig
+from innolab.gym.sandbox import Sandbox, safe_members
+from innolab.gym.task import Compute, GymTask
 from innolab.rundir import RunDir
 from innolab.traces import read_events
 
@@ -41,10 +43,10 @@ WORKSPACE_RULES = (
 
 @dataclass(frozen=True)
 class GymSpec:
-    """What the gym reads of a task's specification: EXP-Bench experiments get the machine's GPUs where it has
-    them."""
+    """A task's specification as callers that read `task.spec.compute` see it: EXP-Bench experiments get the
+    machine's GPUs where it has them."""
 
-    compute: str = "gpu-if-available"
+    compute: Compute = "gpu-if-available"
 
 
 def resolve_options(reference: str, repo: str | Path | None = None, data: str | Path | None = None
@@ -68,13 +70,13 @@ def load_task(reference: str, repo: str | None = None, data: str | None = None) 
     return ExpBenchGymTask(get(load(data), reference), Path(repo))
 
 
-class ExpBenchGymTask:
-    """The parts of a task the gym reads (id, description, direction, spec, visible and validator files), plus
-    the workspace rules the scaffolds show and `collect`, which keeps upstream's artefacts at the end."""
+class ExpBenchGymTask(GymTask):
+    """A gym task (id, description, direction, compute, visible and validator files), with the workspace rules
+    the scaffolds show and `collect`, which keeps upstream's artefacts at the end."""
 
-    direction = "max"
+    direction: Literal["max", "min"] = "max"
     spec = GymSpec()
-    workspace_rules = WORKSPACE_RULES
+    workspace_rules: str | None = WORKSPACE_RULES
 
     def __init__(self, task: ExpTask, repo: Path) -> None:
         self.task, self.repo = task, repo
@@ -82,6 +84,10 @@ class ExpBenchGymTask:
     @property
     def id(self) -> str:
         return f"expbench:{self.task.id}"
+
+    @property
+    def compute(self) -> Compute:
+        return self.spec.compute
 
     @property
     def description(self) -> str:
@@ -107,7 +113,7 @@ class ExpBenchGymTask:
         hours = round(wall_clock_s / 3600, 2) if wall_clock_s else DEFAULT_DURATION_H
         return f"{self.task.paper_id}_task_index_{self.task.index}_iter_1_duration_{hours:g}"
 
-    def collect(self, sandbox: Any, run_dir: Path, config: Any) -> list[str]:
+    def collect(self, sandbox: Sandbox, run_dir: Path, config: RunConfig) -> list[str]:
         """Keep the final workspace and upstream's four files in `<run>/expbench/`; returns their run-relative
         paths. Called again on a resumed run, it replaces what an earlier call left."""
         out = Path(run_dir) / ARTEFACTS

@@ -16,6 +16,7 @@ from types import ModuleType
 from typing import Any
 
 from innolab.gym.policy import RunConfig
+from innolab.gym.task import GymTask
 from innolab.gym.tools import TOOL_SPECS
 
 
@@ -75,16 +76,15 @@ def _strings(value: Any) -> list[str]:
     return []
 
 
-def agent_view(config: RunConfig, task: Any) -> dict[str, bytes]:
+def agent_view(config: RunConfig, task: GymTask) -> dict[str, bytes]:
     """Everything the run's agent is shown before its first tool result, by name: the sandbox's files (the
     description among them), the description as the first message, the task's workspace rules, the prior
     solution, the policy's fixed prompt texts and the tools' specifications."""
     files = dict(task.visible_files())
     if files.get("description.md") != task.description.encode():
         files["task description"] = task.description.encode()
-    rules = getattr(task, "workspace_rules", None)
-    if rules:
-        files["workspace rules"] = str(rules).encode()
+    if task.workspace_rules:
+        files["workspace rules"] = task.workspace_rules.encode()
     prior = config.prior_solution or {}
     if prior.get("code"):
         files[f"prior solution {prior.get('name') or 'prior'}"] = str(prior["code"]).encode()

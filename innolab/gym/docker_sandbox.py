@@ -11,7 +11,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from innolab.gym.leftovers import owner_token
-from innolab.gym.sandbox import MAX_FILE_BYTES, ExecResult, SandboxError, safe_members, tar_files, workspace_path
+from innolab.gym.sandbox import (
+    MAX_FILE_BYTES,
+    ExecResult,
+    Sandbox,
+    SandboxError,
+    safe_members,
+    tar_files,
+    workspace_path,
+)
 
 DEFAULT_IMAGE = os.environ.get("INNOLAB_SANDBOX_IMAGE", "innolab/base:latest")
 WORKSPACE = "/workspace"
@@ -47,7 +55,7 @@ def gpu_runtime_available(client) -> bool:
     return "nvidia" in runtimes
 
 
-class DockerSandbox:
+class DockerSandbox(Sandbox):
     """One container per sandbox. The workspace is a tmpfs-backed volume (size-capped, never on the host disk)."""
 
     runtime = "docker"
@@ -140,7 +148,7 @@ class DockerSandbox:
         self.container.put_archive(WORKSPACE, tar_files({relative: content}, uid, gid))
 
     def write_files(self, files: dict[str, bytes]) -> None:
-        """Many files in one archive (their folders made first, owned by the sandbox user)."""
+        """Many files in one archive, for a whole repository (their folders made first, owned by the sandbox user)."""
         uid, gid = (int(v) for v in self.user.split(":"))
         self.container.put_archive(WORKSPACE, tar_files(files, uid, gid, with_folders=True))
 

@@ -39,7 +39,7 @@ import time
 from pathlib import Path
 
 from innolab.gym.leftovers import MARKER_VARIABLE, Warden, kill_sandbox, mark, read_mark, remove_tree, sandbox_pids
-from innolab.gym.sandbox import MAX_FILE_BYTES, ExecResult, SandboxError, safe_members, workspace_path
+from innolab.gym.sandbox import MAX_FILE_BYTES, ExecResult, Sandbox, SandboxError, safe_members, workspace_path
 
 AGENT_PATH = "/usr/local/bin:/usr/bin:/bin"
 AGENT_IDS = (2**28, 2**28 + 2**24)  # above the ids of accounts and of the usual subordinate-id ranges
@@ -91,7 +91,7 @@ def _check_passable(folder: Path) -> None:
                                "its workspace; set TMPDIR to a folder others may pass, such as /tmp")
 
 
-class LocalSandbox:
+class LocalSandbox(Sandbox):
     """Commands run in `workspace` with a scrubbed environment and a time limit (as their own user id where
     innolab is root; see the module's docstring for what that does and does not protect)."""
 

@@ -6,7 +6,7 @@ import io
 import posixpath
 import tarfile
 from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 MAX_FILE_BYTES = 20_000_000
 
@@ -26,16 +26,29 @@ class ExecResult:
 
 @runtime_checkable
 class Sandbox(Protocol):
-    """Where an agent's commands run. Paths are relative to the workspace; absolute paths are refused."""
+    """Where an agent's commands run. Paths are relative to the workspace; absolute paths are refused.
+
+    Optional abilities have a default here, which a back end that subclasses `Sandbox` inherits and may
+    override: `write_files` (one call for many files; by default one `write_file` each), and `client` and
+    `image` (the container engine's client and the image the sandbox runs in; None for a sandbox without an
+    engine, as the local one).
+    """
 
     runtime: str
     tmp_dir: str  # the sandbox's own temporary folder, as its commands see it (removed on close)
+    client: Any = None  # the container engine's client (the Docker SDK's), None without an engine
+    image: str | None = None  # the container image its commands run in, None outside a container
 
     def exec(self, command: list[str] | str, timeout_s: float = 60.0) -> ExecResult: ...
 
     def read_file(self, path: str, max_bytes: int = MAX_FILE_BYTES) -> bytes: ...
 
     def write_file(self, path: str, content: bytes) -> None: ...
+
+    def write_files(self, files: dict[str, bytes]) -> None:
+        """Many files, {workspace-relative path: content}; by default written one by one."""
+        for name, content in files.items():
+            self.write_file(name, content)
 
     def snapshot(self) -> bytes: ...
 

@@ -136,7 +136,14 @@ if __name__ == "__main__":
 
 
 class Task:
-    """A loaded task folder. Hidden parts (solutions, the evaluator's configuration) are never in `visible_files`."""
+    """A loaded task folder. Hidden parts (solutions, the evaluator's configuration) are never in `visible_files`.
+
+    It is a gym task (the protocol `innolab.gym.task.GymTask`, which it satisfies structurally: the gym lies
+    above the tasks and is not imported here): its optional abilities keep their defaults, no workspace rules
+    of its own and no artefacts collected at the end of a run.
+    """
+
+    workspace_rules: str | None = None  # the scaffolds' own rules apply
 
     def __init__(self, root: Path, spec: TaskSpec, builtin: bool) -> None:
         self.root = root
@@ -174,6 +181,10 @@ class Task:
     @property
     def direction(self) -> Literal["max", "min"]:
         return self.spec.objective.direction
+
+    @property
+    def compute(self) -> Literal["cpu", "gpu"]:
+        return self.spec.compute
 
     @property
     def v_star(self) -> float:
@@ -228,6 +239,10 @@ class Task:
         """The pristine validator alone (what the gym's dev scoring runs, outside the agent's reach)."""
         return {k: v for k, v in self.visible_files().items()
                 if k == "validate.py" or k == "task.json" or k.startswith("taskkit/")}
+
+    def collect(self, sandbox: Any, run_dir: Path, config: Any) -> list[str]:
+        """Artefacts of the final workspace kept in the run folder: none (the submissions are the outcome)."""
+        return []
 
     def validator_config(self) -> dict[str, Any]:
         """What the visible validator needs: the check, its parameters and the size limit (no V*, no bounds)."""
