@@ -123,7 +123,7 @@ def execute(run_dir: Path, resume: bool = False, show_progress: bool = True) -> 
     step = 0
     sandbox = open_sandbox(task, config.runtime, config.image)
     # what ended runs left (this one's, after a kill, included): folders, processes, containers, volumes
-    reap(docker_client=getattr(sandbox, "client", None))
+    reap(docker_client=sandbox.client)
     validator = open_validator(task, sandbox)
     try:
         if checkpoint is not None:
@@ -151,8 +151,7 @@ def execute(run_dir: Path, resume: bool = False, show_progress: bool = True) -> 
         finally:
             toolbox.close()
         final = _final_submission(folder, submissions, task.direction)
-        collect = getattr(task, "collect", None)  # a task that keeps artefacts of the final workspace
-        artefacts = collect(sandbox, folder.root, config) if collect is not None else []
+        artefacts = task.collect(sandbox, folder.root, config)  # what the task keeps of the final workspace
         event = trace.emit("run_finished", step=None, reason=reason, budget=budget.as_dict(), artefacts=artefacts,
                            **final)
         trace.close()
@@ -187,7 +186,7 @@ def _loop(folder: RunDir, config: RunConfig, task, policy: Policy, sandbox, tool
             if reason:
                 return reason
             observation = Observation(step, task.description, results, budget.remaining_s(), task.direction,
-                                      getattr(task, "workspace_rules", None))
+                                      task.workspace_rules)
             try:
                 action = policy.step(observation)
             except LLMError as error:  # the model stayed unreachable after its retries: end cleanly
