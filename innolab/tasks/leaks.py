@@ -1,29 +1,32 @@
-"""The leak scan: no leaderboard number, V*, bound or known solution's score in anything the agent sees.
+r"""The leak scan: no leaderboard number, V*, bound or known solution's score in what agents see.
 
-A task's *hidden numbers* are V* and every leaderboard entry, the reproduced V*, the paper's V*, the bounds, the
-numbers its data source publishes about its instances (job-shop bounds) and every known solution's recorded
-scores. A solution whose recorded score cannot be read is an error (the scan would otherwise pass blind).
+A task's *hidden numbers* are V* and every leaderboard entry, the reproduced V*, the paper's V*, the
+bounds, the numbers its data source publishes about its instances (job-shop bounds) and every known
+solution's recorded scores. A solution whose recorded score cannot be read is an error (the scan
+would otherwise pass blind).
 
-What is scanned: every file that enters a sandbox (`Task.visible_files`, the description among them) and, where a
-run starts, the rest of what the agent reads (the scaffold's prompt texts, the task's workspace rules, the prior
-solution's code: see `innolab.gym.agent_view`).
+What is scanned: every file that enters a sandbox (`Task.visible_files`, the description among
+them) and, where a run starts, the rest of what the agent reads (the scaffold's prompt texts, the
+task's workspace rules, the prior solution's code: see `innolab.gym.agent_view`).
 
-How a number is recognised: every number written in a text is read as a decimal, whichever way it is spelled —
-plain (`19481`, `2.6359830849176076`), with thousands separators (`19,481`, `19_481`, `19'481`, thin or
-no-break spaces), with a decimal comma (`2,636`), in scientific notation (`1.9481e4`, `1.9481E+04`,
-`1.9481 × 10^4`, `1.9481·10⁴`, `1.9481 \\times 10^{4}`, `1.9481*10**4`), negative or not, alone or glued to
-letters (`19481ms`, `2.636x`, `19481th`, `v19481`). It leaks a hidden number `v` when it
-equals `v` rounded (half up or half even) or cut to the written number's own last digit: `2.636`, `2.635`,
-`2.6359830849`, `1.948e4` and the full 17 significant digits of repr all spell V* = 2.6359830849176076. `v` is
-taken both as its shortest repr and as the exact binary value (what `f"{v:.20f}"` prints).
+How a number is recognised: every number written in a text is read as a decimal, whichever way it
+is spelled — plain (`19481`, `2.6359830849176076`), with thousands separators (`19,481`, `19_481`,
+`19'481`, thin or no-break spaces), with a decimal comma (`2,636`), in scientific notation
+(`1.9481e4`, `1.9481E+04`, `1.9481 × 10^4`, `1.9481·10⁴`, `1.9481 \times 10^{4}`, `1.9481*10**4`),
+negative or not, alone or glued to letters (`19481ms`, `2.636x`, `19481th`, `v19481`). It leaks a
+hidden number `v` when it equals `v` rounded (half up or half even) or cut to the written number's
+own last digit: `2.636`, `2.635`, `2.6359830849`, `1.948e4` and the full 17 significant digits of
+repr all spell V* = 2.6359830849176076. `v` is taken both as its shortest repr and as the exact
+binary value (what `f"{v:.20f}"` prints).
 
-The minimum: a written number must carry at least MIN_SIGNIFICANT_DIGITS = 3 significant digits (leading zeros
-not counted; trailing zeros after a decimal point not counted either, since `2.000` says no more than `2`; an
-integer's trailing zeros do count, `2005` is four digits). A two-digit spelling (0.5, 2.6, 22) pins a value only
-to a few per cent, no closer than a task's own statement does, and such numbers fill every problem statement
-(n = 26, a 0.5 margin, 22 dimensions), so flagging them would flag every task; from three digits on, a spelling
-pins V* to a fraction of a per cent, and no built-in task, scaffold prompt or shipped prior holds one by chance
-(the tests check all of them). The key names in HIDDEN_KEYS are searched too.
+The minimum: a written number must carry at least MIN_SIGNIFICANT_DIGITS = 3 significant digits
+(leading zeros not counted; trailing zeros after a decimal point not counted either, since `2.000`
+says no more than `2`; an integer's trailing zeros do count, `2005` is four digits). A two-digit
+spelling (0.5, 2.6, 22) pins a value only to a few per cent, no closer than a task's own statement
+does, and such numbers fill every problem statement (n = 26, a 0.5 margin, 22 dimensions), so
+flagging them would flag every task; from three digits on, a spelling pins V* to a fraction of a
+per cent, and no built-in task, scaffold prompt or shipped prior holds one by chance (the tests
+check all of them). The key names in HIDDEN_KEYS are searched too.
 """
 
 from __future__ import annotations
@@ -38,41 +41,66 @@ from innolab.tasks.model import Task, TaskError
 HIDDEN_KEYS = ("v_star", "leaderboard", "upper_bound", "lower_bound", "best_known")
 MIN_SIGNIFICANT_DIGITS = 3
 ROUNDINGS = (ROUND_HALF_UP, ROUND_HALF_EVEN, ROUND_DOWN)  # rounded either way, or cut
-_EXACT = Context(prec=80)  # enough for a float's exact binary expansion, quantized to any written digit
+# enough for a float's exact binary expansion, quantized to any written digit
+_EXACT = Context(prec=80)
 
-_SEPARATORS = ",_'\u2009\u202f\u00a0"  # thousands: comma, underscore, apostrophe, thin, narrow and no-break space
+# thousands: comma, underscore, apostrophe, thin, narrow and no-break space
+_SEPARATORS = ",_'\u2009\u202f\u00a0"
 _GROUPED = rf"\d{{1,3}}(?:[{_SEPARATORS}]\d{{3}})+"
-# A number may be glued to letters (19481ms, 2.636x, 19481th, v19481), but not to more digits or a separated group
+# A number may be glued to letters (19481ms, 2.636x, 19481th, v19481), but not to more digits or a
+# separated group
 _BEFORE, _AFTER = r"(?<![\d.,])(?<!\d[_'])", r"(?![\d_]|[.,]\d)"
 _EXPONENT = r"(?:[eE][-+]?\d+)?"
 _SUPERSCRIPTS = str.maketrans("⁰¹²³⁴⁵⁶⁷⁸⁹⁺⁻", "0123456789+-")
-_TEN_TO = (r"\s*(?:×|x|\*|·|\\times|\\cdot)\s*10\s*"
-           r"(?:(?:\^|\*\*)\s*\{?\s*([-+−]?\d+)\s*\}?|([⁺⁻]?[⁰¹²³⁴⁵⁶⁷⁸⁹]+))")  # 10^4, 10**4, 10^{4} or 10⁴
+_TEN_TO = (r"\s*(?:×|x|\*|·|\\times|\\cdot)\s*10\s*"  # 10^4, 10**4, 10^{4} or 10⁴
+           r"(?:(?:\^|\*\*)\s*\{?\s*([-+−]?\d+)\s*\}?|([⁺⁻]?[⁰¹²³⁴⁵⁶⁷⁸⁹]+))")
 NUMBER_PATTERNS = (
-    re.compile(rf"(?<![\d.])(?<!\d[_'])-?\d+(?:\.\d+)?{_EXPONENT}(?![\d_]|\.\d)"),  # 19481, 2.636, 1.9481e4, 19481ms
-    re.compile(rf"{_BEFORE}-?{_GROUPED}(?:\.\d+)?{_EXPONENT}{_AFTER}"),      # 19,481 · 19_481 · 1,234,567.5
-    re.compile(rf"{_BEFORE}-?\d+,\d+{_EXPONENT}{_AFTER}"),                   # a decimal comma: 2,636
-    re.compile(rf"{_BEFORE}(-?\d+(?:\.\d+)?){_TEN_TO}"),                     # 1.9481 × 10^4, 1.9481 \times 10^{4}
+    # 19481, 2.636, 1.9481e4, 19481ms
+    re.compile(rf"(?<![\d.])(?<!\d[_'])-?\d+(?:\.\d+)?{_EXPONENT}(?![\d_]|\.\d)"),
+    # 19,481 · 19_481 · 1,234,567.5
+    re.compile(rf"{_BEFORE}-?{_GROUPED}(?:\.\d+)?{_EXPONENT}{_AFTER}"),
+    re.compile(rf"{_BEFORE}-?\d+,\d+{_EXPONENT}{_AFTER}"),  # a decimal comma: 2,636
+    re.compile(rf"{_BEFORE}(-?\d+(?:\.\d+)?){_TEN_TO}"),  # 1.9481 × 10^4, 1.9481 \times 10^{4}
 )
 
 
 class LeakError(TaskError):
-    """Something the agent would see spells a hidden number; the message names each file and value."""
+    """What the agent would see spells a hidden number; the message names each file and value."""
 
 
 @dataclass(frozen=True)
 class Leak:
+    """One hidden number or key name found in one file.
+
+    Attributes:
+        file: The file's name.
+        found: The spelling found in the file.
+        source: Which hidden number it spells, e.g. "v_star", "solution ils-slsqp score".
+    """
+
     file: str
-    found: str  # the spelling found in the file
-    source: str  # which hidden number it spells, e.g. "v_star", "solution ils-slsqp score"
+    found: str
+    source: str
 
     def __str__(self) -> str:
+        """Return the leak as "file: 'spelling' (source)"."""
         return f"{self.file}: {self.found!r} ({self.source})"
 
 
 def significant_digits(spelling: str) -> int:
-    """Significant digits as written (leading zeros never count; trailing zeros count in an integer only), of
-    the spelling's first reading."""
+    """Count the significant digits of a written number's first reading, as written.
+
+    Leading zeros never count; trailing zeros count in an integer only.
+
+    Args:
+        spelling: A written number.
+
+    Returns:
+        The number of significant digits.
+
+    Raises:
+        ValueError: The spelling is not a number.
+    """
     found = readings(spelling)
     if not found:
         raise ValueError(f"significant_digits: {spelling!r} is not a number")
@@ -90,9 +118,18 @@ def _reading(text: str) -> tuple[Decimal, int] | None:
 
 
 def readings(spelling: str) -> list[tuple[Decimal, int]]:
-    """What a written number can stand for, with its significant digits as written: thousands separators
-    dropped, a single comma also read as a decimal comma (`2,636`; `19,481` is read both ways), `× 10^k` read
-    as an exponent. Empty when the text is not a number."""
+    """Read what a written number can stand for.
+
+    Thousands separators are dropped, a single comma is also read as a decimal comma (`2,636`;
+    `19,481` is read both ways), and `× 10^k` is read as an exponent.
+
+    Args:
+        spelling: A written number.
+
+    Returns:
+        Each reading's value with its significant digits as written; empty when the text is not
+        a number.
+    """
     text = spelling.strip().replace("−", "-")
     ten = re.fullmatch(rf"(-?\d+(?:\.\d+)?){_TEN_TO}", text)
     if ten:
@@ -107,7 +144,14 @@ def readings(spelling: str) -> list[tuple[Decimal, int]]:
 
 
 def numbers_in(text: str) -> dict[str, list[tuple[Decimal, int]]]:
-    """Every number written in a text, by its spelling, with each of its readings (see `readings`)."""
+    """Find every number written in a text.
+
+    Args:
+        text: Any text.
+
+    Returns:
+        Each spelling found, with each of its readings (see `readings`).
+    """
     found: dict[str, list[tuple[Decimal, int]]] = {}
     for pattern in NUMBER_PATTERNS:
         for match in pattern.finditer(text):
@@ -117,8 +161,11 @@ def numbers_in(text: str) -> dict[str, list[tuple[Decimal, int]]]:
 
 
 def _rounded(hidden: float, exponent: int) -> set[Decimal]:
-    """|hidden| rounded (half up, half even) or cut to the digit 10**exponent, from its repr and from its exact
-    binary value; empty when that digit is finer than any rounding of a float can be written."""
+    """|hidden| rounded (half up, half even) or cut to the digit 10**exponent.
+
+    Both from its repr and from its exact binary value; empty when that digit is finer than any
+    rounding of a float can be written.
+    """
     quantum = Decimal((0, (1,), exponent))
     out = set()
     for base in (Decimal(repr(float(hidden))), Decimal(float(hidden))):
@@ -131,13 +178,23 @@ def _rounded(hidden: float, exponent: int) -> set[Decimal]:
 
 
 def spells(written: Decimal, hidden: float) -> bool:
-    """Does a written number spell the hidden value, rounded or cut to the written number's last digit?"""
+    """Test whether a written number spells a hidden value.
+
+    Args:
+        written: The written number's value, with its written precision.
+        hidden: The hidden value.
+
+    Returns:
+        True when `written` equals `hidden` rounded or cut to the written number's last digit.
+    """
     return abs(written) in _rounded(hidden, int(written.as_tuple().exponent))
 
 
 class _Index:
-    """Hidden numbers by their roundings at each precision met (built on demand: a large data file costs one
-    lookup per number)."""
+    """Hidden numbers by their roundings at each precision met.
+
+    Built on demand: a large data file costs one lookup per number.
+    """
 
     def __init__(self, numbers: dict[str, float]) -> None:
         self.numbers, self.by_exponent = numbers, {}
@@ -154,22 +211,40 @@ class _Index:
 
 
 def spellings(value: float) -> set[str]:
-    """Common spellings of a hidden number (a sample of what the scan recognises, for reports and tests): repr,
-    the integer, thousands separators, scientific notation, and every rounding to 3–17 significant digits or
-    decimals that keeps at least MIN_SIGNIFICANT_DIGITS."""
+    """List common spellings of a hidden number (a sample of what the scan recognises).
+
+    For reports and tests: repr, the integer, thousands separators, scientific notation, and every
+    rounding to 3–17 significant digits or decimals that keeps at least MIN_SIGNIFICANT_DIGITS.
+
+    Args:
+        value: The hidden number.
+
+    Returns:
+        The spellings.
+    """
     forms = {repr(value), str(value)}
     if float(value).is_integer():
         forms |= {str(int(value)), f"{int(value):,}", f"{int(value):_}"}
     for digits in range(MIN_SIGNIFICANT_DIGITS, 18):
         forms |= {f"{value:.{digits}g}", f"{value:.{digits}f}", f"{value:.{digits - 1}e}",
                   f"{value:.{digits - 1}E}"}
-    forms |= {re.sub(r"e\+?(-?)0*(\d)", r"e\1\2", f) for f in forms if "e" in f}  # 1.9481e+04 → 1.9481e4
+    # 1.9481e+04 → 1.9481e4
+    forms |= {re.sub(r"e\+?(-?)0*(\d)", r"e\1\2", f) for f in forms if "e" in f}
     return {f for f in forms if significant_digits(f) >= MIN_SIGNIFICANT_DIGITS}
 
 
 def hidden_numbers(task: Task) -> dict[str, float]:
-    """Every number the agent must not see, by where it comes from; a known solution whose recorded score
-    cannot be read is an error (TaskError naming its score.json)."""
+    """Collect every number the agent must not see.
+
+    Args:
+        task: The task.
+
+    Returns:
+        Each hidden number by where it comes from (e.g. "v_star", "bounds.upper").
+
+    Raises:
+        TaskError: A known solution's recorded score cannot be read (naming its score.json).
+    """
     from innolab.tasks.solutions import solutions
 
     spec = task.spec
@@ -188,15 +263,26 @@ def hidden_numbers(task: Task) -> dict[str, float]:
         try:
             recorded = solution.recorded
         except TaskError as error:
-            raise TaskError(f"leak scan of {task.id}: the recorded score of solution {solution.name} cannot be read, "
-                            f"so it cannot be kept out of what the agent sees: {error}") from None
+            raise TaskError(
+                f"leak scan of {task.id}: the recorded score of solution {solution.name} cannot be "
+                f"read, so it cannot be kept out of what the agent sees: {error}") from None
         found[f"solution {solution.name} score"] = recorded.score
         found[f"solution {solution.name} quick score"] = recorded.quick_score
     return found
 
 
-def scan_files(files: dict[str, bytes] | dict[str, str], numbers: dict[str, float]) -> list[Leak]:
-    """Leaks in a set of files (name → content): hidden numbers in any spelling, and hidden key names."""
+def scan_files(
+    files: dict[str, bytes] | dict[str, str], numbers: dict[str, float]
+) -> list[Leak]:
+    """Find leaks in a set of files: hidden numbers in any spelling, and hidden key names.
+
+    Args:
+        files: Each file's content by its name.
+        numbers: The hidden numbers by where they come from (see `hidden_numbers`).
+
+    Returns:
+        Each leak once, file by file in name order.
+    """
     leaks, index = [], _Index(numbers)
     for name, content in sorted(files.items()):
         text = content.decode("utf-8", errors="replace") if isinstance(content, bytes) else content
@@ -211,23 +297,53 @@ def scan_files(files: dict[str, bytes] | dict[str, str], numbers: dict[str, floa
 
 
 def scan(task: Task, files: dict[str, bytes] | dict[str, str] | None = None) -> list[Leak]:
-    """Leaks in what the agent sees: by default the task's visible part (everything that enters a sandbox)."""
+    """Find leaks of a task's hidden numbers in what the agent sees.
+
+    Args:
+        task: The task.
+        files: Each file's content by its name; None scans the task's visible part (everything
+            that enters a sandbox).
+
+    Returns:
+        The leaks found (see `scan_files`).
+
+    Raises:
+        TaskError: A known solution's recorded score cannot be read.
+    """
     return scan_files(task.visible_files() if files is None else files, hidden_numbers(task))
 
 
 def refuse(task: Task, files: dict[str, bytes] | dict[str, str]) -> None:
-    """Raise LeakError, naming each file and spelling, when any of these files spells a hidden number."""
+    """Refuse files that spell a hidden number of the task.
+
+    Args:
+        task: The task.
+        files: Each file's content by its name.
+
+    Raises:
+        LeakError: Any of the files spells a hidden number (naming each file and spelling).
+        TaskError: A known solution's recorded score cannot be read.
+    """
     found = scan(task, files)
     if found:
-        shown = "; ".join(str(leak) for leak in found[:10]) + (f"; and {len(found) - 10} more" if len(found) > 10
-                                                              else "")
-        raise LeakError(f"task {task.id}: what the agent would see spells hidden numbers (V*, the leaderboard, "
-                        f"bounds or known solutions' scores): {shown}. Remove them (a prior solution's docstring, "
-                        "the description) before the run starts.")
+        shown = "; ".join(str(leak) for leak in found[:10]) + (
+            f"; and {len(found) - 10} more" if len(found) > 10 else "")
+        raise LeakError(
+            f"task {task.id}: what the agent would see spells hidden numbers (V*, the leaderboard, "
+            f"bounds or known solutions' scores): {shown}. Remove them (a prior solution's "
+            "docstring, the description) before the run starts.")
 
 
 def shipped_priors(task_id: str, folder: Path | None = None) -> dict[str, bytes]:
-    """The prior solutions shipped for a task (data/sweeps/priors/<task id>-<name>.py), by their file name."""
+    """Read the prior solutions shipped for a task (data/sweeps/priors/<task id>-<name>.py).
+
+    Args:
+        task_id: The task's id.
+        folder: The folder of shipped priors; None takes innolab's data/sweeps/priors.
+
+    Returns:
+        Each prior's content by "priors/<file name>"; empty when the folder does not exist.
+    """
     from innolab.paths import data_dir
 
     folder = folder or data_dir() / "sweeps" / "priors"
