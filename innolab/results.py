@@ -8,26 +8,143 @@ single runs (results/runs/) is read the same way. Failed or unfinished runs get 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
+from innolab import runspec
+from innolab.gym.policy import RunConfig
+from innolab.metrics import impute
 from innolab.rundir import RunDir, write_atomic
-from innolab.traces import TraceError, read_events
+from innolab.traces import Submission, Trace, TraceError
 
 RUNS_TABLE = "runs.parquet"
 TRAJECTORY_TABLE = "trajectory.parquet"
 MANIFEST = "sweep.json"
 
-RUN_COLUMNS = [
-    "config_id", "run_dir", "task", "agent", "backbone", "model", "temperature", "top_p", "seed", "budget_s",
-    "runtime", "innovation_prompt", "prior_solution", "complete", "end_reason", "valid", "score", "gain", "ratio",
-    "novelty", "ratio_raw", "novelty_raw", "novelty_backend", "steps", "tool_calls", "llm_calls", "llm_calls_sent",
-    "tokens", "cost_usd", "wall_s", "error",
+
+@dataclass
+class RunSource:
+    """What a run-table row is read from: the run folder's configuration, trace and recorded score."""
+
+    folder: RunDir
+    config: RunConfig
+    trace: Trace
+    score: dict[str, Any] | None
+    relative_to: Path | None = None
+
+    @classmethod
+    def read(cls, run_dir: Path, relative_to: Path | None = None) -> RunSource:
+        """A run folder read once; a missing or broken trace reads as an empty one."""
+        folder = RunDir(run_dir)
+        config = RunConfig.from_dict(folder.read_config())
+        try:
+            trace = Trace.read(folder.root)
+        except (TraceError, OSError):
+            trace = Trace([])
+        return cls(folder, config, trace, folder.read_score(), relative_to)
+
+    @cached_property
+    def config_id(self) -> str:
+        return _config_id(self.config)
+
+    @cached_property
+    def settings(self) -> dict[str, Any]:
+        """The run's configuration columns (innolab.runspec)."""
+        return runspec.config_columns(self.config)
+
+    def recorded(self, key: str) -> Any:
+        """A value of the run's score (None for a run not scored)."""
+        return self.score.get(key) if self.score else None
+
+    @property
+    def valid(self) -> bool:
+        return bool(self.score and self.score.get("valid"))
+
+    @cached_property
+    def imputed(self) -> tuple[float, float]:
+        """(ratio, novelty) with the paper's pessimistic imputation of a failed run."""
+        return impute(self.valid, self.recorded("ratio"), self.recorded("novelty"))
+
+
+@dataclass(frozen=True)
+class Column:
+    """A column of a table: its name, how its value is read, and (runs table) its value for a sweep configuration
+    that has no run folder, read from the manifest's entry (default None)."""
+
+    name: str
+    extract: Callable[[Any], Any]
+    missing: Callable[[dict[str, Any]], Any] = lambda entry: None
+
+
+def _parameter(key: str) -> Callable[[dict[str, Any]], Any]:
+    return lambda entry: entry["parameters"].get(key)
+
+
+MISSING_SETTINGS = ("task", "agent", "temperature", "seed")  # what a manifest entry's parameters fill in
+FAILED = impute(False, None, None)
+
+RUN_TABLE_COLUMNS: list[Column] = [
+    Column("config_id", lambda r: r.config_id, lambda entry: entry["config_id"]),
+    Column("run_dir", lambda r: str(r.folder.root.relative_to(r.relative_to)) if r.relative_to
+           else str(r.folder.root)),
+    *(Column(name, lambda r, name=name: r.settings[name],
+             _parameter(name) if name in MISSING_SETTINGS else lambda entry: None)
+      for name in runspec.columns()),
+    Column("complete", lambda r: r.trace.finished is not None and r.score is not None, lambda entry: False),
+    Column("end_reason", lambda r: r.trace.end_reason),
+    Column("valid", lambda r: r.valid, lambda entry: False),
+    Column("score", lambda r: r.recorded("score")),
+    Column("gain", lambda r: r.recorded("gain")),
+    Column("ratio", lambda r: r.imputed[0], lambda entry: FAILED[0]),
+    Column("novelty", lambda r: r.imputed[1], lambda entry: FAILED[1]),
+    Column("ratio_raw", lambda r: r.recorded("ratio")),
+    Column("novelty_raw", lambda r: r.recorded("novelty")),
+    Column("novelty_backend", lambda r: r.recorded("novelty_backend")),
+    Column("steps", lambda r: r.trace.used_steps),
+    Column("tool_calls", lambda r: len(r.trace.tool_calls)),
+    Column("llm_calls", lambda r: len(r.trace.llm_calls)),
+    Column("llm_calls_sent", lambda r: sum(not c.cached for c in r.trace.llm_calls)),
+    Column("tokens", lambda r: sum(c.prompt_tokens + c.completion_tokens for c in r.trace.llm_calls)),
+    Column("cost_usd", lambda r: sum(c.cost_usd for c in r.trace.llm_calls)),
+    Column("wall_s", lambda r: r.trace.wall_s),
+    Column("error", lambda r: None),
 ]
-TRAJECTORY_COLUMNS = ["config_id", "t_s", "step", "file", "dev_valid", "dev_score", "improving", "valid", "score",
-                      "gain", "ratio", "novelty", "novelty_vs_prior"]
+RUN_COLUMNS = [c.name for c in RUN_TABLE_COLUMNS]
+
+
+@dataclass
+class Candidate:
+    """What a trajectory row is read from: one submission of a run and, when it improved, its hidden score."""
+
+    config_id: str
+    trace: Trace
+    event: Submission
+    hidden: dict[str, Any] | None  # the score's record of this candidate (None when it did not improve)
+
+
+TRAJECTORY_TABLE_COLUMNS: list[Column] = [
+    Column("config_id", lambda c: c.config_id),
+    Column("t_s", lambda c: round(c.trace.since_start(c.event), 3)),
+    Column("step", lambda c: c.event.step),
+    Column("file", lambda c: c.event.file),
+    Column("dev_valid", lambda c: c.event.dev_valid),
+    Column("dev_score", lambda c: c.event.dev_score),
+    Column("improving", lambda c: c.hidden is not None),
+    *(Column(name, lambda c, name=name: (c.hidden or {}).get(name))
+      for name in ("valid", "score", "gain", "ratio", "novelty", "novelty_vs_prior")),
+]
+TRAJECTORY_COLUMNS = [c.name for c in TRAJECTORY_TABLE_COLUMNS]
+
+
+def _config_id(config: RunConfig) -> str:
+    from innolab.runner import config_id  # imported when needed: the runner loads the gym and the agents
+
+    return config_id(config)
 
 
 def run_folders(path: Path) -> list[Path]:
@@ -38,79 +155,23 @@ def run_folders(path: Path) -> list[Path]:
 
 def run_row(run_dir: Path, relative_to: Path | None = None) -> dict[str, Any]:
     """One run as one row: its configuration, how it ended, its scores (imputed when missing) and its costs."""
-    from innolab.gym.policy import RunConfig
-    from innolab.runner import config_id
-
-    folder = RunDir(run_dir)
-    config = RunConfig.from_dict(folder.read_config())
-    llm = config.llm or {}
-    try:
-        events = read_events(folder.root)
-    except (TraceError, OSError):
-        events = []
-    finished = next((e for e in reversed(events) if e["type"] == "run_finished"), None)
-    score = folder.read_score()
-    calls = [e for e in events if e["type"] == "llm_call"]
-    key_variable = llm.get("api_key_env") or "INNOLAB_LLM_API_KEY"
-    valid = bool(score and score.get("valid"))
-    ratio_raw = score.get("ratio") if score else None
-    novelty_raw = score.get("novelty") if score else None
-    return {
-        "config_id": config_id(config),
-        "run_dir": str(folder.root.relative_to(relative_to)) if relative_to else str(folder.root),
-        "task": config.task, "agent": config.agent,
-        "backbone": key_variable.removesuffix("_API_KEY"),
-        "model": config.model_reported or llm.get("model"),
-        "temperature": llm.get("temperature"), "top_p": llm.get("top_p"), "seed": config.seed,
-        "budget_s": config.wall_clock_s, "runtime": config.runtime, "innovation_prompt": config.innovation_prompt,
-        "prior_solution": (config.prior_solution or {}).get("name"),
-        "complete": finished is not None and score is not None,
-        "end_reason": finished["reason"] if finished else None,
-        "valid": valid,
-        "score": score.get("score") if score else None,
-        "gain": score.get("gain") if score else None,
-        "ratio": ratio_raw if valid and ratio_raw is not None else -1.0,
-        "novelty": novelty_raw if valid and novelty_raw is not None else 0.0,
-        "ratio_raw": ratio_raw, "novelty_raw": novelty_raw,
-        "novelty_backend": score.get("novelty_backend") if score else None,
-        "steps": (finished or {}).get("budget", {}).get("used_steps", len({e["step"] for e in events
-                                                                              if e["type"] == "tool_call"})),
-        "tool_calls": sum(e["type"] == "tool_call" for e in events),
-        "llm_calls": len(calls),
-        "llm_calls_sent": sum(not e.get("cached") for e in calls),
-        "tokens": sum(e.get("prompt_tokens", 0) + e.get("completion_tokens", 0) for e in calls),
-        "cost_usd": sum(e.get("cost_usd", 0.0) for e in calls),
-        "wall_s": (finished or {}).get("budget", {}).get("used_s"),
-        "error": None,
-    }
+    source = RunSource.read(run_dir, relative_to)
+    return {column.name: column.extract(source) for column in RUN_TABLE_COLUMNS}
 
 
 def trajectory_rows(run_dir: Path) -> list[dict[str, Any]]:
     """Every validated candidate of a run (each submission with its pristine dev verdict), the improving ones with
     their hidden-evaluator score and N from the run's score (computed outside the sandbox, after the run)."""
-    from innolab.gym.policy import RunConfig
-    from innolab.runner import config_id
-
     folder = RunDir(run_dir)
-    identifier = config_id(RunConfig.from_dict(folder.read_config()))
+    identifier = _config_id(RunConfig.from_dict(folder.read_config()))
     try:
-        events = read_events(folder.root)
+        trace = Trace.read(folder.root)
     except (TraceError, OSError):
         return []
-    score = folder.read_score() or {}
-    scored = {c["file"]: c for c in score.get("candidates", [])}
-    started = next((e["time"] for e in events if e["type"] == "run_started"), events[0]["time"] if events else 0.0)
-    rows = []
-    for event in events:
-        if event["type"] != "submission":
-            continue
-        hidden = scored.get(event["file"], {})
-        rows.append({"config_id": identifier, "t_s": round(event["time"] - started, 3), "step": event["step"],
-                     "file": event["file"], "dev_valid": event["dev_valid"], "dev_score": event["dev_score"],
-                     "improving": event["file"] in scored, "valid": hidden.get("valid"),
-                     "score": hidden.get("score"), "gain": hidden.get("gain"), "ratio": hidden.get("ratio"),
-                     "novelty": hidden.get("novelty"), "novelty_vs_prior": hidden.get("novelty_vs_prior")})
-    return rows
+    scored = {c["file"]: c for c in (folder.read_score() or {}).get("candidates", [])}
+    candidates = [Candidate(identifier, trace, event, scored.get(event.file))
+                  for event in trace.submissions]
+    return [{column.name: column.extract(c) for column in TRAJECTORY_TABLE_COLUMNS} for c in candidates]
 
 
 def read_manifest(path: Path) -> dict[str, Any] | None:
@@ -144,12 +205,8 @@ def build(path: Path) -> tuple[pd.DataFrame, pd.DataFrame]:
 
 
 def _missing_row(configuration: dict[str, Any]) -> dict[str, Any]:
-    parameters = configuration["parameters"]
-    row: dict[str, Any] = dict.fromkeys(RUN_COLUMNS)
-    row.update(config_id=configuration["config_id"], task=parameters.get("task"), agent=parameters.get("agent"),
-               temperature=parameters.get("temperature"), seed=parameters.get("seed"), complete=False,
-               valid=False, ratio=-1.0, novelty=0.0)
-    return row
+    """The row of a sweep configuration without a run folder (from its manifest entry)."""
+    return {column.name: column.missing(configuration) for column in RUN_TABLE_COLUMNS}
 
 
 def collect(path: Path) -> tuple[Path, Path]:

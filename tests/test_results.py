@@ -1,0 +1,50 @@
+"""Run tables: the runs and trajectory tables of committed run folders (a folder of runs and a sweep folder with a
+configuration that has no run folder) hold the values and columns they held before the tables were declared as
+columns; the imputation of failed runs is metrics.impute's."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from innolab import metrics, results
+
+DATA = Path(__file__).parent / "data" / "run_tables"
+EXPECTED = json.loads((DATA / "expected.json").read_text(encoding="utf-8"))
+
+
+def plain(frame: pd.DataFrame) -> dict:
+    return {"columns": list(frame.columns), "dtypes": [t.kind for t in frame.dtypes],
+            "rows": json.loads(json.dumps(frame.astype(object).where(frame.notna(), None).values.tolist()))}
+
+
+@pytest.mark.parametrize("folder", ["runs", "sweep"])
+def test_the_tables_of_recorded_run_folders_are_unchanged(folder):
+    runs, trajectory = results.build(DATA / folder)
+    assert plain(runs) == EXPECTED[folder]["runs"]
+    assert plain(trajectory) == EXPECTED[folder]["trajectory"]
+
+
+def test_each_column_is_declared_once_with_its_source():
+    assert [c.name for c in results.RUN_TABLE_COLUMNS] == results.RUN_COLUMNS
+    assert len(set(results.RUN_COLUMNS)) == len(results.RUN_COLUMNS)
+    assert results.RUN_COLUMNS[:13] == ["config_id", "run_dir", "task", "agent", "backbone", "model", "temperature",
+                                        "top_p", "seed", "budget_s", "runtime", "innovation_prompt",
+                                        "prior_solution"]
+    assert results.TRAJECTORY_COLUMNS == ["config_id", "t_s", "step", "file", "dev_valid", "dev_score",
+                                          "improving", "valid", "score", "gain", "ratio", "novelty",
+                                          "novelty_vs_prior"]
+
+
+def test_a_run_without_a_trace_or_a_folder_is_imputed_by_the_metrics_rule():
+    runs, _ = results.build(DATA / "runs")
+    unstarted = runs.set_index("run_dir").loc["unstarted"]
+    assert (unstarted["ratio"], unstarted["novelty"]) == metrics.impute(False, None, None)
+    assert not unstarted["complete"] and unstarted["tool_calls"] == 0
+    sweep, _ = results.build(DATA / "sweep")
+    missing = sweep.set_index("config_id").loc["missing1"]
+    assert (missing["ratio"], missing["novelty"]) == (metrics.FAILED_RATIO, metrics.FAILED_NOVELTY)
+    assert missing["error"] == "boom" and missing["extra_factor"] == "b" and missing["seed"] == 3
