@@ -10,9 +10,18 @@ from typing import Any
 
 from innolab.llm.cache import ResponseCache
 from innolab.rundir import RunDir
-from innolab.traces import read_events
+from innolab.traces import (
+    LLMCall,
+    Node,
+    ResearchLog,
+    Submission,
+    ToolCallEvent,
+    ToolResultEvent,
+    Trace,
+    Validation,
+)
 
-STEP_EVENTS = {"llm_call", "tool_call", "tool_result", "validation", "submission", "node", "research_log"}
+STEP_EVENTS = (LLMCall, ToolCallEvent, ToolResultEvent, Validation, Submission, Node, ResearchLog)
 
 
 @dataclass
@@ -26,7 +35,7 @@ class Step:
     tool_calls: list[dict[str, Any]] = field(default_factory=list)  # call, its result and its duration
     validations: list[dict[str, Any]] = field(default_factory=list)
     submissions: list[dict[str, Any]] = field(default_factory=list)
-    notes: list[dict[str, Any]] = field(default_factory=list)  # AIDE nodes, research-log entries
+    notes: list[Node | ResearchLog] = field(default_factory=list)  # AIDE nodes, research-log entries
 
     @property
     def label(self) -> str:
@@ -77,67 +86,49 @@ def load_run(run_dir: str | Path) -> RunData:
     """Read a run folder once (trace, score, checkpoint state) into plain data."""
     folder = RunDir(Path(run_dir))
     config = folder.read_config()
-    events = read_events(folder.root)
-    start = next((e["time"] for e in events if e["type"] == "run_started"), events[0]["time"] if events else 0.0)
+    trace = Trace.read(folder.root)
+    score = folder.read_score()
+    score_event = trace.score.payload() if trace.score else None
+    v_star = (score or {}).get("v_star")
+    direction = (score or score_event or {}).get("direction", "max")
+    if v_star is None:
+        v_star, direction = _task_v_star(config, direction)
     steps: dict[int, Step] = {}
     calls: dict[str, dict[str, Any]] = {}
     journal: list[dict[str, Any]] = []
-    best: list[dict[str, Any]] = []
-    score_event = None
-    finished = None
-    direction = "max"
-    for event in events:
-        kind, t = event["type"], event["time"] - start
-        if kind == "run_finished":
-            finished = event
+    for event in trace.events:
+        index = event.step
+        if index is None or not isinstance(event, STEP_EVENTS):  # a checkpoint names the step to come
             continue
-        if kind == "score":
-            score_event, direction = event, event.get("direction", direction)
-            continue
-        index = event.get("step")
-        if index is None or kind not in STEP_EVENTS:  # a checkpoint names the step to come
-            continue
+        t = trace.since_start(event)
         step = steps.get(index)
         if step is None:
             step = steps[index] = Step(index, t, t)
         step.end_s = max(step.end_s, t)
-        if kind == "llm_call":
-            step.model_calls.append({**event, "time_s": t})
-            step.start_s = min(step.start_s, t - float(event.get("latency_s") or 0.0))
-        elif kind == "tool_call":
-            call = {"call_id": event["call_id"], "tool": event["tool"], "arguments": event["arguments"],
-                    "t_s": t}
-            calls[event["call_id"]] = call
+        if isinstance(event, LLMCall):
+            step.model_calls.append({**event.payload(), "time_s": t})
+            step.start_s = min(step.start_s, t - float(event.latency_s or 0.0))
+        elif isinstance(event, ToolCallEvent):
+            call = {"call_id": event.call_id, "tool": event.tool, "arguments": event.arguments, "t_s": t}
+            calls[event.call_id] = call
             step.tool_calls.append(call)
-        elif kind == "tool_result":
-            call = calls.get(event["call_id"])
-            if call is not None:
-                call.update(ok=event["ok"], output=event["output"], duration_s=event["duration_s"], end_s=t)
-        elif kind == "validation":
-            step.validations.append({**event, "t_s": t})
-        elif kind == "submission":
-            step.submissions.append({**event, "t_s": t})
-            value = event.get("dev_score")
-            if event.get("dev_valid") and value is not None:
-                better = not best or (value > best[-1]["score"] if direction == "max" else value < best[-1]["score"])
-                if better:
-                    best.append({"t_s": t, "step": index, "score": value})
-        elif kind == "node":
-            journal.append(event)
+        elif isinstance(event, ToolResultEvent):
+            if event.call_id in calls:
+                calls[event.call_id].update(ok=event.ok, output=event.output, duration_s=event.duration_s, end_s=t)
+        elif isinstance(event, Validation):
+            step.validations.append({**event.payload(), "t_s": t})
+        elif isinstance(event, Submission):
+            step.submissions.append({**event.payload(), "t_s": t})
+        else:
+            if isinstance(event, Node):
+                journal.append(event.payload())
             step.notes.append(event)
-        elif kind == "research_log":
-            step.notes.append(event)
-    score = folder.read_score()
-    v_star = (score or {}).get("v_star")
-    if score is not None:
-        direction = score.get("direction", direction)
-    if v_star is None:
-        v_star, direction = _task_v_star(config, direction)
+    best = [{"t_s": trace.since_start(e), "step": e.step, "score": e.dev_score} for e in trace.best_so_far(direction)]
     ordered = [steps[i] for i in sorted(steps)]
-    wall = (finished or {}).get("budget", {}).get("used_s") or (events[-1]["time"] - start if events else 0.0)
-    return RunData(folder.root, config, ordered, best, v_star, direction, finished,
-                   score or (score_event and dict(score_event)), totals(ordered, float(wall)), journal,
-                   _agent_state(folder))
+    wall = trace.wall_s or trace.span_s
+    finished = trace.finished.payload() if trace.finished else None
+    return RunData(folder.root, config, ordered, best, v_star, direction, finished, score or score_event,
+                   totals(ordered, float(wall)), journal, _agent_state(folder))
 
 
 def totals(steps: list[Step], wall_s: float) -> dict[str, float]:

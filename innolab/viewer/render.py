@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from innolab.traces import Node
 from innolab.viewer.model import Exchanges, RunData, Step
 
 COLOURS = {"model": "#4C72B0", "cached": "#A6BDDB", "tool_ok": "#55A868", "tool_failed": "#C44E52",
@@ -299,10 +300,10 @@ def step_html(step: Step, exchanges: Exchanges | None = None) -> str:
         parts.append(f'<p>Submission {text(sub["file"])}: dev {"valid" if sub.get("dev_valid") else "invalid"}, '
                      f'dev score {number(sub.get("dev_score"))}</p>')
     for note in step.notes:
-        if note["type"] == "node":
-            parts.append(node_html(note))
+        if isinstance(note, Node):
+            parts.append(node_html(note.payload()))
         else:
-            parts.append(f'<details><summary>Research log</summary><pre>{text(note.get("entry", ""))}</pre></details>')
+            parts.append(f'<details><summary>Research log</summary><pre>{text(note.entry)}</pre></details>')
     parts.append("</div>")
     return "".join(parts)
 
