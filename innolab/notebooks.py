@@ -167,14 +167,12 @@ def run_demos(output: Path | None = None, budget: str = "60s", agents: Iterable[
             "agent": agent, "budget": budget, "run_dir": os.path.relpath(run_dir.root, source.parent),
             "results_dir": os.path.relpath(results_dir, source.parent),
             "figures_dir": os.path.relpath(output / "figures", source.parent), **(extra_parameters or {})})
-        events = traces.read_events(run_dir.root)
+        trace = traces.Trace.read(run_dir.root)
         score = run_dir.read_score() or {}
-        finished = next((e for e in reversed(events) if e["type"] == "run_finished"), {})
-        rows.append({"agent": agent, "run": run_dir.name, "complete": bool(finished),
-                     "steps": len({e["step"] for e in events if e["type"] == "tool_call"}),
-                     "llm_calls": sum(e["type"] == "llm_call" for e in events),
+        rows.append({"agent": agent, "run": run_dir.name, "complete": trace.finished is not None,
+                     "steps": len(trace.tool_steps), "llm_calls": len(trace.llm_calls),
                      "valid": bool(score.get("valid")), "score": score.get("score"),
-                     "reason": finished.get("reason"), "summary": traces.summary(run_dir.root)})
+                     "reason": trace.end_reason, "summary": traces.summary(run_dir.root)})
     table = results_dir / "demo_runs.csv"
     table.parent.mkdir(parents=True, exist_ok=True)
     pd.DataFrame(rows).to_csv(table, index=False)

@@ -16,7 +16,7 @@ from innolab.expbench.report import monitor_failed
 from innolab.expbench.workspace import OUTPUT_SCRIPT
 from innolab.gym.policy import RunConfig
 from innolab.rundir import RunDir
-from innolab.traces import read_events
+from innolab.traces import Trace
 
 
 class RunJudgeError(ValueError):
@@ -26,10 +26,10 @@ class RunJudgeError(ValueError):
 def artefacts(run_dir: str | Path) -> dict[str, Path]:
     """The artefacts a finished EXP-Bench run kept: answer, patch, config, log and workspace."""
     folder = Path(run_dir)
-    finished = [e for e in read_events(folder) if e["type"] == "run_finished"]
-    if not finished:
+    finished = Trace.read(folder).finished
+    if finished is None:
         raise RunJudgeError(f"{folder}: the run has not finished (resume it first)")
-    kept = [folder / p for p in finished[-1].get("artefacts", [])]
+    kept = [folder / p for p in finished.artefacts]
     if not kept:
         raise RunJudgeError(f"{folder}: not a run of an EXP-Bench task (it kept no {ARTEFACTS}/ artefacts)")
     found: dict[str, Path] = {}
