@@ -48,6 +48,7 @@ def test_scaffold_reaches_a_valid_scored_submission_local(agent, tmp_path):
         assert nodes and nodes[0]["valid"] and nodes[0]["metric"] == pytest.approx(26 / 12, rel=1e-9)
 
 
+@pytest.mark.docker
 @pytest.mark.parametrize("agent", AGENTS)
 def test_scaffold_reaches_a_valid_scored_submission_docker(agent, tmp_path, docker_client, base_image):
     with FakeLLM() as server:
