@@ -1,8 +1,14 @@
-"""Shared fixtures: a Docker client that is required in CI (INNOLAB_REQUIRE_DOCKER=1) and skipped elsewhere; EXP-Bench's
-real data, required where CI has the shared copy (INNOLAB_REQUIRE_EXPBENCH_DATA=1) and skipped elsewhere."""
+"""Shared fixtures and markers. A test marked `docker` needs the Docker engine (its fixtures `docker_client` and
+`base_image`), one marked `chromium` a headless Chromium: each is skipped where its tool is absent and fails
+instead where CI requires it (INNOLAB_REQUIRE_DOCKER=1, INNOLAB_REQUIRE_CHROMIUM=1), so `pytest -m "not docker"`
+leaves the Docker tests out. EXP-Bench's real data are required where CI has the shared copy
+(INNOLAB_REQUIRE_EXPBENCH_DATA=1) and skipped elsewhere."""
 
+import functools
 import os
+import shutil
 from pathlib import Path
+from typing import Any
 
 import matplotlib
 import pytest
@@ -10,34 +16,71 @@ import pytest
 matplotlib.use("Agg")
 
 BASE_IMAGE = os.environ.get("INNOLAB_BASE_IMAGE", "innolab/base:latest")
+DOCKER_FIXTURES = frozenset({"docker_client", "base_image"})
 
 
-@pytest.fixture(scope="session")
-def docker_client():
+def _absent(required_by: str, problem: str, hint: str) -> None:
+    """Fail when the environment variable `required_by` is 1 (CI provides the tool), else skip."""
+    if os.environ.get(required_by) == "1":
+        pytest.fail(f"{required_by}=1 but {problem}")
+    pytest.skip(f"{problem}; {hint}")
+
+
+@functools.cache
+def _docker_engine() -> tuple[Any, str | None]:
+    """A Docker client that answers, or None and why not (asked once per session)."""
     import docker
 
-    required = os.environ.get("INNOLAB_REQUIRE_DOCKER") == "1"
     try:
         client = docker.from_env()
         client.ping()
     except Exception as error:  # the engine is missing or not running
-        if required:
-            pytest.fail(f"INNOLAB_REQUIRE_DOCKER=1 but the Docker engine does not answer: {error}")
-        pytest.skip(f"no Docker engine ({error}); CI sets INNOLAB_REQUIRE_DOCKER=1 and provides one")
+        return None, f"the Docker engine does not answer: {error}"
+    return client, None
+
+
+def _require_docker() -> Any:
+    client, problem = _docker_engine()
+    if problem is not None:
+        _absent("INNOLAB_REQUIRE_DOCKER", problem, "CI sets INNOLAB_REQUIRE_DOCKER=1 and provides one")
     return client
+
+
+def chromium() -> str | None:
+    """The headless browser the `chromium` tests drive, or None where none is installed."""
+    return shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """Before any fixture: a `docker` test needs the engine, a `chromium` test the browser; a test that asks for a
+    Docker fixture must carry the `docker` marker (else `-m "not docker"` would not leave it out)."""
+    docker_marked = item.get_closest_marker("docker") is not None
+    used = sorted(DOCKER_FIXTURES.intersection(getattr(item, "fixturenames", ())))
+    if used and not docker_marked:
+        pytest.fail(f"{item.nodeid} uses {', '.join(used)} but is not marked docker: add @pytest.mark.docker")
+    if docker_marked:
+        _require_docker()
+    if item.get_closest_marker("chromium") is not None and chromium() is None:
+        _absent("INNOLAB_REQUIRE_CHROMIUM", "chromium is not installed", "no chromium here (.ci/run installs Debian's)")
+
+
+@pytest.fixture(scope="session")
+def docker_client():
+    """A Docker client whose engine answers (tests marked `docker`)."""
+    return _require_docker()
 
 
 @pytest.fixture(scope="session")
 def base_image(docker_client):
+    """The name of the sandbox's base image, present in the engine."""
     import docker
 
     try:
         docker_client.images.get(BASE_IMAGE)
     except docker.errors.ImageNotFound:
-        message = f"base image {BASE_IMAGE} missing; build it with `innolab sandbox build-image` (root, debootstrap)"
-        if os.environ.get("INNOLAB_REQUIRE_DOCKER") == "1":
-            pytest.fail(message)
-        pytest.skip(message)
+        _absent("INNOLAB_REQUIRE_DOCKER", f"base image {BASE_IMAGE} missing",
+                "build it with `innolab sandbox build-image` (root, debootstrap)")
     return BASE_IMAGE
 
 

@@ -2,6 +2,8 @@
 
 import pytest
 
+pytestmark = pytest.mark.docker
+
 
 def test_base_image_runs_python_with_numpy_and_scipy_offline(docker_client, base_image):
     out = docker_client.containers.run(

@@ -14,6 +14,8 @@ from innolab.gym.policy import RunConfig
 from innolab.gym.sandbox import SandboxError
 from innolab.tasks import get_task
 
+pytestmark = pytest.mark.docker
+
 ROOT = Path(__file__).resolve().parents[1]
 
 

@@ -517,6 +517,7 @@ def test_a_request_the_model_refuses_is_a_failed_judgement_and_an_endpoint_down_
     ("echo broken >&2; exit 3", False, False),
     ("sleep 60", False, True),
 ])
+@pytest.mark.docker
 def test_execution_check_in_docker(script, success, timed_out, tmp_path, docker_client, base_image):
     from innolab.expbench.execute import execute
 

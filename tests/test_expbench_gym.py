@@ -40,6 +40,7 @@ def cli(*args, env=None, timeout=300, last_line=True):
     return done.stdout.strip().splitlines()[-1] if last_line else done.stdout
 
 
+@pytest.mark.docker
 def test_a_scaffold_on_an_expbench_task_in_docker_then_judged_and_executed(dataset, clone, tmp_path,  # noqa: F811
                                                                           base_image):
     with FakeLLM(replies={"codeact_action": STEPS}, in_call_order=True) as server:

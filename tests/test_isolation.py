@@ -14,6 +14,8 @@ import pytest
 from innolab import runner, traces
 from innolab.gym.policy import RunConfig
 
+pytestmark = pytest.mark.docker
+
 V_STAR_TEXT = "2.6359830849"
 
 ATTEMPTS = {

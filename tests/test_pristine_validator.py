@@ -61,6 +61,7 @@ def test_tampered_validator_steers_nothing_local(tmp_path):
     check_pristine(events, outcome)
 
 
+@pytest.mark.docker
 def test_tampered_validator_steers_nothing_docker(tmp_path, docker_client, base_image):
     events, outcome = tampered_run(tmp_path, "docker", base_image)
     check_pristine(events, outcome)
@@ -164,6 +165,7 @@ def test_a_check_after_close_is_an_error_and_leaves_no_folder():
     assert not validator.root.exists()  # not recreated
 
 
+@pytest.mark.docker
 def test_a_copy_altered_before_use_is_refused_docker(docker_client, base_image):
     task = get_task("circle-packing-26")
     validator = DockerValidator(task.validator_files(), base_image, docker_client)

@@ -73,6 +73,7 @@ def test_session_in_the_local_runtime():
         sandbox.close()
 
 
+@pytest.mark.docker
 def test_session_in_docker(docker_client, base_image):
     sandbox = open_sandbox(get_task("circle-packing-26"), "docker", base_image)
     try:
@@ -81,7 +82,7 @@ def test_session_in_docker(docker_client, base_image):
         sandbox.close()
 
 
-@pytest.mark.parametrize("runtime", ["local", "docker"])
+@pytest.mark.parametrize("runtime", ["local", pytest.param("docker", marks=pytest.mark.docker)])
 def test_codeact_keeps_variables_between_actions(runtime, tmp_path, request):
     image = request.getfixturevalue("base_image") if runtime == "docker" else None
     with FakeLLM(replies=script()) as server:

@@ -4,7 +4,6 @@ and their contents checked."""
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
 import subprocess
@@ -77,13 +76,11 @@ def chromium() -> str | None:
     return shutil.which("chromium") or shutil.which("chromium-browser")
 
 
-@pytest.mark.skipif(chromium() is None and os.environ.get("INNOLAB_REQUIRE_CHROMIUM") != "1",
-                    reason="no chromium here (.ci/run installs Debian's)")
+@pytest.mark.chromium
 def test_the_export_in_headless_chromium(runs, tmp_path):
     from matplotlib.image import imread
 
     browser = chromium()
-    assert browser, "chromium is required (INNOLAB_REQUIRE_CHROMIUM=1) but not installed"
     page = tmp_path / "aide.html"
     export(runs / "aide", page)
     flags = [browser, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--window-size=1280,1600",

@@ -197,10 +197,9 @@ def shown_in_chromium(box, renderer: Path, folder: Path) -> list[dict]:
     return json.loads(html.unescape(match.group(1)))
 
 
-@pytest.mark.skipif(chromium() is None and not REQUIRED, reason="no chromium here (.ci/run installs Debian's)")
+@pytest.mark.chromium
 @pytest.mark.parametrize("v, v_star", [(54.86, 83.45), (2.6359830849176076, 2.635983)])
 def test_the_explorer_shows_the_given_value_in_chromium(v, v_star, widget_renderer, tmp_path):
-    assert chromium(), "chromium is required (INNOLAB_REQUIRE_CHROMIUM=1) but not installed"
     shown = shown_in_chromium(metrics_explorer(v, v_star, "max", [70.83, 75.0]), widget_renderer, tmp_path)
     labels = [w["label"] for w in shown]
     assert labels[:4] == ["V", "", "V*", ""], shown  # each number field, then its slider

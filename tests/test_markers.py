@@ -1,0 +1,81 @@
+"""The `docker` and `chromium` markers of tests/conftest.py: a marked test skips where its tool is absent, fails
+where CI requires the tool, and a test that asks for a Docker fixture without the marker fails."""
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from xml.etree import ElementTree
+
+import pytest
+
+HERE = Path(__file__).resolve().parent
+PROBES = '''
+import pytest
+
+
+@pytest.mark.docker
+def test_marked_docker():
+    pass
+
+
+@pytest.mark.chromium
+def test_marked_chromium():
+    pass
+
+
+def test_unmarked_docker_fixture(docker_client):
+    pass
+
+
+def test_plain():
+    pass
+'''
+
+
+def outcomes(folder: Path, *args: str, **env: str) -> dict[str, str]:
+    """Run the probe tests with the project's conftest and markers; each run test's outcome by name (passed,
+    skipped, failed or error, from pytest's JUnit report)."""
+    environment = {k: v for k, v in os.environ.items() if not k.startswith("INNOLAB_REQUIRE_")}
+    environment.update(env)
+    report = folder / "report.xml"
+    subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", f"--junitxml={report}", *args],
+                   cwd=folder, env=environment, capture_output=True, text=True, timeout=120)
+    found = {}
+    for case in ElementTree.parse(report).iter("testcase"):
+        kinds = [child.tag for child in case if child.tag in ("skipped", "failure", "error")]
+        found[case.get("name")] = kinds[0] if kinds else "passed"
+    return found
+
+
+@pytest.fixture
+def probes(tmp_path: Path) -> Path:
+    shutil.copy(HERE / "conftest.py", tmp_path / "conftest.py")
+    (tmp_path / "test_probes.py").write_text(PROBES)
+    (tmp_path / "pytest.ini").write_text("[pytest]\nmarkers =\n    docker: Docker\n    chromium: Chromium\n")
+    # no engine and no browser: a socket that does not exist, a PATH without chromium
+    (tmp_path / "bin").mkdir()
+    return tmp_path
+
+
+def no_tools(folder: Path) -> dict[str, str]:
+    return {"DOCKER_HOST": f"unix://{folder / 'no-engine.sock'}", "PATH": str(folder / "bin")}
+
+
+def test_marked_tests_skip_where_their_tool_is_absent(probes):
+    found = outcomes(probes, **no_tools(probes))
+    assert found["test_marked_docker"] == "skipped" and found["test_marked_chromium"] == "skipped"
+    assert found["test_plain"] == "passed"
+    assert found["test_unmarked_docker_fixture"] == "error"  # asks for Docker without saying so
+
+
+def test_marked_tests_fail_where_ci_requires_their_tool(probes):
+    found = outcomes(probes, **no_tools(probes), INNOLAB_REQUIRE_DOCKER="1", INNOLAB_REQUIRE_CHROMIUM="1")
+    assert found["test_marked_docker"] == "error" and found["test_marked_chromium"] == "error"
+    assert found["test_plain"] == "passed"
+
+
+def test_not_docker_deselects_the_docker_tests(probes):
+    found = outcomes(probes, "-m", "not docker", **no_tools(probes))
+    assert "test_marked_docker" not in found and found["test_plain"] == "passed"
