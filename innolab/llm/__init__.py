@@ -1,4 +1,4 @@
-"""The LLM layer: OpenAI-compatible client with retries, cost accounting, a response cache, the embedded model."""
+"""The LLM layer: OpenAI-compatible client, retries, costs, a response cache, the embedded model."""
 
 from innolab.llm.client import Completion, LLMClient, LLMError
 from innolab.llm.settings import LLMSettings

@@ -1,4 +1,4 @@
-"""OpenAI-compatible chat client: bounded retries with backoff and jitter, usage and cost, cache, structured output."""
+"""OpenAI-compatible chat client: retries with jitter, usage and cost, a cache, JSON replies."""
 
 from __future__ import annotations
 
@@ -18,6 +18,23 @@ from innolab.llm.settings import LLMSettings
 
 @dataclass
 class Completion:
+    """One chat completion, as returned and as cached.
+
+    Attributes:
+        text: The reply's text.
+        tool_calls: The reply's tool calls ({"id", "name", "arguments"}).
+        prompt_tokens: The prompt's tokens as the endpoint counted them.
+        completion_tokens: The reply's tokens as the endpoint counted them.
+        cost_usd: The call's cost at the settings' prices.
+        cached: Whether the reply came from the cache.
+        key: The request's cache key.
+        attempts: The failed attempts before the reply (error, wait).
+        latency_s: The call's wall time, retries included (0 when cached).
+        temperature: The temperature the request was sent with.
+        seed: The seed the request was sent with.
+        call_index: The call's index in the run, where numbered.
+    """
+
     text: str
     tool_calls: list[dict[str, Any]]
     prompt_tokens: int
@@ -32,7 +49,7 @@ class Completion:
     call_index: int | None = None
 
     def event(self) -> dict[str, Any]:
-        """The payload of an llm_call trace event."""
+        """Return the payload of an llm_call trace event (the fields, `text` named `response`)."""
         payload = asdict(self)
         payload["response"] = payload.pop("text")
         return payload
@@ -43,24 +60,45 @@ def _retryable(error: Exception) -> bool:
 
     if isinstance(error, openai.APIStatusError):
         return error.status_code == 429 or error.status_code >= 500
-    return isinstance(error, openai.APITimeoutError | openai.APIConnectionError | json.JSONDecodeError
-                      | openai.APIResponseValidationError | ValueError)
+    return isinstance(error, openai.APITimeoutError | openai.APIConnectionError
+                      | json.JSONDecodeError | openai.APIResponseValidationError | ValueError)
 
 
 class LLMClient:
-    """Chat completions through the `openai` SDK against any compatible endpoint (or the embedded model)."""
+    """Chat completions via the `openai` SDK against a compatible endpoint or the embedded model.
+
+    Attributes:
+        settings: The model, sampling, retry and price settings.
+        cache: The response cache, or None.
+        replay_only: Answer from the cache only; a miss raises LLMError.
+        sleep: The function that waits between retries.
+        supports_schema: False once the endpoint rejected response_format: asked in plain text.
+        supports_lengths: False once the endpoint rejected a schema's maxLength: sent without it.
+        calls: Requests that reached the endpoint (cache hits excluded).
+        deadline: time.monotonic() after which no request starts or waits; None for none.
+    """
 
     def __init__(self, settings: LLMSettings | None = None, cache: ResponseCache | None = None,
                  replay_only: bool = False, sleep: Callable[[float], None] = time.sleep) -> None:
+        """Make a client; the endpoint is reached only on the first call.
+
+        Args:
+            settings: The settings; None reads them from the environment (LLMSettings.from_env).
+            cache: The response cache, or None.
+            replay_only: Answer from the cache only.
+            sleep: The function that waits between retries (tests pass a fake).
+        """
         self.settings = settings or LLMSettings.from_env()
         self.cache = cache
         self.replay_only = replay_only
         self.sleep = sleep
         self._client: Any = None
         self.supports_schema = True
-        self.supports_lengths = True  # False once the endpoint rejected a schema's maxLength: sent without it
+        # False once the endpoint rejected a schema's maxLength: sent without it
+        self.supports_lengths = True
         self.calls = 0  # requests that reached the endpoint (cache hits excluded)
-        self.deadline: float | None = None  # time.monotonic() after which no request starts or waits
+        # time.monotonic() after which no request starts or waits
+        self.deadline: float | None = None
 
     def _sdk(self) -> Any:
         if self._client is None:
@@ -70,15 +108,24 @@ class LLMClient:
             if base_url is None:
 
                 base_url = local.start()
-            self._client = openai.OpenAI(base_url=base_url, api_key=self.settings.api_key or "not-needed",
+            self._client = openai.OpenAI(base_url=base_url,
+                                         api_key=self.settings.api_key or "not-needed",
                                          max_retries=0, timeout=self.settings.timeout_s)
         return self._client
 
     def reported_model(self) -> str | None:
-        """The model id as the endpoint reports it (GET /v1/models): the configured id when it is listed, the only
-        one when one is served; None when the endpoint lists none."""
+        """Return the model id as the endpoint reports it (GET /v1/models).
+
+        Returns:
+            The configured id when it is listed, the only one when one is served; None when the
+            endpoint lists several and not the configured one.
+
+        Raises:
+            LLMError: The endpoint lists no models (no /v1/models, or no endpoint at all).
+        """
         try:
-            listed = [m.id for m in self._sdk().models.list(timeout=min(self.settings.timeout_s, 30.0))]
+            listed = [m.id for m in
+                      self._sdk().models.list(timeout=min(self.settings.timeout_s, 30.0))]
         except Exception as error:  # an endpoint without /v1/models, or none at all
             raise LLMError(f"the endpoint lists no models: {error}") from error
         if self.settings.model in listed:
@@ -86,8 +133,14 @@ class LLMClient:
         return listed[0] if len(listed) == 1 else None
 
     def context_tokens(self) -> int | None:
-        """The model's context length as the endpoint reports it in GET /v1/models (llama.cpp's `meta.n_ctx`,
-        vLLM's `max_model_len`, or a `context_length`/`context_window` field); None when it reports none."""
+        """Return the model's context length as the endpoint reports it in GET /v1/models.
+
+        Read from llama.cpp's `meta.n_ctx`, vLLM's `max_model_len`, or a
+        `context_length`/`context_window` field.
+
+        Returns:
+            The context length in tokens; None when the endpoint reports none.
+        """
         try:
             page = self._sdk().models.list(timeout=min(self.settings.timeout_s, 30.0))
         except Exception:  # an endpoint without /v1/models
@@ -104,39 +157,74 @@ class LLMClient:
         return None
 
     def request(self, messages: list[dict[str, Any]], response_format: dict[str, Any] | None = None,
-                tools: list[dict[str, Any]] | None = None, call_index: int | None = None) -> dict[str, Any]:
+                tools: list[dict[str, Any]] | None = None, call_index: int | None = None
+                ) -> dict[str, Any]:
+        """Build the body of a chat completion request as it will be sent.
+
+        Args:
+            messages: The chat messages.
+            response_format: The reply's JSON schema (see `json_schema`), or None; left out or
+                stripped of maxLength where the endpoint rejected them.
+            tools: The tools' specifications, or None.
+            call_index: The call's index in the run (its seed derives from it), or None.
+
+        Returns:
+            The request, without the fields that are None.
+        """
         s = self.settings
         seed = call_seed(s.seed, call_index)
         if response_format is not None and not self.supports_lengths:
             response_format = without_lengths(response_format)
-        request: dict[str, Any] = {"model": s.model, "messages": messages, "temperature": s.temperature,
-                                   "max_tokens": s.max_tokens, "seed": seed, "top_p": s.top_p,
-                                   "response_format": response_format if self.supports_schema else None,
-                                   "tools": tools}
+        request: dict[str, Any] = {
+            "model": s.model, "messages": messages, "temperature": s.temperature,
+            "max_tokens": s.max_tokens, "seed": seed, "top_p": s.top_p,
+            "response_format": response_format if self.supports_schema else None,
+            "tools": tools}
         return {k: v for k, v in request.items() if v is not None}
 
     def chat(self, messages: list[dict[str, Any]], response_format: dict[str, Any] | None = None,
-             tools: list[dict[str, Any]] | None = None, call_index: int | None = None) -> Completion:
-        """One chat completion. With `call_index` (a run's model calls are numbered), the seed derives from (the
-        settings' seed, index) and the cache key includes the index: a resumed or replayed run repeats every reply,
-        and an identical request made later in the run samples anew."""
+             tools: list[dict[str, Any]] | None = None, call_index: int | None = None
+             ) -> Completion:
+        """Make one chat completion (or take it from the cache).
+
+        With `call_index` (a run's model calls are numbered), the seed derives from (the settings'
+        seed, index) and the cache key includes the index: a resumed or replayed run repeats every
+        reply, and an identical request made later in the run samples anew.
+
+        Args:
+            messages: The chat messages.
+            response_format: The reply's JSON schema, or None.
+            tools: The tools' specifications, or None.
+            call_index: The call's index in the run, or None.
+
+        Returns:
+            The completion.
+
+        Raises:
+            LLMError: The endpoint failed after the retries, the run's deadline passed, or a
+                replay found no cached response; its `sent` holds the sampling settings.
+        """
         request = self.request(messages, response_format, tools, call_index)
         cache_key = {**request, "_call_index": call_index} if call_index is not None else request
         key = request_key(cache_key)
-        sent = {"temperature": request.get("temperature"), "seed": request.get("seed"), "call_index": call_index}
+        sent = {"temperature": request.get("temperature"), "seed": request.get("seed"),
+                "call_index": call_index}
         try:
-            return self._complete(request, cache_key, key, sent, messages, response_format, tools, call_index)
+            return self._complete(request, cache_key, key, sent, messages, response_format, tools,
+                                  call_index)
         except LLMError as error:
             error.sent = sent
             raise
 
-    def _complete(self, request: dict[str, Any], cache_key: dict[str, Any], key: str, sent: dict[str, Any],
-                  messages: list[dict[str, Any]], response_format: dict[str, Any] | None,
-                  tools: list[dict[str, Any]] | None, call_index: int | None) -> Completion:
+    def _complete(self, request: dict[str, Any], cache_key: dict[str, Any], key: str,
+                  sent: dict[str, Any], messages: list[dict[str, Any]],
+                  response_format: dict[str, Any] | None, tools: list[dict[str, Any]] | None,
+                  call_index: int | None) -> Completion:
         if self.cache is not None:
             hit = self.cache.get(cache_key)
             if hit is not None:
-                return Completion(**{**hit, "cached": True, "attempts": [], "latency_s": 0.0, **sent})
+                return Completion(**{**hit, "cached": True, "attempts": [], "latency_s": 0.0,
+                                     **sent})
         if self.replay_only:
             raise LLMError(f"replay: no cached response for request {key[:12]}")
         attempts: list[dict[str, Any]] = []
@@ -157,27 +245,34 @@ class LLMClient:
                 if (isinstance(error, openai.BadRequestError) and "response_format" in request
                         and ("response_format" in str(error) or "maxLength" in str(error))):
                     if self.supports_lengths and has_lengths(request["response_format"]):
-                        self.supports_lengths = False  # the schema without its length limits, before no schema
+                        # the schema without its length limits, before no schema
+                        self.supports_lengths = False
                         note = "maxLength unsupported"
                     else:
-                        self.supports_schema = False  # no JSON-schema support: ask in plain text, parse robustly
+                        # no JSON-schema support: ask in plain text, parse robustly
+                        self.supports_schema = False
                         note = "response_format unsupported"
                     request = self.request(messages, response_format, tools, call_index)
                     attempts.append({"attempt": attempt, "error": note, "wait_s": 0})
                     continue
                 if not _retryable(error) or attempt == self.settings.max_retries:
-                    attempts.append({"attempt": attempt, "error": f"{type(error).__name__}: {error}"[:300]})
-                    raise LLMError(f"LLM call failed after {attempt + 1} attempt(s): {error}") from error
+                    attempts.append({"attempt": attempt,
+                                     "error": f"{type(error).__name__}: {error}"[:300]})
+                    raise LLMError(
+                        f"LLM call failed after {attempt + 1} attempt(s): {error}") from error
                 wait = self.settings.backoff_s * 2**attempt * (0.5 + random.random())
                 if self.deadline is not None:
                     wait = max(0.0, min(wait, self.deadline - time.monotonic()))
-                attempts.append({"attempt": attempt, "error": f"{type(error).__name__}: {error}"[:300],
+                attempts.append({"attempt": attempt,
+                                 "error": f"{type(error).__name__}: {error}"[:300],
                                  "wait_s": round(wait, 3)})
                 self.sleep(wait)
         self.calls += 1
         if self.cache is not None:
-            self.cache.put(cache_key, payload)  # before use: a kill after this point repeats no call
-        return Completion(**payload, cached=False, attempts=attempts, latency_s=time.monotonic() - start, **sent)
+            # before use: a kill after this point repeats no call
+            self.cache.put(cache_key, payload)
+        return Completion(**payload, cached=False, attempts=attempts,
+                          latency_s=time.monotonic() - start, **sent)
 
     def _payload(self, response: Any, key: str) -> dict[str, Any]:
         if not getattr(response, "choices", None):
@@ -190,15 +285,23 @@ class LLMClient:
         calls = [{"id": c.id, "name": c.function.name, "arguments": c.function.arguments}
                  for c in (message.tool_calls or [])]
         return {"text": message.content or "", "tool_calls": calls, "prompt_tokens": prompt,
-                "completion_tokens": completion, "cost_usd": (prompt * price_in + completion * price_out) / 1e6,
-                "key": key}
+                "completion_tokens": completion,
+                "cost_usd": (prompt * price_in + completion * price_out) / 1e6, "key": key}
 
 
 _FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL)
 
 
 def call_seed(seed: int | None, call_index: int | None) -> int | None:
-    """The seed of one call: derived from (run seed, call index) so that every call samples anew, reproducibly."""
+    """Derive one call's seed from (run seed, call index): each call samples anew, reproducibly.
+
+    Args:
+        seed: The run's seed, or None.
+        call_index: The call's index in the run, or None.
+
+    Returns:
+        The first 31 bits of sha256("<seed>:<call index>"); `seed` itself when either is None.
+    """
     if seed is None or call_index is None:
         return seed
     import hashlib
@@ -211,28 +314,61 @@ CHARS_PER_TOKEN = 3.5  # a stated estimate of token counts: no tokenizer is down
 
 
 def estimate_tokens(text: str) -> int:
-    """Tokens of a text, estimated from its characters."""
+    """Estimate the tokens of a text from its characters (CHARS_PER_TOKEN).
+
+    Args:
+        text: The text.
+
+    Returns:
+        The estimated number of tokens, at least 1.
+    """
     return int(len(text) / CHARS_PER_TOKEN) + 1
 
 
 def json_schema(name: str, properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
-    """A response_format asking for one JSON object (enforced where the endpoint supports JSON schemas)."""
+    """Build a response_format asking for one JSON object.
+
+    It is enforced where the endpoint supports JSON schemas.
+
+    Args:
+        name: The schema's name.
+        properties: The object's fields' schemas, by name.
+        required: The names of the fields that must be present.
+
+    Returns:
+        The response_format (strict, no additional properties).
+    """
     return {"type": "json_schema", "json_schema": {"name": name, "strict": True, "schema": {
-        "type": "object", "properties": properties, "required": required, "additionalProperties": False}}}
+        "type": "object", "properties": properties, "required": required,
+        "additionalProperties": False}}}
 
 
 STRUCTURE_TOKENS = 48  # a reply's keys, quotes and spacing, beside its values
-# Code as the embedded model's tokenizer splits it was measured at 2.1 to 3.9 characters per token; 2.0 is a
-# conservative bound below that range, so a reply whose program fills its field still closes its JSON within the
-# token cap (a denser program would be cut at the cap instead; either way `cut_fields` reports the cut).
+# Code as the embedded model's tokenizer splits it was measured at 2.1 to 3.9 characters per token;
+# 2.0 is a conservative bound below that range, so a reply whose program fills its field still
+# closes its JSON within the token cap (a denser program would be cut at the cap instead; either
+# way `cut_fields` reports the cut).
 PAYLOAD_CHARS_PER_TOKEN = 2.0
 MIN_PAYLOAD_CHARS = 400
 
 
 def text(max_chars: int, description: str | None = None) -> dict[str, Any]:
-    """A string field of at most `max_chars` characters. Endpoints that turn the schema into a grammar (llama.cpp,
-    the embedded model's server) enforce maxLength while sampling, so a reply cannot spend the whole token cap
-    inside one field and never reach the fields after it."""
+    """Build the schema of a string field of at most `max_chars` characters.
+
+    Endpoints that turn the schema into a grammar (llama.cpp, the embedded model's server) enforce
+    maxLength while sampling, so a reply cannot spend the whole token cap inside one field and never
+    reach the fields after it.
+
+    Args:
+        max_chars: The field's maxLength.
+        description: The field's description, or None.
+
+    Returns:
+        The field's schema.
+
+    Raises:
+        ValueError: `max_chars` is below 1.
+    """
     if max_chars < 1:
         raise ValueError(f"max_chars: a string field's limit must be at least 1, not {max_chars}")
     field: dict[str, Any] = {"type": "string", "maxLength": int(max_chars)}
@@ -242,23 +378,44 @@ def text(max_chars: int, description: str | None = None) -> dict[str, Any]:
 
 
 def payload_chars(max_tokens: int, bounded_chars: int) -> int:
-    """The limit of the free-form field that ends a reply (a program, a file's content): what the token cap leaves
-    after the reply's structure and its bounded fields (counted at CHARS_PER_TOKEN), at PAYLOAD_CHARS_PER_TOKEN.
-    A reply that fills it still closes its JSON within `max_tokens` for typical code."""
+    """Size the free-form field that ends a reply (a program, a file's content).
+
+    It gets what the token cap leaves after the reply's structure and its bounded fields (counted at
+    CHARS_PER_TOKEN), at PAYLOAD_CHARS_PER_TOKEN. A reply that fills it still closes its JSON within
+    `max_tokens` for typical code.
+
+    Args:
+        max_tokens: The reply's token cap.
+        bounded_chars: The total maxLength of the reply's other fields.
+
+    Returns:
+        The field's maxLength, at least MIN_PAYLOAD_CHARS.
+    """
     left = max_tokens - STRUCTURE_TOKENS - bounded_chars / CHARS_PER_TOKEN
     return max(MIN_PAYLOAD_CHARS, int(left * PAYLOAD_CHARS_PER_TOKEN))
 
 
 def cut_fields(reply: dict[str, Any] | None, response_format: dict[str, Any] | None,
                capped: bool = False) -> dict[str, int]:
-    """The reply's top-level string fields that were cut, each with the characters it kept: a field whose length
-    reached its schema's maxLength (an endpoint that enforces the grammar closes the string there, as valid JSON,
-    with no other sign), and, for a reply cut at the token cap (`capped`: read by `parse_json_prefix`), the string
-    field it was writing when it stopped (its last). A field longer than its maxLength was not enforced, so not
-    cut."""
+    """Find the reply's top-level string fields that were cut.
+
+    A field is cut when its length reached its schema's maxLength (an endpoint that enforces the
+    grammar closes the string there, as valid JSON, with no other sign) and, for a reply cut at the
+    token cap, when it is the string field the reply was writing when it stopped (its last). A field
+    longer than its maxLength was not enforced, so not cut.
+
+    Args:
+        reply: The parsed reply, or None.
+        response_format: The schema the reply was asked for, or None.
+        capped: Whether the reply was cut at the token cap (and read by `parse_json_prefix`).
+
+    Returns:
+        Each cut field's name with the characters it kept.
+    """
     if not reply:
         return {}
-    properties = ((response_format or {}).get("json_schema") or {}).get("schema", {}).get("properties", {})
+    properties = (((response_format or {}).get("json_schema") or {}).get("schema", {})
+                  .get("properties", {}))
     cut = {key: len(value) for key, value in reply.items() if isinstance(value, str)
            and len(value) == (properties.get(key) or {}).get("maxLength")}
     last = list(reply)[-1]
@@ -279,26 +436,57 @@ def _walk_strings(node: Any, visit: Callable[[dict[str, Any]], None]) -> None:
 
 
 def string_fields(response_format: dict[str, Any]) -> list[dict[str, Any]]:
-    """Every string field of a response_format's schema, nested ones included."""
+    """List every string field of a response_format's schema, nested ones included.
+
+    Args:
+        response_format: The response_format.
+
+    Returns:
+        The string fields' schemas (the objects themselves, not copies).
+    """
     found: list[dict[str, Any]] = []
     _walk_strings(response_format, found.append)
     return found
 
 
 def has_lengths(response_format: dict[str, Any]) -> bool:
+    """Test whether any string field of a response_format has a maxLength.
+
+    Args:
+        response_format: The response_format.
+
+    Returns:
+        True when one has.
+    """
     return any("maxLength" in field for field in string_fields(response_format))
 
 
 def without_lengths(response_format: dict[str, Any]) -> dict[str, Any]:
-    """The same response_format without maxLength, for endpoints whose strict mode rejects the keyword."""
+    """Copy a response_format without maxLength, for endpoints whose strict mode rejects it.
+
+    Args:
+        response_format: The response_format (left unchanged).
+
+    Returns:
+        A deep copy without any maxLength.
+    """
     copy = json.loads(json.dumps(response_format))
     _walk_strings(copy, lambda field: field.pop("maxLength", None))
     return copy
 
 
 def parse_json_prefix(text: str) -> dict[str, Any] | None:
-    """The object a reply cut at the token cap had begun: its complete fields and the string it was writing, cut
-    where it stopped (pydantic-core's partial JSON reader); None when no object had begun."""
+    """Read the object a reply cut at the token cap had begun.
+
+    Uses pydantic-core's partial JSON reader.
+
+    Args:
+        text: The model's reply.
+
+    Returns:
+        Its complete fields and the string it was writing, cut where it stopped; None when no
+        object had begun.
+    """
     from pydantic_core import from_json
 
     start = text.find("{")
@@ -312,7 +500,17 @@ def parse_json_prefix(text: str) -> dict[str, Any] | None:
 
 
 def parse_json_object(text: str) -> dict[str, Any]:
-    """The first JSON object in a model's text: inside a code fence or bare, tolerant of prose around it."""
+    """Find the first JSON object in a model's text: in a code fence or bare, amid prose.
+
+    Args:
+        text: The model's reply.
+
+    Returns:
+        The first complete JSON object found.
+
+    Raises:
+        ValueError: The text holds no JSON object.
+    """
     candidates = [m.group(1) for m in _FENCE.finditer(text)] + [text]
     for candidate in candidates:
         start = candidate.find("{")

@@ -4,7 +4,9 @@
 class LLMError(RuntimeError):
     """The model could not be reached after the retries, or a replay found no cached response.
 
-    `sent` holds the sampling settings of the request that failed (temperature, seed, call index), so that a trace
-    records them for failed calls too."""
+    Attributes:
+        sent: The sampling settings of the request that failed (temperature, seed, call index),
+            so that a trace records them for failed calls too.
+    """
 
     sent: dict = {}  # noqa: RUF012 - replaced per instance, never mutated

