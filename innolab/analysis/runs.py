@@ -10,6 +10,11 @@ if TYPE_CHECKING:  # pyplot is imported by the plotting functions only: the run 
     from matplotlib.figure import Figure
 
 
+def events_of(trace: pd.DataFrame, *kinds: str) -> pd.DataFrame:
+    """The rows of a trace's DataFrame whose events are of the given types (e.g. "node"), in order."""
+    return trace[trace["type"].isin(kinds)]
+
+
 def steps_table(trace: pd.DataFrame) -> pd.DataFrame:
     """One row per step: tool calls, failed results, LLM calls (and cache hits), seconds."""
     if trace.empty:
@@ -18,27 +23,28 @@ def steps_table(trace: pd.DataFrame) -> pd.DataFrame:
     steps["step"] = steps["step"].astype(int)
     rows = []
     for step, group in steps.groupby("step"):
-        results = group[group["type"] == "tool_result"]
-        llm = group[group["type"] == "llm_call"]
+        results, llm = events_of(group, "tool_result"), events_of(group, "llm_call")
         cached = llm["cached"].fillna(False).astype(bool).sum() if "cached" in llm else 0
-        rows.append({"step": step, "tool_calls": int((group["type"] == "tool_call").sum()),
+        rows.append({"step": step, "tool_calls": len(events_of(group, "tool_call")),
                      "failed": int((~results["ok"].astype(bool)).sum()) if len(results) else 0,
                      "llm_calls": len(llm), "cache_hits": int(cached),
                      "tools": ", ".join(results["tool"].astype(str)) if len(results) else ""})
     return pd.DataFrame(rows)
 
 
+SCORED = {"validation": ("valid", "score"), "submission": ("dev_valid", "dev_score")}  # verdict, score columns
+
+
 def score_over_time(trace: pd.DataFrame) -> pd.DataFrame:
     """The validator's score of each submission and of each validation, with its time since the start."""
     start = trace["time"].min()
     rows = []
-    for _, event in trace.iterrows():
-        if event["type"] == "validation" and bool(event.get("valid")):
+    for _, event in events_of(trace, *SCORED).iterrows():
+        kind = event["type"]
+        valid, score = SCORED[kind]
+        if bool(event.get(valid)):
             rows.append({"seconds": (event["time"] - start).total_seconds(), "step": event["step"],
-                         "kind": "validation", "score": event.get("score")})
-        elif event["type"] == "submission" and bool(event.get("dev_valid")):
-            rows.append({"seconds": (event["time"] - start).total_seconds(), "step": event["step"],
-                         "kind": "submission", "score": event.get("dev_score")})
+                         "kind": kind, "score": event.get(score)})
     return pd.DataFrame(rows, columns=["seconds", "step", "kind", "score"])
 
 
@@ -60,7 +66,7 @@ def plot_score_over_time(scores: pd.DataFrame, v_star: float | None = None) -> F
 
 def aide_tree(trace: pd.DataFrame) -> pd.DataFrame:
     """AIDE's journal from its node events: id, parent, stage, valid, metric."""
-    nodes = trace[trace["type"] == "node"]
+    nodes = events_of(trace, "node")
     columns = ["id", "parent", "stage", "valid", "metric", "debug_depth"]
     if nodes.empty:
         return pd.DataFrame(columns=columns)
@@ -92,7 +98,7 @@ def plot_aide_tree(nodes: pd.DataFrame) -> Figure:
 
 def describe_outcome(trace: pd.DataFrame, reason: str) -> str:
     """A plain sentence on how a run ended, from its last score event."""
-    score = trace[trace["type"] == "score"].iloc[-1]
+    score = events_of(trace, "score").iloc[-1]
     if score["valid"]:
         return (f"The run ended ({reason}) with a valid submission: score {score['score']!r}, V* {score['v_star']!r}, "
                 f"ratio {score['ratio']:.4f}.")
