@@ -1,19 +1,23 @@
-"""Innovation metrics of InnoGym: performance V, gain G, ratio, novelty N, regions and the complex plane.
+"""Innovation metrics of InnoGym: performance, gain, ratio, novelty, regions and the complex plane.
 
 Pure functions, no I/O. Formulas follow arXiv 2512.01822, §2.1–2.3 and App. E.2.
 
-Conventions
------------
-* ``V = C · R``: a submission's performance is its evaluator score R when the validator C accepts it, else 0.
-* **Direction.** The paper's formulas assume larger is better. innolab makes the gain direction-aware so that
-  *better is always positive*: ``G = V − V*`` for ``direction="max"`` and ``G = V* − V`` for
-  ``direction="min"``. ``ratio = G / |V*|`` in both cases; it is 0 at the best known value and positive
-  when the best known value is beaten.
-* **Failed runs.** An invalid submission (C = 0) is scored pessimistically, ``ratio = −1`` and ``N = 0`` (App. E.2).
-  For maximisation with V* > 0 this is exactly what ``V = 0`` gives; for minimisation (where V = 0 would look
-  perfect) innolab applies the same −1 explicitly, so that ``G = −|V*|``.
-* **Novelty.** ``N = C · min_h D(s, h)`` over the known solutions, with D on the 0–100 scale of D_AGENT.
-  With no known solution (an exploratory task) the paper's completeness convention gives ``N = +inf``.
+Conventions:
+
+* ``V = C · R``: a submission's performance is its evaluator score R when the validator C accepts
+  it, else 0.
+* **Direction.** The paper's formulas assume larger is better. innolab makes the gain
+  direction-aware so that *better is always positive*: ``G = V − V*`` for ``direction="max"`` and
+  ``G = V* − V`` for ``direction="min"``. ``ratio = G / |V*|`` in both cases; it is 0 at the best
+  known value and positive when the best known value is beaten. Which of two values is better is
+  `better`'s rule, and the best of many `best_index`'s (ties go to the first).
+* **Failed runs.** An invalid submission (C = 0) is scored pessimistically, ``ratio = −1`` and
+  ``N = 0`` (App. E.2; `impute`). For maximisation with V* > 0 this is exactly what ``V = 0``
+  gives; for minimisation (where V = 0 would look perfect) innolab applies the same −1 explicitly,
+  so that ``G = −|V*|``.
+* **Novelty.** ``N = C · min_h D(s, h)`` over the known solutions, with D on the 0–100 scale of
+  D_AGENT. With no known solution (an exploratory task) the paper's completeness convention gives
+  ``N = +inf``.
 """
 
 from __future__ import annotations
@@ -39,7 +43,8 @@ DEFAULT_NOVELTY_THRESHOLD = 50.0
 
 
 class MetricError(ValueError):
-    """A metric received an input that breaks one of its rules; the message names the argument and the rule."""
+    """A metric received an input that breaks one of its rules; the message names the argument
+    and the rule."""
 
 
 def _check_direction(direction: str) -> Direction:
@@ -63,7 +68,18 @@ def _check_v_star(v_star: float) -> float:
 
 
 def performance(valid: bool, score: float | None) -> float:
-    """V = C · R: the evaluator's score when the submission is valid, else 0."""
+    """Return V = C · R, a submission's performance.
+
+    Args:
+        valid: Whether the validator accepts the submission (C).
+        score: The evaluator's score R; may be None for an invalid submission.
+
+    Returns:
+        The score when the submission is valid, else 0.
+
+    Raises:
+        MetricError: When a valid submission has no score or a non-finite one.
+    """
     if not valid:
         return 0.0
     if score is None:
@@ -72,7 +88,19 @@ def performance(valid: bool, score: float | None) -> float:
 
 
 def gain(v: float, v_star: float, direction: Direction = "max") -> float:
-    """G = V − V* (maximisation) or V* − V (minimisation): positive means better than the best known."""
+    """Return the gain G over the best known value; positive means better than the best known.
+
+    Args:
+        v: The submission's performance V.
+        v_star: The best known value V*.
+        direction: "max" (G = V − V*) or "min" (G = V* − V).
+
+    Returns:
+        The gain G.
+
+    Raises:
+        MetricError: When `direction` is neither "max" nor "min" or a value is not finite.
+    """
     direction = _check_direction(direction)
     v = _check_finite("v", v)
     v_star = _check_finite("v_star", v_star)
@@ -80,12 +108,36 @@ def gain(v: float, v_star: float, direction: Direction = "max") -> float:
 
 
 def ratio(v: float, v_star: float, direction: Direction = "max") -> float:
-    """ratio = G / |V*|, the gain relative to the best known value (0 at V*, > 0 when V* is beaten)."""
+    """Return ratio = G / |V*|, the gain relative to the best known value.
+
+    Args:
+        v: The submission's performance V.
+        v_star: The best known value V*; non-zero.
+        direction: "max" or "min".
+
+    Returns:
+        The ratio: 0 at V*, positive when V* is beaten.
+
+    Raises:
+        MetricError: When `direction` is neither "max" nor "min", a value is not finite or V* is 0.
+    """
     return gain(v, v_star, direction) / abs(_check_v_star(v_star))
 
 
 def novelty(valid: bool, distances: Iterable[float]) -> float:
-    """N = C · min over known solutions of D(s, h); D on 0–100. No known solution gives +inf (exploratory task)."""
+    """Return N = C · min over the known solutions of D(s, h).
+
+    Args:
+        valid: Whether the submission is valid (C).
+        distances: Its distances D to each known solution, each in [0, 100].
+
+    Returns:
+        The smallest distance for a valid submission (+inf with no known solution: an exploratory
+        task), `FAILED_NOVELTY` (0) for an invalid one.
+
+    Raises:
+        MetricError: When a distance is not a finite number in [0, 100].
+    """
     values = [float(d) for d in distances]
     for i, d in enumerate(values):
         if not math.isfinite(d) or not 0.0 <= d <= NOVELTY_SCALE:
@@ -117,7 +169,22 @@ def score_solution(
     direction: Direction = "max",
     distances: Iterable[float] | None = None,
 ) -> SolutionScore:
-    """All metrics of one submission, with the pessimistic convention for invalid ones (ratio −1, N 0)."""
+    """Return all metrics of one submission, invalid ones scored pessimistically (ratio −1, N 0).
+
+    Args:
+        valid: Whether the validator accepts the submission.
+        score: The evaluator's score; may be None for an invalid submission.
+        v_star: The best known value V*; non-zero.
+        direction: "max" or "min".
+        distances: The distances to the known solutions; None leaves the novelty out.
+
+    Returns:
+        The submission's `SolutionScore`.
+
+    Raises:
+        MetricError: When an argument breaks the rule of `performance`, `gain`, `ratio` or
+            `novelty`.
+    """
     direction = _check_direction(direction)
     v_star = _check_v_star(v_star)
     v = performance(valid, score)
@@ -128,7 +195,8 @@ def score_solution(
         g = FAILED_RATIO * abs(v_star)
         r = FAILED_RATIO
     n = novelty(valid, distances) if distances is not None else None
-    return SolutionScore(valid=bool(valid), v=v, v_star=v_star, direction=direction, gain=g, ratio=r, novelty=n)
+    return SolutionScore(valid=bool(valid), v=v, v_star=v_star, direction=direction, gain=g,
+                         ratio=r, novelty=n)
 
 
 def _missing(value: float | None) -> bool:
@@ -137,18 +205,18 @@ def _missing(value: float | None) -> bool:
 
 
 def better(a: float | None, b: float | None, direction: Direction) -> bool:
-    """Whether `a` is strictly better than `b` under the task's direction ("max" or "min").
+    """Return whether `a` is strictly better than `b` under the task's direction.
 
     Args:
-        a: the candidate value; None or NaN is never better than anything.
-        b: the value to beat; None or NaN (no value yet) is beaten by any number.
+        a: The candidate value; None or NaN is never better than anything.
+        b: The value to beat; None or NaN (no value yet) is beaten by any number.
         direction: "max" (larger is better) or "min" (smaller is better).
 
     Returns:
         True when `a` beats `b`; a tie is not better, so the first of equal values stays the best.
 
     Raises:
-        MetricError: when `direction` is neither "max" nor "min".
+        MetricError: When `direction` is neither "max" nor "min".
     """
     direction = _check_direction(direction)
     if _missing(a):
@@ -159,17 +227,18 @@ def better(a: float | None, b: float | None, direction: Direction) -> bool:
 
 
 def best_index(values: Sequence[float | None] | np.ndarray, direction: Direction) -> int | None:
-    """Index of the best value under `direction`: the first of equal best values; None and NaN are never best.
+    """Return the index of the best value under `direction` (`better`).
 
     Args:
-        values: the values in order (for example the dev scores of a run's submissions).
+        values: The values in order (for example the dev scores of a run's submissions).
         direction: "max" or "min".
 
     Returns:
-        The index of the first best value, or None when no value is present.
+        The index of the first of equal best values, or None when no value is present (None and
+        NaN are never best).
 
     Raises:
-        MetricError: when `direction` is neither "max" nor "min".
+        MetricError: When `direction` is neither "max" nor "min".
     """
     direction = _check_direction(direction)
     best: int | None = None
@@ -180,21 +249,24 @@ def best_index(values: Sequence[float | None] | np.ndarray, direction: Direction
 
 
 def impute(valid: bool, ratio: float | None, novelty: float | None) -> tuple[float, float]:
-    """The paper's pessimistic imputation of one configuration (App. E.2).
+    """Return one configuration's ratio and novelty under the paper's pessimistic imputation.
+
+    App. E.2: a configuration without a valid submission counts as ratio −1 and N 0.
 
     Args:
-        valid: whether the configuration has a valid submission.
-        ratio: its ratio G/|V*|, or None when not measured.
-        novelty: its novelty N, or None when not measured.
+        valid: Whether the configuration has a valid submission.
+        ratio: Its ratio G/|V*|, or None when not measured.
+        novelty: Its novelty N, or None when not measured.
 
     Returns:
-        (ratio, novelty): `FAILED_RATIO` (-1) in place of the ratio and `FAILED_NOVELTY` (0) in place of the
-        novelty when the configuration is invalid, and in place of a value that is None on a valid one; the given
-        values otherwise.
+        (ratio, novelty): `FAILED_RATIO` (−1) and `FAILED_NOVELTY` (0) for an invalid
+        configuration, and in place of a value that is None on a valid one; the given values
+        otherwise.
     """
     if not valid:
         return FAILED_RATIO, FAILED_NOVELTY
-    return (FAILED_RATIO if ratio is None else float(ratio), FAILED_NOVELTY if novelty is None else float(novelty))
+    return (FAILED_RATIO if ratio is None else float(ratio),
+            FAILED_NOVELTY if novelty is None else float(novelty))
 
 
 def impute_failed(
@@ -202,44 +274,82 @@ def impute_failed(
     novelties: Sequence[float | None] | np.ndarray,
     valid: Sequence[bool] | np.ndarray,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Pessimistic imputation (App. E.2, `impute`) of many configurations: those without a valid submission get
-    ratio −1 and N 0.
+    """Return many configurations' ratios and novelties under the pessimistic imputation.
 
-    Valid configurations keep their values, which must then be finite; a missing value on a valid
-    configuration is an error, not something to impute.
+    Each configuration is imputed by `impute`; valid ones keep their values, which must then be
+    finite: a missing value on a valid configuration is an error, not something to impute.
+
+    Args:
+        ratios: The ratios, any shape.
+        novelties: The novelties, of the same shape.
+        valid: Whether each configuration has a valid submission, of the same shape.
+
+    Returns:
+        The imputed ratios and novelties, in that shape.
+
+    Raises:
+        MetricError: When the shapes differ or a valid configuration lacks a finite value.
     """
     r = np.asarray(ratios, dtype=float)
     n = np.asarray(novelties, dtype=float)
     ok = np.asarray(valid, dtype=bool)
     if not (r.shape == n.shape == ok.shape):
-        raise MetricError(f"ratios, novelties and valid must have one shape, got {r.shape}, {n.shape}, {ok.shape}")
+        raise MetricError(f"ratios, novelties and valid must have one shape, got {r.shape}, "
+                          f"{n.shape}, {ok.shape}")
     bad = ok & ~(np.isfinite(r) & np.isfinite(n))
     if bad.any():
         where = np.flatnonzero(bad.ravel()).tolist()
-        raise MetricError(f"valid configurations need finite ratio and novelty; missing at positions {where}")
-    pairs = [impute(bool(c), float(x), float(y)) for c, x, y in zip(ok.ravel(), r.ravel(), n.ravel(), strict=True)]
+        raise MetricError("valid configurations need finite ratio and novelty; missing at "
+                          f"positions {where}")
+    pairs = [impute(bool(c), float(x), float(y))
+             for c, x, y in zip(ok.ravel(), r.ravel(), n.ravel(), strict=True)]
     imputed = np.array(pairs, dtype=float).reshape(*r.shape, 2)
     return imputed[..., 0], imputed[..., 1]
 
 
 def best_valid(
-    values: Sequence[float | None] | np.ndarray, valid: Sequence[bool] | np.ndarray, direction: Direction = "max"
+    values: Sequence[float | None] | np.ndarray,
+    valid: Sequence[bool] | np.ndarray,
+    direction: Direction = "max",
 ) -> int | None:
-    """Index of the best valid run among k runs (the paper reports the best of 3), or None if none is valid.
+    """Return the index of the best valid run among k runs (the paper reports the best of 3).
 
-    Ties go to the first run (`best_index`)."""
+    Args:
+        values: Each run's value.
+        valid: Whether each run is valid.
+        direction: "max" or "min".
+
+    Returns:
+        The index of the best valid run (the first of equal ones, `best_index`), or None when none
+        is valid.
+
+    Raises:
+        MetricError: When `direction` is neither "max" nor "min", the two are not 1-D of one
+            length, or a valid run's value is not finite.
+    """
     direction = _check_direction(direction)
     v = np.asarray(values, dtype=float)
     ok = np.asarray(valid, dtype=bool)
     if v.shape != ok.shape or v.ndim != 1:
-        raise MetricError(f"values and valid must be 1-D of one length, got {v.shape} and {ok.shape}")
+        raise MetricError(f"values and valid must be 1-D of one length, got {v.shape} and "
+                          f"{ok.shape}")
     if (ok & ~np.isfinite(v)).any():
         raise MetricError("a valid run must have a finite value")
     return best_index([float(x) if c else None for x, c in zip(v, ok, strict=True)], direction)
 
 
 def success_rate(valid: Sequence[bool] | np.ndarray) -> float:
-    """Share of runs with a valid submission (the paper's Table 6); NaN-free, requires at least one run."""
+    """Return the share of runs with a valid submission (the paper's Table 6).
+
+    Args:
+        valid: Whether each run is valid.
+
+    Returns:
+        The share in [0, 1].
+
+    Raises:
+        MetricError: When there is no run.
+    """
     ok = np.asarray(valid, dtype=bool)
     if ok.size == 0:
         raise MetricError("success_rate needs at least one run")
@@ -261,17 +371,31 @@ def innovation_region(
     gain_tolerance: float = DEFAULT_GAIN_TOLERANCE,
     novelty_threshold: float = DEFAULT_NOVELTY_THRESHOLD,
 ) -> Region:
-    """Classify a solution into one of the four innovation regions of §2.2.
+    """Return the innovation region (§2.2) of a solution.
 
     The paper names the regions by "high", "≈ 0" and "low" without numbers; innolab's thresholds:
 
-    * gain is *high* when ``ratio > gain_tolerance``, *≈ 0* when ``|ratio| ≤ gain_tolerance`` and *clearly
-      negative* below ``−gain_tolerance`` (default 0.05, i.e. within 5 % of the best known value);
-    * novelty is *high* when ``N ≥ novelty_threshold`` (default 50 on the 0–100 D_AGENT scale: on average
-      "moderately different", 2 of 4, on each dimension).
+    * gain is *high* when ``ratio > gain_tolerance``, *≈ 0* when ``|ratio| ≤ gain_tolerance`` and
+      *clearly negative* below ``−gain_tolerance`` (default 0.05, i.e. within 5 % of the best
+      known value);
+    * novelty is *high* when ``N ≥ novelty_threshold`` (default 50 on the 0–100 D_AGENT scale: on
+      average "moderately different", 2 of 4, on each dimension).
 
-    high G, high N → breakthrough; high G, low N → performance; G ≈ 0, high N → conceptual; everything else
-    (clearly negative gain, or G ≈ 0 with low novelty: neither better nor different) → unsuccessful exploration.
+    high G, high N → breakthrough; high G, low N → performance; G ≈ 0, high N → conceptual;
+    everything else (clearly negative gain, or G ≈ 0 with low novelty: neither better nor
+    different) → unsuccessful exploration.
+
+    Args:
+        ratio_value: The solution's ratio; finite.
+        novelty_value: Its novelty N, ≥ 0 (+inf allowed).
+        gain_tolerance: The band of ratios that count as ≈ 0; finite and ≥ 0.
+        novelty_threshold: The novelty from which N is high, in [0, 100].
+
+    Returns:
+        The solution's `Region`.
+
+    Raises:
+        MetricError: When an argument breaks its rule above.
     """
     r = _check_finite("ratio", ratio_value)
     n = float(novelty_value)
@@ -290,15 +414,31 @@ def innovation_region(
 
 
 # The complex-plane view (Fig. 5). The paper does not give its normalisation; innolab's:
-#   magnitude = 1 + ratio   (relative performance V/V* for maximisation: 0 = failed, 1 = best known, > 1 = beaten)
-#   angle     = N / 100 · max_angle   (0 = identical to a known solution, max_angle = completely different)
-# so a solution is z = (1 + ratio) · exp(i · angle). Ratios below −1 (possible only for minimisation) are
-# clipped to magnitude 0. The inverse recovers (ratio, N) exactly wherever 1 + ratio > 0.
+#   magnitude = 1 + ratio   (relative performance V/V* for maximisation: 0 = failed,
+#                            1 = best known, > 1 = beaten)
+#   angle     = N / 100 · max_angle   (0 = identical to a known solution,
+#                                      max_angle = completely different)
+# so a solution is z = (1 + ratio) · exp(i · angle). Ratios below −1 (possible only for
+# minimisation) are clipped to magnitude 0. The inverse recovers (ratio, N) exactly wherever
+# 1 + ratio > 0.
 DEFAULT_MAX_ANGLE = math.pi / 2
 
 
-def to_complex(ratio_value: float, novelty_value: float, max_angle: float = DEFAULT_MAX_ANGLE) -> complex:
-    """Map (ratio, N) to the complex plane: magnitude 1 + ratio, angle N/100 · max_angle."""
+def to_complex(ratio_value: float, novelty_value: float,
+               max_angle: float = DEFAULT_MAX_ANGLE) -> complex:
+    """Return a solution's point on the complex plane: magnitude 1 + ratio, angle N/100 · max_angle.
+
+    Args:
+        ratio_value: The solution's ratio; finite.
+        novelty_value: Its novelty N in [0, 100].
+        max_angle: The angle of a completely different solution, in (0, pi].
+
+    Returns:
+        The point z.
+
+    Raises:
+        MetricError: When an argument breaks its rule above.
+    """
     r = _check_finite("ratio", ratio_value)
     n = _check_finite("novelty", novelty_value)
     if not 0 <= n <= NOVELTY_SCALE:
@@ -311,7 +451,18 @@ def to_complex(ratio_value: float, novelty_value: float, max_angle: float = DEFA
 
 
 def from_complex(z: complex, max_angle: float = DEFAULT_MAX_ANGLE) -> tuple[float, float]:
-    """Inverse of `to_complex`: (ratio, N). At z = 0 (a failed solution) the angle is undefined and N = 0."""
+    """Return (ratio, N) of a point on the complex plane: the inverse of `to_complex`.
+
+    Args:
+        z: The point; finite, with an angle in [0, max_angle].
+        max_angle: The angle of a completely different solution, in (0, pi].
+
+    Returns:
+        (ratio, N); at z = 0 (a failed solution) the angle is undefined and N = 0.
+
+    Raises:
+        MetricError: When an argument breaks its rule above.
+    """
     if not (math.isfinite(z.real) and math.isfinite(z.imag)):
         raise MetricError(f"z must be finite, got {z!r}")
     if not 0 < max_angle <= math.pi:
