@@ -1,14 +1,15 @@
 """innolab's one bootstrap engine, and the task-level statistics of App. E.2 built on it.
 
 Every resampling function takes keyword-only settings named as `scipy.stats.bootstrap` names them
-(`confidence_level`, `n_resamples`, `rng`: an integer seed or a numpy Generator), checked by one validator
-(`check_settings`) that raises one error class (`BootstrapError`), and returns one result type (`Interval`;
-a paired test is an `Interval` of the mean difference with its p-value). The unit of resampling is the row: a
-vector (or a matrix, one column per statistic) holds one value per unit (a task, a run).
+(`confidence_level`, `n_resamples`, `rng`: an integer seed or a numpy Generator), checked by one
+validator (`check_settings`) that raises one error class (`BootstrapError`), and returns one result
+type (`Interval`; a paired test is an `Interval` of the mean difference with its p-value). The unit
+of resampling is the row: a vector (or a matrix, one column per statistic) holds one value per unit
+(a task, a run).
 
-Every interval holds its estimate: means and bounds are computed in float64 from float64 values, and a
-percentile bound that misses its estimate (a skewed statistic such as best of k, or the last bit of rounding)
-is widened to it (`hold_estimate`).
+Every interval holds its estimate: means and bounds are computed in float64 from float64 values,
+and a percentile bound that misses its estimate (a skewed statistic such as best of k, or the last
+bit of rounding) is widened to it (`hold_estimate`).
 """
 
 from __future__ import annotations
@@ -25,7 +26,8 @@ from innolab.metrics import impute
 DEFAULT_RESAMPLES = 10_000
 DEFAULT_CONFIDENCE = 0.95
 MIN_RESAMPLES = 100
-_BLOCK_CELLS = 1_000_000  # resampled cells per block (8 MB of float64): memory stays bounded, caches stay warm
+# resampled cells per block (8 MB of float64): memory stays bounded, caches stay warm
+_BLOCK_CELLS = 1_000_000
 
 PValueMethod = Literal["percentile", "shift"]
 Rng = int | np.random.Generator
@@ -48,87 +50,145 @@ class Interval:
     n_resamples: int
 
     def as_dict(self) -> dict[str, float]:
+        """Return the interval's fields by name."""
         return asdict(self)
 
 
 @dataclass(frozen=True)
 class PairedTest(Interval):
-    """A paired bootstrap comparison a − b over units: `mean` is the mean difference; two-sided `p_value`."""
+    """A paired bootstrap comparison a − b over units: `mean` is the mean difference; two-sided
+    `p_value`."""
 
     p_value: float
 
 
 def check_settings(*, confidence_level: float, n_resamples: int | None = None) -> None:
-    """The one validator of interval settings (`n_resamples` only where the function resamples)."""
-    if isinstance(confidence_level, bool) or not isinstance(confidence_level, int | float | np.floating) \
+    """Check interval settings: the one validator of them.
+
+    Args:
+        confidence_level: The interval's confidence level, in (0, 1).
+        n_resamples: The number of resamples, an integer ≥ `MIN_RESAMPLES`; None where the
+            function does not resample.
+
+    Raises:
+        BootstrapError: When a setting breaks its rule.
+    """
+    if isinstance(confidence_level, bool) \
+            or not isinstance(confidence_level, int | float | np.floating) \
             or not 0 < confidence_level < 1:
         raise BootstrapError(f"confidence_level must lie in (0, 1), got {confidence_level!r}")
-    if n_resamples is not None and (isinstance(n_resamples, bool) or not isinstance(n_resamples, int | np.integer)
+    if n_resamples is not None and (isinstance(n_resamples, bool)
+                                    or not isinstance(n_resamples, int | np.integer)
                                     or n_resamples < MIN_RESAMPLES):
-        raise BootstrapError(f"n_resamples must be an integer >= {MIN_RESAMPLES}, got {n_resamples!r}")
+        raise BootstrapError(f"n_resamples must be an integer >= {MIN_RESAMPLES}, "
+                             f"got {n_resamples!r}")
 
 
 def generator(rng: Rng) -> np.random.Generator:
-    """The Generator of `rng`: a non-negative integer seeds a new one; a Generator is used as it is."""
+    """Return the Generator of `rng`.
+
+    Args:
+        rng: A non-negative integer, which seeds a new Generator, or a Generator, used as it is.
+
+    Returns:
+        The Generator.
+
+    Raises:
+        BootstrapError: When `rng` is neither.
+    """
     if isinstance(rng, np.random.Generator):
         return rng
     if isinstance(rng, bool) or not isinstance(rng, int | np.integer) or rng < 0:
-        raise BootstrapError(f"rng must be a non-negative integer seed or a numpy Generator, got {rng!r}")
+        raise BootstrapError("rng must be a non-negative integer seed or a numpy Generator, "
+                             f"got {rng!r}")
     return np.random.default_rng(int(rng))
 
 
 def draw_indices(gen: np.random.Generator, size: tuple[int, int], n: int) -> np.ndarray:
-    """Indices in [0, n) drawn with replacement, in the narrowest integer type that holds them (16-bit draws are
-    about 4x faster than 64-bit ones)."""
-    dtype = np.uint16 if n <= np.iinfo(np.uint16).max else np.uint32 if n <= np.iinfo(np.uint32).max else np.int64
+    """Return indices in [0, n) drawn with replacement.
+
+    Args:
+        gen: The Generator to draw with.
+        size: The shape of the draws.
+        n: The number of units.
+
+    Returns:
+        The indices, in the narrowest integer type that holds them (16-bit draws are about 4x
+        faster than 64-bit ones).
+    """
+    dtype = np.uint16 if n <= np.iinfo(np.uint16).max \
+        else np.uint32 if n <= np.iinfo(np.uint32).max else np.int64
     return gen.integers(0, n, size=size, dtype=dtype)
 
 
-def hold_estimate(estimate: np.ndarray | float, low: np.ndarray | float, high: np.ndarray | float
-                  ) -> tuple[np.ndarray, np.ndarray]:
-    """Bounds widened, where needed, to contain their estimate (NaN stays NaN)."""
+def hold_estimate(estimate: np.ndarray | float, low: np.ndarray | float,
+                  high: np.ndarray | float) -> tuple[np.ndarray, np.ndarray]:
+    """Return bounds widened, where needed, to contain their estimate.
+
+    Args:
+        estimate: The estimates.
+        low: Their lower bounds.
+        high: Their upper bounds.
+
+    Returns:
+        The lower and upper bounds (NaN stays NaN).
+    """
     estimate = np.asarray(estimate, dtype=float)
     return np.minimum(low, estimate), np.maximum(high, estimate)
 
 
 def percentile_bounds(samples: np.ndarray, estimate: np.ndarray | float, confidence_level: float
                       ) -> tuple[np.ndarray, np.ndarray]:
-    """Percentile bounds of bootstrap statistics (resamples × columns, NaN resamples left out), holding the
-    estimate."""
+    """Return the percentile bounds of bootstrap statistics, holding the estimate.
+
+    Args:
+        samples: The statistics, resamples × columns; NaN resamples are left out.
+        estimate: The estimate of each column.
+        confidence_level: The confidence level of the bounds.
+
+    Returns:
+        The lower and upper bounds of each column.
+    """
     alpha = (1.0 - confidence_level) / 2.0
     quantile = np.nanquantile if np.isnan(samples).any() else np.quantile
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)  # a column with no resample left: NaN bounds
+        # a column with no resample left: NaN bounds
+        warnings.simplefilter("ignore", RuntimeWarning)
         low, high = quantile(samples, [alpha, 1.0 - alpha], axis=0)
     return hold_estimate(estimate, low, high)
 
 
-def _unit_matrix(values: Values, mask: np.ndarray | None, name: str) -> tuple[np.ndarray, np.ndarray | None]:
+def _unit_matrix(values: Values, mask: np.ndarray | None, name: str
+                 ) -> tuple[np.ndarray, np.ndarray | None]:
     matrix = np.asarray(values, dtype=np.float64)
     if matrix.ndim == 1:
         matrix = matrix[:, None]
     if matrix.ndim != 2:
-        raise BootstrapError(f"{name} must be 1-D (units) or 2-D (units × columns), got {matrix.ndim}-D")
+        raise BootstrapError(f"{name} must be 1-D (units) or 2-D (units × columns), "
+                             f"got {matrix.ndim}-D")
     present = None
     if mask is not None:
         present = np.asarray(mask, dtype=bool)
         if present.shape not in (matrix.shape, np.shape(values)):
-            raise BootstrapError(f"mask must have the shape of {name} {np.shape(values)}, got {present.shape}")
+            raise BootstrapError(f"mask must have the shape of {name} {np.shape(values)}, "
+                                 f"got {present.shape}")
         present = present.reshape(matrix.shape)
     counted = matrix if present is None else matrix[present]
     if not np.isfinite(counted).all():
-        raise BootstrapError(f"{name} must be finite where counted; impute failed configurations first or leave "
-                             "cells out with mask (NaN or inf found)")
+        raise BootstrapError(f"{name} must be finite where counted; impute failed configurations "
+                             "first or leave cells out with mask (NaN or inf found)")
     return matrix, present
 
 
-def _resample_means(matrix: np.ndarray, present: np.ndarray | None, n_resamples: int, gen: np.random.Generator
-                    ) -> np.ndarray:
-    """Column means of `n_resamples` resamples of the units (rows), in float64: (n_resamples, columns).
+def _resample_means(matrix: np.ndarray, present: np.ndarray | None, n_resamples: int,
+                    gen: np.random.Generator) -> np.ndarray:
+    """Column means of `n_resamples` resamples of the units (rows), in float64: (n_resamples,
+    columns).
 
-    `present` (the shape of `matrix`, or None) leaves cells out of their column's mean; a resample with no
-    counted cell in a column gives NaN there. One column: each resample's values are gathered; otherwise each
-    resample becomes count weights applied to every column by one matrix product. Resamples run in blocks."""
+    `present` (the shape of `matrix`, or None) leaves cells out of their column's mean; a resample
+    with no counted cell in a column gives NaN there. One column: each resample's values are
+    gathered; otherwise each resample becomes count weights applied to every column by one matrix
+    product. Resamples run in blocks."""
     n, columns = matrix.shape
     means = np.empty((n_resamples, columns))
     block = max(1, min(n_resamples, _BLOCK_CELLS // n))
@@ -139,27 +199,46 @@ def _resample_means(matrix: np.ndarray, present: np.ndarray | None, n_resamples:
             means[start:start + size, 0] = column[draw_indices(gen, (size, n), n)].mean(axis=1)
         return means
     full = present is None or bool(present.all())
-    # one product gives each resample's sums and, with a mask, its counted units: [values | counted] per column
-    weights = matrix if full else np.hstack([np.where(present, matrix, 0.0), present.astype(np.float64)])
+    # one product gives each resample's sums and, with a mask, its counted units:
+    # [values | counted] per column
+    weights = matrix if full \
+        else np.hstack([np.where(present, matrix, 0.0), present.astype(np.float64)])
     offsets = (np.arange(block, dtype=np.uint32 if block * n < 2**32 else np.int64) * n)[:, None]
     for start in range(0, n_resamples, block):
         size = min(block, n_resamples - start)
-        # each resample's draw counts per unit, all rows of the block in one bincount (row r's indices offset by r·n)
-        draws = draw_indices(gen, (size, n), n).astype(offsets.dtype)  # the draws of the one-column path
+        # each resample's draw counts per unit, all rows of the block in one bincount
+        # (row r's indices offset by r·n); the draws of the one-column path
+        draws = draw_indices(gen, (size, n), n).astype(offsets.dtype)
         draws += offsets[:size]
         counts = np.bincount(draws.ravel(), minlength=size * n).reshape(size, n).astype(np.float64)
         products = counts @ weights
         with np.errstate(invalid="ignore", divide="ignore"):
-            means[start:start + size] = products / n if full else products[:, :columns] / products[:, columns:]
+            means[start:start + size] = products / n if full \
+                else products[:, :columns] / products[:, columns:]
     return means
 
 
 def bootstrap_ci(values: Values, *, confidence_level: float = DEFAULT_CONFIDENCE,
-                 n_resamples: int = DEFAULT_RESAMPLES, rng: Rng = 0, mask: np.ndarray | None = None
-                 ) -> Interval | list[Interval]:
-    """Percentile bootstrap interval of the mean over units: one Interval for a vector, one per column of a
-    matrix. `mask` leaves cells out (for example runs whose budget ends before a time). A column with fewer than 2
-    counted units gets NaN bounds (and a NaN mean with none)."""
+                 n_resamples: int = DEFAULT_RESAMPLES, rng: Rng = 0,
+                 mask: np.ndarray | None = None) -> Interval | list[Interval]:
+    """Return the percentile bootstrap interval of the mean over units.
+
+    Args:
+        values: One value per unit (a vector), or one column per statistic (a matrix).
+        confidence_level: The interval's confidence level, in (0, 1).
+        n_resamples: The number of resamples.
+        rng: A seed or a Generator (`generator`).
+        mask: Cells to count (the shape of `values`); None counts every cell. It leaves cells out,
+            for example runs whose budget ends before a time.
+
+    Returns:
+        One Interval for a vector, one per column of a matrix. A column with fewer than 2 counted
+        units gets NaN bounds (and a NaN mean with none).
+
+    Raises:
+        BootstrapError: When a setting breaks its rule, the values are not 1-D or 2-D, the mask
+            has another shape, or a counted value is not finite.
+    """
     check_settings(confidence_level=confidence_level, n_resamples=n_resamples)
     matrix, present = _unit_matrix(values, mask, "values")
     counted = np.ones(matrix.shape, dtype=bool) if present is None else present
@@ -173,8 +252,9 @@ def bootstrap_ci(values: Values, *, confidence_level: float = DEFAULT_CONFIDENCE
     else:
         low, high = np.full(matrix.shape[1], np.nan), np.full(matrix.shape[1], np.nan)
     low, high = np.where(n >= 2, low, np.nan), np.where(n >= 2, high, np.nan)
-    intervals = [Interval(float(observed[j]), float(low[j]), float(high[j]), int(n[j]), float(confidence_level),
-                          int(n_resamples)) for j in range(matrix.shape[1])]
+    intervals = [Interval(float(observed[j]), float(low[j]), float(high[j]), int(n[j]),
+                          float(confidence_level), int(n_resamples))
+                 for j in range(matrix.shape[1])]
     return intervals[0] if np.ndim(values) == 1 else intervals
 
 
@@ -191,19 +271,34 @@ def _two_sided_p(samples: np.ndarray, observed: np.ndarray, method: PValueMethod
 
 
 def paired_bootstrap(a: Values, b: Values, *, confidence_level: float = DEFAULT_CONFIDENCE,
-                     n_resamples: int = DEFAULT_RESAMPLES, rng: Rng = 0, p_method: PValueMethod = "percentile"
-                     ) -> PairedTest:
-    """Paired bootstrap of the unit-wise differences a − b (App. E.2): mean, percentile interval, two-sided p.
+                     n_resamples: int = DEFAULT_RESAMPLES, rng: Rng = 0,
+                     p_method: PValueMethod = "percentile") -> PairedTest:
+    """Return the paired bootstrap of the unit-wise differences a − b (App. E.2).
 
-    ``p_method="percentile"`` (default) doubles the share of bootstrap means on the far side of zero;
-    ``"shift"`` compares |mean* − mean| with |mean| (the bootstrap distribution recentred under H0)."""
+    Args:
+        a: One value per unit.
+        b: One value per unit, paired with `a`.
+        confidence_level: The interval's confidence level, in (0, 1).
+        n_resamples: The number of resamples.
+        rng: A seed or a Generator (`generator`).
+        p_method: "percentile" doubles the share of bootstrap means on the far side of zero;
+            "shift" compares |mean* − mean| with |mean| (the bootstrap distribution recentred
+            under H0).
+
+    Returns:
+        The mean difference, its percentile interval and its two-sided p-value.
+
+    Raises:
+        BootstrapError: When a setting breaks its rule, `a` and `b` are not vectors of one length,
+            there are fewer than 2 units, or a value is not finite.
+    """
     check_settings(confidence_level=confidence_level, n_resamples=n_resamples)
     if p_method not in ("percentile", "shift"):
         raise BootstrapError(f"p_method must be 'percentile' or 'shift', got {p_method!r}")
     va, vb = _unit_matrix(a, None, "a")[0], _unit_matrix(b, None, "b")[0]
     if va.shape != vb.shape or va.shape[1] != 1:
-        raise BootstrapError(f"a and b must be vectors of one value per unit each, got {va.shape[0]} and "
-                             f"{vb.shape[0]} units")
+        raise BootstrapError("a and b must be vectors of one value per unit each, got "
+                             f"{va.shape[0]} and {vb.shape[0]} units")
     if va.shape[0] < 2:
         raise BootstrapError(f"a paired test needs at least 2 units, got {va.shape[0]}")
     diffs = va - vb
@@ -221,8 +316,20 @@ def impute_scores(
     ratio_col: str = "ratio",
     novelty_col: str = "novelty",
 ) -> pd.DataFrame:
-    """Copy of a per-(task, framework) score table with failed configurations set to ratio −1, N 0
-    (`innolab.metrics.impute`)."""
+    """Return a copy of a score table with failed configurations imputed (`metrics.impute`).
+
+    Args:
+        scores: One row per (task, framework).
+        valid_col: The column of validity.
+        ratio_col: The column of ratios.
+        novelty_col: The column of novelties.
+
+    Returns:
+        The copy, failed configurations set to ratio −1, N 0.
+
+    Raises:
+        BootstrapError: When a column is missing or a valid configuration lacks a value.
+    """
     missing = [c for c in (valid_col, ratio_col, novelty_col) if c not in scores.columns]
     if missing:
         raise BootstrapError(f"scores lacks the columns {missing}")
@@ -231,8 +338,10 @@ def impute_scores(
     lacking = valid & out[[ratio_col, novelty_col]].isna().any(axis=1)
     if lacking.any():
         rows = out.loc[lacking].index.tolist()
-        raise BootstrapError(f"valid configurations need ratio and novelty (fill unreported cells first): rows {rows}")
-    imputed = [impute(ok, r, n) for ok, r, n in zip(valid, out[ratio_col], out[novelty_col], strict=True)]
+        raise BootstrapError("valid configurations need ratio and novelty (fill unreported cells "
+                             f"first): rows {rows}")
+    imputed = [impute(ok, r, n)
+               for ok, r, n in zip(valid, out[ratio_col], out[novelty_col], strict=True)]
     out[ratio_col] = [r for r, _ in imputed]
     out[novelty_col] = [n for _, n in imputed]
     return out
@@ -245,7 +354,22 @@ def macro_average(
     task_col: str = "task",
     valid_col: str = "valid",
 ) -> pd.DataFrame:
-    """Macro-average over tasks per framework, with pessimistic imputation; adds n_valid and n_tasks."""
+    """Return the macro-average over tasks per framework, with pessimistic imputation.
+
+    Args:
+        scores: One row per (framework, task).
+        metrics: The columns to average.
+        framework_col: The column of frameworks.
+        task_col: The column of tasks.
+        valid_col: The column of validity.
+
+    Returns:
+        One row per framework: the averaged metrics, `n_valid` and `n_tasks`.
+
+    Raises:
+        BootstrapError: When a column is missing, a valid configuration lacks a value, or a
+            (framework, task) has more than one row.
+    """
     imputed = impute_scores(scores, valid_col=valid_col)
     counts = imputed.groupby([framework_col, task_col]).size()
     if (counts > 1).any():
