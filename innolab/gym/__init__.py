@@ -1,1 +1,1 @@
-"""iGym: the execution environment (sandboxes, tools, async dispatcher, budgets, traces, checkpoint/resume)."""
+"""iGym: the execution environment (sandboxes, tools, dispatcher, budgets, traces, resume)."""

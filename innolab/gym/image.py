@@ -1,4 +1,4 @@
-"""The offline sandbox base image: debootstrap + `docker import` (Python with numpy and scipy, user agent)."""
+"""The offline sandbox base image (Python, numpy, scipy; user agent): debootstrap, docker import."""
 
 from __future__ import annotations
 
@@ -11,5 +11,14 @@ SCRIPT = Path(__file__).resolve().parent / "images" / "build-base-image.sh"
 
 
 def build_base_image(tag: str = DEFAULT_IMAGE) -> int:
-    """Run the build script (needs root, debootstrap and a Docker engine); the mirror comes from apt sources."""
+    """Run the build script (needs root, debootstrap and a Docker engine).
+
+    The package mirror comes from the machine's apt sources.
+
+    Args:
+        tag: The image's tag.
+
+    Returns:
+        The script's exit status.
+    """
     return subprocess.run(["bash", str(SCRIPT), tag], check=False).returncode

@@ -1,14 +1,15 @@
-"""Nothing outlives its run: owner marks, the agent's processes, a warden per local sandbox, and the reaper.
+"""Nothing outlives its run: owner marks, the agent's processes, a warden per sandbox, the reaper.
 
-Every folder a sandbox or a validator makes in the temporary folder holds an owner mark (`.innolab-owner`: the
-owning process's pid, start time and boot id, and the agent's user id or process marker); every Docker container
-and volume carries the same mark as a label. A local sandbox and a local validator each start a *warden*, a small
-process outside the run's process group that waits on a pipe whose only writer is the run: when the run ends,
-however it ends (close or SIGKILL), the pipe reads end-of-file and the warden kills every process of the sandbox
-(or the validator's checker) and removes its folders.
-What a killed warden leaves behind (a machine reboot, a kill of every process at once) is reaped by `reap`, which
-the run loop calls when a run starts or resumes and `innolab clean` calls on demand: it removes only what belongs
-to an owner that is no longer alive.
+Every folder a sandbox or a validator makes in the temporary folder holds an owner mark
+(`.innolab-owner`: the owning process's pid, start time and boot id, and the agent's user id or
+process marker); every Docker container and volume carries the same mark as a label. A local
+sandbox and a local validator each start a *warden*, a small process outside the run's process
+group that waits on a pipe whose only writer is the run: when the run ends, however it ends (close
+or SIGKILL), the pipe reads end-of-file and the warden kills every process of the sandbox (or the
+validator's checker) and removes its folders.
+What a killed warden leaves behind (a machine reboot, a kill of every process at once) is reaped by
+`reap`, which the run loop calls when a run starts or resumes and `innolab clean` calls on demand:
+it removes only what belongs to an owner that is no longer alive.
 """
 
 from __future__ import annotations
@@ -42,7 +43,10 @@ def _boot_id() -> str:
 
 
 def _start_time(pid: int) -> int | None:
-    """The process's start time in clock ticks since boot (field 22 of /proc/PID/stat), None when gone."""
+    """The process's start time in clock ticks since boot (field 22 of /proc/PID/stat).
+
+    None when the process is gone.
+    """
     try:
         text = Path(f"/proc/{pid}/stat").read_text()
     except OSError:
@@ -51,13 +55,31 @@ def _start_time(pid: int) -> int | None:
 
 
 def owner_token(pid: int | None = None) -> dict[str, Any]:
-    """Who owns a resource: a process, named so that a reused pid or a reboot is not taken for it."""
+    """Name the owner of a resource: a process, so that a reused pid or reboot is not taken for it.
+
+    Args:
+        pid: The process; None for this one.
+
+    Returns:
+        Its pid, start time, boot id and host name.
+    """
     pid = os.getpid() if pid is None else pid
     return {"pid": pid, "start": _start_time(pid), "boot": _boot_id(), "host": socket.gethostname()}
 
 
 def owner_alive(token: dict[str, Any]) -> bool:
-    """Whether the owning process still runs (a token of another host counts as alive: it is not ours to judge)."""
+    """Test whether the owning process still runs.
+
+    Args:
+        token: An owner token (see `owner_token`).
+
+    Returns:
+        True when it runs; a token of another host counts as alive (it is not ours to judge).
+
+    Raises:
+        KeyError: The token has no pid.
+        ValueError: Its pid is not a number.
+    """
     if token.get("host") != socket.gethostname():
         return True
     if token.get("boot") != _boot_id():
@@ -66,28 +88,52 @@ def owner_alive(token: dict[str, Any]) -> bool:
 
 
 def mark(folder: Path, **extra: Any) -> None:
-    """Write the owner mark of a folder this process made (before anything else goes in)."""
+    """Write the owner mark of a folder this process made (before anything else goes in).
+
+    Args:
+        folder: The folder.
+        **extra: More fields of the mark (the sandbox's uid, its marker).
+    """
     (folder / OWNER_FILE).write_text(json.dumps({**owner_token(), **extra}), encoding="utf-8")
 
 
 def read_mark(folder: Path) -> dict[str, Any] | None:
-    """A folder's owner mark, trusted only where this user made the folder and the mark (anyone may make a folder
-    in the temporary folder: a planted mark must not name processes for the reaper to kill)."""
+    """Read a folder's owner mark, trusted only where this user made the folder and the mark.
+
+    Anyone may make a folder in the temporary folder: a planted mark must not name processes for
+    the reaper to kill.
+
+    Args:
+        folder: The folder.
+
+    Returns:
+        The mark, or None when it is missing, unreadable or not this user's.
+    """
     try:
         me = os.geteuid()
-        if folder.lstat().st_uid != me or not folder.is_dir() or (folder / OWNER_FILE).lstat().st_uid != me:
+        if (folder.lstat().st_uid != me or not folder.is_dir()
+                or (folder / OWNER_FILE).lstat().st_uid != me):
             return None
         return json.loads((folder / OWNER_FILE).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
 
 
-# ------------------------------------------------------------------------------------------ processes
+# ---------------------------------------------------------------------------------------- processes
 
 
 def sandbox_pids(uid: int | None, marker: str | None) -> list[int]:
-    """Processes of one sandbox: those running as its own user id (when it has one), or carrying its marker in
-    their environment (MARKER_VARIABLE=marker, set on every command the sandbox starts)."""
+    """List the processes of one sandbox.
+
+    Args:
+        uid: The sandbox's own user id, or None when it has none.
+        marker: The sandbox's marker (MARKER_VARIABLE=marker is set on every command the sandbox
+            starts), or None.
+
+    Returns:
+        The pids of the live processes running as `uid` or carrying the marker in their
+        environment (this process excluded).
+    """
     needle = f"{MARKER_VARIABLE}={marker}".encode() if marker else None
     found = []
     for entry in Path("/proc").iterdir():
@@ -98,7 +144,8 @@ def sandbox_pids(uid: int | None, marker: str | None) -> list[int]:
             if status[status.rindex(")") + 2] in "ZX":
                 continue  # dead already, waiting for its parent to collect it
             by_user = uid is not None and entry.stat().st_uid == uid
-            if by_user or (needle is not None and needle in (entry / "environ").read_bytes().split(b"\0")):
+            if by_user or (needle is not None
+                           and needle in (entry / "environ").read_bytes().split(b"\0")):
                 found.append(int(entry.name))
         except OSError:
             continue  # gone meanwhile, or not ours to read
@@ -106,8 +153,18 @@ def sandbox_pids(uid: int | None, marker: str | None) -> list[int]:
 
 
 def kill_sandbox(uid: int | None, marker: str | None) -> int:
-    """SIGKILL every process of a sandbox, again until none is left (a forking process loses the race); returns
-    how many were killed. A sandbox's own user id is never root's nor innolab's."""
+    """SIGKILL every process of a sandbox, again until none is left (a forking one loses the race).
+
+    Args:
+        uid: The sandbox's own user id (never root's nor innolab's), or None.
+        marker: The sandbox's marker, or None.
+
+    Returns:
+        How many processes were killed.
+
+    Raises:
+        ValueError: `uid` is root's or innolab's own.
+    """
     if uid is not None and uid in (0, os.geteuid()):
         raise ValueError(f"uid {uid} is not a sandbox's own user id")
     killed = 0
@@ -126,16 +183,23 @@ def kill_sandbox(uid: int | None, marker: str | None) -> int:
 
 
 def remove_tree(folder: Path) -> None:
-    """Remove a folder and what it holds, if it is there. Not as root, folders inside it that were made read-only
-    (the agent's commands run as innolab's user then) are made writable first; root needs no permission."""
+    """Remove a folder and what it holds, if it is there.
+
+    Not as root, folders inside it that were made read-only (the agent's commands run as innolab's
+    user then) are made writable first; root needs no permission. Errors are ignored.
+
+    Args:
+        folder: The folder (a link is left alone).
+    """
     top = Path(folder)
     if not top.is_dir() or top.is_symlink():
         return
     if os.geteuid() != 0:
         with contextlib.suppress(OSError):
             top.chmod(stat.S_IRWXU)
-        for parent, folders, _ in os.walk(top):  # links are not followed; each folder opened before the walk
-            for name in folders:                 # goes in
+        # links are not followed; each folder opened before the walk goes in
+        for parent, folders, _ in os.walk(top):
+            for name in folders:
                 path = os.path.join(parent, name)
                 if not os.path.islink(path):
                     with contextlib.suppress(OSError):
@@ -143,11 +207,14 @@ def remove_tree(folder: Path) -> None:
     shutil.rmtree(top, ignore_errors=True)
 
 
-# --------------------------------------------------------------------------------------------- warden
+# ------------------------------------------------------------------------------------------- warden
 
 def _warden_main(argv: list[str]) -> None:
-    """python -m innolab.gym.leftovers UID|- MARKER FOLDER...: wait for end-of-file on stdin (every copy of the
-    run's end of the pipe closed: the run has ended), then kill the sandbox's processes and remove its folders."""
+    """The warden: `python -m innolab.gym.leftovers UID|- MARKER FOLDER...`.
+
+    Wait for end-of-file on stdin (every copy of the run's end of the pipe closed: the run has
+    ended), then kill the sandbox's processes and remove its folders.
+    """
     sys.stdin.buffer.read()
     kill_sandbox(None if argv[0] == "-" else int(argv[0]), argv[1])
     for folder in argv[2:]:
@@ -156,7 +223,14 @@ def _warden_main(argv: list[str]) -> None:
 
 @dataclass
 class Warden:
-    """Kills a sandbox's processes and removes its folders when the run that made it ends, however it ends."""
+    """Kills a sandbox's processes and removes its folders when its run ends, however it ends.
+
+    Attributes:
+        uid: The sandbox's own user id, or None.
+        marker: The sandbox's marker.
+        folders: The folders to remove.
+        process: The warden's process once started.
+    """
 
     uid: int | None
     marker: str
@@ -164,15 +238,21 @@ class Warden:
     process: subprocess.Popen | None = field(default=None, repr=False)
 
     def start(self) -> None:
+        """Start the warden process, outside this process's session."""
         package_root = str(Path(__file__).resolve().parents[2])
         env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": package_root, "PYTHONDONTWRITEBYTECODE": "1"}
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "innolab.gym.leftovers", "-" if self.uid is None else str(self.uid), self.marker,
-             *map(str, self.folders)], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+            [sys.executable, "-m", "innolab.gym.leftovers",
+             "-" if self.uid is None else str(self.uid), self.marker, *map(str, self.folders)],
+            stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL, env=env, cwd="/", start_new_session=True)
 
     def stop(self, timeout_s: float = 30.0) -> None:
-        """End the sandbox now: the warden does its work and exits (waited for)."""
+        """End the sandbox now: the warden does its work and exits (waited for).
+
+        Args:
+            timeout_s: How long to wait before killing the warden itself.
+        """
         if self.process is None:
             return
         try:
@@ -185,7 +265,7 @@ class Warden:
         self.process = None
 
 
-# --------------------------------------------------------------------------------------------- reaper
+# ------------------------------------------------------------------------------------------- reaper
 
 
 def _ended(token: dict[str, Any]) -> bool:
@@ -200,7 +280,14 @@ def _ended(token: dict[str, Any]) -> bool:
 
 @dataclass
 class Reaped:
-    """What `reap` removed: folders, how many processes it killed, Docker containers and volumes."""
+    """What `reap` removed.
+
+    Attributes:
+        folders: The folders removed.
+        processes: How many processes were killed.
+        containers: The Docker containers removed.
+        volumes: The Docker volumes removed.
+    """
 
     folders: list[str] = field(default_factory=list)
     processes: int = 0
@@ -209,8 +296,18 @@ class Reaped:
 
 
 def reap(tempdir: Path | None = None, docker_client: Any = None) -> Reaped:
-    """Remove what dead runs left: each marked folder of the temporary folder whose owner is gone (its processes
-    killed first) and, given a Docker client, each marked container and volume whose owner is gone."""
+    """Remove what dead runs left.
+
+    Each marked folder of the temporary folder whose owner is gone is removed (its processes killed
+    first) and, given a Docker client, each marked container and volume whose owner is gone.
+
+    Args:
+        tempdir: The temporary folder; None for the system's.
+        docker_client: A docker SDK client, or None to leave Docker alone.
+
+    Returns:
+        What was removed.
+    """
     reaped = Reaped()
     root = Path(tempdir or tempfile.gettempdir())
     for folder in sorted(p for prefix in PREFIXES for p in root.glob(f"{prefix}*")):
@@ -227,8 +324,9 @@ def reap(tempdir: Path | None = None, docker_client: Any = None) -> Reaped:
         for kind, found in ((reaped.containers, docker_client.containers.list(all=True, **marked)),
                             (reaped.volumes, docker_client.volumes.list(**marked))):
             for item in found:
-                if owner_alive(json.loads((item.attrs.get("Labels") or item.attrs["Config"]["Labels"])
-                                          ["innolab.owner"])):
+                if owner_alive(json.loads(
+                        (item.attrs.get("Labels") or item.attrs["Config"]["Labels"])
+                        ["innolab.owner"])):
                     continue
                 try:
                     item.remove(force=True)
