@@ -1,4 +1,4 @@
-"""The paper's main results (Tables 2, 4, 5) recomputed from its Table 2: fill, impute, average, test."""
+"""The paper's main results (Tables 2, 4, 5) from its Table 2: fill, impute, average, test."""
 
 from __future__ import annotations
 
@@ -28,7 +28,8 @@ class MainResultsError(ValueError):
     """Bad input to the main-results analysis; the message names the parameter and the rule."""
 
 
-# D_AGENT's granularity: a distance is 100·k/24 for an integer total k of six 0–4 scores (paper §3.4 [derived]).
+# D_AGENT's granularity: a distance is 100·k/24 for an integer total k of six 0–4 scores
+# (paper §3.4 [derived]).
 JUDGE_GRID = 100.0 / 24.0
 
 
@@ -40,15 +41,29 @@ def fill_unreported(
 ) -> pd.DataFrame:
     """Fill the valid-but-unprinted cells of Table 2 (NPR, TrojanDetection for MLAB and CodeAct).
 
-    * ``equal_split``: the framework's average over valid cells times their count gives the total of every
-      valid cell; the total minus the printed cells is split equally among the unprinted ones.
+    * ``equal_split``: the framework's average over valid cells times their count gives the total
+      of every valid cell; the total minus the printed cells is split equally among the unprinted
+      ones.
     * ``reported_mean``: each unprinted cell takes the mean of the framework's printed valid cells.
 
-    With ``novelty_grid`` (default 100/24, the judge's granularity) printed novelty values are replaced by the
-    exact grid values they round (66.67 -> 66.666...), and the implied novelty total is snapped to the grid
-    before it is split, which undoes the rounding of the printed averages. ``None`` keeps printed values.
+    With ``novelty_grid`` (default 100/24, the judge's granularity) printed novelty values are
+    replaced by the exact grid values they round (66.67 -> 66.666...), and the implied novelty
+    total is snapped to the grid before it is split, which undoes the rounding of the printed
+    averages.
 
-    Adds a boolean column ``assumed`` that marks the filled cells.
+    Args:
+        table2: Table 2 in long form: task, framework, status, gain, ratio, novelty.
+        averages: The printed averages per framework: framework, n_valid, gain, ratio, novelty.
+        method: "equal_split" or "reported_mean".
+        novelty_grid: The judge's granularity, or None to keep printed values.
+
+    Returns:
+        A copy of `table2` with the cells filled, a boolean column ``valid`` and a boolean column
+        ``assumed`` that marks the filled cells.
+
+    Raises:
+        MainResultsError: An unknown method, a grid that is not positive, or averages that lack
+            a framework or disagree with Table 2's count of valid cells.
     """
     if method not in FILL_METHODS:
         raise MainResultsError(f"method must be one of {FILL_METHODS}, got {method!r}")
@@ -72,7 +87,8 @@ def fill_unreported(
                 n_valid = int(by_framework.at[framework, "n_valid"])
                 counted = int(rows["valid"].sum())
                 if n_valid != counted:
-                    raise MainResultsError(f"{framework}: averages n_valid={n_valid}, Table 2 has {counted}")
+                    raise MainResultsError(
+                        f"{framework}: averages n_valid={n_valid}, Table 2 has {counted}")
                 total = float(by_framework.at[framework, metric]) * n_valid
                 if metric == "novelty" and novelty_grid is not None:
                     total = round(total / novelty_grid) * novelty_grid
@@ -83,8 +99,22 @@ def fill_unreported(
     return out
 
 
-def framework_matrix(scores: pd.DataFrame, metric: str, frameworks: tuple[str, ...] = FRAMEWORKS) -> pd.DataFrame:
-    """Tasks × frameworks matrix of one metric, after pessimistic imputation of failed configurations."""
+def framework_matrix(
+    scores: pd.DataFrame, metric: str, frameworks: tuple[str, ...] = FRAMEWORKS
+) -> pd.DataFrame:
+    """Build the tasks × frameworks matrix of one metric, failed runs imputed pessimistically.
+
+    Args:
+        scores: One row per (task, framework) with valid, ratio and novelty.
+        metric: "ratio" or "novelty".
+        frameworks: The frameworks, in the matrix's column order.
+
+    Returns:
+        The matrix, tasks as rows.
+
+    Raises:
+        MainResultsError: A framework has no scores, or lacks a row for some task.
+    """
     imputed = impute_scores(scores)
     matrix = imputed.pivot(index="task", columns="framework", values=metric)
     missing = [f for f in frameworks if f not in matrix.columns]
@@ -96,7 +126,14 @@ def framework_matrix(scores: pd.DataFrame, metric: str, frameworks: tuple[str, .
 
 
 def table4_means(scores: pd.DataFrame) -> pd.DataFrame:
-    """Table 4: per framework, mean ratio and mean novelty over tasks with imputation, and n_valid."""
+    """Compute Table 4: per framework, the mean ratio and novelty over tasks, imputed, and n_valid.
+
+    Args:
+        scores: One row per (task, framework) with valid, ratio and novelty.
+
+    Returns:
+        One row per framework: framework, mean_ratio, mean_novelty, n_valid.
+    """
     means = macro_average(scores)
     return means.rename(columns={"ratio": "mean_ratio", "novelty": "mean_novelty"})[
         ["framework", "mean_ratio", "mean_novelty", "n_valid"]
@@ -111,12 +148,26 @@ def framework_intervals(
     n_resamples: int = DEFAULT_RESAMPLES,
     rng: Rng = 0,
 ) -> pd.DataFrame:
-    """Bootstrap interval over tasks of each framework's mean ratio and mean novelty (long format)."""
+    """Bootstrap over tasks the interval of each framework's mean ratio and mean novelty.
+
+    Args:
+        scores: One row per (task, framework) with valid, ratio and novelty.
+        frameworks: The frameworks.
+        confidence_level: The intervals' confidence level.
+        n_resamples: The number of bootstrap resamples.
+        rng: A seed or a numpy Generator.
+
+    Returns:
+        Long format: framework, metric, mean, ci_low, ci_high.
+
+    Raises:
+        MainResultsError: A framework has no scores, or lacks a row for some task.
+    """
     rows = []
     for metric in METRICS:
         matrix = framework_matrix(scores, metric, frameworks)
-        intervals = bootstrap_ci(matrix.to_numpy(), confidence_level=confidence_level, n_resamples=n_resamples,
-                                 rng=rng)
+        intervals = bootstrap_ci(matrix.to_numpy(), confidence_level=confidence_level,
+                                 n_resamples=n_resamples, rng=rng)
         for framework, interval in zip(frameworks, intervals, strict=True):
             rows.append(
                 {"framework": framework, "metric": metric, "mean": interval.mean,
@@ -133,9 +184,26 @@ def paired_tests(
     n_resamples: int = DEFAULT_RESAMPLES,
     rng: Rng = 0,
 ) -> pd.DataFrame:
-    """Paired bootstrap tests (Table 5) between frameworks on ratio and novelty; default: every pair."""
+    """Run paired bootstrap tests (Table 5) between frameworks on ratio and novelty.
+
+    Args:
+        scores: One row per (task, framework) with valid, ratio and novelty.
+        pairs: The (a, b) pairs of frameworks to test; None tests every pair.
+        confidence_level: The intervals' confidence level.
+        n_resamples: The number of bootstrap resamples.
+        rng: A seed or a numpy Generator.
+
+    Returns:
+        One row per pair and metric: framework_a, framework_b, metric, mean_diff, ci_low,
+        ci_high, p_value.
+
+    Raises:
+        MainResultsError: A pair names a framework without scores, or a framework lacks a row
+            for some task.
+    """
     present = set(scores["framework"])
-    frameworks = tuple(f for f in FRAMEWORKS if f in present) + tuple(sorted(present - set(FRAMEWORKS)))
+    frameworks = (tuple(f for f in FRAMEWORKS if f in present)
+                  + tuple(sorted(present - set(FRAMEWORKS))))
     pairs = pairs if pairs is not None else list(combinations(frameworks, 2))
     rows = []
     for metric in METRICS:
@@ -153,7 +221,15 @@ def paired_tests(
 
 
 def round_as_printed(values: pd.Series, decimals: int = 2) -> pd.Series:
-    """Round half away from zero, as papers print (-0.615 -> -0.62), immune to binary float noise."""
+    """Round half away from zero, as papers print (-0.615 -> -0.62), immune to binary float noise.
+
+    Args:
+        values: The values (NaN stays NaN).
+        decimals: The decimals kept.
+
+    Returns:
+        The rounded values.
+    """
 
     def one(x: float) -> float:
         if pd.isna(x):
@@ -164,11 +240,26 @@ def round_as_printed(values: pd.Series, decimals: int = 2) -> pd.Series:
     return values.map(one)
 
 
-def compare_with_published(recomputed: pd.DataFrame, published: pd.DataFrame, decimals: int = 2) -> pd.DataFrame:
-    """Recomputed Table 4 beside the paper's values; a match is equality after rounding as the paper prints."""
+def compare_with_published(
+    recomputed: pd.DataFrame, published: pd.DataFrame, decimals: int = 2
+) -> pd.DataFrame:
+    """Put a recomputed Table 4 beside the paper's values.
+
+    A match is equality after rounding as the paper prints (`round_as_printed`).
+
+    Args:
+        recomputed: Table 4 as `table4_means` returns it.
+        published: The paper's values in long form: framework, metric, value.
+        decimals: The decimals the paper prints.
+
+    Returns:
+        One row per framework: the recomputed columns, the paper's (prefixed ``paper_``) and
+        ``ratio_matches`` / ``novelty_matches``.
+    """
     wide = published.pivot(index="framework", columns="metric", values="value")
     out = recomputed.set_index("framework").join(wide.add_prefix("paper_"), how="left")
     for metric in ("ratio", "novelty"):
         rounded = round_as_printed(out[f"mean_{metric}"], decimals)
-        out[f"{metric}_matches"] = (rounded - out[f"paper_mean_{metric}"]).abs() < 0.5 * 10.0**-decimals
+        out[f"{metric}_matches"] = ((rounded - out[f"paper_mean_{metric}"]).abs()
+                                    < 0.5 * 10.0**-decimals)
     return out.reset_index()
