@@ -27,7 +27,19 @@ from innolab.gym.policy import RunConfig
 from innolab.gym.sandbox import Sandbox, safe_members
 from innolab.gym.task import Compute, GymTask
 from innolab.rundir import RunDir
-from innolab.traces import read_events
+from innolab.traces import (
+    AnyEvent,
+    LLMCall,
+    ResearchLog,
+    RunFinished,
+    RunResumed,
+    RunStarted,
+    Submission,
+    ToolCallEvent,
+    ToolResultEvent,
+    Validation,
+    read_events,
+)
 
 ANSWER_FILE = "submission.json"
 NO_ANSWER = {"no_answer": "No answer found in eval gen after 1 iterations."}  # upstream's record of a missing answer
@@ -158,27 +170,28 @@ def final_answer(run_dir: Path, workspace: Path) -> dict[str, Any]:
     return dict(NO_ANSWER)
 
 
-def agent_log(events: list[dict[str, Any]], max_output_chars: int = 4000) -> str:
+def agent_log(events: list[AnyEvent], max_output_chars: int = 4000) -> str:
     """The run's trajectory as text, as the monitor M reads an agent's log: every model reply, tool call and
     tool output, in order."""
     lines: list[str] = []
     for event in events:
-        kind, step = event["type"], event.get("step")
-        head = f"[step {step}] {kind}"
-        if kind == "llm_call":
-            text = event.get("response") or event.get("error") or ""
-            calls = "".join(f"\n  tool call: {json.dumps(c)[:max_output_chars]}" for c in event.get("tool_calls", []))
-            lines.append(f"{head} ({event.get('purpose') or 'agent'}):\n{text[:max_output_chars]}{calls}")
-        elif kind == "tool_call":
-            lines.append(f"{head} {event['tool']}: {json.dumps(event['arguments'])[:max_output_chars]}")
-        elif kind == "tool_result":
-            status = "ok" if event["ok"] else "failed"
-            lines.append(f"{head} {event['tool']} {status} in {event['duration_s']:.1f} s:\n"
-                         f"{event['output'][-max_output_chars:]}")
-        elif kind in ("submission", "validation"):
-            lines.append(f"{head}: {json.dumps({k: v for k, v in event.items() if k not in ('v', 'seq', 'time')})}")
-        elif kind == "research_log":
-            lines.append(f"{head}:\n{event['entry']}")
-        elif kind in ("run_started", "run_resumed", "run_finished"):
-            lines.append(f"{head}: {event.get('reason', '')}".rstrip(": "))
+        head = f"[step {event.step}] {event.type}"
+        if isinstance(event, LLMCall):
+            text = event.response or event.error or ""
+            calls = "".join(f"\n  tool call: {json.dumps(c)[:max_output_chars]}" for c in event.tool_calls)
+            lines.append(f"{head} ({event.purpose or 'agent'}):\n{text[:max_output_chars]}{calls}")
+        elif isinstance(event, ToolCallEvent):
+            lines.append(f"{head} {event.tool}: {json.dumps(event.arguments)[:max_output_chars]}")
+        elif isinstance(event, ToolResultEvent):
+            status = "ok" if event.ok else "failed"
+            lines.append(f"{head} {event.tool} {status} in {event.duration_s:.1f} s:\n"
+                         f"{event.output[-max_output_chars:]}")
+        elif isinstance(event, Submission | Validation):
+            fields = {k: v for k, v in event.payload().items() if k not in ("v", "seq", "time")}
+            lines.append(f"{head}: {json.dumps(fields)}")
+        elif isinstance(event, ResearchLog):
+            lines.append(f"{head}:\n{event.entry}")
+        elif isinstance(event, RunStarted | RunResumed | RunFinished):
+            reason = event.reason if isinstance(event, RunFinished) else ""
+            lines.append(f"{head}: {reason}".rstrip(": "))
     return "\n\n".join(lines) + "\n"
