@@ -1,1 +1,2 @@
-"""Novelty (DAGENT): method cards, distance back ends, N and Div(T), judge ensembles, triplet validation."""
+"""Novelty (DAGENT): method cards, distance back ends and their registry, N and Div(T), judge
+ensembles, triplet validation."""

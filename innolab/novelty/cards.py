@@ -1,4 +1,5 @@
-"""Method cards: a solution reduced to a summary and pseudocode, implementation details stripped (App. H.1)."""
+"""Method cards: a solution reduced to a summary and pseudocode, implementation details stripped
+(App. H.1)."""
 
 from __future__ import annotations
 
@@ -6,35 +7,60 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-CARD_PROMPT = """Reduce this solution to its method. Write a summary (what problem framing, model or algorithm, \
-search or optimisation strategy, data handling and evaluation it uses; about 150 words) and pseudocode of its core \
-procedure. Leave out incidental details: file layout, names, logging, formatting."""
+CARD_PROMPT = """Reduce this solution to its method. Write a summary (what problem framing, \
+model or algorithm, search or optimisation strategy, data handling and evaluation it uses; about \
+150 words) and pseudocode of its core procedure. Leave out incidental details: file layout, names, \
+logging, formatting."""
 
 
 @dataclass(frozen=True)
 class MethodCard:
+    """A solution's method: a summary and pseudocode."""
+
     summary: str
     pseudocode: str
 
     def text(self) -> str:
+        """Return the card as the text a back end compares: the summary, then the pseudocode."""
         return f"Summary:\n{self.summary.strip()}\n\nPseudocode:\n{self.pseudocode.strip()}"
 
 
 def load_card(folder: Path) -> MethodCard:
-    """The stored card of a known solution (summary.md + pseudocode.tex)."""
+    """Return the stored card of a known solution.
+
+    Args:
+        folder: The solution's folder, holding summary.md and pseudocode.tex.
+
+    Returns:
+        The card.
+
+    Raises:
+        OSError: When a file cannot be read.
+    """
     return MethodCard((folder / "summary.md").read_text(encoding="utf-8"),
                       (folder / "pseudocode.tex").read_text(encoding="utf-8"))
 
 
-def extract_card(code: str, settings: dict[str, Any] | None = None, cache_path: str | None = None) -> MethodCard:
-    """Ask the LLM for a card of some code (JSON schema: summary, pseudocode)."""
+def extract_card(code: str, settings: dict[str, Any] | None = None,
+                 cache_path: str | None = None) -> MethodCard:
+    """Return the card the configured LLM writes of some code (JSON schema: summary, pseudocode).
+
+    Args:
+        code: The code; its first 12,000 characters are sent.
+        settings: LLM settings over those of the environment (temperature 0 by default).
+        cache_path: The response cache's file; None sends every request.
+
+    Returns:
+        The card; a reply that breaks the schema becomes a card of its text with no pseudocode.
+    """
     from innolab.llm import LLMClient, LLMSettings
     from innolab.llm.cache import ResponseCache
     from innolab.llm.client import json_schema, parse_json_object
 
     client = LLMClient(LLMSettings.from_env(**{"temperature": 0.0, **(settings or {})}),
                        ResponseCache(Path(cache_path)) if cache_path else None)
-    schema = json_schema("method_card", {"summary": {"type": "string"}, "pseudocode": {"type": "string"}},
+    schema = json_schema("method_card",
+                         {"summary": {"type": "string"}, "pseudocode": {"type": "string"}},
                          ["summary", "pseudocode"])
     completion = client.chat([{"role": "system", "content": CARD_PROMPT},
                               {"role": "user", "content": code[:12000]}], response_format=schema)

@@ -1,6 +1,8 @@
-"""The novelty back ends by name: each name's factory, the list of names (`BACKENDS`) and `make_backend`.
+"""The novelty back ends by name: each name's factory, the list of names (`BACKENDS`) and
+`make_backend`.
 
-The CLI's choices and the sweep spec's allowed values read `BACKENDS`; a new back end is registered here once.
+The CLI's choices and the sweep spec's allowed values read `BACKENDS`; a new back end is registered
+here once.
 """
 
 from __future__ import annotations
@@ -8,7 +10,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from innolab.novelty.backends import DistanceBackend, EmbeddingBackend, LLMJudge, NoveltyError, TfidfBackend
+from innolab.novelty.backends import (
+    DistanceBackend,
+    EmbeddingBackend,
+    LLMJudge,
+    NoveltyError,
+    TfidfBackend,
+)
 from innolab.novelty.structure import StructuralBackend
 
 FACTORIES: dict[str, Callable[..., DistanceBackend]] = {
@@ -23,18 +31,19 @@ _WITHOUT_OPTIONS = frozenset({"ast", "tfidf"})
 
 
 def make_backend(name: str, **options: Any) -> DistanceBackend:
-    """A distance back end by its registered name.
+    """Return a new distance back end by its registered name.
 
     Args:
-        name: one of `BACKENDS`.
-        **options: the back end's own settings (`EmbeddingBackend`'s endpoint, `LLMJudge`'s LLM settings and
-            cache path); the `ast` and `tfidf` back ends take none.
+        name: One of `BACKENDS`.
+        **options: The back end's own settings (`EmbeddingBackend`'s endpoint, `LLMJudge`'s LLM
+            settings and cache path); the `ast` and `tfidf` back ends take none.
 
     Returns:
-        A new back end.
+        The back end.
 
     Raises:
-        NoveltyError: when `name` is not registered, or options are given to a back end that takes none.
+        NoveltyError: When `name` is not registered, or options are given to a back end that
+            takes none.
     """
     factory = FACTORIES.get(name)
     if factory is None:

@@ -1,8 +1,9 @@
-"""Cosmetic variants of a program (renaming, reformatting, reordering), for the code-level triplet set.
+"""Cosmetic variants of a program (renaming, reformatting, reordering), for the code triplet set.
 
-A cosmetic variant computes exactly what the original computes: parameters and local variables get new names,
-docstrings and comments go, the layout is regenerated, and top-level definitions may be reordered. Function
-names (the program's interface), attributes, builtins and imported modules keep their names.
+A cosmetic variant computes exactly what the original computes: parameters and local variables get
+new names, docstrings and comments go, the layout is regenerated, and top-level definitions may be
+reordered. Function names (the program's interface), attributes, builtins and imported modules keep
+their names.
 """
 
 from __future__ import annotations
@@ -26,7 +27,8 @@ class _Renamer(ast.NodeTransformer):
             return name
         if name not in self.mapping:
             index = len(self.mapping)
-            self.mapping[name] = f"v{index}" if self.style == "short" else f"{name}_{'xyzw'[index % 4]}{index}"
+            self.mapping[name] = f"v{index}" if self.style == "short" \
+                else f"{name}_{'xyzw'[index % 4]}{index}"
         return self.mapping[name]
 
     def visit_arg(self, node: ast.arg) -> ast.arg:
@@ -42,15 +44,29 @@ def _strip_docstrings(tree: ast.Module) -> None:
     for node in ast.walk(tree):
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef | ast.Module):
             body = node.body
-            if body and isinstance(body[0], ast.Expr) and isinstance(getattr(body[0], "value", None), ast.Constant) \
+            if body and isinstance(body[0], ast.Expr) \
+                    and isinstance(getattr(body[0], "value", None), ast.Constant) \
                     and isinstance(body[0].value.value, str):
                 node.body = body[1:] or [ast.Pass()]
 
 
 def cosmetic_variant(source: str, style: str = "short", reorder: bool = False) -> str:
-    """Rename locals (`short`: v0, v1...; `suffixed`: name_x0...), drop docstrings, regenerate the layout."""
+    """Return a cosmetic variant of a program: locals renamed, docstrings gone, layout regenerated.
+
+    Args:
+        source: The program.
+        style: "short" renames to v0, v1...; "suffixed" to name_x0, name_y1...
+        reorder: Whether to reverse the order of the top-level statements after the imports.
+
+    Returns:
+        The variant's source.
+
+    Raises:
+        SyntaxError: When `source` is not Python.
+    """
     tree = pyparse.parse(source)
-    keep = {n.name for n in ast.walk(tree) if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)}
+    keep = {n.name for n in ast.walk(tree)
+            if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)}
     imports = [n for n in ast.walk(tree) if isinstance(n, ast.Import | ast.ImportFrom)]
     keep |= {alias.asname or alias.name.split(".")[0] for n in imports for alias in n.names}
     _strip_docstrings(tree)
