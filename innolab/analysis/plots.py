@@ -1,4 +1,4 @@
-"""Figures of the innovation metrics and the main results (matplotlib/seaborn; each returns its Figure)."""
+"""Figures of the innovation metrics and main results (matplotlib, seaborn), each a Figure."""
 
 from __future__ import annotations
 
@@ -34,7 +34,17 @@ def gain_novelty_plane(
     novelty_threshold: float = DEFAULT_NOVELTY_THRESHOLD,
     ratio_range: tuple[float, float] = (-1.05, 0.5),
 ) -> Figure:
-    """The (ratio, N) plane with the four innovation regions shaded; `points` has ratio, novelty, label."""
+    """Plot the (ratio, N) plane with the four innovation regions shaded.
+
+    Args:
+        points: The solutions: ratio, novelty and an optional label.
+        gain_tolerance: The ratio within which a solution ties with the best known.
+        novelty_threshold: The N from which a solution counts as novel.
+        ratio_range: The ratio axis's least range (widened to fit the points).
+
+    Returns:
+        The figure.
+    """
     fig, ax = plt.subplots(figsize=(6, 5.2))
     lo, hi = ratio_range
     hi = max(hi, float(points["ratio"].max()) + 0.1) if len(points) else hi
@@ -54,8 +64,8 @@ def gain_novelty_plane(
         seen.add(region)
     ax.scatter(points["ratio"], points["novelty"], color="black", zorder=3)
     for _, row in points.iterrows():
-        ax.annotate(str(row.get("label", "")), (row["ratio"], row["novelty"]), textcoords="offset points",
-                    xytext=(4, 4), fontsize=8)
+        ax.annotate(str(row.get("label", "")), (row["ratio"], row["novelty"]),
+                    textcoords="offset points", xytext=(4, 4), fontsize=8)
     ax.axvline(0, color="grey", lw=0.8, ls="--")
     ax.set_xlim(lo, hi)
     ax.set_ylim(0, NOVELTY_SCALE)
@@ -68,18 +78,27 @@ def gain_novelty_plane(
 
 
 def complex_plane(points: pd.DataFrame, max_angle: float = DEFAULT_MAX_ANGLE) -> Figure:
-    """Solutions as z = (1 + ratio)·exp(i·N/100·max_angle); the unit arc is the best known performance."""
+    """Plot solutions as z = (1 + ratio)·exp(i·N/100·max_angle); the unit arc is the best known.
+
+    Args:
+        points: The solutions: ratio, novelty and an optional label.
+        max_angle: The angle of N = 100, in radians.
+
+    Returns:
+        The figure.
+    """
     fig, ax = plt.subplots(figsize=(5, 5))
     theta = np.linspace(0, max_angle, 100)
-    ax.plot(np.cos(theta), np.sin(theta), color="grey", ls="--", lw=0.8, label="|z| = 1: equals V*")
+    ax.plot(np.cos(theta), np.sin(theta), color="grey", ls="--", lw=0.8,
+            label="|z| = 1: equals V*")
     radius = 1.0
     for _, row in points.iterrows():
         z = to_complex(row["ratio"], row["novelty"], max_angle)
         radius = max(radius, abs(z))
         ax.plot([0, z.real], [0, z.imag], color="#264653", lw=1)
         ax.scatter([z.real], [z.imag], color="#264653", zorder=3)
-        ax.annotate(str(row.get("label", "")), (z.real, z.imag), textcoords="offset points", xytext=(4, 4),
-                    fontsize=8)
+        ax.annotate(str(row.get("label", "")), (z.real, z.imag), textcoords="offset points",
+                    xytext=(4, 4), fontsize=8)
     lim = 1.1 * radius
     ax.set_xlim(min(-0.05, lim * math.cos(max_angle)), lim)
     ax.set_ylim(-0.05, lim)
@@ -93,41 +112,67 @@ def complex_plane(points: pd.DataFrame, max_angle: float = DEFAULT_MAX_ANGLE) ->
 
 
 def table2_heatmaps(filled: pd.DataFrame) -> Figure:
-    """Table 2 as two heatmaps (ratio, novelty): failed cells blank and marked '/', assumed cells marked '*'."""
+    """Plot Table 2 as two heatmaps (ratio, novelty).
+
+    Failed cells are left blank and marked '/', assumed cells are marked '*'.
+
+    Args:
+        filled: Table 2 as `main_results.fill_unreported` returns it (task, framework, ratio,
+            novelty, valid, assumed).
+
+    Returns:
+        The figure.
+    """
     fig, axes = plt.subplots(1, 2, figsize=(11, 5), sharey=True)
     tasks = list(dict.fromkeys(filled["task"]))
     frameworks = list(dict.fromkeys(filled["framework"]))
-    for ax, metric, cmap, vmin, vmax in ((axes[0], "ratio", "RdYlGn", -1, 0), (axes[1], "novelty", "viridis", 0, 100)):
-        values = filled.pivot(index="task", columns="framework", values=metric).loc[tasks, frameworks]
-        valid = filled.pivot(index="task", columns="framework", values="valid").loc[tasks, frameworks]
-        assumed = filled.pivot(index="task", columns="framework", values="assumed").loc[tasks, frameworks]
+    for ax, metric, cmap, vmin, vmax in ((axes[0], "ratio", "RdYlGn", -1, 0),
+                                         (axes[1], "novelty", "viridis", 0, 100)):
+        values = filled.pivot(index="task", columns="framework", values=metric).loc[
+            tasks, frameworks]
+        valid = filled.pivot(index="task", columns="framework", values="valid").loc[
+            tasks, frameworks]
+        assumed = filled.pivot(index="task", columns="framework", values="assumed").loc[
+            tasks, frameworks]
         shown = values.where(valid.astype(bool))
-        labels = shown.map(lambda x: "" if pd.isna(x) else f"{x:.3f}" if abs(x) < 0.01 else f"{x:.2f}")
+        labels = shown.map(
+            lambda x: "" if pd.isna(x) else f"{x:.3f}" if abs(x) < 0.01 else f"{x:.2f}")
         labels = labels.where(~assumed.astype(bool), labels + "*")
-        sns.heatmap(shown.astype(float), ax=ax, cmap=cmap, vmin=vmin, vmax=vmax, annot=labels, fmt="",
-                    cbar_kws={"label": metric}, linewidths=0.5, linecolor="white")
-        for i, task in enumerate(tasks):  # seaborn leaves masked cells unannotated: mark failures by hand
+        sns.heatmap(shown.astype(float), ax=ax, cmap=cmap, vmin=vmin, vmax=vmax, annot=labels,
+                    fmt="", cbar_kws={"label": metric}, linewidths=0.5, linecolor="white")
+        # seaborn leaves masked cells unannotated: mark failures by hand
+        for i, task in enumerate(tasks):
             for j, framework in enumerate(frameworks):
                 if not bool(valid.at[task, framework]):
                     ax.text(j + 0.5, i + 0.5, "/", ha="center", va="center", color="grey")
         ax.set_title(f"Table 2: {metric}")
         ax.set_xlabel("")
         ax.set_ylabel("")
-    fig.text(0.01, 0.01, "'/' no valid submission in 3 runs;  '*' value not printed by the paper, filled by assumption",
+    fig.text(0.01, 0.01, "'/' no valid submission in 3 runs;  "
+             "'*' value not printed by the paper, filled by assumption",
              fontsize=8)
     fig.tight_layout(rect=(0, 0.04, 1, 1))
     return fig
 
 
 def interval_plot(intervals: pd.DataFrame) -> Figure:
-    """Each framework's mean with its bootstrap interval, one panel per metric."""
+    """Plot each framework's mean with its bootstrap interval, one panel per metric.
+
+    Args:
+        intervals: framework, metric, mean, ci_low, ci_high (see
+            `main_results.framework_intervals`).
+
+    Returns:
+        The figure.
+    """
     metrics = list(dict.fromkeys(intervals["metric"]))
     fig, axes = plt.subplots(1, len(metrics), figsize=(5 * len(metrics), 3.5))
     axes = np.atleast_1d(axes)
     for ax, metric in zip(axes, metrics, strict=True):
         part = intervals[intervals["metric"] == metric].reset_index(drop=True)
         y = np.arange(len(part))
-        ax.errorbar(part["mean"], y, xerr=[part["mean"] - part["ci_low"], part["ci_high"] - part["mean"]],
+        ax.errorbar(part["mean"], y,
+                    xerr=[part["mean"] - part["ci_low"], part["ci_high"] - part["mean"]],
                     fmt="o", capsize=4, color="#264653")
         ax.set_yticks(y, part["framework"])
         ax.set_title(f"mean {metric}, 95% bootstrap CI over tasks")
@@ -136,11 +181,20 @@ def interval_plot(intervals: pd.DataFrame) -> Figure:
     return fig
 
 
-# ----------------------------------------------------------------------------------------- sweep analyses
+# ---------------------------------------------------------------------------------- sweep analyses
 
 
 def save_figure(fig: Figure, folder: str | Path, name: str) -> list[Path]:
-    """Write a figure as PNG and PDF under folder (created); returns both paths."""
+    """Write a figure as PNG and PDF.
+
+    Args:
+        fig: The figure.
+        folder: The folder (created).
+        name: The files' name without suffix.
+
+    Returns:
+        The PNG's and the PDF's paths.
+    """
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     paths = [folder / f"{name}.png", folder / f"{name}.pdf"]
@@ -150,11 +204,14 @@ def save_figure(fig: Figure, folder: str | Path, name: str) -> list[Path]:
 
 
 def _empty(ax, text: str) -> None:
-    ax.text(0.5, 0.5, text, ha="center", va="center", transform=ax.transAxes, fontsize=9, color="grey", wrap=True)
+    ax.text(0.5, 0.5, text, ha="center", va="center", transform=ax.transAxes, fontsize=9,
+            color="grey", wrap=True)
 
 
-def _ratio_and_novelty_axes(left, right, xlabel: str, ratio_label: str, novelty_label: str) -> None:
-    """A ratio panel (0 = the best known, dashed) beside an N panel on the 0-100 scale, over one x."""
+def _ratio_and_novelty_axes(
+    left, right, xlabel: str, ratio_label: str, novelty_label: str
+) -> None:
+    """A ratio panel (0 = the best known, dashed) beside an N panel on the 0-100 scale, one x."""
     left.axhline(0, color="grey", ls="--", lw=0.8)
     left.set_xlabel(xlabel)
     left.set_ylabel(ratio_label)
@@ -163,20 +220,34 @@ def _ratio_and_novelty_axes(left, right, xlabel: str, ratio_label: str, novelty_
     right.set_ylim(0, NOVELTY_SCALE)
 
 
-def time_budget_curves(curves: pd.DataFrame, by: str | None = None, title: str = "Time budget (Fig. 6a)") -> Figure:
-    """Anytime curves from `sweeps.anytime`: mean best-so-far ratio with its bootstrap band, and mean N."""
+def time_budget_curves(
+    curves: pd.DataFrame, by: str | None = None, title: str = "Time budget (Fig. 6a)"
+) -> Figure:
+    """Plot anytime curves: mean best-so-far ratio with its bootstrap band, and mean N.
+
+    Args:
+        curves: The curves from `sweeps.anytime` (t_s, mean_ratio, ci_low, ci_high,
+            mean_novelty).
+        by: A column that splits the curves into groups, one line each; None for one group.
+        title: The figure's title.
+
+    Returns:
+        The figure.
+    """
     sns.set_theme(style="whitegrid", context="paper")
     fig, (left, right) = plt.subplots(1, 2, figsize=(10, 3.8))
     groups = [("all", curves)] if by is None else list(curves.groupby(by, sort=True))
     palette = sns.color_palette("colorblind", max(1, len(groups)))
     for colour, (label, part) in zip(palette, groups, strict=False):
         left.plot(part["t_s"], part["mean_ratio"], color=colour, label=str(label))
-        left.fill_between(part["t_s"], part["ci_low"], part["ci_high"], color=colour, alpha=0.2, lw=0)
+        left.fill_between(part["t_s"], part["ci_low"], part["ci_high"], color=colour, alpha=0.2,
+                          lw=0)
         right.plot(part["t_s"], part["mean_novelty"], color=colour, label=str(label))
     if curves.empty:
         _empty(left, "no runs")
     _ratio_and_novelty_axes(left, right, "time budget t (s)",
-                            "mean ratio of the best valid candidate by t\n(-1 while none)", "mean N of that candidate")
+                            "mean ratio of the best valid candidate by t\n(-1 while none)",
+                            "mean N of that candidate")
     left.legend(fontsize=8, title=by)
     fig.suptitle(title)
     fig.tight_layout()
@@ -184,15 +255,28 @@ def time_budget_curves(curves: pd.DataFrame, by: str | None = None, title: str =
 
 
 def backbone_bars(effect: pd.DataFrame, factor: str, paper: pd.DataFrame | None = None,
-                  reference: float | None = None, metric_label: str = "sum of radii (best of k)") -> Figure:
-    """Best-of-k value per level of a factor (from `sweeps.factor_effect`, kind best_of_k) beside the paper's values
-    (`fig6_backbone.csv`) and a reference line (AlphaEvolve's 2.65 in Fig. 6b)."""
+                  reference: float | None = None,
+                  metric_label: str = "sum of radii (best of k)") -> Figure:
+    """Plot the best-of-k value per level of a factor beside the paper's values.
+
+    Args:
+        effect: The effect from `sweeps.factor_effect` (rows of kind best_of_k are plotted).
+        factor: The factor's column.
+        paper: The paper's values (`fig6_backbone.csv`: framework, backbone, sum_of_radii), or
+            None.
+        reference: A reference line (AlphaEvolve's 2.65 in Fig. 6b), or None.
+        metric_label: The value axis's label.
+
+    Returns:
+        The figure.
+    """
     sns.set_theme(style="whitegrid", context="paper")
     fig, ax = plt.subplots(figsize=(7, 3.8))
     ours = effect[effect["kind"] == "best_of_k"]
     labels = [f"this sweep: {v}" for v in ours[factor]]
     values = list(ours["mean"])
-    errors = [list((ours["mean"] - ours["ci_low"]).fillna(0)), list((ours["ci_high"] - ours["mean"]).fillna(0))]
+    errors = [list((ours["mean"] - ours["ci_low"]).fillna(0)),
+              list((ours["ci_high"] - ours["mean"]).fillna(0))]
     colours = ["#264653"] * len(labels)
     if paper is not None and len(paper):
         published = paper[paper["framework"].notna()]
@@ -216,17 +300,30 @@ def backbone_bars(effect: pd.DataFrame, factor: str, paper: pd.DataFrame | None 
 
 def temperature_panel(table: pd.DataFrame, factor: str, best_level: object | None,
                       paper_best: tuple[float, float] | None = (0.5, 0.75)) -> Figure:
-    """Mean ratio and mean N per level (from `sweeps.trade_off`), the best trade-off level marked, and the range
-    the paper names as best (Fig. 6c: T = 0.5-0.75) shaded."""
+    """Plot mean ratio and mean N per level, the best trade-off level marked.
+
+    Args:
+        table: The table from `sweeps.trade_off` (the factor, mean_ratio, mean_novelty).
+        factor: The factor's column.
+        best_level: The best trade-off level, marked; None marks none.
+        paper_best: The range the paper names as best (Fig. 6c: T = 0.5-0.75), shaded; None
+            shades none.
+
+    Returns:
+        The figure.
+    """
     sns.set_theme(style="whitegrid", context="paper")
     fig, left = plt.subplots(figsize=(6.5, 3.8))
     right = left.twinx()
-    left.plot(table[factor], table["mean_ratio"], "o-", color="#264653", label="mean ratio (G/|V*|)")
+    left.plot(table[factor], table["mean_ratio"], "o-", color="#264653",
+              label="mean ratio (G/|V*|)")
     right.plot(table[factor], table["mean_novelty"], "s--", color="#e76f51", label="mean N")
     if paper_best is not None:
-        left.axvspan(*paper_best, color="#e9c46a", alpha=0.25, label=f"paper's best T {paper_best[0]}-{paper_best[1]}")
+        left.axvspan(*paper_best, color="#e9c46a", alpha=0.25,
+                     label=f"paper's best T {paper_best[0]}-{paper_best[1]}")
     if best_level is not None:
-        left.axvline(float(best_level), color="#2a9d8f", lw=1.5, label=f"best trade-off here: {best_level}")
+        left.axvline(float(best_level), color="#2a9d8f", lw=1.5,
+                     label=f"best trade-off here: {best_level}")
     right.grid(False)
     left.set_xlabel(factor)
     left.set_ylabel("mean ratio")
@@ -242,8 +339,15 @@ def temperature_panel(table: pd.DataFrame, factor: str, best_level: object | Non
 
 
 def prior_trajectory_plot(rows: pd.DataFrame) -> Figure:
-    """Each improving candidate of the runs from a prior start (from `sweeps.prior_trajectory`): ratio, N against
-    the known solutions and N against the prior, over time (Fig. 5)."""
+    """Plot each improving candidate of the runs from a prior start, over time (Fig. 5).
+
+    Args:
+        rows: The rows from `sweeps.prior_trajectory` (config_id, t_s, ratio, novelty against
+            the known solutions, novelty_vs_prior).
+
+    Returns:
+        The figure.
+    """
     sns.set_theme(style="whitegrid", context="paper")
     fig, (left, right) = plt.subplots(1, 2, figsize=(10, 3.8))
     for run, part in rows.groupby("config_id", sort=True):
@@ -262,29 +366,57 @@ def prior_trajectory_plot(rows: pd.DataFrame) -> Figure:
 
 
 def success_heatmap(rates: pd.DataFrame, index: str, columns: str) -> Figure:
-    """Success rates (from `sweeps.success_rates` by two columns) as a heatmap annotated with Wilson intervals."""
+    """Plot success rates as a heatmap annotated with their Wilson intervals.
+
+    Args:
+        rates: The rates from `sweeps.success_rates` by two columns (rate, ci_low, ci_high,
+            successes, n).
+        index: The column shown as rows.
+        columns: The column shown as columns.
+
+    Returns:
+        The figure.
+    """
     sns.set_theme(style="white", context="paper")
     table = rates.assign(**{index: rates[index].astype(str), columns: rates[columns].astype(str)})
     values = table.pivot(index=index, columns=columns, values="rate")
     notes = table.assign(note=[f"{r:.0%}\n[{lo:.0%}, {hi:.0%}]\n{s}/{n}" for r, lo, hi, s, n in zip(
-        table["rate"], table["ci_low"], table["ci_high"], table["successes"], table["n"], strict=True)]
+        table["rate"], table["ci_low"], table["ci_high"], table["successes"], table["n"],
+        strict=True)]
     ).pivot(index=index, columns=columns, values="note")
     fig, ax = plt.subplots(figsize=(1.8 + 1.6 * values.shape[1], 1.2 + 0.9 * values.shape[0]))
-    sns.heatmap(values.astype(float), annot=notes.reindex_like(values), fmt="", cmap="YlGn", vmin=0, vmax=1, ax=ax,
-                cbar_kws={"label": "share of runs with a valid submission"}, annot_kws={"fontsize": 7})
+    sns.heatmap(values.astype(float), annot=notes.reindex_like(values), fmt="", cmap="YlGn",
+                vmin=0, vmax=1, ax=ax,
+                cbar_kws={"label": "share of runs with a valid submission"},
+                annot_kws={"fontsize": 7})
     ax.set_title("Success rates (Table 6) with 95% Wilson intervals")
     fig.tight_layout()
     return fig
 
 
-def paired_plot(pairs: pd.DataFrame, factor: str, metric: str, level_a: object, level_b: object) -> Figure:
-    """Paired runs at two levels of a factor (Table 7: without and with the innovation prompt), one line per pair;
-    `pairs` holds one row per run with `factor`, `metric` and a `pair` label."""
+def paired_plot(
+    pairs: pd.DataFrame, factor: str, metric: str, level_a: object, level_b: object
+) -> Figure:
+    """Plot paired runs at two levels of a factor, one line per pair.
+
+    Table 7: without and with the innovation prompt.
+
+    Args:
+        pairs: One row per run, with `factor`, `metric` and a `pair` label.
+        factor: The factor's column.
+        metric: The metric's column.
+        level_a: The first level (left).
+        level_b: The second level (right).
+
+    Returns:
+        The figure (a note when no pair has runs at both levels).
+    """
     sns.set_theme(style="whitegrid", context="paper")
     fig, ax = plt.subplots(figsize=(4.5, 3.8))
     wide = pairs.pivot_table(index="pair", columns=factor, values=metric, aggfunc="mean")
     if level_a in wide.columns and level_b in wide.columns:
-        both = pd.DataFrame({"a": wide[level_a], "b": wide[level_b]}).dropna()  # scalar keys: bool levels work
+        # scalar keys: bool levels work
+        both = pd.DataFrame({"a": wide[level_a], "b": wide[level_b]}).dropna()
         for a, b in zip(both["a"], both["b"], strict=True):
             ax.plot([0, 1], [a, b], "o-", color="#264653", alpha=0.6)
     else:
@@ -298,8 +430,15 @@ def paired_plot(pairs: pd.DataFrame, factor: str, metric: str, level_a: object, 
 
 
 def chain_plot(chain: pd.DataFrame, paper: list[float] | None = None) -> Figure:
-    """EXP-Bench's conjunctive chain (M -> M·C·D -> M·C·D·I -> M·C·D·I·E) per agent and model, with the paper's
-    chain (Fig. 6b: 20.6, 3.7, 0.4, 0.2 %) as a dashed line."""
+    """Plot EXP-Bench's conjunctive chain (M -> M·C·D -> M·C·D·I -> M·C·D·I·E) per agent and model.
+
+    Args:
+        chain: agent, model, step, percent.
+        paper: The paper's chain (Fig. 6b: 20.6, 3.7, 0.4, 0.2 %), drawn dashed; or None.
+
+    Returns:
+        The figure.
+    """
     sns.set_theme(style="whitegrid", context="paper")
     fig, ax = plt.subplots(figsize=(7, 3.8))
     steps = list(dict.fromkeys(chain["step"])) or ["M", "M·C·D", "M·C·D·I", "M·C·D·I·E"]
