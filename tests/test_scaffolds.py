@@ -194,8 +194,7 @@ def observations(data: Path) -> dict[str, Observation]:
     for family in FAMILY_WORDS:
         task = (ExpBenchGymTask(get(load(data), "confA/111/0"), Path("unused")) if family == "expbench"
                 else get_task(family))
-        found[family] = Observation(0, task.description, [], 300.0, task.direction,
-                                    getattr(task, "workspace_rules", None))
+        found[family] = Observation(0, task.description, [], 300.0, task.direction, task.workspace_rules)
     return found
 
 
