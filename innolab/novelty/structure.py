@@ -1,21 +1,26 @@
-"""A structural distance over normalised Python ASTs: sees through renaming, comments, layout and reordering.
+"""A structural distance over normalised Python ASTs: sees through renaming, comments, layout and
+reordering.
 
 Normalisation (`normalise`):
+
 * docstrings, comments and formatting go (the AST has none of the last two);
-* identifiers are canonicalised by role: within each top-level statement, parameters become `a0, a1...`,
-  other local and global names `v0, v1...` in order of first appearance; names of functions, classes and
-  imported modules, builtins and attribute names keep their spelling (they are the program's interface and
-  its vocabulary of library calls);
-* literals are bucketed: small integers (|n| < 10) and booleans stay, other numbers become `NUM`, strings `STR`;
+* identifiers are canonicalised by role: within each top-level statement, parameters become
+  `a0, a1...`, other local and global names `v0, v1...` in order of first appearance; names of
+  functions, classes and imported modules, builtins and attribute names keep their spelling (they
+  are the program's interface and its vocabulary of library calls);
+* literals are bucketed: small integers (|n| < 10) and booleans stay, other numbers become `NUM`,
+  strings `STR`;
 * top-level statements are sorted (imports first), so reordering definitions changes nothing.
 
-Distance (`StructuralBackend`): 100·(1 − cosine) between the bags of (a) every AST node's depth-2 shape (its
-type with its children's types) and (b) 1–4-grams of the normalised token stream, weighted equally.
+Distance (`StructuralBackend`): 100·(1 − cosine) between the bags of (a) every AST node's depth-2
+shape (its type with its children's types) and (b) 1–4-grams of the normalised token stream,
+weighted equally.
 
-What it cannot see: two *different implementations of the same method* (a loop and a vectorised expression
-that compute the same thing) look different to it, and two *different methods written alike* (same control flow,
-other formulas bucketed into the same literals) look close. It compares code with code; given text that does not
-parse as Python (a method card), it falls back to character n-gram TF-IDF of the text.
+What it cannot see: two *different implementations of the same method* (a loop and a vectorised
+expression that compute the same thing) look different to it, and two *different methods written
+alike* (same control flow, other formulas bucketed into the same literals) look close. It compares
+code with code; given text that does not parse as Python (a method card), it falls back to
+character n-gram TF-IDF of the text.
 """
 
 from __future__ import annotations
@@ -33,7 +38,8 @@ from innolab.novelty.backends import TfidfBackend
 
 BUILTINS = set(dir(builtins))
 SMALL_INT = 10
-_PARSE_LOCK = pyparse.lock()  # the Scorer computes distances in threads; CPython 3.11's parser needs one at a time
+# the Scorer computes distances in threads; CPython 3.11's parser needs one at a time
+_PARSE_LOCK = pyparse.lock()
 
 
 class _Canonical(ast.NodeTransformer):
@@ -93,18 +99,34 @@ def _drop_docstring(node: ast.AST) -> None:
 
 
 def parse_code(text: str) -> ast.Module | None:
-    """The AST of a text that is Python code (not a sentence that happens to parse)."""
+    """Return the AST of a text that is Python code (not a sentence that happens to parse).
+
+    Args:
+        text: The text.
+
+    Returns:
+        Its AST, or None when it does not parse or holds no statement that only code has.
+    """
     try:
         tree = pyparse.parse(text)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
-    code_like = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Assign, ast.AugAssign, ast.For,
-                 ast.While, ast.Import, ast.ImportFrom, ast.Return)
+    code_like = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Assign, ast.AugAssign,
+                 ast.For, ast.While, ast.Import, ast.ImportFrom, ast.Return)
     return tree if any(isinstance(n, code_like) for n in ast.walk(tree)) else None
 
 
 def normalise_tree(tree: ast.Module) -> ast.Module:
-    keep = {n.name for n in ast.walk(tree) if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)}
+    """Return a program's AST normalised (see the module's docstring), changing it in place.
+
+    Args:
+        tree: The program's AST.
+
+    Returns:
+        The same tree, normalised.
+    """
+    keep = {n.name for n in ast.walk(tree)
+            if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)}
     for node in ast.walk(tree):
         if isinstance(node, ast.Import | ast.ImportFrom):
             keep |= {alias.asname or alias.name.split(".")[0] for alias in node.names}
@@ -112,14 +134,21 @@ def normalise_tree(tree: ast.Module) -> ast.Module:
     statements = []
     for statement in tree.body:
         canonical = _Canonical(keep).visit(statement)
-        statements.append((not isinstance(canonical, ast.Import | ast.ImportFrom), ast.unparse(canonical),
-                           canonical))
+        statements.append((not isinstance(canonical, ast.Import | ast.ImportFrom),
+                           ast.unparse(canonical), canonical))
     tree.body = [s for _, _, s in sorted(statements, key=lambda t: (t[0], t[1]))]
     return ast.fix_missing_locations(tree)
 
 
 def normalise(source: str) -> str:
-    """The canonical text of a program (see the module's docstring); unparsable text comes back unchanged."""
+    """Return the canonical text of a program (see the module's docstring).
+
+    Args:
+        source: The program.
+
+    Returns:
+        Its canonical text; text that is not Python code comes back unchanged.
+    """
     with _PARSE_LOCK:
         tree = parse_code(source)
         return source if tree is None else ast.unparse(normalise_tree(tree)) + "\n"
@@ -128,7 +157,8 @@ def normalise(source: str) -> str:
 def _shapes(tree: ast.AST) -> Counter[str]:
     shapes: Counter[str] = Counter()
     for node in ast.walk(tree):
-        children = [type(c).__name__ for c in ast.iter_child_nodes(node) if not isinstance(c, ast.expr_context)]
+        children = [type(c).__name__ for c in ast.iter_child_nodes(node)
+                    if not isinstance(c, ast.expr_context)]
         label = type(node).__name__
         if isinstance(node, ast.Name):
             label += f":{node.id if not node.id[1:].isdigit() else node.id[0]}"
@@ -144,8 +174,8 @@ def _token_grams(text: str, n_max: int = 4) -> Counter[str]:
     tokens = []
     try:
         for token in tokenize.generate_tokens(io.StringIO(text).readline):
-            if token.type in (tokenize.NEWLINE, tokenize.NL, tokenize.INDENT, tokenize.DEDENT, tokenize.ENDMARKER,
-                              tokenize.COMMENT):
+            if token.type in (tokenize.NEWLINE, tokenize.NL, tokenize.INDENT, tokenize.DEDENT,
+                              tokenize.ENDMARKER, tokenize.COMMENT):
                 continue
             tokens.append(token.string)
     except (tokenize.TokenError, IndentationError, SyntaxError):
@@ -173,7 +203,15 @@ def _features(text: str) -> tuple[Counter[str], Counter[str]] | None:
 
 
 def structural_distance(a: str, b: str) -> float | None:
-    """0–100 between two programs after normalisation; None when either is not Python code."""
+    """Return the structural distance of two programs after normalisation.
+
+    Args:
+        a: A program.
+        b: Another program.
+
+    Returns:
+        The distance in [0, 100], or None when either is not Python code.
+    """
     features_a, features_b = _features(a), _features(b)
     if features_a is None or features_b is None:
         return None
@@ -188,6 +226,11 @@ class StructuralBackend:
     name = "ast"
 
     def distance(self, a: str, b: str) -> float:
+        """Return the distance of two texts in [0, 100]: structural for code, else TF-IDF.
+
+        Raises:
+            NoveltyError: When the texts are not code and one is empty.
+        """
         value = structural_distance(a, b)
         if value is not None:
             return value

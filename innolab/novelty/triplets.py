@@ -1,9 +1,10 @@
-"""Triplet validation of a distance back end (paper App. F): does it put the farther alternative farther?
+"""Triplet validation of a distance back end (paper App. F): does it put the farther alternative
+farther?
 
-A triplet is (base A, closer B, farther C). A back end agrees when D(A, C) > D(A, B). Code triplets pair a base
-program with a cosmetic variant (B) and an algorithmic variant (C); method triplets pair a method with one of the
-same paradigm (B) and one of another paradigm (C). Where triplets carry human scores, Spearman and Pearson
-correlations against them are reported too.
+A triplet is (base A, closer B, farther C). A back end agrees when D(A, C) > D(A, B). Code triplets
+pair a base program with a cosmetic variant (B) and an algorithmic variant (C); method triplets
+pair a method with one of the same paradigm (B) and one of another paradigm (C). Where triplets
+carry human scores, Spearman and Pearson correlations against them are reported too.
 """
 
 from __future__ import annotations
@@ -23,6 +24,8 @@ from innolab.paths import data_dir
 
 @dataclass(frozen=True)
 class Triplet:
+    """A base, a closer and a farther alternative, with human distances where collected."""
+
     name: str
     kind: str  # "code" or "method"
     base: str
@@ -32,16 +35,29 @@ class Triplet:
 
 
 def load_triplets(kind: str = "all", cosmetic_index: int = 0) -> list[Triplet]:
-    """The project's triplet set: code triplets (one cosmetic variant each, by index) and method triplets."""
+    """Return the project's triplet set.
+
+    Args:
+        kind: "all", "code" or "method".
+        cosmetic_index: Which of each code triplet's cosmetic variants is the closer alternative.
+
+    Returns:
+        The code triplets and/or the method triplets.
+
+    Raises:
+        ValueError: When `kind` is none of the three.
+    """
     folder = data_dir() / "triplets"
     out: list[Triplet] = []
     if kind in ("all", "code"):
         for t in json.loads((folder / "code_triplets.json").read_text())["triplets"]:
-            out.append(Triplet(t["problem"], "code", t["base"], t["cosmetic"][cosmetic_index], t["algorithmic"]))
+            out.append(Triplet(t["problem"], "code", t["base"], t["cosmetic"][cosmetic_index],
+                               t["algorithmic"]))
     if kind in ("all", "method"):
         for t in json.loads((folder / "method_triplets.json").read_text())["triplets"]:
             human = tuple(t["human"]) if "human" in t else None
-            out.append(Triplet(t["domain"], "method", t["base"], t["closer"], t["farther"], human))  # type: ignore[arg-type]
+            out.append(Triplet(t["domain"], "method", t["base"], t["closer"], t["farther"],
+                               human))  # type: ignore[arg-type]
     if not out:
         raise ValueError(f"kind must be all, code or method, got {kind!r}")
     return out
@@ -49,6 +65,8 @@ def load_triplets(kind: str = "all", cosmetic_index: int = 0) -> list[Triplet]:
 
 @dataclass(frozen=True)
 class Validation:
+    """A back end's result on a set of triplets: mean distances, agreement, correlations."""
+
     backend: str
     kind: str
     n: int
@@ -60,10 +78,22 @@ class Validation:
     pearson: float | None
 
     def row(self) -> dict[str, Any]:
+        """Return the result as a table row."""
         return self.__dict__.copy()
 
 
 def validate(scorer: Scorer, triplets: list[Triplet]) -> Validation:
+    """Return how a back end orders the triplets' alternatives.
+
+    Args:
+        scorer: The back end's scorer.
+        triplets: The triplets.
+
+    Returns:
+        The mean distances to the closer and the farther alternatives, the share of triplets
+        where the farther is farther (the agreement), the number the back end could not score,
+        and the correlations with human distances where at least two triplets carry them.
+    """
     pairs = [(t.base, t.closer) for t in triplets] + [(t.base, t.farther) for t in triplets]
     values = scorer.distances(pairs, failures="nan")
     closer, farther = np.array(values[: len(triplets)]), np.array(values[len(triplets) :])
@@ -77,31 +107,50 @@ def validate(scorer: Scorer, triplets: list[Triplet]) -> Validation:
         spearman = float(stats.spearmanr(ours, theirs).statistic)
         pearson = float(stats.pearsonr(ours, theirs).statistic)
     kinds = {t.kind for t in triplets}
-    return Validation(scorer.backend.name, kinds.pop() if len(kinds) == 1 else "mixed", len(triplets),
+    return Validation(scorer.backend.name, kinds.pop() if len(kinds) == 1 else "mixed",
+                      len(triplets),
                       float(np.nanmean(closer)) if scored.any() else float("nan"),
                       float(np.nanmean(farther)) if scored.any() else float("nan"), agreement,
                       int((~scored).sum()), spearman, pearson)
 
 
 def write_rows(rows: list[dict[str, Any]], path: Path) -> None:
+    """Write table rows to a CSV file, making its folder."""
     import pandas as pd
 
     path.parent.mkdir(parents=True, exist_ok=True)
     pd.DataFrame(rows).to_csv(path, index=False)
 
 
-# The paper's App. F means on the code triplets, read as raw 0–24 totals [inferred], on the 0–100 scale.
+# The paper's App. F means on the code triplets, read as raw 0–24 totals [inferred], on the 0–100
+# scale.
 PAPER_COSMETIC = 1.00 / 24 * 100
 PAPER_ALGORITHMIC = 9.75 / 24 * 100
 
 
 def validation_table(backends: list[str], cache_dir: Path, llm_limit: int | None = None,
-                     llm_settings: dict[str, Any] | None = None, models: list[str] | None = None) -> pd.DataFrame:
-    """Every back end on the full code and method triplets; `model_calls` counts requests that reached a model.
+                     llm_settings: dict[str, Any] | None = None,
+                     models: list[str] | None = None) -> pd.DataFrame:
+    """Return every back end's validation on the full code and method triplets.
 
-    Code back ends compare code as `innolab.novelty.scoring.comparable` prepares it (normalised for tfidf and
-    embedding). For the llm back end each judge model in `models` (default: the configured one) gets its rows;
-    with two or more, a row per kind reports their mean and Krippendorff's alpha (interval) over the pairs.
+    Code back ends compare code as `innolab.novelty.scoring.comparable` prepares it (normalised
+    for tfidf and embedding). For the llm back end each judge model in `models` gets its rows; with
+    two or more, a row per kind reports their mean and Krippendorff's alpha (interval) over the
+    pairs.
+
+    Args:
+        backends: Registered back-end names.
+        cache_dir: The folder of the distance and LLM response caches.
+        llm_limit: How many triplets of each kind the llm back end judges; None or 0: all.
+        llm_settings: LLM settings of the judges.
+        models: The judge models; None: the configured one.
+
+    Returns:
+        One row per back end (and judge) and kind, `model_calls` counting requests that reached a
+        model, beside the paper's means.
+
+    Raises:
+        NoveltyError: When a back end is not registered.
     """
     from innolab.novelty.backends import LLMJudge
     from innolab.novelty.registry import make_backend
@@ -114,8 +163,9 @@ def validation_table(backends: list[str], cache_dir: Path, llm_limit: int | None
             triplets = load_triplets(kind)
             if name == "llm" and llm_limit:
                 triplets = triplets[:llm_limit]
-            prepared = [Triplet(t.name, t.kind, comparable(t.base, name), comparable(t.closer, name),
-                                comparable(t.farther, name), t.human) for t in triplets]
+            prepared = [Triplet(t.name, t.kind, comparable(t.base, name),
+                                comparable(t.closer, name), comparable(t.farther, name), t.human)
+                        for t in triplets]
             scorers = []
             for model in judges:
                 if name == "llm":
@@ -123,7 +173,8 @@ def validation_table(backends: list[str], cache_dir: Path, llm_limit: int | None
                     backend = LLMJudge(settings, cache_path=str(cache_dir / "llm_cache.sqlite"))
                 else:
                     backend = make_backend(name)
-                scorer = Scorer(backend, cache_dir / "distances.sqlite", workers=1 if name == "llm" else 4)
+                scorer = Scorer(backend, cache_dir / "distances.sqlite",
+                                workers=1 if name == "llm" else 4)
                 scorers.append(scorer)
                 row = validate(scorer, prepared).row()
                 judged = isinstance(backend, LLMJudge)
@@ -134,14 +185,19 @@ def validation_table(backends: list[str], cache_dir: Path, llm_limit: int | None
                 row["alpha"] = None
                 rows.append(row)
             if len(scorers) >= 2:
-                pairs = [(t.base, t.closer) for t in prepared] + [(t.base, t.farther) for t in prepared]
+                pairs = [(t.base, t.closer) for t in prepared] \
+                    + [(t.base, t.farther) for t in prepared]
                 result = ensemble(scorers, pairs)
-                closer, farther = np.array(result.mean[: len(prepared)]), np.array(result.mean[len(prepared) :])
-                rows.append({"backend": "llm ensemble: " + ", ".join(s.backend.name for s in scorers), "kind": kind,
-                             "n": len(prepared), "mean_closer": float(closer.mean()),
-                             "mean_farther": float(farther.mean()), "agreement": float(np.mean(farther > closer)),
-                             "failed": 0, "spearman": None, "pearson": None, "model_calls": 0, "tokens": 0,
-                             "cost_usd": 0.0, "pairs_computed": 0, "alpha": result.alpha})
+                closer, farther = (np.array(result.mean[: len(prepared)]),
+                                   np.array(result.mean[len(prepared) :]))
+                rows.append({"backend": "llm ensemble: " + ", ".join(s.backend.name
+                                                                     for s in scorers),
+                             "kind": kind, "n": len(prepared), "mean_closer": float(closer.mean()),
+                             "mean_farther": float(farther.mean()),
+                             "agreement": float(np.mean(farther > closer)),
+                             "failed": 0, "spearman": None, "pearson": None, "model_calls": 0,
+                             "tokens": 0, "cost_usd": 0.0, "pairs_computed": 0,
+                             "alpha": result.alpha})
     table = pd.DataFrame(rows)
     table["paper_cosmetic"] = PAPER_COSMETIC
     table["paper_algorithmic"] = PAPER_ALGORITHMIC
@@ -149,13 +205,20 @@ def validation_table(backends: list[str], cache_dir: Path, llm_limit: int | None
 
 
 def judge_endpoint() -> tuple[str, int | None]:
-    """Which judge the llm back end would use, in words (host, never the key), and how many triplets of each
-    kind it should judge: all where an endpoint is configured, 2 on the embedded 135M model (slow, and no judge)."""
+    """Return which judge the llm back end would use and how many triplets of each kind it should
+    judge.
+
+    Returns:
+        The judge in words (host, never the key), and the number of triplets: None (all) where an
+        endpoint is configured, 2 on the embedded 135M model (slow, and no judge).
+    """
     from urllib.parse import urlparse
 
     from innolab.llm.settings import LLMSettings
 
     settings = LLMSettings.from_env()
     if settings.base_url:
-        return f"model {settings.model} at {urlparse(settings.base_url).netloc or settings.base_url}", None
-    return f"the embedded model {settings.model} (SmolLM2-135M, local; exercises the pipeline only)", 2
+        return (f"model {settings.model} at "
+                f"{urlparse(settings.base_url).netloc or settings.base_url}", None)
+    return (f"the embedded model {settings.model} (SmolLM2-135M, local; exercises the pipeline "
+            "only)", 2)
