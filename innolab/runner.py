@@ -126,7 +126,7 @@ def config_from_parameters(parameters: dict[str, Any]) -> RunConfig:
 def config_id(config: RunConfig) -> str:
     """A configuration's stable id: the hash of its settled settings (what the endpoint reports is left out, so
     that the id is known before the run starts)."""
-    fields = {k: v for k, v in asdict(config).items()
+    fields = {k: v for k, v in config.as_dict().items()
               if k != "model_reported" and not (k == "task_options" and not v)}  # ids made before it stay
     return hashlib.sha256(json.dumps(fields, sort_keys=True, default=str).encode()).hexdigest()[:12]
 
@@ -142,9 +142,8 @@ def settle(config: RunConfig) -> RunConfig:
     """Ask the endpoint which model it serves under the configured id (once, before the run starts)."""
     if config.llm is None or config.model_reported is not None:
         return config
-    settings = LLMSettings(**config.llm)
     try:
-        reported = LLMClient(settings).reported_model()
+        reported = LLMClient(config.llm).reported_model()
     except LLMError:
         reported = None
     config.model_reported = reported

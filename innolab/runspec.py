@@ -81,11 +81,8 @@ def _scaffolds() -> Iterable[str]:
 
 
 def _llm(config: RunConfig, key: str) -> Any:
-    """One model setting of a resolved configuration (its `llm`: typed, or a dict as older code held it)."""
-    llm = config.llm
-    if llm is None:
-        return None
-    return llm.get(key) if isinstance(llm, dict) else getattr(llm, key, None)
+    """One model setting of a resolved configuration (None for a run without a model)."""
+    return None if config.llm is None else getattr(config.llm, key)
 
 
 def _backbone(config: RunConfig) -> str:

@@ -141,7 +141,7 @@ class _Novelty:
     def __init__(self, folder: RunDir, config: dict[str, Any], task, backend: str | None,
                  settings: dict[str, Any] | None) -> None:
         self.folder, self.task, self.backend = folder, task, backend
-        run_settings = RunConfig.from_dict(config).llm
+        run_settings = RunConfig.from_dict(config).as_dict()["llm"]
         self.settings = None if run_settings is None and settings is None else {**(run_settings or {}),
                                                                                   **(settings or {})}
         self._scorer: Scorer | None = None

@@ -75,7 +75,7 @@ def test_faults_are_retried_and_traced(agent, tmp_path):
 def test_unreachable_model_ends_the_run_cleanly(tmp_path):
     with FakeLLM(["500"] * 50) as server:
         config = fake_config("codeact", server.base_url)
-        config.llm["max_retries"] = 1
+        config.llm = config.llm.model_copy(update={"max_retries": 1})
         outcome = runner.start(config, tmp_path / "run", show_progress=False)
     events = traces.read_events(Path(outcome["run_dir"]))
     assert outcome["reason"] == "llm_error" and not outcome["valid"]

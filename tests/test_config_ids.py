@@ -62,7 +62,9 @@ def test_ids_of_config_files_written_before():
         "prior_solution": None, "runtime": "local", "image": None, "wall_clock_s": 30.0, "max_steps": None,
         "max_tokens": None, "max_cost_usd": None, "seed": 0, "seed_rule": SEED_RULE, "tool_timeouts": {},
         "stall_steps": 5, "task_options": {}}
-    assert runner.config_id(RunConfig.from_dict(json.loads(json.dumps(written)))) == "4deb12747cc7"
+    loaded = RunConfig.from_dict(json.loads(json.dumps(written)))
+    assert runner.config_id(loaded) == "4deb12747cc7"
+    assert loaded.llm.temperature == 0.25 and loaded.as_dict() == written  # typed, written back as it was
     legacy = {  # written before the settings were settled: model settings in policy_args, an `extra` bag
         "task": "circle-packing-26", "policy": "innolab.agents.aide:make", "agent": "aide", "extra": {"x": 1},
         "policy_args": {"settings": {"model": "smollm2", "temperature": 0.5, "seed": 1}, "innovation_prompt": True,
@@ -72,6 +74,8 @@ def test_ids_of_config_files_written_before():
     assert runner.config_id(loaded) == "f6357d61123e"
     assert loaded.policy_args == {"num_drafts": 2} and loaded.innovation_prompt
     assert loaded.prior_solution == {"name": "prior", "sha256": None, "code": "print(1)\n"}
+    assert loaded.llm.max_tokens == 512 and loaded.as_dict()["llm"] == {"model": "smollm2", "temperature": 0.5,
+                                                                        "seed": 1}  # only what the file held
     with_options = RunConfig(task="expbench:confA/111/0", policy="innolab.agents.codeact:make", agent="codeact",
                              llm={"model": "smollm2", "temperature": 0.7}, task_options={"repo": "/r", "data": "/d"})
     assert runner.config_id(with_options) == "e8c787a8ec5a"

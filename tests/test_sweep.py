@@ -121,8 +121,8 @@ def test_backbones_map_to_endpoints_by_prefix(tmp_path, monkeypatch):
     from innolab.runner import config_from_parameters
 
     config = config_from_parameters(configurations[3].parameters)
-    assert config.llm["model"] == "gpt-5" and config.llm["api_key_env"] == "GPT_5_API_KEY"
-    assert config.endpoint == "gpt_5.invalid" and "sk-secret" not in json.dumps(config.llm)
+    assert config.llm.model == "gpt-5" and config.llm.api_key_env == "GPT_5_API_KEY"
+    assert config.endpoint == "gpt_5.invalid" and "sk-secret" not in json.dumps(config.as_dict())
 
 
 # ------------------------------------------------------------------------------------------ the run folder's lock

@@ -45,7 +45,7 @@ def artefacts(run_dir: str | Path) -> dict[str, Path]:
 
 def model_folder(config: RunConfig) -> str:
     """The <model> level of upstream's layout: the model as the endpoint reported it, else as configured."""
-    model = config.model_reported or (config.llm or {}).get("model") or "unknown"
+    model = config.model_reported or (config.llm.model if config.llm else None) or "unknown"
     return re.sub(r"[^\w.-]+", "-", str(model)).strip("-")
 
 

@@ -5,10 +5,11 @@ Agents import this module (and the tool call types), never the run loop.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any, Literal, Protocol
 
 from innolab.gym.tools import ToolCall, ToolResult
+from innolab.llm.settings import LLMSettings
 
 Runtime = Literal["local", "docker"]
 RUNTIMES: tuple[Runtime, ...] = ("local", "docker")
@@ -56,14 +57,15 @@ class RunConfig:
     re-derived from the environment later (the API key, a secret, is read at run time and never written).
 
     `llm` holds the model settings in force (endpoint, model, temperature, top_p, max_tokens, seed, retries...);
-    `policy_args` only the scaffold's own options.
+    `policy_args` only the scaffold's own options. config.json holds `as_dict()`: of `llm`, the settings that were
+    written (all but the key for a resolved configuration; those an older file holds for one loaded from it).
     """
 
     task: str
     policy: str  # "module:factory", called with policy_args (and, for LLM agents, the settings below)
     policy_args: dict[str, Any] = field(default_factory=dict)
     agent: str = "scripted"
-    llm: dict[str, Any] | None = None
+    llm: LLMSettings | None = None
     endpoint: str | None = None  # "embedded" or the endpoint's host (never a key)
     model_reported: str | None = None  # the model id as the endpoint reports it
     innovation_prompt: bool = False
@@ -79,6 +81,16 @@ class RunConfig:
     tool_timeouts: dict[str, float] = field(default_factory=dict)
     stall_steps: int | None = 5  # consecutive steps without a tool call that end the run as "stalled"
     task_options: dict[str, Any] = field(default_factory=dict)  # what a `<scheme>:` task needs (paths, resolved)
+
+    def __post_init__(self) -> None:
+        if isinstance(self.llm, dict):
+            self.llm = LLMSettings.model_validate(self.llm)
+
+    def as_dict(self) -> dict[str, Any]:
+        """The configuration as config.json holds it (plain JSON data; the same bytes as before `llm` was typed)."""
+        data = asdict(self)
+        data["llm"] = None if self.llm is None else self.llm.model_dump(exclude_unset=True)
+        return data
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> RunConfig:

@@ -47,7 +47,7 @@ def create_run(config: RunConfig, run_dir: Path | None = None) -> Path:
     folder.root.mkdir(parents=True, exist_ok=True)
     if folder.exists():
         raise RunError(f"{folder.root} already holds a run")
-    folder.config.write_text(json.dumps(asdict(config), indent=2) + "\n", encoding="utf-8")
+    folder.config.write_text(json.dumps(config.as_dict(), indent=2) + "\n", encoding="utf-8")
     return folder.root
 
 
@@ -71,7 +71,7 @@ def make_policy(config: RunConfig, run_dir: Path) -> Policy:
     args = dict(config.policy_args)
     if config.llm is not None:  # an LLM agent: the settled settings, the run's response cache, its options
         args.setdefault("cache_path", str(RunDir(run_dir).llm_cache))
-        args.update(settings=config.llm, innovation_prompt=config.innovation_prompt,
+        args.update(settings=config.as_dict()["llm"], innovation_prompt=config.innovation_prompt,
                     initial_solution=(config.prior_solution or {}).get("code"))
     elif args.get("cache_path") and not Path(args["cache_path"]).is_absolute():
         args["cache_path"] = str(run_dir / args["cache_path"])
@@ -142,7 +142,7 @@ def execute(run_dir: Path, resume: bool = False, show_progress: bool = True) -> 
                 folder.research_log.write_text("".join(entries), encoding="utf-8")
         else:
             trace = TraceWriter(folder.root)
-            trace.emit("run_started", step=0, config=asdict(config))
+            trace.emit("run_started", step=0, config=config.as_dict())
         # after a resume, the persistent interpreter is rebuilt by replaying its recorded actions
         toolbox = Toolbox(sandbox, validator, session_replay=[e["code"] for e in code_log if e["kind"] == "session"])
         try:
