@@ -52,16 +52,16 @@ def test_a_scaffold_on_an_expbench_task_in_docker_then_judged_and_executed(datas
         system = server.requests[0]["messages"][0]["content"]
     assert "experiment's code repository" in system and "taskkit" not in system  # the task's own rules
     events = traces.read_events(run_dir)
-    outputs = [e["output"] for e in events if e["type"] == "tool_result"]
+    outputs = [e.output for e in events if e.type == "tool_result"]
     assert "README.md" not in outputs[0] and "train.py" not in outputs[0] and "keep.py" in outputs[0]
     assert "run.py" not in outputs[0] and "helper.py" in outputs[0]  # masked, in the submodule too
     assert "0.93" in outputs[2]
-    submission = next(e for e in events if e["type"] == "submission")
-    assert submission["dev_valid"] and submission["dev_score"] is None  # checked for its keys, never scored
+    submission = next(e for e in events if e.type == "submission")
+    assert submission.dev_valid and submission.dev_score is None  # checked for its keys, never scored
     finished = events[-1]
-    assert finished["type"] == "run_finished" and finished["reason"] == "agent_finished"
+    assert finished.type == "run_finished" and finished.reason == "agent_finished"
     out = run_dir / "expbench"
-    assert sorted(finished["artefacts"]) == sorted(f"expbench/{name}" for name in (
+    assert sorted(finished.artefacts) == sorted(f"expbench/{name}" for name in (
         f"{PREFIX}_eval_gen.json", f"{PREFIX}_eval_gen.patch", f"{PREFIX}_eval_gen_config.json",
         f"{PREFIX}_eval_gen_codeact_logs.txt", "workspace"))
     answer = json.loads((out / f"{PREFIX}_eval_gen.json").read_text())

@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
+from pydantic import ValidationError
 
 from innolab import runner, traces
 from innolab.gym.budget import Budget, BudgetError, parse_duration
@@ -179,20 +180,20 @@ def test_trace_schema_is_checked(tmp_path):
 
 def _steps_are_complete(run_dir: Path, steps: int) -> None:
     events = traces.read_events(run_dir)
-    calls = [e for e in events if e["type"] == "tool_call"]
+    calls = [e for e in events if e.type == "tool_call"]
     per_step = {}
     for event in calls:
-        per_step.setdefault(event["step"], []).append(event["call_id"])
+        per_step.setdefault(event.step, []).append(event.call_id)
     assert sorted(per_step) == list(range(steps)), f"missing or extra steps: {sorted(per_step)}"
     for step, ids in per_step.items():
         assert len(ids) == len(set(ids)), f"step {step} has duplicated tool calls {ids}"
-    checkpoints = [e["step"] for e in events if e["type"] == "checkpoint"]
+    checkpoints = [e.step for e in events if e.type == "checkpoint"]
     assert checkpoints == list(range(1, steps + 1))
-    assert [e["seq"] for e in events] == list(range(len(events)))
-    assert sum(e["type"] == "run_started" for e in events) == 1
-    assert sum(e["type"] == "run_finished" for e in events) == 1
-    assert next(e["type"] for e in events if e["type"] in ("run_finished", "score")) == "run_finished"
-    assert sum(e["type"] == "score" for e in events) <= 1
+    assert [e.seq for e in events] == list(range(len(events)))
+    assert sum(e.type == "run_started" for e in events) == 1
+    assert sum(e.type == "run_finished" for e in events) == 1
+    assert next(e.type for e in events if e.type in ("run_finished", "score")) == "run_finished"
+    assert sum(e.type == "score" for e in events) <= 1
 
 
 def _start(run_dir: Path, resume: bool) -> subprocess.Popen:
@@ -219,8 +220,8 @@ def test_sigkill_and_resume_leaves_no_missing_or_duplicated_step(tmp_path, trial
     assert process.returncode == 0, process.stderr.read().decode()[-2000:]
     assert kills >= 1
     _steps_are_complete(run_dir, steps)
-    finished = next(e for e in traces.read_events(run_dir) if e["type"] == "run_finished")
-    assert finished["dev_valid"] and finished["dev_score"] == pytest.approx(26 / 12, rel=1e-9)
+    finished = next(e for e in traces.read_events(run_dir) if e.type == "run_finished")
+    assert finished.dev_valid and finished.dev_score == pytest.approx(26 / 12, rel=1e-9)
     score = score_run(run_dir, novelty_backend=None)
     assert score["valid"] and score["score"] == pytest.approx(26 / 12, rel=1e-9)
 
@@ -261,13 +262,16 @@ def test_cli_resume_continues_a_killed_run(tmp_path):
 
 def test_trace_events_are_typed_on_write_and_on_read(tmp_path):
     writer = traces.TraceWriter(tmp_path)
-    writer.emit("checkpoint", step=1)
+    writer.emit(traces.Checkpoint(step=1))
+    with pytest.raises(ValidationError, match="dev_valid"):
+        traces.Submission(step=1, file="submission/x.json", dev_score=1.0)
+    with pytest.raises(ValidationError, match="colour"):
+        traces.Checkpoint(step=2, colour="red")
     with pytest.raises(traces.TraceError, match="submission event, field 'dev_valid'"):
-        writer.emit("submission", step=1, file="submission/x.json", dev_score=1.0)
-    with pytest.raises(traces.TraceError, match="field 'colour'"):
-        writer.emit("checkpoint", step=2, colour="red")
+        traces.parse_event({"v": 2, "seq": 1, "time": 1.0, "type": "submission", "step": 1, "file": "x",
+                            "dev_score": 1.0})
     with pytest.raises(traces.TraceError, match="unknown event type 'party'"):
-        writer.emit("party", step=2)
+        traces.parse_event({"type": "party", "step": 2})
     writer.close()
     with (tmp_path / "trace.jsonl").open("a") as handle:
         handle.write('{"v": 2, "seq": 1, "time": 1.0, "type": "tool_call", "step": 1, "call_id": "a"}\n')
@@ -293,10 +297,10 @@ V1_TRACE = [
 def test_a_trace_of_schema_version_1_still_loads(tmp_path):
     (tmp_path / "trace.jsonl").write_text("".join(json.dumps(e) + "\n" for e in V1_TRACE))
     events = traces.read_events(tmp_path)
-    assert [e["v"] for e in events] == [2] * 5
-    assert events[1]["dev_valid"] is True and "valid" not in events[1]
-    assert events[3]["final_submission"] is None and "score" not in events[3]
-    assert events[4]["distances"] == {"a": 40.0, "b": 60.0} and events[4]["novelty"] == 40.0
+    assert [e.v for e in events] == [2] * 5
+    assert events[1].dev_valid is True and "valid" not in events[1].payload()
+    assert events[3].final_submission is None and "score" not in events[3].payload()
+    assert events[4].distances == {"a": 40.0, "b": 60.0} and events[4].novelty == 40.0
     assert "score 2.1" in traces.summary(tmp_path)
 
 

@@ -87,8 +87,8 @@ def test_adversarial_agent_cannot_escape(docker_client, base_image, tmp_path, ho
     run_dir = Path(outcome["run_dir"])
 
     events = traces.read_events(run_dir)
-    results = [e for e in events if e["type"] == "tool_result"]
-    verdicts = dict(zip(ATTEMPTS, (r["output"] for r in results[: len(ATTEMPTS)]), strict=True))
+    results = [e for e in events if e.type == "tool_result"]
+    verdicts = dict(zip(ATTEMPTS, (r.output for r in results[: len(ATTEMPTS)]), strict=True))
     escaped = {name: out for name, out in verdicts.items() if "ESCAPED" in out or "BLOCKED" not in out}
     assert not escaped, escaped
     assert len(ATTEMPTS) >= 20
@@ -96,15 +96,15 @@ def test_adversarial_agent_cannot_escape(docker_client, base_image, tmp_path, ho
     # The symlink was refused; the fake validate.py fooled nobody: the pristine validator and the hidden evaluator
     # both say invalid.
     sneaky = results[len(ATTEMPTS) + 1]
-    assert not sneaky["ok"] and ("link" in sneaky["output"] or "regular file" in sneaky["output"])
-    submissions = [e for e in events if e["type"] == "submission"]
-    assert len(submissions) == 1 and submissions[0]["dev_valid"] is False and submissions[0]["dev_score"] is None
-    assert "overlap" in " ".join(submissions[0]["dev_errors"])
-    score = next(e for e in events if e["type"] == "score")
-    assert score["valid"] is False and score["ratio"] == -1.0 and not outcome["valid"]
-    assert "overlap" in " ".join(score["errors"])
-    assert [e["type"] for e in events[-2:]] == ["run_finished", "score"]
-    assert [e["seq"] for e in events] == list(range(len(events)))
+    assert not sneaky.ok and ("link" in sneaky.output or "regular file" in sneaky.output)
+    submissions = [e for e in events if e.type == "submission"]
+    assert len(submissions) == 1 and submissions[0].dev_valid is False and submissions[0].dev_score is None
+    assert "overlap" in " ".join(submissions[0].dev_errors)
+    score = next(e for e in events if e.type == "score")
+    assert score.valid is False and score.ratio == -1.0 and not outcome["valid"]
+    assert "overlap" in " ".join(score.errors)
+    assert [e.type for e in events[-2:]] == ["run_finished", "score"]
+    assert [e.seq for e in events] == list(range(len(events)))
 
     # The host is untouched and nothing is left running.
     canary, passwd = host_canaries

@@ -131,7 +131,7 @@ def test_run_is_scored_once_with_n_in_its_trace_and_table(tmp_path):
     row = run_dir.read_score()
     assert row["valid"] and 0 < row["novelty"] <= 100 and math.isclose(row["score"], 26 / 12, rel_tol=1e-9)
     assert row["novelty_backend"] == "tfidf" and again["already_scored"] and again["novelty"] == row["novelty"]
-    scores = [e for e in traces.read_events(run_dir.root) if e["type"] == "score"]
-    assert len(scores) == 1 and scores[0]["novelty"] == row["novelty"]
+    scores = [e for e in traces.read_events(run_dir.root) if e.type == "score"]
+    assert len(scores) == 1 and scores[0].novelty == row["novelty"]
     table = run_dir.scores_table.read_text().splitlines()
     assert len(table) == 2 and "novelty" in table[0]

@@ -38,8 +38,8 @@ def test_the_scored_submission_keeps_the_program_that_wrote_it(agent, tmp_path, 
         outcome = runner.start(fake_config(agent, server.base_url), tmp_path / "run", show_progress=False)
     folder = RunDir(outcome["run_dir"])
     events = traces.read_events(folder.root)
-    submissions = [e for e in events if e["type"] == "submission"]
-    assert submissions and all(e["source"] for e in submissions)
+    submissions = [e for e in events if e.type == "submission"]
+    assert submissions and all(e.source for e in submissions)
     final = folder.final_source.read_text()
     assert final.strip() and SOLUTION_CODE.strip() in final  # the program the server returned
     score = folder.read_score()

@@ -33,7 +33,7 @@ TAMPERING = [
 ]
 
 
-def tampered_run(tmp_path: Path, runtime: str, image: str | None = None) -> tuple[list[dict], dict]:
+def tampered_run(tmp_path: Path, runtime: str, image: str | None = None) -> tuple[list[traces.AnyEvent], dict]:
     config = RunConfig(task="circle-packing-26", policy="tests.gym_policies:CallPolicy",
                        policy_args={"calls": TAMPERING},
                        runtime=runtime, image=image, max_steps=20, wall_clock_s=300, agent="tamperer")
@@ -41,19 +41,20 @@ def tampered_run(tmp_path: Path, runtime: str, image: str | None = None) -> tupl
     return traces.read_events(Path(outcome["run_dir"])), outcome
 
 
-def check_pristine(events: list[dict], outcome: dict) -> None:
-    results = [e for e in events if e["type"] == "tool_result"]
-    assert '"score": 99.0' in results[2]["output"]  # the agent's own copy now says what the agent wants
-    validations = [e for e in events if e["type"] == "validation"]
-    assert validations[0]["valid"] is False and validations[0]["score"] is None
-    assert "overlap" in " ".join(validations[0]["errors"])
-    submissions = [e for e in events if e["type"] == "submission"]
-    assert [s["dev_valid"] for s in submissions] == [False, True]
-    assert submissions[0]["dev_score"] is None and submissions[1]["dev_score"] == pytest.approx(26 / 12, rel=1e-9)
-    finished = next(e for e in events if e["type"] == "run_finished")
-    assert finished["final_submission"] == submissions[1]["file"]  # chosen by the pristine dev score
+def check_pristine(events: list[traces.AnyEvent], outcome: dict) -> None:
+    results = [e for e in events if e.type == "tool_result"]
+    assert '"score": 99.0' in results[2].output  # the agent's own copy now says what the agent wants
+    validations = [e for e in events if e.type == "validation"]
+    assert validations[0].valid is False and validations[0].score is None
+    assert "overlap" in " ".join(validations[0].errors)
+    submissions = [e for e in events if e.type == "submission"]
+    assert [s.dev_valid for s in submissions] == [False, True]
+    assert submissions[0].dev_score is None and submissions[1].dev_score == pytest.approx(26 / 12, rel=1e-9)
+    finished = next(e for e in events if e.type == "run_finished")
+    assert finished.final_submission == submissions[1].file  # chosen by the pristine dev score
     assert outcome["valid"] and outcome["score"] == pytest.approx(26 / 12, rel=1e-9)
-    assert all(e.get("score") != 99.0 for e in events if e["type"] in ("validation", "submission", "score"))
+    assert all(e.score != 99.0 for e in events if e.type in ("validation", "score"))
+    assert all(e.dev_score != 99.0 for e in events if e.type == "submission")
 
 
 def test_tampered_validator_steers_nothing_local(tmp_path):

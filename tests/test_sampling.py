@@ -25,13 +25,13 @@ def test_mlab_that_only_reflects_ends_stalled_and_never_loops_on_the_cache(tmp_p
                                                               "backoff_s": 0.0})
         outcome = runner.start(config, tmp_path / "run", novelty=None, show_progress=False)
     events = traces.read_events(Path(outcome["run_dir"]))
-    calls = [e for e in events if e["type"] == "llm_call"]
+    calls = [e for e in events if e.type == "llm_call"]
     # Reflection is a model call now (over the research log), and a step may ask again after one: 5 idle steps
     # still end the run, each call numbered, seeded anew, sent once and never served from the cache
     assert outcome["reason"] == "stalled" and 5 <= len(calls) <= 5 * 6
-    assert [e["call_index"] for e in calls] == list(range(len(calls)))
-    assert len({e["seed"] for e in calls}) == len(calls) and all(e["temperature"] == 0.7 for e in calls)
-    assert not any(e["cached"] for e in calls) and len(server.requests) == len(calls)
+    assert [e.call_index for e in calls] == list(range(len(calls)))
+    assert len({e.seed for e in calls}) == len(calls) and all(e.temperature == 0.7 for e in calls)
+    assert not any(e.cached for e in calls) and len(server.requests) == len(calls)
 
 
 def test_identical_requests_sample_anew_and_replay_exactly(tmp_path):
@@ -66,5 +66,5 @@ def test_the_settings_in_force_are_settled_once_and_recorded(tmp_path, monkeypat
     assert written["prior_solution"]["name"] == "grid" and len(written["prior_solution"]["sha256"]) == 64
     assert "sk-secret" not in (folder / "config.json").read_text() + (folder / "trace.jsonl").read_text()
     events = traces.read_events(folder)
-    assert events[0]["config"] == written
-    assert all(e["temperature"] == 0.3 for e in events if e["type"] == "llm_call")
+    assert events[0].config == written
+    assert all(e.temperature == 0.3 for e in events if e.type == "llm_call")

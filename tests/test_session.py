@@ -89,7 +89,7 @@ def test_codeact_keeps_variables_between_actions(runtime, tmp_path, request):
         outcome = runner.start(config(server.base_url, runtime, image), tmp_path / "run", novelty=None,
                                show_progress=False)
     assert outcome["valid"] and outcome["score"] == pytest.approx(26 / 12, rel=1e-9)
-    calls = [e for e in traces.read_events(Path(outcome["run_dir"])) if e["type"] == "tool_call"]
+    calls = [e for e in traces.read_events(Path(outcome["run_dir"])) if e.type == "tool_call"]
     assert [c["tool"] for c in calls[:2]] == ["python_session", "python_session"]
 
 
@@ -108,11 +108,11 @@ def test_a_resumed_run_rebuilds_the_interpreter_by_replay(tmp_path):
         done = subprocess.run([*command, "--resume"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
         assert done.returncode == 0, done.stderr[-2000:]
     events = traces.read_events(run_dir)
-    assert any(e["type"] == "run_resumed" for e in events)
-    results = [e for e in events if e["type"] == "tool_result" and e["tool"] == "python_session"]
-    assert results[-1]["ok"] and "wrote 26" in results[-1]["output"]  # r and json came back by replay
-    submissions = [e for e in events if e["type"] == "submission"]
-    assert submissions and submissions[-1]["dev_valid"]
+    assert any(e.type == "run_resumed" for e in events)
+    results = [e for e in events if e.type == "tool_result" and e.tool == "python_session"]
+    assert results[-1].ok and "wrote 26" in results[-1].output  # r and json came back by replay
+    submissions = [e for e in events if e.type == "submission"]
+    assert submissions and submissions[-1].dev_valid
 
 
 # ------------------------------------------------------------------------------------- nothing outlives its run
@@ -197,5 +197,5 @@ def test_a_codeact_run_killed_mid_action_leaves_no_process_and_no_folder(tmp_pat
     assert not [f for f in folders if f.exists()]
     assert not owned_folders(private_tmp, resumed.pid)  # the resumed run's own sandbox and validator, closed with it
     events = traces.read_events(run_dir)
-    assert any(e["type"] == "run_resumed" for e in events)
-    assert next(e for e in events if e["type"] == "run_finished")["dev_valid"]
+    assert any(e.type == "run_resumed" for e in events)
+    assert next(e for e in events if e.type == "run_finished").dev_valid

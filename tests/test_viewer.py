@@ -44,8 +44,8 @@ def runs(tmp_path_factory):
 
 
 def steps_of(run_dir: Path) -> list[int]:
-    return sorted({e["step"] for e in traces.read_events(run_dir)
-                   if e["type"] in ("llm_call", "tool_call") and e["step"] is not None})
+    return sorted({e.step for e in traces.read_events(run_dir)
+                   if e.type in ("llm_call", "tool_call") and e.step is not None})
 
 
 def export(run_dir: Path, out: Path) -> str:
@@ -65,8 +65,8 @@ def test_the_html_export_is_self_contained_and_holds_every_step_and_the_final_sc
         for step in steps_of(runs / name):
             assert f'id="step-{step}"' in page and f"<h3>Step {step}</h3>" in page
         score = traces.read_events(runs / name)[-1]
-        assert score["type"] == "score" and render.number(score["score"]) in page
-        assert f'<td class="final-score-V">{render.number(score["score"])}</td>' in page
+        assert score.type == "score" and render.number(score.score) in page
+        assert f'<td class="final-score-V">{render.number(score.score)}</td>' in page
     aide = (tmp_path / "aide.html").read_text()
     assert aide.count('data-node="') == 3 and "plan B: fix it with a grid" in aide
     assert "You are an expert solving a task" in aide  # the prompt, from the run's cache
@@ -97,7 +97,7 @@ def test_the_export_in_headless_chromium(runs, tmp_path):
     dom = subprocess.run([*flags, "--dump-dom", page.as_uri()], capture_output=True, text=True, timeout=120).stdout
     for step in steps_of(runs / "aide"):
         assert f'id="step-{step}"' in dom
-    score = traces.read_events(runs / "aide")[-1]["score"]
+    score = traces.read_events(runs / "aide")[-1].score
     assert f'<td class="final-score-V">{render.number(score)}</td>' in dom
 
 
@@ -116,9 +116,9 @@ def test_run_view_widgets_show_the_timeline_steps_journal_and_totals(runs):
     view.node_picker.value = 1
     assert "plan B: fix it with a grid" in view.node_detail.value and "circles = [" in view.node_detail.value
     totals = view.run.totals
-    calls = [e for e in traces.read_events(runs / "aide") if e["type"] == "llm_call"]
+    calls = [e for e in traces.read_events(runs / "aide") if e.type == "llm_call"]
     assert totals["model_calls"] == len(calls) >= 3 and totals["tools_s"] > 0
-    assert totals["prompt_tokens"] == sum(e["prompt_tokens"] for e in calls) > 0
+    assert totals["prompt_tokens"] == sum(e.prompt_tokens for e in calls) > 0
     assert "tokens (prompt + completion)" in view.totals.value
     assert [view.tabs.get_title(i) for i in range(4)] == ["Timeline", "Steps", "AIDE journal", "Totals"]
     state = view.tabs.children[1].children[2].value  # the scaffold's memory at the last checkpoint

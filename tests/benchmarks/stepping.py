@@ -63,12 +63,12 @@ def measure(agent: str, seed: int, folder: Path, budget_s: int = 60, task: str =
         reason = "error: " + (done.stderr.strip().splitlines() or ["no output"])[-1][:200]
         return Stepping(agent, seed, 0, 0, 0, 0.0, reason, run_dir)
     events = traces.read_events(run_dir)
-    answered = [e for e in events if e["type"] == "llm_call" and not e.get("failed")]
-    finished = next((e for e in events if e["type"] == "run_finished"), {})
-    tokens = [e.get("completion_tokens") or 0 for e in answered]
-    return Stepping(agent, seed, len(answered), sum(1 for e in events if e["type"] == "llm_call" and e.get("failed")),
-                    sum(1 for e in events if e["type"] == "tool_call"), statistics.median(tokens) if tokens else 0.0,
-                    str(finished.get("reason", "unfinished")), run_dir)
+    answered = [e for e in events if e.type == "llm_call" and not e.failed]
+    finished = traces.Trace(events).end_reason
+    tokens = [e.completion_tokens or 0 for e in answered]
+    return Stepping(agent, seed, len(answered), sum(1 for e in events if e.type == "llm_call" and e.failed),
+                    sum(1 for e in events if e.type == "tool_call"), statistics.median(tokens) if tokens else 0.0,
+                    finished or "unfinished", run_dir)
 
 
 def seeds_of(text: str) -> list[int]:
