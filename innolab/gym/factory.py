@@ -1,4 +1,4 @@
-"""Open a sandbox for a task (only the task's visible part copied in) and the pristine validator beside it."""
+"""Open a sandbox for a task (its visible part copied in) and the pristine validator beside it."""
 
 from __future__ import annotations
 
@@ -12,11 +12,25 @@ from innolab.gym.validator import DockerValidator, LocalValidator, Validator
 GPU_REQUESTS = {"cpu": None, "gpu": "all", "gpu-if-available": "if-available"}
 
 
-def open_sandbox(task: GymTask, runtime: Runtime = "local", image: str | None = None,
-                 workspace: Path | None = None) -> Sandbox:
-    """A fresh sandbox holding the task's visible files (description, validator, data); nothing hidden.
+def open_sandbox(
+    task: GymTask,
+    runtime: Runtime = "local",
+    image: str | None = None,
+    workspace: Path | None = None,
+) -> Sandbox:
+    """A fresh sandbox holding the task's visible files (description, validator, data).
 
-    Raises SandboxError for an unknown runtime or a sandbox that cannot start.
+    Args:
+        task: The task; nothing hidden of it enters the sandbox.
+        runtime: The back end, one of RUNTIMES.
+        image: The container image (docker; None: the default image).
+        workspace: The workspace folder (local; None: a new temporary folder).
+
+    Returns:
+        The open sandbox; the caller closes it.
+
+    Raises:
+        SandboxError: An unknown runtime, or a sandbox that cannot start or be filled.
     """
     if runtime == "local":
         from innolab.gym.local import LocalSandbox
@@ -38,10 +52,18 @@ def open_sandbox(task: GymTask, runtime: Runtime = "local", image: str | None = 
 
 
 def open_validator(task: GymTask, sandbox: Sandbox) -> Validator:
-    """The task's pristine checker for this sandbox's runtime (see innolab.gym.validator): in a fresh
-    container of the sandbox's image on its engine for a container sandbox, in a private folder otherwise.
+    """The task's pristine checker for this sandbox's runtime (see innolab.gym.validator).
 
-    Raises SandboxError for a docker sandbox that names no image or engine client.
+    Args:
+        task: The task whose validator files are checked.
+        sandbox: The run's sandbox.
+
+    Returns:
+        For a docker sandbox, a validator running each check in a fresh container of the sandbox's
+        image on its engine; otherwise one running it in a private folder.
+
+    Raises:
+        SandboxError: A docker sandbox that names no image or engine client.
     """
     if sandbox.runtime == "docker":
         if sandbox.image is None or sandbox.client is None:

@@ -12,11 +12,21 @@ MAX_FILE_BYTES = 20_000_000
 
 
 class SandboxError(RuntimeError):
-    """A sandbox operation that cannot be done (a path outside the workspace, a missing engine, a symlink...)."""
+    """A sandbox operation that cannot be done (a path leaving the workspace, no engine, a link)."""
 
 
 @dataclass(frozen=True)
 class ExecResult:
+    """What a command returned.
+
+    Attributes:
+        returncode: The command's exit status.
+        stdout: Its standard output, decoded.
+        stderr: Its standard error, decoded.
+        timed_out: Whether it was killed at its time limit.
+        duration_s: Its wall time.
+    """
+
     returncode: int
     stdout: str
     stderr: str
@@ -26,18 +36,23 @@ class ExecResult:
 
 @runtime_checkable
 class Sandbox(Protocol):
-    """Where an agent's commands run. Paths are relative to the workspace; absolute paths are refused.
+    """Where an agent's commands run; paths are relative to the workspace (absolute ones refused).
 
-    Optional abilities have a default here, which a back end that subclasses `Sandbox` inherits and may
-    override: `write_files` (one call for many files; by default one `write_file` each), and `client` and
-    `image` (the container engine's client and the image the sandbox runs in; None for a sandbox without an
-    engine, as the local one).
+    Optional abilities have a default here, which a back end that subclasses `Sandbox` inherits and
+    may override: `write_files` (many files in one call; by default one `write_file` each), `client`
+    and `image` (None for a sandbox without a container engine, as the local one).
+
+    Attributes:
+        runtime: The back end's name ("local", "docker").
+        tmp_dir: The sandbox's own temporary folder as its commands see it (removed on close).
+        client: The container engine's client (the Docker SDK's); None without an engine.
+        image: The container image its commands run in; None outside a container.
     """
 
     runtime: str
-    tmp_dir: str  # the sandbox's own temporary folder, as its commands see it (removed on close)
-    client: Any = None  # the container engine's client (the Docker SDK's), None without an engine
-    image: str | None = None  # the container image its commands run in, None outside a container
+    tmp_dir: str
+    client: Any = None
+    image: str | None = None
 
     def exec(self, command: list[str] | str, timeout_s: float = 60.0) -> ExecResult: ...
 
@@ -46,7 +61,14 @@ class Sandbox(Protocol):
     def write_file(self, path: str, content: bytes) -> None: ...
 
     def write_files(self, files: dict[str, bytes]) -> None:
-        """Many files, {workspace-relative path: content}; by default written one by one."""
+        """Write many files; by default one by one.
+
+        Args:
+            files: The contents by workspace-relative path.
+
+        Raises:
+            SandboxError: A path outside the workspace, or a file that cannot be written.
+        """
         for name, content in files.items():
             self.write_file(name, content)
 
@@ -58,7 +80,17 @@ class Sandbox(Protocol):
 
 
 def workspace_path(path: str) -> str:
-    """Normalise a workspace-relative path; refuse absolute paths and any way out of the workspace."""
+    """Normalise a workspace-relative path.
+
+    Args:
+        path: A path relative to the workspace.
+
+    Returns:
+        The normalised path.
+
+    Raises:
+        SandboxError: An empty or absolute path, or one that leaves the workspace.
+    """
     if not isinstance(path, str) or not path or "\x00" in path:
         raise SandboxError(f"path must be a non-empty string, got {path!r}")
     if path.startswith("/"):
@@ -70,7 +102,14 @@ def workspace_path(path: str) -> str:
 
 
 def safe_members(archive: tarfile.TarFile) -> list[tarfile.TarInfo]:
-    """Regular files and folders only, each inside the archive root: links and devices never cross a boundary."""
+    """The members of an archive that may be extracted: links and devices never cross a boundary.
+
+    Args:
+        archive: An open tar archive.
+
+    Returns:
+        Its regular files and folders inside its root, their names normalised.
+    """
     members = []
     for member in archive.getmembers():
         name = posixpath.normpath(member.name)  # "./.git/x" -> ".git/x" (a dot file keeps its dot)
@@ -84,9 +123,24 @@ def safe_members(archive: tarfile.TarFile) -> list[tarfile.TarInfo]:
     return members
 
 
-def tar_files(files: dict[str, bytes], uid: int = 1000, gid: int = 1000, with_folders: bool = False) -> bytes:
-    """A tar archive of {relative path: content}, owned by the sandbox user (with_folders: each parent folder as
-    its own entry, so that none is made by the extracting side with another owner)."""
+def tar_files(
+    files: dict[str, bytes], uid: int = 1000, gid: int = 1000, with_folders: bool = False
+) -> bytes:
+    """A tar archive of files, owned by the sandbox user.
+
+    Args:
+        files: The contents by workspace-relative path.
+        uid: The owner's user id.
+        gid: The owner's group id.
+        with_folders: Whether each parent folder gets its own entry (so that none is made by the
+            extracting side with another owner).
+
+    Returns:
+        The archive's bytes.
+
+    Raises:
+        SandboxError: A path outside the workspace.
+    """
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w") as archive:
         if with_folders:

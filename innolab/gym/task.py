@@ -15,13 +15,15 @@ COMPUTES: tuple[Compute, ...] = ("cpu", "gpu", "gpu-if-available")
 
 @runtime_checkable
 class GymTask(Protocol):
-    """A task as the gym sees it: its id, the description the agent reads, the objective's direction, the
-    compute it asks for, the files its sandbox receives and the pristine checker's files.
+    """A task as the gym sees it.
 
-    Two abilities are optional and have a default here: `workspace_rules` (None: the scaffold's own rules) and
-    `collect` (no artefacts). A task defined above the gym subclasses `GymTask` to inherit them (EXP-Bench's
-    task does); the improvable task (`innolab.tasks.model.Task`) lies below the gym, cannot import it, and
-    declares the same defaults itself, so it satisfies the protocol structurally.
+    Required: its id, the description the agent reads, the objective's direction, the compute it
+    asks for, the files its sandbox receives and the pristine checker's files. Two abilities are
+    optional and have a default here: `workspace_rules` (None: the scaffold's own rules) and
+    `collect` (no artefacts). A task defined above the gym subclasses `GymTask` to inherit them
+    (EXP-Bench's task does); the improvable task (`innolab.tasks.model.Task`) lies below the gym,
+    cannot import it, and declares the same defaults itself: it satisfies the protocol
+    structurally.
     """
 
     @property
@@ -41,23 +43,42 @@ class GymTask(Protocol):
 
     @property
     def compute(self) -> Compute:
-        """The compute its sandbox needs: "cpu", "gpu" (an error without one) or "gpu-if-available"."""
+        """The compute its sandbox needs: "cpu", "gpu" (an error without), "gpu-if-available"."""
         ...
 
     def visible_files(self) -> dict[str, bytes]:
-        """Every file the sandbox's workspace receives, by workspace-relative path; nothing hidden."""
+        """Every file the sandbox's workspace receives; nothing hidden.
+
+        Returns:
+            The files' contents by workspace-relative path.
+        """
         ...
 
     def validator_files(self) -> dict[str, bytes]:
-        """The pristine checker (validate.py and what it reads), run outside the agent's reach."""
+        """The pristine checker, run outside the agent's reach.
+
+        Returns:
+            validate.py and the files it reads, by path relative to the checker's folder.
+        """
         ...
 
     @property
     def workspace_rules(self) -> str | None:
-        """What the workspace holds and how answers count, shown by the scaffolds; None: their own rules."""
+        """What the workspace holds and how answers count, as the scaffolds show it.
+
+        None (the default): the scaffold's own rules.
+        """
         return None
 
     def collect(self, sandbox: Sandbox, run_dir: Path, config: RunConfig) -> list[str]:
-        """Keep artefacts of the final workspace in the run folder once the loop ends; returns their
-        run-relative paths (by default none are kept)."""
+        """Keep artefacts of the final workspace in the run folder once the loop has ended.
+
+        Args:
+            sandbox: The run's sandbox, still open, holding the final workspace.
+            run_dir: The run folder.
+            config: The run's configuration.
+
+        Returns:
+            The run-relative paths of what was kept; by default nothing is kept.
+        """
         return []

@@ -1,4 +1,4 @@
-"""Improvable tasks: the task model, the registry of built-in and user task folders, evaluation and checks."""
+"""Improvable tasks: the task model, the registry of task folders, evaluation and checks."""
 
 from innolab.tasks.model import Task, TaskError, TaskSpec
 from innolab.tasks.registry import builtin_ids, get_task, list_tasks, load_task
