@@ -148,7 +148,7 @@ def test_history_outgrowing_the_context_is_summarised_not_dropped(tmp_path):
         assert agent.context(messages) == sent and len(server.requests) == calls  # the summary is kept
         assert agent.context(messages[:3]) == messages[:3]  # what fits goes as it is
         action = agent.action([], None, [])
-        assert [e["purpose"] for e in action.events] == ["summarise history"] and action.tokens > 0
+        assert [e.purpose for e in action.events] == ["summarise history"] and action.tokens > 0
 
 
 def test_a_loop_of_identical_replies_is_broken(tmp_path):
@@ -412,7 +412,7 @@ def test_aide_records_a_cut_program_as_a_buggy_node_without_running_it(tmp_path)
     node = agent.journal.nodes[0]
     assert not first.tool_calls and node.buggy and not node.ran
     assert f"Your program was cut at {len(code)} characters" in node.output
-    assert any(e.get("type") != "llm_call" for e in first.events)  # the node's journal event
+    assert any(e.type == "node" for e in first.events)  # the node's journal event
     assert [c.name for c in second.tool_calls] == ["python"] and "print(2)" in second.tool_calls[0].arguments["code"]
 
 

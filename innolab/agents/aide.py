@@ -17,6 +17,7 @@ from innolab.agents.base import AgentState, LLMAgent
 from innolab.gym.policy import Action, Observation
 from innolab.gym.tools import ToolCall
 from innolab.llm.client import json_schema, payload_chars, text
+from innolab.traces import Event
 
 ROLE = ("You are an expert solving a task by writing complete Python programs. Each program must write "
         "submission.json in the format the task describes. Reply with a short plan (a sentence or two) and the full "
@@ -124,7 +125,7 @@ class AideAgent(LLMAgent):
             return self._generate(observation, journal, events)
         return self._generate(observation, journal, [])
 
-    def _generate(self, observation: Observation, journal: Journal, events: list[dict[str, Any]]) -> Action:
+    def _generate(self, observation: Observation, journal: Journal, events: list[Event]) -> Action:
         if self.initial_solution and not journal.nodes:
             parent, plan, code, completion = None, "prior solution", self.initial_solution, None
         else:

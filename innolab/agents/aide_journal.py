@@ -10,6 +10,9 @@ import random
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
+from innolab.metrics import best_index
+from innolab.traces import Node as NodeEvent
+
 Stage = Literal["draft", "debug", "improve"]
 
 
@@ -71,10 +74,9 @@ class Journal:
         return depth
 
     def best(self, direction: str) -> Node | None:
-        valid = [n for n in self.nodes if n.valid and n.metric is not None]
-        if not valid:
-            return None
-        return (max if direction == "max" else min)(valid, key=lambda n: n.metric)
+        """The valid node with the best metric under `direction` (the first of equal ones; None if none)."""
+        index = best_index([n.metric if n.valid else None for n in self.nodes], direction)
+        return None if index is None else self.nodes[index]
 
     # ------------------------------------------------------------------------------------- the policy
 
@@ -115,8 +117,8 @@ class Journal:
     def from_list(cls, data: list[dict[str, Any]]) -> Journal:
         return cls([Node(**{k: v for k, v in item.items() if k in Node.__dataclass_fields__}) for item in data])
 
-    def event(self, node: Node) -> dict[str, Any]:
+    def event(self, node: Node) -> NodeEvent:
         """The trace event of an evaluated node (stage and debug depth derived for readers of the trace)."""
-        return {"type": "node", "id": node.id, "parent": node.parent, "stage": self.stage(node), "plan": node.plan,
-                "code": node.code, "ran": node.ran, "valid": node.valid, "metric": node.metric,
-                "buggy": node.buggy, "debug_depth": self.debug_depth(node)}
+        return NodeEvent(id=node.id, parent=node.parent, stage=self.stage(node), plan=node.plan, code=node.code,
+                         ran=node.ran, valid=node.valid, metric=node.metric, buggy=node.buggy,
+                         debug_depth=self.debug_depth(node))

@@ -25,6 +25,7 @@ from innolab.llm.client import (
     text,
 )
 from innolab.llm.settings import LLMSettings
+from innolab.traces import Event, LLMCall
 
 INNOVATION_PROMPT = (
     "Innovate: propose a method that differs from the standard approaches to this problem, not only a tuned "
@@ -132,7 +133,7 @@ class LLMAgent:
         self.workspace_rules: str | None = None  # the task's, from the observation (None: WORKSPACE_RULES)
         self._client: LLMClient | None = None
         self.memory = self.State()
-        self.side_events: list[dict[str, Any]] = []  # llm_call events of helper calls, emitted with the action
+        self.side_events: list[Event] = []  # llm_call events of helper calls, emitted with the action
         self.side_usage, self.side_cost = 0, 0.0
         self.cut: dict[str, int] = {}  # the last ask's cut fields (`cut_fields`): field -> characters kept
 
@@ -194,10 +195,11 @@ class LLMAgent:
                 f"{advice}")
 
     @staticmethod
-    def llm_event(completion: Completion, purpose: str) -> dict[str, Any]:
-        return {"type": "llm_call", "purpose": purpose, **completion.event()}
+    def llm_event(completion: Completion, purpose: str) -> LLMCall:
+        """The trace event of one model call (its step is stamped by the run loop)."""
+        return LLMCall(purpose=purpose, **completion.event())
 
-    def action(self, calls: list[ToolCall], completion: Completion | None, events: list[dict[str, Any]],
+    def action(self, calls: list[ToolCall], completion: Completion | None, events: list[Event],
                done: bool = False) -> Action:
         """The step's action; its usage and events include the step's helper calls (history summaries)."""
         tokens = (completion.prompt_tokens + completion.completion_tokens) if completion else 0

@@ -11,6 +11,7 @@ from innolab.agents.base import AgentState, LLMAgent
 from innolab.gym.policy import Action, Observation
 from innolab.gym.tools import ToolCall
 from innolab.llm.client import json_schema, payload_chars, text
+from innolab.traces import Event
 
 ROLE = ("You are a CodeAct agent. Each turn, act by writing code: a python or bash snippet that runs in the "
         "workspace; you will see its output. Python runs in one persistent interpreter: variables, imports and "
@@ -86,7 +87,7 @@ class CodeActAgent(LLMAgent):
             calls = [ToolCall(f"t{turn}-{i}", c["name"], json.loads(c["arguments"] or "{}"))
                      for i, c in enumerate(completion.tool_calls)]
             return self.action(calls, completion, [self.llm_event(completion, "act")], done=not calls)
-        events: list[dict] = []
+        events: list[Event] = []
         for _ in range(3):  # a refused finish or a repetition loop is answered and asked again within the step
             actions = ACTIONS if memory.submitted else ACTIONS[:-1]  # finish once a submission counts
             schema = action_schema(actions, self.settings.max_tokens)

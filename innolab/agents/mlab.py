@@ -21,6 +21,7 @@ from innolab.agents.base import AgentState, LLMAgent
 from innolab.gym.policy import Action, Observation
 from innolab.gym.tools import ToolCall
 from innolab.llm.client import json_schema, payload_chars, text
+from innolab.traces import Event, ResearchLog
 
 ACTIONS = ["List Files", "Copy File", "Inspect Script Lines", "Execute Script", "Understand File",
            "Edit Script (AI)", "Undo Edit Script", "Reflection", "Validate", "Final Answer"]
@@ -126,7 +127,7 @@ class MlabAgent(LLMAgent):
             if any(r.name == "submit" and r.ok for r in observation.results):
                 return self.action([], None, [], done=True)
             memory.final = False
-        events: list[dict[str, Any]] = []
+        events: list[Event] = []
         pending, memory.pending = memory.pending, None
         kind = pending.kind if pending else None
         if kind == "edit":  # the file was read: have the model apply the instruction, then write it
@@ -145,7 +146,7 @@ class MlabAgent(LLMAgent):
 
     # ---------------------------------------------------------------------------------- the research step
 
-    def _research(self, observation_text: str, events: list[dict[str, Any]]) -> Action:
+    def _research(self, observation_text: str, events: list[Event]) -> Action:
         memory = self.memory
         completion = None
         observed = True  # an observation to show before the next call (not after a broken repetition)
@@ -183,7 +184,7 @@ class MlabAgent(LLMAgent):
         plan = self.memory.plan or "(none yet)"
         return f"Observation:\n{text}\n\nYour research plan and status so far:\n{plan}"
 
-    def _act(self, reply: dict[str, Any], completion, events: list[dict[str, Any]]) -> Action:
+    def _act(self, reply: dict[str, Any], completion, events: list[Event]) -> Action:
         memory = self.memory
         turn = memory.turn
         given = reply.get("action_input") or {}
@@ -223,7 +224,7 @@ class MlabAgent(LLMAgent):
         result = observation.results[0] if observation.results else None
         return result.output if result is not None and result.ok else None
 
-    def _answer(self, pending: Pending, text: str | None, events: list[dict[str, Any]]) -> str:
+    def _answer(self, pending: Pending, text: str | None, events: list[Event]) -> str:
         if text is None:
             return f"Could not read {pending.file}."
         messages = [{"role": "system", "content": "You read a file and answer a question about it, briefly."},
@@ -243,7 +244,7 @@ class MlabAgent(LLMAgent):
         shown = "\n".join(f"{n}: {line}" for n, line in enumerate(lines[start - 1:end], start))
         return f"Lines {start}-{end} of {pending.file} ({len(lines)} lines):\n{shown}"
 
-    def _apply_edit(self, pending: Pending, observation: Observation, events: list[dict[str, Any]]) -> Action:
+    def _apply_edit(self, pending: Pending, observation: Observation, events: list[Event]) -> Action:
         before = self._file_text(observation) or ""
         messages = [{"role": "system", "content": "You edit a Python script as instructed and return the whole new "
                                                   "script."},
@@ -263,7 +264,7 @@ class MlabAgent(LLMAgent):
         return self.action([ToolCall(f"m{self.memory.turn}-e", "write_file", {"path": save, "content": after})],
                            completion, events)
 
-    def _reflect(self, reply: dict[str, Any], events: list[dict[str, Any]]) -> str:
+    def _reflect(self, reply: dict[str, Any], events: list[Event]) -> str:
         log = "\n".join(self.memory.log)[-FILE_LIMIT:]
         request = str((reply.get("action_input") or {}).get("request", "")) or "what to try next"
         messages = [{"role": "system", "content": "You reflect on a research log and answer briefly."},
@@ -274,15 +275,15 @@ class MlabAgent(LLMAgent):
 
     # ------------------------------------------------------------------------------------ research log
 
-    def _log_step(self, reply: dict[str, Any], events: list[dict[str, Any]]) -> None:
+    def _log_step(self, reply: dict[str, Any], events: list[Event]) -> None:
         entry = (f"## Step {self.memory.turn}\n\nReflection: {reply.get('reflection', '')}\n\n"
                  f"Research Plan and Status: {reply.get('research_plan_and_status', '')}\n\n"
                  f"Fact Check: {reply.get('fact_check', '')}\n\nThought: {reply.get('thought', '')}\n\n"
                  f"Action: {reply['action']} {reply.get('action_input') or {}}\n")
         self.memory.log.append(entry)
-        events.append({"type": "research_log", "entry": entry})
+        events.append(ResearchLog(entry=entry))
 
-    def _log_observation(self, text: str, events: list[dict[str, Any]]) -> None:
+    def _log_observation(self, text: str, events: list[Event]) -> None:
         entry = f"\nObservation:\n```\n{text[-2000:]}\n```\n"
         self.memory.log.append(entry)
-        events.append({"type": "research_log", "entry": entry})
+        events.append(ResearchLog(entry=entry))

@@ -43,6 +43,10 @@ class Budget:
             value = getattr(self, name)
             if value is not None and not value > 0:
                 raise BudgetError(f"{name} must be positive or None, got {value!r}")
+        self.restart()
+
+    def restart(self) -> None:
+        """Run the clock on from `used_s` as of now (a resumed run does not count the time it was down)."""
         self._started = time.monotonic() - self.used_s
 
     def tick(self) -> None:

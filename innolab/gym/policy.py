@@ -10,6 +10,7 @@ from typing import Any, Literal, Protocol
 
 from innolab.gym.tools import ToolCall, ToolResult
 from innolab.llm.settings import LLMSettings
+from innolab.traces import Event
 
 Runtime = Literal["local", "docker"]
 RUNTIMES: tuple[Runtime, ...] = ("local", "docker")
@@ -23,7 +24,7 @@ class Action:
     done: bool = False
     tokens: int = 0
     cost_usd: float = 0.0
-    events: list[dict[str, Any]] = field(default_factory=list)  # e.g. llm_call, node: {"type": ..., ...}
+    events: list[Event] = field(default_factory=list)  # e.g. LLMCall, Node; the run loop stamps the step
 
 
 @dataclass
