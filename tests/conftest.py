@@ -1,8 +1,11 @@
-"""Shared fixtures and markers. A test marked `docker` needs the Docker engine (its fixtures `docker_client` and
-`base_image`), one marked `chromium` a headless Chromium: each is skipped where its tool is absent and fails
-instead where CI requires it (INNOLAB_REQUIRE_DOCKER=1, INNOLAB_REQUIRE_CHROMIUM=1), so `pytest -m "not docker"`
-leaves the Docker tests out. EXP-Bench's real data are required where CI has the shared copy
-(INNOLAB_REQUIRE_EXPBENCH_DATA=1) and skipped elsewhere."""
+"""Shared fixtures and markers.
+
+A test marked `docker` needs the Docker engine (its fixtures `docker_client` and `base_image`), one
+marked `chromium` a headless Chromium: each is skipped where its tool is absent and fails instead
+where CI requires it (INNOLAB_REQUIRE_DOCKER=1, INNOLAB_REQUIRE_CHROMIUM=1), so
+`pytest -m "not docker"` leaves the Docker tests out. EXP-Bench's real data are required where CI
+has the shared copy (INNOLAB_REQUIRE_EXPBENCH_DATA=1) and skipped elsewhere.
+"""
 
 import functools
 import os
@@ -20,7 +23,8 @@ DOCKER_FIXTURES = frozenset({"docker_client", "base_image"})
 
 
 def _absent(required_by: str, problem: str, hint: str) -> None:
-    """Fail when the environment variable `required_by` is 1 (CI provides the tool), else skip."""
+    """Fail when the environment variable `required_by` is 1 (CI provides what is absent), else
+    skip."""
     if os.environ.get(required_by) == "1":
         pytest.fail(f"{required_by}=1 but {problem}")
     pytest.skip(f"{problem}; {hint}")
@@ -42,7 +46,8 @@ def _docker_engine() -> tuple[Any, str | None]:
 def _require_docker() -> Any:
     client, problem = _docker_engine()
     if problem is not None:
-        _absent("INNOLAB_REQUIRE_DOCKER", problem, "CI sets INNOLAB_REQUIRE_DOCKER=1 and provides one")
+        _absent("INNOLAB_REQUIRE_DOCKER", problem,
+                "CI sets INNOLAB_REQUIRE_DOCKER=1 and provides one")
     return client
 
 
@@ -53,16 +58,19 @@ def chromium() -> str | None:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_setup(item: pytest.Item) -> None:
-    """Before any fixture: a `docker` test needs the engine, a `chromium` test the browser; a test that asks for a
-    Docker fixture must carry the `docker` marker (else `-m "not docker"` would not leave it out)."""
+    """Before any fixture: a `docker` test needs the engine, a `chromium` test the browser; a test
+    that asks for a Docker fixture must carry the `docker` marker (else `-m "not docker"` would
+    not leave it out)."""
     docker_marked = item.get_closest_marker("docker") is not None
     used = sorted(DOCKER_FIXTURES.intersection(getattr(item, "fixturenames", ())))
     if used and not docker_marked:
-        pytest.fail(f"{item.nodeid} uses {', '.join(used)} but is not marked docker: add @pytest.mark.docker")
+        pytest.fail(f"{item.nodeid} uses {', '.join(used)} but is not marked docker: "
+                    "add @pytest.mark.docker")
     if docker_marked:
         _require_docker()
     if item.get_closest_marker("chromium") is not None and chromium() is None:
-        _absent("INNOLAB_REQUIRE_CHROMIUM", "chromium is not installed", "no chromium here (.ci/run installs Debian's)")
+        _absent("INNOLAB_REQUIRE_CHROMIUM", "chromium is not installed",
+                "no chromium here (.ci/run installs Debian's)")
 
 
 @pytest.fixture(scope="session")
@@ -86,8 +94,9 @@ def base_image(docker_client):
 
 @pytest.fixture(scope="session")
 def expbench_data_dir():
-    """EXP-Bench's real data ($INNOLAB_EXPBENCH_DIR): a test that needs them fails when INNOLAB_REQUIRE_EXPBENCH_DATA=1
-    and they are missing or unreadable, and is skipped otherwise."""
+    """EXP-Bench's real data ($INNOLAB_EXPBENCH_DIR): a test that needs them fails when
+    INNOLAB_REQUIRE_EXPBENCH_DATA=1 and they are missing or unreadable, and is skipped
+    otherwise."""
     folder = os.environ.get("INNOLAB_EXPBENCH_DIR")
     logs = Path(folder) / "outputs" / "logs" if folder else None
     if not folder:
@@ -96,6 +105,5 @@ def expbench_data_dir():
         problem = f"INNOLAB_EXPBENCH_DIR={folder} has no readable outputs/logs folder"
     else:
         return Path(folder)
-    if os.environ.get("INNOLAB_REQUIRE_EXPBENCH_DATA") == "1":
-        pytest.fail(f"INNOLAB_REQUIRE_EXPBENCH_DATA=1 but the real EXP-Bench data cannot be read: {problem}")
-    pytest.skip(f"the real EXP-Bench data are not here ({problem}); CI requires them where the shared copy exists")
+    _absent("INNOLAB_REQUIRE_EXPBENCH_DATA", f"the real EXP-Bench data cannot be read: {problem}",
+            "CI requires them where the shared copy exists")

@@ -1,11 +1,13 @@
-"""No import cycle anywhere in innolab: every module-to-module import, lazy ones inside functions included."""
+"""No import cycle anywhere in innolab: every module-to-module import, lazy ones inside functions
+included."""
 
 import grimp
 import pytest
 
 
 def import_cycles(graph: grimp.ImportGraph) -> list[list[str]]:
-    """One cycle (as its chain of modules, first module repeated at the end) per direct import that closes one."""
+    """One cycle (its chain of modules, the first repeated at the end) per direct import that
+    closes one."""
     cycles = []
     for importer in sorted(graph.modules):
         for imported in sorted(graph.find_modules_directly_imported_by(importer)):
@@ -30,13 +32,15 @@ def test_a_cycle_is_found_however_long():
     graph.add_import(importer="pkg.d", imported="pkg.c")
     assert import_cycles(graph) == []
     graph.add_import(importer="pkg.c", imported="pkg.a")
-    assert import_cycles(graph) == [["pkg.a", "pkg.b", "pkg.c", "pkg.a"], ["pkg.b", "pkg.c", "pkg.a", "pkg.b"],
+    assert import_cycles(graph) == [["pkg.a", "pkg.b", "pkg.c", "pkg.a"],
+                                    ["pkg.b", "pkg.c", "pkg.a", "pkg.b"],
                                     ["pkg.c", "pkg.a", "pkg.b", "pkg.c"]]
 
 
 @pytest.mark.parametrize("lazy", [False, True])
 def test_a_planted_cycle_in_the_package_is_found(tmp_path, monkeypatch, lazy):
-    # A package whose two modules import each other, one of them inside a function, as novelty's back ends did.
+    # A package whose two modules import each other, one of them inside a function, as novelty's
+    # back ends did.
     package = tmp_path / "planted"
     package.mkdir()
     (package / "__init__.py").write_text("")

@@ -1,10 +1,12 @@
-"""The `docker` and `chromium` markers of tests/conftest.py: a marked test skips where its tool is absent, fails
-where CI requires the tool, and a test that asks for a Docker fixture without the marker fails."""
+"""The `docker` and `chromium` markers of tests/conftest.py: a marked test skips where its tool is
+absent, fails where CI requires the tool, and a test that asks for a Docker fixture without the
+marker fails."""
 
 import os
 import shutil
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 from xml.etree import ElementTree
 
@@ -35,12 +37,13 @@ def test_plain():
 
 
 def outcomes(folder: Path, *args: str, **env: str) -> dict[str, str]:
-    """Run the probe tests with the project's conftest and markers; each run test's outcome by name (passed,
-    skipped, failed or error, from pytest's JUnit report)."""
+    """Run the probe tests with the project's conftest and markers; each run test's outcome by name
+    (passed, skipped, failed or error, from pytest's JUnit report)."""
     environment = {k: v for k, v in os.environ.items() if not k.startswith("INNOLAB_REQUIRE_")}
     environment.update(env)
     report = folder / "report.xml"
-    subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", f"--junitxml={report}", *args],
+    subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                    f"--junitxml={report}", *args],
                    cwd=folder, env=environment, capture_output=True, text=True, timeout=120)
     found = {}
     for case in ElementTree.parse(report).iter("testcase"):
@@ -53,7 +56,8 @@ def outcomes(folder: Path, *args: str, **env: str) -> dict[str, str]:
 def probes(tmp_path: Path) -> Path:
     shutil.copy(HERE / "conftest.py", tmp_path / "conftest.py")
     (tmp_path / "test_probes.py").write_text(PROBES)
-    (tmp_path / "pytest.ini").write_text("[pytest]\nmarkers =\n    docker: Docker\n    chromium: Chromium\n")
+    markers = "[pytest]\nmarkers =\n    docker: Docker\n    chromium: Chromium\n"
+    (tmp_path / "pytest.ini").write_text(markers)
     # no engine and no browser: a socket that does not exist, a PATH without chromium
     (tmp_path / "bin").mkdir()
     return tmp_path
@@ -71,7 +75,8 @@ def test_marked_tests_skip_where_their_tool_is_absent(probes):
 
 
 def test_marked_tests_fail_where_ci_requires_their_tool(probes):
-    found = outcomes(probes, **no_tools(probes), INNOLAB_REQUIRE_DOCKER="1", INNOLAB_REQUIRE_CHROMIUM="1")
+    found = outcomes(probes, **no_tools(probes), INNOLAB_REQUIRE_DOCKER="1",
+                     INNOLAB_REQUIRE_CHROMIUM="1")
     assert found["test_marked_docker"] == "error" and found["test_marked_chromium"] == "error"
     assert found["test_plain"] == "passed"
 
@@ -79,3 +84,10 @@ def test_marked_tests_fail_where_ci_requires_their_tool(probes):
 def test_not_docker_deselects_the_docker_tests(probes):
     found = outcomes(probes, "-m", "not docker", **no_tools(probes))
     assert "test_marked_docker" not in found and found["test_plain"] == "passed"
+
+
+def test_the_markers_are_registered():
+    with (HERE.parent / "pyproject.toml").open("rb") as file:
+        options = tomllib.load(file)["tool"]["pytest"]["ini_options"]
+    names = {marker.split(":")[0] for marker in options["markers"]}
+    assert {"docker", "chromium"} <= names
