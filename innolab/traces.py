@@ -1,4 +1,4 @@
-"""Run traces: append-only JSON lines, flushed per event, with a schema version; load them as DataFrames."""
+"""Run traces: typed events in append-only, versioned JSON lines; the writer, readers, Trace view."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ class TraceError(ValueError):
     """A trace file or event that breaks the schema."""
 
 
-# ------------------------------------------------------------------------------------------ the event types
+# ------------------------------------------------------------------------------- the event types
 
 Number = int | float  # a JSON number as written (an integer score read back stays an integer)
 
@@ -30,8 +30,8 @@ Number = int | float  # a JSON number as written (an integer score read back sta
 class Event(BaseModel):
     """Fields every event has; each event type declares its own payload below, once.
 
-    `v`, `seq` and `time` are stamped by the `TraceWriter`: an event is built without them and the writer returns
-    the stamped event; every event read from a trace has them.
+    `v`, `seq` and `time` are stamped by the `TraceWriter`: an event is built without them, and
+    the writer returns the stamped event. Every event read from a trace has them.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -42,8 +42,8 @@ class Event(BaseModel):
     type: str
     step: int | None = None
 
-    # Transitional: read access by key (event["file"], event.get("x")), as when events were dicts, for callers not
-    # converted yet; removed once every reader uses the attributes.
+    # Transitional: read access by key (event["file"], event.get("x")), as when events were dicts,
+    # for callers not converted yet; removed once every reader uses the attributes.
     def __getitem__(self, key: str) -> Any:
         if key not in type(self).model_fields:
             raise KeyError(key)
@@ -62,9 +62,15 @@ class Event(BaseModel):
         return self.payload().items()
 
     def payload(self) -> dict[str, Any]:
-        """The event as written to the trace: the stamps, type, step and the fields it was given (no defaults)."""
+        """The event as the trace holds it.
+
+        Returns:
+            The stamps, type and step, then the fields the event was given (defaults left out),
+            as plain data.
+        """
         data = self.model_dump(exclude_unset=True)
-        return {"v": self.v, "seq": self.seq, "time": self.time, "type": self.type, "step": self.step, **data}
+        return {"v": self.v, "seq": self.seq, "time": self.time, "type": self.type,
+                "step": self.step, **data}
 
 
 class RunStarted(Event):
@@ -114,7 +120,7 @@ class ToolResultEvent(Event):
 
 
 class ResearchLog(Event):
-    """One entry of MLAB's research log (the gym also keeps the log as research_log.md in the run folder)."""
+    """One entry of MLAB's research log (the gym also keeps it as research_log.md in the run)."""
 
     type: Literal["research_log"] = "research_log"
     entry: str
@@ -178,35 +184,49 @@ class Score(Event):
     nearest_known: str | None
     distances: dict[str, Number]
     novelty_note: str | None = None
-    candidates: list[dict[str, Any]] = Field(default_factory=list)  # every improving candidate: V, G, ratio, N
+    # every improving candidate: V, G, ratio, N
+    candidates: list[dict[str, Any]] = Field(default_factory=list)
 
 
 class RunFinished(Event):
     type: Literal["run_finished"] = "run_finished"
     reason: str
     budget: dict[str, Any]
-    artefacts: list[str] = Field(default_factory=list)  # what the task kept from the final workspace (run-relative)
+    # what the task kept from the final workspace (run-relative paths)
+    artefacts: list[str] = Field(default_factory=list)
     final_submission: str | None
     dev_valid: bool
     dev_score: Number | None
 
 
 AnyEvent = Annotated[
-    RunStarted | RunResumed | LLMCall | ToolCallEvent | ToolResultEvent | ResearchLog | Node | Checkpoint
-    | Submission | Validation | Score | RunFinished,
+    RunStarted | RunResumed | LLMCall | ToolCallEvent | ToolResultEvent | ResearchLog | Node
+    | Checkpoint | Submission | Validation | Score | RunFinished,
     Field(discriminator="type"),
 ]
 EVENTS: dict[str, type[Event]] = {
     cls.model_fields["type"].default: cls
-    for cls in (RunStarted, RunResumed, LLMCall, ToolCallEvent, ToolResultEvent, Node, Checkpoint, Submission,
-                Validation, Score, RunFinished, ResearchLog)
+    for cls in (RunStarted, RunResumed, LLMCall, ToolCallEvent, ToolResultEvent, Node, Checkpoint,
+                Submission, Validation, Score, RunFinished, ResearchLog)
 }
 EVENT_TYPES = tuple(EVENTS)
 
 
 def parse_event(data: dict[str, Any], where: str = "event", stamped: bool = True) -> AnyEvent:
-    """One event from its JSON fields, checked against its type's declared fields (and, `stamped`, carrying the
-    writer's v/seq/time); the error names the type, the field and the rule."""
+    """One event from its JSON fields, checked against its type's declared fields.
+
+    Args:
+        data: the event's fields, `type` among them.
+        where: where the event comes from, for the error (e.g. "trace.jsonl: line 3").
+        stamped: whether the event must carry the writer's stamps (`seq`, `time`).
+
+    Returns:
+        The event, of the class its `type` names.
+
+    Raises:
+        TraceError: an unknown type, or a field that breaks its rule (the message names the
+            type, the field and the rule).
+    """
     kind = data.get("type")
     if kind not in EVENTS:
         raise TraceError(f"{where}: unknown event type {kind!r}; known: {EVENT_TYPES}")
@@ -224,13 +244,26 @@ def parse_event(data: dict[str, Any], where: str = "event", stamped: bool = True
 
 
 def upgrade(event: dict[str, Any]) -> dict[str, Any]:
-    """An event of an older schema version, in today's shape (version 1: submissions said `valid`; the gym's
-    own score event had no novelty; run_finished named no final submission)."""
+    """An event of an older schema version in today's shape.
+
+    Version 1: submissions said `valid`; the gym's own score event had no novelty; run_finished
+    named no final submission.
+
+    Args:
+        event: the event's JSON fields, as read.
+
+    Returns:
+        The fields in today's schema (the same dict when already current).
+
+    Raises:
+        TraceError: a schema version this innolab does not know.
+    """
     version = event.get("v")
     if version == SCHEMA_VERSION:
         return event
     if version != 1:
-        raise TraceError(f"schema version {version!r} is not known (this innolab reads 1 and {SCHEMA_VERSION})")
+        raise TraceError(f"schema version {version!r} is not known (this innolab reads 1 and "
+                         f"{SCHEMA_VERSION})")
     event = {**event, "v": SCHEMA_VERSION}
     kind = event.get("type")
     if kind == "submission":
@@ -246,16 +279,18 @@ def upgrade(event: dict[str, Any]) -> dict[str, Any]:
         event.pop("file", None)
         event.pop("rescored", None)
         event.pop("backend", None)
-        for key, default in (("direction", "max"), ("beats_v_star", False), ("final_submission", None),
-                             ("dev_score", None), ("novelty", None), ("novelty_backend", None),
-                             ("nearest_known", None), ("distances", {})):
+        for key, default in (("direction", "max"), ("beats_v_star", False),
+                             ("final_submission", None), ("dev_score", None), ("novelty", None),
+                             ("novelty_backend", None), ("nearest_known", None),
+                             ("distances", {})):
             event.setdefault(key, default)
-        event["distances"] = {k[2:]: event.pop(k) for k in list(event) if k.startswith("d_")} or event["distances"]
+        distances = {k[2:]: event.pop(k) for k in list(event) if k.startswith("d_")}
+        event["distances"] = distances or event["distances"]
     return event
 
 
 class TraceWriter:
-    """Appends events to run_dir/trace.jsonl; each event is flushed and fsynced before `emit` returns."""
+    """Appends events to run_dir/trace.jsonl; each is flushed and fsynced before `emit` returns."""
 
     def __init__(self, run_dir: Path, next_seq: int = 0) -> None:
         self.path = Path(run_dir) / TRACE_FILE
@@ -264,17 +299,26 @@ class TraceWriter:
         self._handle = self.path.open("ab")
 
     def emit(self, event: Event | str, step: int | None = None, **fields: Any) -> AnyEvent:
-        """Write one event, stamped with the schema version, the next sequence number and the time; returns the
-        stamped event. Raises TraceError when the event breaks its type's schema.
+        """Write one event, stamped with the schema version, the next sequence number and the time.
 
-        Transitional: `emit("type", step=..., **fields)` (the event's fields as keywords) is still accepted until
-        every caller builds event objects.
+        Transitional: `emit("type", step=..., **fields)` (the event's fields as keywords) is still
+        accepted until every caller builds event objects.
+
+        Args:
+            event: the event (its `v`, `seq` and `time` are the writer's to set).
+
+        Returns:
+            The event as written, stamped.
+
+        Raises:
+            TraceError: the event breaks its type's schema.
         """
         if isinstance(event, str):
             data = {"type": event, "step": step, **fields}
         else:
             if fields or step is not None:
-                raise TypeError("emit(event) takes the event alone; its step and fields belong to the event")
+                raise TypeError("emit(event) takes the event alone; its step and fields belong to "
+                                "the event")
             data = {"type": event.type, "step": event.step, **event.model_dump(exclude_unset=True)}
         for stamp in ("v", "seq", "time"):
             data.pop(stamp, None)
@@ -288,7 +332,8 @@ class TraceWriter:
         return stamped
 
     def position(self) -> dict[str, int]:
-        """Where the trace stands: the next sequence number and the byte length (for truncation on resume)."""
+        """Where the trace stands: the next sequence number and the byte length (for truncation
+        on resume)."""
         return {"seq": self.seq, "bytes": self._handle.tell()}
 
     def close(self) -> None:
@@ -296,15 +341,26 @@ class TraceWriter:
 
 
 def truncate_to(run_dir: Path, position: dict[str, int]) -> None:
-    """Drop events written after a checkpoint (a step interrupted by a kill is redone in full on resume)."""
+    """Drop events written after a checkpoint (a step cut by a kill is redone in full on resume)."""
     path = Path(run_dir) / TRACE_FILE
     with path.open("r+b") as handle:
         handle.truncate(position["bytes"])
 
 
 def read_events(run_dir: Path) -> list[AnyEvent]:
-    """The events of a trace (older schema versions upgraded); a torn last line (a kill during a write) is
-    ignored. Raises TraceError for a missing trace or any other bad line."""
+    """The events of a run's trace, older schema versions upgraded.
+
+    A torn last line (a kill during a write) is ignored.
+
+    Args:
+        run_dir: the run folder.
+
+    Returns:
+        The events in order.
+
+    Raises:
+        TraceError: no trace, or a bad line other than a torn last one.
+    """
     path = Path(run_dir) / TRACE_FILE
     if not path.is_file():
         raise TraceError(f"{run_dir} has no {TRACE_FILE}")
@@ -319,17 +375,28 @@ def read_events(run_dir: Path) -> list[AnyEvent]:
             if number == len(lines):
                 break
             raise TraceError(f"{path.name}: line {number} is not JSON") from None
+        where = f"{path.name}: line {number}"
         try:
-            event = parse_event(upgrade(data), f"{path.name}: line {number}")
+            event = parse_event(upgrade(data), where)
         except TraceError as error:
-            raise TraceError(str(error) if str(error).startswith(path.name) else f"{path.name}: line {number}: "
-                             f"{error}") from None
+            text = str(error)
+            raise TraceError(text if text.startswith(path.name) else f"{where}: {text}") from None
         events.append(event)
     return events
 
 
 def load(run_dir: str | Path) -> pd.DataFrame:
-    """One row per event: seq, time, type, step and the payload's fields as columns."""
+    """A run's trace as a DataFrame (what `innolab.analysis` reads).
+
+    Args:
+        run_dir: the run folder.
+
+    Returns:
+        One row per event: seq, time (a timestamp), type, step and the payload's fields.
+
+    Raises:
+        TraceError: as `read_events`.
+    """
     events = read_events(Path(run_dir))
     frame = pd.json_normalize([e.payload() for e in events], max_level=0)
     if not frame.empty:
@@ -337,19 +404,28 @@ def load(run_dir: str | Path) -> pd.DataFrame:
     return frame
 
 
+# ---------------------------------------------------------------------------------- the trace view
+
 E = TypeVar("E", bound=Event)
 
 
 class Trace:
-    """A run's trace read once, and the facts every reader wants of it: the configuration it started with, when it
-    started, how and why it ended, its submissions, tool and model calls, the best dev score so far and timings."""
+    """A run's trace read once, and the facts every reader wants of it.
+
+    The configuration it started with, when it started, how and why it ended, its submissions,
+    tool and model calls, the best dev score so far and its timings.
+    """
 
     def __init__(self, events: list[AnyEvent]) -> None:
         self.events = events
 
     @classmethod
     def read(cls, run_dir: str | Path) -> Trace:
-        """The trace of a run folder. Raises TraceError for a missing or broken trace."""
+        """The trace of a run folder.
+
+        Raises:
+            TraceError: as `read_events`.
+        """
         return cls(read_events(Path(run_dir)))
 
     def of(self, kind: type[E]) -> list[E]:
@@ -371,7 +447,7 @@ class Trace:
 
     @property
     def started_at(self) -> float:
-        """When the run started: its run_started event, else its first event (0.0 for an empty trace)."""
+        """When the run started: its run_started event, else its first event (0.0: no event)."""
         first = self.started or (self.events[0] if self.events else None)
         return float(first.time or 0.0) if first else 0.0
 
@@ -412,14 +488,14 @@ class Trace:
 
     @property
     def used_steps(self) -> int:
-        """Steps the run used: as its budget recorded at the end, else the steps with a tool call."""
+        """Steps the run used: as its budget recorded them, else the steps with a tool call."""
         if self.finished is not None:
             return self.finished.budget.get("used_steps", len(self.tool_steps))
         return len(self.tool_steps)
 
     @property
     def wall_s(self) -> float | None:
-        """The run's wall-clock time as its budget recorded at the end (None for a run not finished)."""
+        """The run's wall-clock time as its budget recorded at the end (None: not finished)."""
         return self.finished.budget.get("used_s") if self.finished else None
 
     @property
@@ -437,20 +513,36 @@ class Trace:
         return next((e.source for e in self.submissions if e.file == file), None)
 
     def best_so_far(self, direction: str) -> list[Submission]:
-        """The submissions that improved on every earlier valid dev score under the task's direction, in order."""
+        """The submissions that improved on every earlier valid dev score.
+
+        Args:
+            direction: the task's direction, "max" or "min" (`innolab.metrics.better`).
+
+        Returns:
+            The improving submissions, in order (the last is the best).
+
+        Raises:
+            MetricError: a direction that is neither "max" nor "min".
+        """
         best: list[Submission] = []
         for event in self.submissions:
-            if event.dev_valid and better(event.dev_score, best[-1].dev_score if best else None, direction):
+            previous = best[-1].dev_score if best else None
+            if event.dev_valid and better(event.dev_score, previous, direction):  # type: ignore
                 best.append(event)
         return best
 
 
 def summary(run_dir: str | Path) -> str:
-    """One line: agent, task, steps, tool calls, submissions, final score and why the run ended."""
+    """One line on a run: agent, task, steps, tool calls, submissions, final score, why it ended.
+
+    Raises:
+        TraceError: as `read_events`.
+    """
     trace = Trace.read(run_dir)
     config, score, finished = trace.config, trace.score, trace.finished
     scored = (f"score {score.score!r} (ratio {score.ratio:.4g})" if score and score.valid
               else "no valid submission" if score else "not scored")
     end = f"ended: {finished.reason}" if finished else "not finished"
-    return (f"{config.get('agent', '?')} on {config.get('task', '?')}: {len(trace.tool_steps)} steps, "
-            f"{len(trace.tool_calls)} tool calls, {len(trace.submissions)} submissions, {scored}, {end}")
+    return (f"{config.get('agent', '?')} on {config.get('task', '?')}: {len(trace.tool_steps)} "
+            f"steps, {len(trace.tool_calls)} tool calls, {len(trace.submissions)} submissions, "
+            f"{scored}, {end}")
