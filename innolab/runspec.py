@@ -329,7 +329,7 @@ def optional_fields(model: type[BaseModel] | None = None, name: str = "RunFields
 
 def novelty_choices() -> list[str]:
     """The names a run's novelty back end may take: default, each registered back end, none."""
-    from innolab.novelty.backends import BACKENDS
+    from innolab.novelty.registry import BACKENDS
 
     return ["default", *BACKENDS, "none"]
 
@@ -357,7 +357,8 @@ def _comment(field: FieldInfo) -> str:
 def notebook_parameters() -> list[tuple[str, Any, str]]:
     """Notebook 20's own parameters after the settings: (name, default, comment)."""
     return [
-        ("novelty", "default", f"back end for N when the run is scored: {' | '.join(novelty_choices())}"),
+        ("novelty", "default",
+         f"back end for N when the run is scored: {' | '.join(novelty_choices()[:-1])}; None: skip"),
         ("run_dir", None, "None: results/runs/<id>; a folder that holds the run resumes it"),
         ("config", None, "set by a sweep: the resolved configuration (config.json's fields), run as it is"),
         ("config_id", None, "set by a sweep: the id the configuration must have (checked)"),

@@ -94,9 +94,12 @@ def default_workers(configurations: list[Configuration]) -> int:
     return max(1, min(len(configurations), int(cores // per_run)))
 
 
-def run_configuration(parameters: dict[str, Any], config_id: str, novelty: str | None, run_dir: str,
-                      embedded_url: str | None, kernel_attempts: int = 3) -> dict[str, Any]:
+def run_configuration(parameters: dict[str, Any], config: dict[str, Any], config_id: str, novelty: str | None,
+                      run_dir: str, embedded_url: str | None, kernel_attempts: int = 3) -> dict[str, Any]:
     """One Dask task: execute the run notebook for one configuration (it starts or resumes the run).
+
+    The notebook gets the configuration the sweep resolved and hashed (`config`, config.json's fields) and runs it
+    as it is, checking its id; the run's settings (`parameters`) go with it as the notebook's record.
 
     The run folder is the truth, not the task: the task succeeds when the run is finished and scored, whoever
     finished it (Dask may execute a task twice; the folder's lock keeps two executions apart, the second waiting for
@@ -110,7 +113,7 @@ def run_configuration(parameters: dict[str, Any], config_id: str, novelty: str |
     error: str | None = None
     for _attempt in range(kernel_attempts):
         try:
-            execute_run_notebook({**parameters, "config_id": config_id, "novelty": novelty,
+            execute_run_notebook({**parameters, "config": config, "config_id": config_id, "novelty": novelty,
                                   "embedded_url": embedded_url}, Path(run_dir))
             error = None
             break
@@ -132,9 +135,9 @@ def _execute(client: Any, folder: Path, pending: list[Configuration], embedded: 
     for configuration in pending:
         gpu = _needs_gpu(configuration)
         futures.append(client.submit(
-            run_configuration, configuration.parameters, configuration.config_id, configuration.novelty,
-            str(folder / "runs" / configuration.config_id), embedded, key=f"innolab-run-{configuration.config_id}",
-            pure=False, resources={"GPU": 1} if gpu else None))
+            run_configuration, configuration.parameters, configuration.config, configuration.config_id,
+            configuration.novelty, str(folder / "runs" / configuration.config_id), embedded,
+            key=f"innolab-run-{configuration.config_id}", pure=False, resources={"GPU": 1} if gpu else None))
     outcomes: dict[str, dict[str, Any]] = {}
     with tqdm(total=len(futures), desc=f"sweep {name}", unit="run", disable=not show_progress) as bar:
         for future in as_completed(futures):
@@ -201,9 +204,7 @@ def _embedded_url(pending: list[Configuration], scheduler: str | None) -> str | 
     handed to the runs (on a remote cluster each worker starts its own: a loopback address would not reach it)."""
     if scheduler and (urlparse(scheduler).hostname or "") not in LOOPBACK:
         return None
-    from innolab.runner import config_from_parameters
-
-    if not any(config_from_parameters(c.parameters).endpoint == "embedded" for c in pending):
+    if not any(c.config.get("endpoint") == "embedded" for c in pending):
         return None
     from innolab.llm import local
 

@@ -11,7 +11,7 @@ from typing import Annotated, Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from innolab.runspec import NOVELTY_CHOICES, RunSettings, optional_fields
+from innolab.runspec import NOVELTY_CHOICES, RunSettings, optional_fields, validate_settings
 
 
 class SpecError(ValueError):
@@ -147,14 +147,16 @@ def _priors_beside(data: dict[str, Any], folder: Path) -> dict[str, Any]:
 
 @dataclass(frozen=True)
 class Configuration:
-    """One point of a sweep: the run notebook's parameters, the factor levels it stands for and its novelty
-    back end (scoring is not part of the run's configuration)."""
+    """One point of a sweep: the run's settings (the run notebook's parameters), the factor levels it stands for,
+    its novelty back end (scoring is not part of the run's configuration), and the configuration they resolved
+    to (`config`, config.json's fields) with its id: what the worker runs, without resolving again."""
 
     parameters: dict[str, Any]
     levels: dict[str, Any]
     novelty: str | None = "default"
     config_id: str = ""
     labels: dict[str, Any] = field(default_factory=dict)
+    config: dict[str, Any] = field(default_factory=dict)
 
 
 def expand(spec: SweepSpec) -> list[Configuration]:
@@ -174,12 +176,12 @@ def expand(spec: SweepSpec) -> list[Configuration]:
             if parameters.get("prior_solution"):
                 parameters["prior_solution"] = _prior_file(parameters["prior_solution"])
             try:
-                config = runner.config_from_parameters(parameters)
+                config = runner.resolve(validate_settings(parameters))  # type: ignore[arg-type]
             except (ValueError, KeyError) as error:
                 raise SpecError(f"configuration {levels | {'seed': seed}}: {error}") from None
             out.append(Configuration(parameters=parameters, levels={**levels, "seed": seed},
                                      novelty=None if novelty == "none" else novelty,
-                                     config_id=runner.config_id(config)))
+                                     config_id=runner.config_id(config), config=config.as_dict()))
     ids = [c.config_id for c in out]
     if len(set(ids)) != len(ids):
         raise SpecError("two grid points give the same run configuration (a factor whose levels change nothing)")
