@@ -1,11 +1,12 @@
-"""The paper's analyses over a sweep's run tables (Fig. 5, Fig. 6a–c, Tables 2/4/5/6/7): pure functions.
+"""The paper's analyses over a sweep's run tables (Fig. 5, 6a–c, Tables 2/4/5/6/7): pure functions.
 
-DataFrames in (`runs.parquet` and `trajectory.parquet` of `innolab.results`), DataFrames or small frozen results
-out, no file I/O. Interval functions take keyword-only `confidence_level` and, where they resample, `n_resamples`
-and `rng`, as scipy.stats names them, all checked by `innolab.analysis.bootstrap` (the one bootstrap engine); every
-interval holds its estimate. Trend tests name their unit of observation (`unit=`, e.g. `config_id`: one run).
-A run without a valid submission counts with ratio −1 and N 0 (the paper's imputation, App. E.2): `runs.parquet`
-already holds imputed `ratio` and `novelty`.
+DataFrames in (`runs.parquet` and `trajectory.parquet` of `innolab.results`), DataFrames or small
+frozen results out, no file I/O. Interval functions take keyword-only `confidence_level` and, where
+they resample, `n_resamples` and `rng`, as scipy.stats names them, all checked by
+`innolab.analysis.bootstrap` (the one bootstrap engine); every interval holds its estimate. Trend
+tests name their unit of observation (`unit=`, e.g. `config_id`: one run).
+A run without a valid submission counts with ratio −1 and N 0 (the paper's imputation, App. E.2):
+`runs.parquet` already holds imputed `ratio` and `novelty`.
 """
 
 from __future__ import annotations
@@ -63,48 +64,75 @@ def _groups(frame: pd.DataFrame, by: list[str]):
         yield (key if isinstance(key, tuple) else (key,)), part
 
 
-# ------------------------------------------------------------------------------------------------ Table 6
+# ------------------------------------------------------------------------------------------ Table 6
 
 
-def success_rates(runs: pd.DataFrame, by: str | Sequence[str], *, confidence_level: float = DEFAULT_CONFIDENCE
-                  ) -> pd.DataFrame:
-    """Share of runs with a valid submission per group, with Wilson intervals (the paper's Table 6).
+def success_rates(
+    runs: pd.DataFrame, by: str | Sequence[str], *, confidence_level: float = DEFAULT_CONFIDENCE
+) -> pd.DataFrame:
+    """Compute the share of runs with a valid submission per group, with Wilson intervals (Table 6).
 
-    Columns: `*by, n, successes, rate, ci_low, ci_high`."""
+    Args:
+        runs: The runs table (needs `valid` and the `by` columns).
+        by: The grouping column or columns.
+        confidence_level: The intervals' confidence level.
+
+    Returns:
+        Columns `*by, n, successes, rate, ci_low, ci_high`.
+
+    Raises:
+        AnalysisError: A column is missing or the confidence level is out of range.
+    """
     from statsmodels.stats.proportion import proportion_confint
 
     keys = _by(by)
     _columns(runs, [*keys, "valid"], "runs")
     check_settings(confidence_level=confidence_level)
     valid = runs["valid"].fillna(False).astype(bool)
-    grouped = valid.groupby([runs[k] for k in keys], sort=True, dropna=False) if keys else valid.groupby(
-        np.zeros(len(runs)))
+    grouped = valid.groupby([runs[k] for k in keys], sort=True, dropna=False) if keys else (
+        valid.groupby(np.zeros(len(runs))))
     table = grouped.agg(n="size", successes="sum").reset_index()
     if not keys:
         table = table.drop(columns=table.columns[0])
     table["successes"] = table["successes"].astype(int)
     table["rate"] = table["successes"] / table["n"]
-    low, high = proportion_confint(table["successes"], table["n"], alpha=1 - confidence_level, method="wilson")
+    low, high = proportion_confint(table["successes"], table["n"], alpha=1 - confidence_level,
+                                   method="wilson")
     low, high = hold_estimate(table["rate"].to_numpy(dtype=float), np.asarray(low, dtype=float),
                               np.asarray(high, dtype=float))
     table["ci_low"], table["ci_high"] = low, high
     return table[[*keys, "n", "successes", "rate", "ci_low", "ci_high"]]
 
 
-# ------------------------------------------------------------------------------------------------ Fig. 6(a)
+# --------------------------------------------------------------------------------------- Fig. 6(a)
 
 
 def anytime_values(trajectory: pd.DataFrame, runs: pd.DataFrame, grid_s: Sequence[float]
                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Each run's best-so-far value at each time of the grid: (ratio, novelty, in_budget), each runs × grid.
+    """Compute each run's best-so-far value at each time of a grid.
 
-    At time t a run's ratio is that of its best valid candidate (hidden evaluator) with t_s <= t, or −1 while it
-    has none; its N is that candidate's N (0 while none). `in_budget` is false where t exceeds the run's own
-    budget (`budget_s`), so that runs of separate budgets each count up to their own end."""
+    At time t a run's ratio is that of its best valid candidate (hidden evaluator) with t_s <= t,
+    or −1 while it has none; its N is that candidate's N (0 while none).
+
+    Args:
+        trajectory: The trajectory table (config_id, t_s, valid, ratio, novelty).
+        runs: The runs table, one row per config_id (and `budget_s` where known).
+        grid_s: The times, in seconds, increasing.
+
+    Returns:
+        (ratio, novelty, in_budget), each runs × grid; `in_budget` is false where t exceeds the
+        run's own budget (`budget_s`), so that runs of separate budgets each count up to their own
+        end.
+
+    Raises:
+        AnalysisError: A column is missing, the grid is not a non-empty increasing sequence of
+            finite seconds, or `runs` repeats a config_id.
+    """
     _columns(runs, ["config_id"], "runs")
     _columns(trajectory, ["config_id", "t_s", "valid", "ratio", "novelty"], "trajectory")
     grid = np.asarray(grid_s, dtype=float)
-    if grid.ndim != 1 or grid.size == 0 or not np.isfinite(grid).all() or (np.diff(grid) < 0).any():
+    if (grid.ndim != 1 or grid.size == 0 or not np.isfinite(grid).all()
+            or (np.diff(grid) < 0).any()):
         raise AnalysisError("grid_s must be a non-empty increasing sequence of finite seconds")
     ids = runs["config_id"].to_numpy()
     index = pd.Index(ids)
@@ -119,18 +147,21 @@ def anytime_values(trajectory: pd.DataFrame, runs: pd.DataFrame, grid_s: Sequenc
     novelty = valid["novelty"].fillna(FAILED_NOVELTY).to_numpy(dtype=float)[keep]
     order = np.lexsort((t, run_of))
     run_of, t, ratio, novelty = run_of[order], t[order], ratio[order], novelty[order]
-    # best so far within each run: a running maximum that restarts at each run, and the N of the best candidate
+    # best so far within each run: a running maximum that restarts at each run, and the N of the
+    # best candidate
     best_ratio = np.empty_like(ratio)
     best_novelty = np.empty_like(novelty)
     if ratio.size:
         starts = np.r_[0, np.flatnonzero(np.diff(run_of)) + 1]
         offset = np.repeat(np.arange(len(starts)), np.diff(np.r_[starts, ratio.size]))
-        # shift each run's ratios above every earlier run's so that one global running maximum restarts per run
+        # shift each run's ratios above every earlier run's so that one global running maximum
+        # restarts per run
         span = float(np.nanmax(ratio) - np.nanmin(ratio)) + 1.0
         shifted = ratio + offset * span
         running = np.maximum.accumulate(shifted)
         at_best = np.maximum.accumulate(np.where(shifted == running, np.arange(ratio.size), 0))
-        best_ratio, best_novelty = ratio[at_best], novelty[at_best]  # exact values, not shifted ones
+        # exact values, not shifted ones
+        best_ratio, best_novelty = ratio[at_best], novelty[at_best]
     horizon = float(grid.max()) + 1.0
     keys = run_of * horizon + np.minimum(t, horizon - 0.5)
     n_runs, n_grid = len(ids), grid.size
@@ -142,14 +173,29 @@ def anytime_values(trajectory: pd.DataFrame, runs: pd.DataFrame, grid_s: Sequenc
     hit[hit] = run_of[found[hit]] == np.repeat(np.arange(n_runs), n_grid)[hit]
     out_ratio.ravel()[hit] = best_ratio[found[hit]]
     out_novelty.ravel()[hit] = best_novelty[found[hit]]
-    budget = runs["budget_s"].to_numpy(dtype=float) if "budget_s" in runs else np.full(n_runs, np.inf)
+    budget = (runs["budget_s"].to_numpy(dtype=float) if "budget_s" in runs
+              else np.full(n_runs, np.inf))
     in_budget = grid[None, :] <= np.where(np.isfinite(budget), budget, np.inf)[:, None] + 1e-9
     return out_ratio, out_novelty, in_budget
 
 
-def anytime_runs(trajectory: pd.DataFrame, runs: pd.DataFrame, grid_s: Sequence[float]) -> pd.DataFrame:
-    """`anytime_values` as one row per run and grid time within the run's budget: `config_id, t_s, ratio,
-    novelty` (repeated measures of each run: test trends on them with `unit="config_id"`)."""
+def anytime_runs(
+    trajectory: pd.DataFrame, runs: pd.DataFrame, grid_s: Sequence[float]
+) -> pd.DataFrame:
+    """Give `anytime_values` as one row per run and grid time within the run's budget.
+
+    Args:
+        trajectory: The trajectory table.
+        runs: The runs table.
+        grid_s: The times, in seconds, increasing.
+
+    Returns:
+        Columns `config_id, t_s, ratio, novelty` (repeated measures of each run: test trends on
+        them with `unit="config_id"`).
+
+    Raises:
+        AnalysisError: As `anytime_values`.
+    """
     ratio, novelty, in_budget = anytime_values(trajectory, runs, grid_s)
     run, time = np.nonzero(in_budget)
     grid = np.asarray(grid_s, dtype=float)
@@ -157,13 +203,30 @@ def anytime_runs(trajectory: pd.DataFrame, runs: pd.DataFrame, grid_s: Sequence[
                          "ratio": ratio[run, time], "novelty": novelty[run, time]})
 
 
-def anytime(trajectory: pd.DataFrame, runs: pd.DataFrame, by: str | Sequence[str] | None, grid_s: Sequence[float],
-            *, confidence_level: float = DEFAULT_CONFIDENCE, n_resamples: int = DEFAULT_RESAMPLES, rng: Rng = 0
-            ) -> pd.DataFrame:
-    """The anytime curve (Fig. 6a): per group and time, the mean best-so-far ratio over runs with a bootstrap
-    interval over runs, and the mean N of the best-so-far candidates.
+def anytime(trajectory: pd.DataFrame, runs: pd.DataFrame, by: str | Sequence[str] | None,
+            grid_s: Sequence[float], *, confidence_level: float = DEFAULT_CONFIDENCE,
+            n_resamples: int = DEFAULT_RESAMPLES, rng: Rng = 0) -> pd.DataFrame:
+    """Compute the anytime curve (Fig. 6a).
 
-    Columns: `*by, t_s, n, mean_ratio, ci_low, ci_high, mean_novelty` (`n`: runs whose budget reaches t_s)."""
+    Per group and time: the mean best-so-far ratio over runs with a bootstrap interval over runs,
+    and the mean N of the best-so-far candidates.
+
+    Args:
+        trajectory: The trajectory table.
+        runs: The runs table.
+        by: The grouping column or columns, or None for one group.
+        grid_s: The times, in seconds, increasing.
+        confidence_level: The intervals' confidence level.
+        n_resamples: The number of bootstrap resamples.
+        rng: A seed or a numpy Generator.
+
+    Returns:
+        Columns `*by, t_s, n, mean_ratio, ci_low, ci_high, mean_novelty` (`n`: runs whose budget
+        reaches t_s).
+
+    Raises:
+        AnalysisError: A column is missing, a setting is out of range, or as `anytime_values`.
+    """
     check_settings(confidence_level=confidence_level, n_resamples=n_resamples)
     keys = _by(by)
     _columns(runs, keys, "runs")
@@ -173,24 +236,29 @@ def anytime(trajectory: pd.DataFrame, runs: pd.DataFrame, by: str | Sequence[str
     for key, part in _groups(runs.reset_index(drop=True), keys):
         members = part.index.to_numpy()
         inside = in_budget[members]
-        intervals = bootstrap_ci(ratio[members], confidence_level=confidence_level, n_resamples=n_resamples,
-                                 rng=rng, mask=inside)
+        intervals = bootstrap_ci(ratio[members], confidence_level=confidence_level,
+                                 n_resamples=n_resamples, rng=rng, mask=inside)
         with np.errstate(invalid="ignore", divide="ignore"):
-            mean_novelty = np.where(inside, novelty[members], 0.0).sum(axis=0) / inside.sum(axis=0)
+            mean_novelty = (np.where(inside, novelty[members], 0.0).sum(axis=0)
+                            / inside.sum(axis=0))
         for j, (t, interval) in enumerate(zip(grid, intervals, strict=True)):
             if interval.n == 0:
                 continue
             rows.append({**dict(zip(keys, key, strict=True)), "t_s": float(t), "n": interval.n,
-                         "mean_ratio": interval.mean, "ci_low": interval.ci_low, "ci_high": interval.ci_high,
-                         "mean_novelty": float(mean_novelty[j])})
-    return pd.DataFrame(rows, columns=[*keys, "t_s", "n", "mean_ratio", "ci_low", "ci_high", "mean_novelty"])
+                         "mean_ratio": interval.mean, "ci_low": interval.ci_low,
+                         "ci_high": interval.ci_high, "mean_novelty": float(mean_novelty[j])})
+    return pd.DataFrame(rows, columns=[*keys, "t_s", "n", "mean_ratio", "ci_low", "ci_high",
+                                       "mean_novelty"])
 
 
-# ------------------------------------------------------------------------------------------- Fig. 6(b), 6(c)
+# ---------------------------------------------------------------------------------- Fig. 6(b), 6(c)
 
 
 def _first_k(part: pd.DataFrame, k: int | None) -> pd.DataFrame:
-    """The runs of each task in seed order, the first k of them (all when None): what "best of k" chooses from."""
+    """The runs of each task in seed order, the first k of them (all when None).
+
+    What "best of k" chooses from.
+    """
     ordered = part.sort_values(["seed"] if "seed" in part else [], kind="stable")
     return ordered if k is None else ordered.groupby("task", sort=False).head(k)
 
@@ -203,14 +271,32 @@ def _best_of(part: pd.DataFrame, metric: str, k: int | None) -> pd.DataFrame:
 
 
 def factor_effect(runs: pd.DataFrame, factor: str, metric: str, best_of: int | None = None, *,
-                  confidence_level: float = DEFAULT_CONFIDENCE, n_resamples: int = DEFAULT_RESAMPLES, rng: Rng = 0
-                  ) -> pd.DataFrame:
-    """A factor's effect on a metric, per level: `mean, ci_low, ci_high, n`, both per run (`kind` "per_run",
-    bootstrap over runs) and best of k per (task, level) as the paper reports (`kind` "best_of_k": the run with the
-    best ratio among the first `best_of` seeds of each task, all when None; its metric averaged over tasks, the
-    interval from resampling the runs within each task).
+                  confidence_level: float = DEFAULT_CONFIDENCE,
+                  n_resamples: int = DEFAULT_RESAMPLES, rng: Rng = 0) -> pd.DataFrame:
+    """Measure a factor's effect on a metric, per level, per run and best of k.
 
-    Rows whose metric is missing (for example `score` of an invalid run) are left out of the per-run mean."""
+    Per run (`kind` "per_run"): the mean with a bootstrap over runs; rows whose metric is missing
+    (for example `score` of an invalid run) are left out. Best of k per (task, level), as the
+    paper reports (`kind` "best_of_k"): the run with the best ratio among the first `best_of`
+    seeds of each task, its metric averaged over tasks, the interval from resampling the runs
+    within each task.
+
+    Args:
+        runs: The runs table (the factor, the metric, task, ratio; seed where known).
+        factor: The factor's column.
+        metric: The metric's column.
+        best_of: k, the seeds per task the best is chosen from; None for all.
+        confidence_level: The intervals' confidence level.
+        n_resamples: The number of bootstrap resamples.
+        rng: A seed or a numpy Generator.
+
+    Returns:
+        Columns `factor, kind, mean, ci_low, ci_high, n`, two rows per level.
+
+    Raises:
+        AnalysisError: A column is missing, a setting is out of range, or `best_of` is not a
+            positive integer or None.
+    """
     check_settings(confidence_level=confidence_level, n_resamples=n_resamples)
     _columns(runs, [factor, metric, "task", "ratio"], "runs")
     if best_of is not None and (int(best_of) != best_of or best_of < 1):
@@ -218,21 +304,26 @@ def factor_effect(runs: pd.DataFrame, factor: str, metric: str, best_of: int | N
     rows = []
     for (level,), part in _groups(runs, [factor]):
         values = part[metric].dropna().to_numpy(dtype=float)
-        interval = bootstrap_ci(values, confidence_level=confidence_level, n_resamples=n_resamples, rng=rng)
-        rows.append({factor: level, "kind": "per_run", "mean": interval.mean, "ci_low": interval.ci_low,
-                     "ci_high": interval.ci_high, "n": interval.n})
+        interval = bootstrap_ci(values, confidence_level=confidence_level, n_resamples=n_resamples,
+                                rng=rng)
+        rows.append({factor: level, "kind": "per_run", "mean": interval.mean,
+                     "ci_low": interval.ci_low, "ci_high": interval.ci_high, "n": interval.n})
         best = _best_of(part, metric, best_of)
         estimate = float(best[metric].mean())
-        low, high = _best_of_interval(part, metric, best_of, estimate, confidence_level, n_resamples, rng)
-        rows.append({factor: level, "kind": "best_of_k", "mean": estimate, "ci_low": low, "ci_high": high,
-                     "n": len(best)})
+        low, high = _best_of_interval(part, metric, best_of, estimate, confidence_level,
+                                      n_resamples, rng)
+        rows.append({factor: level, "kind": "best_of_k", "mean": estimate, "ci_low": low,
+                     "ci_high": high, "n": len(best)})
     return pd.DataFrame(rows, columns=[factor, "kind", "mean", "ci_low", "ci_high", "n"])
 
 
-def _best_of_interval(part: pd.DataFrame, metric: str, k: int | None, estimate: float, confidence_level: float,
-                      n_resamples: int, rng: Rng) -> tuple[float, float]:
-    """Bootstrap of the mean over tasks of the best-of-k run's metric, resampling each task's runs (the percentile
-    bounds of a best-of statistic lean below it: they are widened to hold `estimate`)."""
+def _best_of_interval(part: pd.DataFrame, metric: str, k: int | None, estimate: float,
+                      confidence_level: float, n_resamples: int, rng: Rng) -> tuple[float, float]:
+    """Bootstrap the mean over tasks of the best-of-k run's metric, resampling each task's runs.
+
+    The percentile bounds of a best-of statistic lean below it: they are widened to hold
+    `estimate`.
+    """
     gen = generator(rng)
     totals = np.zeros(n_resamples)
     tasks = 0
@@ -241,8 +332,9 @@ def _best_of_interval(part: pd.DataFrame, metric: str, k: int | None, estimate: 
         ratio = ordered["ratio"].to_numpy(dtype=float)
         if len(ratio) < 2:
             return np.nan, np.nan
-        # runs ranked best first (ties in seed order, as the point estimate): the best of a resample is the run of
-        # its smallest drawn rank, and drawing ranks uniformly is drawing runs uniformly
+        # runs ranked best first (ties in seed order, as the point estimate): the best of a resample
+        # is the run of its smallest drawn rank, and drawing ranks uniformly is drawing runs
+        # uniformly
         by_rank = ordered[metric].to_numpy(dtype=float)[np.argsort(-ratio, kind="stable")]
         totals += by_rank[draw_indices(gen, (n_resamples, len(ratio)), len(ratio)).min(axis=1)]
         tasks += 1
@@ -255,23 +347,42 @@ def _best_of_interval(part: pd.DataFrame, metric: str, k: int | None, estimate: 
 
 @dataclass(frozen=True)
 class TradeOff:
-    """Mean ratio and N per level of a factor, the Pareto set and the level with the best trade-off."""
+    """Mean ratio and N per level of a factor, the Pareto set and the level with the best trade-off.
 
-    table: pd.DataFrame  # factor, mean_ratio, mean_novelty, n, ratio_norm, novelty_norm, product, pareto
-    best_level: Any  # None when several levels tie
+    Attributes:
+        table: Per level: the factor, mean_ratio, mean_novelty, n, ratio_norm, novelty_norm,
+            product, pareto.
+        best_level: The level with the best trade-off; None when several levels tie.
+        rule: The rule that chose it, in words.
+    """
+
+    table: pd.DataFrame
+    best_level: Any
     rule: str
 
 
 def trade_off(runs: pd.DataFrame, factor: str) -> TradeOff:
-    """Fig. 6(c)'s trade-off between gain and novelty over the levels of a factor.
+    """Find Fig. 6(c)'s trade-off between gain and novelty over the levels of a factor.
 
-    Rule: each level's mean ratio and mean N are min-max normalised over the levels (1 = the best level); the best
-    trade-off is the level with the largest product of the two, among the Pareto set (levels that no other level
-    beats on both). With one level, that level."""
+    Rule: each level's mean ratio and mean N are min-max normalised over the levels (1 = the best
+    level); the best trade-off is the level with the largest product of the two, among the Pareto
+    set (levels that no other level beats on both). With one level, that level.
+
+    Args:
+        runs: The runs table (the factor, ratio, novelty).
+        factor: The factor's column.
+
+    Returns:
+        The table per level, the best level and the rule.
+
+    Raises:
+        AnalysisError: A column is missing or there are no runs.
+    """
     _columns(runs, [factor, "ratio", "novelty"], "runs")
     if runs.empty:
         raise AnalysisError("trade_off needs at least one run")
-    table = runs.groupby(factor, sort=True).agg(mean_ratio=("ratio", "mean"), mean_novelty=("novelty", "mean"),
+    table = runs.groupby(factor, sort=True).agg(mean_ratio=("ratio", "mean"),
+                                                mean_novelty=("novelty", "mean"),
                                                 n=("ratio", "size")).reset_index()
 
     def normalise(column: pd.Series) -> pd.Series:
@@ -282,29 +393,50 @@ def trade_off(runs: pd.DataFrame, factor: str) -> TradeOff:
     table["novelty_norm"] = normalise(table["mean_novelty"])
     table["product"] = table["ratio_norm"] * table["novelty_norm"]
     g, n = table["mean_ratio"].to_numpy(), table["mean_novelty"].to_numpy()
-    dominated = [bool(((g >= g[i]) & (n >= n[i]) & ((g > g[i]) | (n > n[i]))).any()) for i in range(len(table))]
+    dominated = [bool(((g >= g[i]) & (n >= n[i]) & ((g > g[i]) | (n > n[i]))).any())
+                 for i in range(len(table))]
     table["pareto"] = ~np.asarray(dominated)
     front = table[table["pareto"]]
     top = front[np.isclose(front["product"], front["product"].max())]
     best = top[factor].iloc[0] if len(top) == 1 or len(table) == 1 else None
-    rule = ("largest product of min-max normalised mean ratio and mean N over the levels, among the Pareto set"
+    rule = ("largest product of min-max normalised mean ratio and mean N over the levels, "
+            "among the Pareto set"
             + ("" if best is not None else f"; no single best level: {len(top)} levels tie"))
     return TradeOff(table=table, best_level=best, rule=rule)
 
 
-# ------------------------------------------------------------------------------------------------ Table 7
+# ------------------------------------------------------------------------------------------ Table 7
 
 
-def paired_effect(runs: pd.DataFrame, factor: str, metric: str, pair_on: Sequence[str] = ("task", "seed"),
-                  levels: tuple[Any, Any] | None = None, *, confidence_level: float = DEFAULT_CONFIDENCE,
+def paired_effect(runs: pd.DataFrame, factor: str, metric: str,
+                  pair_on: Sequence[str] = ("task", "seed"), levels: tuple[Any, Any] | None = None,
+                  *, confidence_level: float = DEFAULT_CONFIDENCE,
                   n_resamples: int = DEFAULT_RESAMPLES, rng: Rng = 0) -> pd.DataFrame:
-    """The paired effect of a two-level factor on a metric (Table 7: the innovation prompt), as
-    `levels[1] − levels[0]` over runs matched on `pair_on` (default: same task and seed).
+    """Measure the paired effect of a two-level factor on a metric (Table 7: the innovation prompt).
 
-    One row per task and, with several tasks, one row `task == "all"`: `level_a, level_b, mean_diff, ci_low,
-    ci_high, p_value, n_pairs` (paired bootstrap interval; two-sided Wilcoxon signed-rank p from scipy; 1.0 when
-    every difference is 0; NaN below 2 pairs), and `p_holm`, the per-task p-values Holm-corrected over tasks
-    (statsmodels `multipletests`)."""
+    The effect is `levels[1] − levels[0]` over runs matched on `pair_on`. The interval is a paired
+    bootstrap; p is two-sided Wilcoxon signed-rank from scipy (1.0 when every difference is 0; NaN
+    below 2 pairs); `p_holm` holds the per-task p-values Holm-corrected over tasks (statsmodels
+    `multipletests`).
+
+    Args:
+        runs: The runs table (the factor, the metric and the `pair_on` columns).
+        factor: The factor's column.
+        metric: The metric's column.
+        pair_on: The columns that match runs (default: same task and seed).
+        levels: The two levels (a, b) compared; None when the factor has exactly two.
+        confidence_level: The intervals' confidence level.
+        n_resamples: The number of bootstrap resamples.
+        rng: A seed or a numpy Generator.
+
+    Returns:
+        One row per task and, with several tasks, one row `task == "all"`: `task, level_a,
+        level_b, mean_diff, ci_low, ci_high, p_value, p_holm, n_pairs`.
+
+    Raises:
+        AnalysisError: A column is missing, a setting is out of range, the levels are not named
+            where the factor has other than two, or no runs pair up.
+    """
     from statsmodels.stats.multitest import multipletests
 
     check_settings(confidence_level=confidence_level, n_resamples=n_resamples)
@@ -313,94 +445,134 @@ def paired_effect(runs: pd.DataFrame, factor: str, metric: str, pair_on: Sequenc
     present = sorted(runs[factor].dropna().unique().tolist())
     if levels is None:
         if len(present) != 2:
-            raise AnalysisError(f"{factor} has levels {present}: name the two to compare with levels=(a, b)")
+            raise AnalysisError(
+                f"{factor} has levels {present}: name the two to compare with levels=(a, b)")
         levels = (present[0], present[1])
     a, b = levels
-    wide = runs[runs[factor].isin([a, b])].pivot_table(index=keys, columns=factor, values=metric, aggfunc="mean")
+    wide = runs[runs[factor].isin([a, b])].pivot_table(index=keys, columns=factor, values=metric,
+                                                       aggfunc="mean")
     if a not in wide.columns or b not in wide.columns:
         raise AnalysisError(f"no runs at {factor} = {a!r} or {b!r}")
-    pairs = pd.DataFrame({"a": wide[a], "b": wide[b]}).dropna().reset_index()  # scalar keys: a bool level works
+    # scalar keys: a bool level works
+    pairs = pd.DataFrame({"a": wide[a], "b": wide[b]}).dropna().reset_index()
     if pairs.empty:
-        raise AnalysisError(f"no runs at {factor} = {a!r} pair up with runs at {factor} = {b!r} on {keys}")
+        raise AnalysisError(
+            f"no runs at {factor} = {a!r} pair up with runs at {factor} = {b!r} on {keys}")
     pairs["diff"] = pairs["b"] - pairs["a"]
 
     def row(task: str, diffs: np.ndarray) -> dict[str, Any]:
         out = {"task": task, "level_a": a, "level_b": b, "n_pairs": int(diffs.size)}
-        interval = bootstrap_ci(diffs, confidence_level=confidence_level, n_resamples=n_resamples, rng=rng)
+        interval = bootstrap_ci(diffs, confidence_level=confidence_level, n_resamples=n_resamples,
+                                rng=rng)
         if diffs.size < 2:
             p = np.nan
         elif np.allclose(diffs, 0.0):
             p = 1.0
         else:
             p = float(stats.wilcoxon(diffs, zero_method="wilcox").pvalue)
-        return {**out, "mean_diff": interval.mean, "ci_low": interval.ci_low, "ci_high": interval.ci_high,
-                "p_value": p}
+        return {**out, "mean_diff": interval.mean, "ci_low": interval.ci_low,
+                "ci_high": interval.ci_high, "p_value": p}
 
     by_task = "task" in keys
-    rows = [row(str(task), part["diff"].to_numpy()) for task, part in pairs.groupby("task", sort=True)] \
-        if by_task else []
+    rows = [row(str(task), part["diff"].to_numpy())
+            for task, part in pairs.groupby("task", sort=True)] if by_task else []
     table = pd.DataFrame(rows)
     if len(rows) > 1 or not by_task:
-        table = pd.concat([table, pd.DataFrame([row("all", pairs["diff"].to_numpy())])], ignore_index=True)
+        table = pd.concat([table, pd.DataFrame([row("all", pairs["diff"].to_numpy())])],
+                          ignore_index=True)
     table["p_holm"] = np.nan
     per_task = table["task"] != "all"
     testable = per_task & table["p_value"].notna()
     if testable.sum() > 1:
-        table.loc[testable, "p_holm"] = multipletests(table.loc[testable, "p_value"], method="holm")[1]
+        table.loc[testable, "p_holm"] = multipletests(table.loc[testable, "p_value"],
+                                                      method="holm")[1]
     elif testable.sum() == 1:
         table.loc[testable, "p_holm"] = table.loc[testable, "p_value"]
-    return table[["task", "level_a", "level_b", "mean_diff", "ci_low", "ci_high", "p_value", "p_holm", "n_pairs"]]
+    return table[["task", "level_a", "level_b", "mean_diff", "ci_low", "ci_high", "p_value",
+                  "p_holm", "n_pairs"]]
 
 
-# ------------------------------------------------------------------------------------------------ Fig. 5
+# ------------------------------------------------------------------------------------------- Fig. 5
 
 
 def prior_trajectory(trajectory: pd.DataFrame, runs: pd.DataFrame | None = None) -> pd.DataFrame:
-    """G, ratio and N of each improving candidate over time and steps, in runs that start from a prior solution
-    (Fig. 5): N against the known solutions (`novelty`) and against the prior itself (`novelty_vs_prior`).
+    """List G, ratio and N of each improving candidate over time, in runs from a prior (Fig. 5).
 
-    With `runs`, only runs with a `prior_solution` are kept and their factor columns join each row."""
-    _columns(trajectory, ["config_id", "t_s", "step", "improving", "valid", "gain", "ratio", "novelty"], "trajectory")
+    N is given against the known solutions (`novelty`) and against the prior itself
+    (`novelty_vs_prior`).
+
+    Args:
+        trajectory: The trajectory table (config_id, t_s, step, improving, valid, gain, ratio,
+            novelty; novelty_vs_prior where known).
+        runs: The runs table; given, only runs with a `prior_solution` are kept and their factor
+            columns join each row.
+
+    Returns:
+        One row per improving candidate, numbered per run (`candidate`), in time order.
+
+    Raises:
+        AnalysisError: A column is missing.
+    """
+    _columns(trajectory,
+             ["config_id", "t_s", "step", "improving", "valid", "gain", "ratio", "novelty"],
+             "trajectory")
     rows = trajectory[trajectory["improving"].fillna(False).astype(bool)].copy()
     if "novelty_vs_prior" not in rows:
         rows["novelty_vs_prior"] = np.nan
     if runs is not None:
         _columns(runs, ["config_id", "prior_solution"], "runs")
         started = runs[runs["prior_solution"].notna()]
-        extra = [c for c in ("task", "agent", "prior_solution", "seed", "temperature") if c in started]
+        extra = [c for c in ("task", "agent", "prior_solution", "seed", "temperature")
+                 if c in started]
         rows = rows.merge(started[["config_id", *extra]], on="config_id", how="inner")
     rows = rows.sort_values(["config_id", "t_s"], kind="stable")
     rows["candidate"] = rows.groupby("config_id").cumcount()
-    columns = ["config_id", "candidate", "t_s", "step", "valid", "gain", "ratio", "novelty", "novelty_vs_prior"]
+    columns = ["config_id", "candidate", "t_s", "step", "valid", "gain", "ratio", "novelty",
+               "novelty_vs_prior"]
     return rows[columns + [c for c in rows.columns if c not in columns and c not in
-                           ("file", "dev_valid", "dev_score", "improving", "score")]].reset_index(drop=True)
+                           ("file", "dev_valid", "dev_score", "improving", "score")]
+                ].reset_index(drop=True)
 
 
-# ------------------------------------------------------------------------------------------------ trends
+# ------------------------------------------------------------------------------------------- trends
 
 
 @dataclass(frozen=True)
 class TrendCheck:
-    """Whether a stated trend holds on a sweep, with the test that decided it and the units it counted."""
+    """Whether a stated trend holds on a sweep, with the test that decided it and the units counted.
+
+    Attributes:
+        trend: "increasing", "decreasing" or "peak".
+        verdict: "holds", "does not hold" or "not enough data".
+        test: The test, in words.
+        statistic: The test's statistic.
+        p_value: The test's p-value.
+        n: The values (rows) tested.
+        unit: The column naming the unit of observation.
+        n_units: The units the test counted.
+        detail: What was found, in words.
+    """
 
     trend: str
     verdict: Verdict
     test: str
     statistic: float
     p_value: float
-    n: int  # values (rows) tested
-    unit: str  # the column naming the unit of observation
-    n_units: int  # units the test counted
+    n: int
+    unit: str
+    n_units: int
     detail: str
 
 
 def _unit_needed(data: pd.DataFrame, x: str) -> str:
     """Why a trend test needs `unit=`, with the repeated measures found in `data` if any."""
-    message = ("trend_holds needs unit=, the column naming the unit of observation (e.g. 'config_id': one run); "
-               "values of one run at several levels are repeated measures, not independent points")
+    message = ("trend_holds needs unit=, the column naming the unit of observation "
+               "(e.g. 'config_id': one run); values of one run at several levels are repeated "
+               "measures, not independent points")
     for column in RUN_ID_COLUMNS:
         if column in data and data[column].duplicated().any():
-            return (f"{message}: these rows repeat {column} ({len(data)} rows, {data[column].nunique()} distinct), "
+            return (f"{message}: these rows repeat {column} ({len(data)} rows, "
+                    f"{data[column].nunique()} distinct), "
                     f"so they hold several values of one run across {x}; pass unit={column!r}")
     return message
 
@@ -409,19 +581,23 @@ def _not_enough(trend: str, unit: str, n: int, n_units: int, why: str) -> TrendC
     return TrendCheck(trend, "not enough data", "none", np.nan, np.nan, n, unit, n_units, why)
 
 
-def _across_units(points: pd.DataFrame, x: str, y: str, trend: Trend, unit: str, alpha: float) -> TrendCheck:
-    """One value per unit: Spearman's ρ between x and y over units, or OLS of y on x and x² for a peak."""
+def _across_units(
+    points: pd.DataFrame, x: str, y: str, trend: Trend, unit: str, alpha: float
+) -> TrendCheck:
+    """One value per unit: Spearman's ρ of x and y over units, or OLS on x and x² for a peak."""
     n, levels = len(points), points[x].nunique()
     if trend in ("increasing", "decreasing"):
         result = stats.spearmanr(points[x], points[y])
         rho, p = float(result.statistic), float(result.pvalue)
         name = "Spearman rho over units"
         if np.isnan(rho):
-            return TrendCheck(trend, "does not hold", name, rho, p, n, unit, n, f"{y} does not vary with {x}")
+            return TrendCheck(trend, "does not hold", name, rho, p, n, unit, n,
+                              f"{y} does not vary with {x}")
         right_sign = rho > 0 if trend == "increasing" else rho < 0
         verdict: Verdict = "holds" if right_sign and p < alpha else "does not hold"
         return TrendCheck(trend, verdict, name, rho, p, n, unit, n,
-                          f"rho = {rho:.3f}, p = {p:.3g} over {n} units ({unit}, one value each) at {levels} levels "
+                          f"rho = {rho:.3f}, p = {p:.3g} over {n} units ({unit}, one value each) "
+                          f"at {levels} levels "
                           f"of {x}")
     import statsmodels.api as sm
 
@@ -432,43 +608,63 @@ def _across_units(points: pd.DataFrame, x: str, y: str, trend: Trend, unit: str,
     inside = bool(points[x].min() < vertex < points[x].max())
     verdict = "holds" if curvature < 0 and p < alpha and inside else "does not hold"
     return TrendCheck(trend, verdict, "OLS quadratic term over units", curvature, p, n, unit, n,
-                      f"x^2 coefficient {curvature:.3g} (p = {p:.3g}) over {n} units ({unit}, one value each), "
+                      f"x^2 coefficient {curvature:.3g} (p = {p:.3g}) over {n} units "
+                      f"({unit}, one value each), "
                       f"vertex at {x} = {vertex:.3g}")
 
 
-def _within_units(points: pd.DataFrame, x: str, y: str, trend: Trend, unit: str, alpha: float) -> TrendCheck:
-    """Several values per unit (repeated measures): each unit's Spearman ρ of its values against the levels,
-    tested across units; a peak as a rise up to the level with the best mean and a fall after it."""
+def _within_units(
+    points: pd.DataFrame, x: str, y: str, trend: Trend, unit: str, alpha: float
+) -> TrendCheck:
+    """Several values per unit (repeated measures): each unit's ρ, tested across units.
+
+    Each unit's Spearman ρ of its values against the levels is tested across units; a peak as a
+    rise up to the level with the best mean and a fall after it.
+    """
     n = len(points)
     if trend == "peak":
         return _peak_within_units(points, x, y, unit, alpha)
-    statistics = [0.0 if np.ptp(part[y]) == 0 else float(stats.spearmanr(part[x], part[y]).statistic)
+    statistics = [0.0 if np.ptp(part[y]) == 0
+                  else float(stats.spearmanr(part[x], part[y]).statistic)
                   for _, part in points.groupby(unit, sort=True) if part[x].nunique() >= 2]
     n_units = len(statistics)
     if n_units < 2:
-        return _not_enough(trend, unit, n, n_units, f"{n_units} unit(s) ({unit}) with values at 2 or more levels of "
+        return _not_enough(trend, unit, n, n_units,
+                           f"{n_units} unit(s) ({unit}) with values at 2 or more levels of "
                            f"{x}; a trend across units needs at least 2")
     rho = np.asarray(statistics)
-    p = 1.0 if not rho.any() else float(stats.wilcoxon(rho, alternative="greater" if trend == "increasing" else "less",
-                                                        zero_method="zsplit").pvalue)
+    p = 1.0 if not rho.any() else float(stats.wilcoxon(
+        rho, alternative="greater" if trend == "increasing" else "less",
+        zero_method="zsplit").pvalue)
     summary = float(rho.mean())
     return TrendCheck(trend, "holds" if p < alpha else "does not hold",
-                      "Wilcoxon signed-rank over units of each unit's Spearman rho", summary, p, n, unit, n_units,
-                      f"mean per-unit rho {summary:.3f} over {n_units} units ({unit}): {int((rho > 0).sum())} "
-                      f"positive, {int((rho < 0).sum())} negative, {int((rho == 0).sum())} flat; one-sided p = "
+                      "Wilcoxon signed-rank over units of each unit's Spearman rho", summary, p, n,
+                      unit, n_units,
+                      f"mean per-unit rho {summary:.3f} over {n_units} units ({unit}): "
+                      f"{int((rho > 0).sum())} "
+                      f"positive, {int((rho < 0).sum())} negative, {int((rho == 0).sum())} flat; "
+                      f"one-sided p = "
                       f"{p:.3g}; {n} values at {points[x].nunique()} levels of {x}")
 
 
-def _peak_within_units(points: pd.DataFrame, x: str, y: str, unit: str, alpha: float) -> TrendCheck:
-    """A peak over repeated measures: the level with the best mean value must be inside the range of x, the
-    values must rise up to it and fall after it (each side tested across units; both at alpha)."""
+def _peak_within_units(
+    points: pd.DataFrame, x: str, y: str, unit: str, alpha: float
+) -> TrendCheck:
+    """A peak over repeated measures: a rise up to the best-mean level and a fall after it.
+
+    The level with the best mean value must be inside the range of x; each side is tested across
+    units, both at alpha.
+    """
     n = len(points)
     means = points.groupby(x)[y].mean()
     top = float(means.idxmax())
-    name = "rise to and fall from the best-mean level, each by Wilcoxon over units of per-unit Spearman rho"
+    name = ("rise to and fall from the best-mean level, each by Wilcoxon over units of per-unit "
+            "Spearman rho")
     if top in (means.index.min(), means.index.max()):
-        return TrendCheck("peak", "does not hold", name, np.nan, np.nan, n, unit, points[unit].nunique(),
-                          f"the best mean of {y} is at the edge of {x} ({x} = {top:g}): no peak inside")
+        return TrendCheck("peak", "does not hold", name, np.nan, np.nan, n, unit,
+                          points[unit].nunique(),
+                          f"the best mean of {y} is at the edge of {x} ({x} = {top:g}): "
+                          "no peak inside")
     rise = _within_units(points[points[x] <= top], x, y, "increasing", unit, alpha)
     fall = _within_units(points[points[x] >= top], x, y, "decreasing", unit, alpha)
     sides = f"rise: {rise.detail}; fall: {fall.detail}"
@@ -476,31 +672,51 @@ def _peak_within_units(points: pd.DataFrame, x: str, y: str, unit: str, alpha: f
     if "not enough data" in (rise.verdict, fall.verdict):
         return _not_enough("peak", unit, n, n_units, f"best mean at {x} = {top:g}; {sides}")
     holds = rise.verdict == "holds" and fall.verdict == "holds"
-    return TrendCheck("peak", "holds" if holds else "does not hold", name, min(rise.statistic, -fall.statistic),
-                      max(rise.p_value, fall.p_value), n, unit, n_units, f"best mean at {x} = {top:g}; {sides}")
+    return TrendCheck("peak", "holds" if holds else "does not hold", name,
+                      min(rise.statistic, -fall.statistic), max(rise.p_value, fall.p_value), n,
+                      unit, n_units, f"best mean at {x} = {top:g}; {sides}")
 
 
-def trend_holds(data: pd.DataFrame, x: str, y: str, trend: Trend, *, unit: str | None = None, alpha: float = 0.05,
-                min_levels: int = 3) -> TrendCheck:
-    """Check a trend of `fig6_trends.csv` on `data`, with `unit` the column that names the unit of observation
-    (`config_id`: one run). The test counts units, never points.
+def trend_holds(data: pd.DataFrame, x: str, y: str, trend: Trend, *, unit: str | None = None,
+                alpha: float = 0.05, min_levels: int = 3) -> TrendCheck:
+    """Check a trend of `fig6_trends.csv` on `data`; the test counts units, never points.
 
-    * One value per unit (temperature, backbone: one row per run): increasing / decreasing by Spearman's ρ between
-      x and y over units, holding when ρ has the stated sign with p < alpha; a peak by OLS of y on x and x²,
-      holding when the x² coefficient is negative with p < alpha and the vertex lies inside the observed x.
-    * Several values per unit at ordered levels (repeated measures: a run's best-so-far value at several times or
-      budgets): each unit's own trend statistic, Spearman's ρ of its values against the levels (0 where they are
-      constant), then a one-sided Wilcoxon signed-rank test of these ρ across units (zeros split), so p counts
-      units. (The within-run permutation null of Page's L test, with runs as blocks, does not fit: a best-so-far
-      curve can only rise, and at 31 grid times Page's test calls two runs that each improve once significant,
-      p ~ 1e-7; across units two runs never are, p >= 0.25.) A peak: the level of x with the best mean y must lie
-      inside the range of x, and the values must rise up to it and fall after it, each side by the test above at
-      alpha (an intersection-union test; the split is chosen from the data, so read p as approximate). Units with
-      values at fewer than 2 levels (of a side) carry no trend of their own and are left out.
+    * One value per unit (temperature, backbone: one row per run): increasing / decreasing by
+      Spearman's ρ between x and y over units, holding when ρ has the stated sign with p < alpha;
+      a peak by OLS of y on x and x², holding when the x² coefficient is negative with p < alpha
+      and the vertex lies inside the observed x.
+    * Several values per unit at ordered levels (repeated measures: a run's best-so-far value at
+      several times or budgets): each unit's own trend statistic, Spearman's ρ of its values
+      against the levels (0 where they are constant), then a one-sided Wilcoxon signed-rank test
+      of these ρ across units (zeros split), so p counts units. (The within-run permutation null
+      of Page's L test, with runs as blocks, does not fit: a best-so-far curve can only rise, and
+      at 31 grid times Page's test calls two runs that each improve once significant, p ~ 1e-7;
+      across units two runs never are, p >= 0.25.) A peak: the level of x with the best mean y
+      must lie inside the range of x, and the values must rise up to it and fall after it, each
+      side by the test above at alpha (an intersection-union test; the split is chosen from the
+      data, so read p as approximate). Units with values at fewer than 2 levels (of a side) carry
+      no trend of their own and are left out.
 
-    Fewer than `min_levels` distinct x values, fewer than 4 values, or fewer than 2 units with a trend of their
-    own is "not enough data". Without `unit` it is an error: repeated measures cannot be told from independent
-    points (rows that repeat a run identifier such as config_id are named in the message)."""
+    Fewer than `min_levels` distinct x values, fewer than 4 values, or fewer than 2 units with a
+    trend of their own is "not enough data".
+
+    Args:
+        data: The values (the unit, x and y columns).
+        x: The column of the levels.
+        y: The column of the values.
+        trend: "increasing", "decreasing" or "peak".
+        unit: The column that names the unit of observation (`config_id`: one run).
+        alpha: The tests' significance level.
+        min_levels: The fewest distinct x values a test needs.
+
+    Returns:
+        The verdict with its test, statistic, p-value and counts.
+
+    Raises:
+        AnalysisError: An unknown trend, no `unit` (repeated measures cannot be told from
+            independent points; rows that repeat a run identifier such as config_id are named in
+            the message), a missing column, or a row without a unit.
+    """
     if trend not in ("increasing", "decreasing", "peak"):
         raise AnalysisError(f"trend must be increasing, decreasing or peak, got {trend!r}")
     if unit is None:
@@ -508,12 +724,14 @@ def trend_holds(data: pd.DataFrame, x: str, y: str, trend: Trend, *, unit: str |
     _columns(data, [unit, x, y], "data")
     points = data[[unit, x, y]].dropna(subset=[x, y])
     if points[unit].isna().any():
-        raise AnalysisError(f"data[{unit!r}] must name the unit of every row; {int(points[unit].isna().sum())} "
+        raise AnalysisError(f"data[{unit!r}] must name the unit of every row; "
+                            f"{int(points[unit].isna().sum())} "
                             "row(s) have none")
     points = points.astype({x: float, y: float})
     n, levels, n_units = len(points), points[x].nunique(), points[unit].nunique()
     if levels < min_levels or n < 4:
-        return _not_enough(trend, unit, n, n_units, f"{levels} level(s) of {x} and {n} value(s) from {n_units} "
+        return _not_enough(trend, unit, n, n_units,
+                           f"{levels} level(s) of {x} and {n} value(s) from {n_units} "
                            f"unit(s); at least {min_levels} levels and 4 values needed")
     if n_units == n:
         return _across_units(points, x, y, trend, unit, alpha)
@@ -522,32 +740,64 @@ def trend_holds(data: pd.DataFrame, x: str, y: str, trend: Trend, *, unit: str |
 
 def check_trends(stated: pd.DataFrame, data: pd.DataFrame, x: str, columns: dict[str, str], *,
                  unit: str | None = None, alpha: float = 0.05) -> pd.DataFrame:
-    """Each stated trend of `fig6_trends.csv` (rows with quantity, trend, detail) tested on `data` with
-    `trend_holds` and its `unit`; `columns` maps a quantity (gain, novelty) to the column that measures it. A
-    quantity without a column (e.g. trade_off) is left to the caller."""
+    """Test each stated trend of `fig6_trends.csv` on `data` with `trend_holds`.
+
+    Args:
+        stated: The stated trends (quantity, trend, detail).
+        data: The values.
+        x: The column of the levels.
+        columns: The column that measures each quantity (gain, novelty); a quantity without a
+            column (e.g. trade_off) is left to the caller.
+        unit: The column that names the unit of observation.
+        alpha: The tests' significance level.
+
+    Returns:
+        One row per tested trend: quantity, paper, trend, this sweep, test, unit, n_units, n,
+        statistic, p_value, detail.
+
+    Raises:
+        AnalysisError: A column is missing, or as `trend_holds`.
+    """
     _columns(stated, ["quantity", "trend", "detail"], "stated")
     rows = []
     for row in stated.itertuples():
         if row.quantity not in columns:
             continue
         check = trend_holds(data, x, columns[row.quantity], row.trend, unit=unit, alpha=alpha)
-        rows.append({"quantity": row.quantity, "paper": row.detail, "trend": row.trend, "this sweep": check.verdict,
-                     "test": check.test, "unit": check.unit, "n_units": check.n_units, "n": check.n,
-                     "statistic": check.statistic, "p_value": check.p_value, "detail": check.detail})
-    return pd.DataFrame(rows, columns=["quantity", "paper", "trend", "this sweep", "test", "unit", "n_units", "n",
-                                       "statistic", "p_value", "detail"])
+        rows.append({"quantity": row.quantity, "paper": row.detail, "trend": row.trend,
+                     "this sweep": check.verdict, "test": check.test, "unit": check.unit,
+                     "n_units": check.n_units, "n": check.n, "statistic": check.statistic,
+                     "p_value": check.p_value, "detail": check.detail})
+    return pd.DataFrame(rows, columns=["quantity", "paper", "trend", "this sweep", "test", "unit",
+                                       "n_units", "n", "statistic", "p_value", "detail"])
 
 
-# ------------------------------------------------------------------------------------------------ regression
+# --------------------------------------------------------------------------------------- regression
 
 
-def regression(runs: pd.DataFrame, formula: str, kind: Literal["ols", "mixed"] = "ols", groups: str = "task", *,
-               confidence_level: float = DEFAULT_CONFIDENCE) -> pd.DataFrame:
-    """A tidy coefficient table (`term, estimate, std_error, statistic, p_value, ci_low, ci_high, n, method`).
+def regression(runs: pd.DataFrame, formula: str, kind: Literal["ols", "mixed"] = "ols",
+               groups: str = "task", *, confidence_level: float = DEFAULT_CONFIDENCE
+               ) -> pd.DataFrame:
+    """Fit a regression and return a tidy coefficient table.
 
-    `ols`: OLS with errors clustered by `groups` when it has at least 2 levels (else heteroscedasticity-robust
-    HC1); `mixed`: a linear mixed model with a random intercept per level of `groups`. Example:
-    `regression(runs, "ratio ~ temperature + C(agent)")`."""
+    `ols`: OLS with errors clustered by `groups` when it has at least 2 levels (else
+    heteroscedasticity-robust HC1); `mixed`: a linear mixed model with a random intercept per level
+    of `groups`. Example: `regression(runs, "ratio ~ temperature + C(agent)")`.
+
+    Args:
+        runs: The runs table (boolean columns enter as 0/1).
+        formula: A patsy formula.
+        kind: "ols" or "mixed".
+        groups: The clustering (ols) or grouping (mixed) column.
+        confidence_level: The intervals' confidence level.
+
+    Returns:
+        Columns `term, estimate, std_error, statistic, p_value, ci_low, ci_high, n, method`.
+
+    Raises:
+        AnalysisError: An unknown kind, a confidence level out of range, or a formula that does
+            not fit the data.
+    """
     import statsmodels.formula.api as smf
     from patsy import PatsyError
 
@@ -576,7 +826,8 @@ def regression(runs: pd.DataFrame, formula: str, kind: Literal["ols", "mixed"] =
     except (PatsyError, ValueError, np.linalg.LinAlgError, KeyError) as error:
         raise AnalysisError(f"formula {formula!r}: {str(error).splitlines()[0]}") from None
     interval = fit.conf_int(alpha=1 - confidence_level)
-    low, high = hold_estimate(fit.params.to_numpy(dtype=float), interval.iloc[:, 0].to_numpy(dtype=float),
+    low, high = hold_estimate(fit.params.to_numpy(dtype=float),
+                              interval.iloc[:, 0].to_numpy(dtype=float),
                               interval.iloc[:, 1].to_numpy(dtype=float))
     table = pd.DataFrame({"term": fit.params.index, "estimate": fit.params.to_numpy(),
                           "std_error": fit.bse.to_numpy(), "statistic": fit.tvalues.to_numpy(),
@@ -586,12 +837,25 @@ def regression(runs: pd.DataFrame, formula: str, kind: Literal["ols", "mixed"] =
     return table
 
 
-# ------------------------------------------------------------------------------------- Tables 2, 4, 5 from runs
+# ------------------------------------------------------------------------- Tables 2, 4, 5 from runs
 
 
 def sweep_scores(runs: pd.DataFrame, best_of: int | None = None) -> pd.DataFrame:
-    """Table 2 from one's own runs: per (task, framework), the best of k runs by ratio (the paper's best of 3),
-    in the format of `innolab.analysis.main_results` (`task, framework, valid, ratio, novelty, gain, runs`)."""
+    """Make Table 2 from one's own runs: per (task, framework), the best of k runs by ratio.
+
+    The paper takes the best of 3.
+
+    Args:
+        runs: The runs table (task, agent, valid, ratio, novelty; seed and gain where known).
+        best_of: k, the first seeds the best is chosen from; None for all.
+
+    Returns:
+        Table 2 in the format of `innolab.analysis.main_results`: `task, framework, valid, ratio,
+        novelty, gain, runs`.
+
+    Raises:
+        AnalysisError: A column is missing.
+    """
     _columns(runs, ["task", "agent", "valid", "ratio", "novelty"], "runs")
     rows = []
     for (task, agent), part in runs.groupby(["task", "agent"], sort=True):
@@ -601,18 +865,28 @@ def sweep_scores(runs: pd.DataFrame, best_of: int | None = None) -> pd.DataFrame
         valid = ordered[ordered["valid"].fillna(False).astype(bool)]
         framework = FRAMEWORK_NAMES.get(agent, agent)
         if valid.empty:
-            rows.append({"task": task, "framework": framework, "valid": False, "ratio": np.nan, "novelty": np.nan,
-                         "gain": np.nan, "runs": len(ordered)})
+            rows.append({"task": task, "framework": framework, "valid": False, "ratio": np.nan,
+                         "novelty": np.nan, "gain": np.nan, "runs": len(ordered)})
             continue
         best = valid.loc[valid["ratio"].idxmax()]
-        rows.append({"task": task, "framework": framework, "valid": True, "ratio": float(best["ratio"]),
-                     "novelty": float(best["novelty"]), "gain": best.get("gain"), "runs": len(ordered)})
-    return pd.DataFrame(rows, columns=["task", "framework", "valid", "ratio", "novelty", "gain", "runs"])
+        rows.append({"task": task, "framework": framework, "valid": True,
+                     "ratio": float(best["ratio"]), "novelty": float(best["novelty"]),
+                     "gain": best.get("gain"), "runs": len(ordered)})
+    return pd.DataFrame(rows, columns=["task", "framework", "valid", "ratio", "novelty", "gain",
+                                       "runs"])
 
 
 @dataclass(frozen=True)
 class MainResults:
-    """Tables 2, 4 and 5 recomputed from a sweep; intervals and tests need at least 2 tasks (else empty)."""
+    """Tables 2, 4 and 5 recomputed from a sweep.
+
+    Attributes:
+        scores: Table 2 (see `sweep_scores`).
+        means: Table 4 (see `main_results.table4_means`).
+        intervals: The bootstrap intervals over tasks; empty below 2 tasks.
+        paired: The paired tests (Table 5); empty below 2 tasks or 2 frameworks.
+        note: How many tasks and frameworks, or why intervals and tests are empty.
+    """
 
     scores: pd.DataFrame
     means: pd.DataFrame
@@ -621,10 +895,27 @@ class MainResults:
     note: str
 
 
-def main_results(runs: pd.DataFrame, best_of: int | None = None, *, confidence_level: float = DEFAULT_CONFIDENCE,
+def main_results(runs: pd.DataFrame, best_of: int | None = None, *,
+                 confidence_level: float = DEFAULT_CONFIDENCE,
                  n_resamples: int = DEFAULT_RESAMPLES, rng: Rng = 0) -> MainResults:
-    """The paper's main results over one's own runs, with the code that recomputes the published tables: best of
-    k per task × framework, pessimistic imputation, macro means, bootstrap intervals over tasks, paired tests."""
+    """Compute the paper's main results over one's own runs, with the published tables' code.
+
+    Best of k per task × framework, pessimistic imputation, macro means, bootstrap intervals over
+    tasks, paired tests.
+
+    Args:
+        runs: The runs table.
+        best_of: k, the first seeds the best is chosen from; None for all.
+        confidence_level: The intervals' confidence level.
+        n_resamples: The number of bootstrap resamples.
+        rng: A seed or a numpy Generator.
+
+    Returns:
+        Tables 2, 4 and 5 with a note.
+
+    Raises:
+        AnalysisError: A column is missing or a setting is out of range.
+    """
     from innolab.analysis import main_results as published
 
     check_settings(confidence_level=confidence_level, n_resamples=n_resamples)
@@ -635,16 +926,28 @@ def main_results(runs: pd.DataFrame, best_of: int | None = None, *, confidence_l
     if tasks < 2:
         empty = pd.DataFrame()
         return MainResults(scores, means, empty, empty,
-                           f"{tasks} task(s): intervals and paired tests resample tasks and need at least 2")
-    intervals = published.framework_intervals(scores, frameworks=frameworks, confidence_level=confidence_level,
+                           f"{tasks} task(s): intervals and paired tests resample tasks and need "
+                           "at least 2")
+    intervals = published.framework_intervals(scores, frameworks=frameworks,
+                                              confidence_level=confidence_level,
                                               n_resamples=n_resamples, rng=rng)
-    paired = published.paired_tests(scores, confidence_level=confidence_level, n_resamples=n_resamples, rng=rng) \
+    paired = published.paired_tests(scores, confidence_level=confidence_level,
+                                    n_resamples=n_resamples, rng=rng) \
         if len(frameworks) > 1 else pd.DataFrame()
-    return MainResults(scores, means, intervals, paired, f"{tasks} tasks, {len(frameworks)} framework(s)")
+    return MainResults(scores, means, intervals, paired,
+                       f"{tasks} tasks, {len(frameworks)} framework(s)")
 
 
 def describe(runs: pd.DataFrame) -> str:
-    """What a sweep's data are, in one paragraph: model(s), tasks, agents, budgets, runs, seeds, valid runs."""
+    """Say what a sweep's data are, in one paragraph.
+
+    Args:
+        runs: The runs table.
+
+    Returns:
+        The model(s), tasks, agents, budgets, runs, seeds, temperatures, prior solutions and valid
+        runs; "No runs." for an empty table.
+    """
     if runs.empty:
         return "No runs."
 
@@ -655,8 +958,13 @@ def describe(runs: pd.DataFrame) -> str:
         return ", ".join(values) if values else "none"
 
     valid = int(runs["valid"].fillna(False).astype(bool).sum()) if "valid" in runs else 0
-    complete = int(runs["complete"].fillna(False).astype(bool).sum()) if "complete" in runs else len(runs)
-    budgets = ", ".join(f"{b:g} s" for b in sorted(runs["budget_s"].dropna().unique())) if "budget_s" in runs else "?"
-    return (f"{len(runs)} runs ({complete} complete, {valid} with a valid submission); model: {listing('model')}; "
-            f"tasks: {listing('task')}; agents: {listing('agent')}; budget: {budgets}; seeds: {listing('seed')}; "
-            f"temperatures: {listing('temperature')}; prior solutions: {listing('prior_solution')}.")
+    complete = (int(runs["complete"].fillna(False).astype(bool).sum()) if "complete" in runs
+                else len(runs))
+    budgets = (", ".join(f"{b:g} s" for b in sorted(runs["budget_s"].dropna().unique()))
+               if "budget_s" in runs else "?")
+    return (f"{len(runs)} runs ({complete} complete, {valid} with a valid submission); "
+            f"model: {listing('model')}; "
+            f"tasks: {listing('task')}; agents: {listing('agent')}; budget: {budgets}; "
+            f"seeds: {listing('seed')}; "
+            f"temperatures: {listing('temperature')}; "
+            f"prior solutions: {listing('prior_solution')}.")
