@@ -1,8 +1,10 @@
-"""Run tables: one row per run (runs.parquet) and one per validated candidate (trajectory.parquet), from run folders.
+"""Run tables: one row per run (runs.parquet) and per validated candidate (trajectory.parquet).
 
-A sweep folder holds `runs/<config id>/` and a manifest of its configurations (`sweep.json`); a plain folder of
-single runs (results/runs/) is read the same way. Failed or unfinished runs get the paper's pessimistic imputation
-(`valid` false, `ratio` -1, `novelty` 0) with the raw values kept in `ratio_raw` and `novelty_raw`.
+Each table is declared once as a list of `Column`s, each naming its column and where its value
+comes from. A sweep folder holds `runs/<config id>/` and a manifest of its configurations
+(`sweep.json`); a plain folder of single runs (results/runs/) is read the same way. Failed or
+unfinished runs get the paper's pessimistic imputation (`metrics.impute`: `valid` false, `ratio`
+-1, `novelty` 0) with the raw values kept in `ratio_raw` and `novelty_raw`.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ MANIFEST = "sweep.json"
 
 @dataclass
 class RunSource:
-    """What a run-table row is read from: the run folder's configuration, trace and recorded score."""
+    """What a runs-table row is read from: a run folder's configuration, trace and score."""
 
     folder: RunDir
     config: RunConfig
@@ -39,7 +41,15 @@ class RunSource:
 
     @classmethod
     def read(cls, run_dir: Path, relative_to: Path | None = None) -> RunSource:
-        """A run folder read once; a missing or broken trace reads as an empty one."""
+        """A run folder read once; a missing or broken trace reads as an empty one.
+
+        Args:
+            run_dir: the run folder (it holds a config.json).
+            relative_to: the folder the `run_dir` column is written relative to (None: absolute).
+
+        Returns:
+            The run's sources.
+        """
         folder = RunDir(run_dir)
         config = RunConfig.from_dict(folder.read_config())
         try:
@@ -57,6 +67,11 @@ class RunSource:
         """The run's configuration columns (innolab.runspec)."""
         return runspec.config_columns(self.config)
 
+    @property
+    def run_dir(self) -> str:
+        root = self.folder.root
+        return str(root.relative_to(self.relative_to) if self.relative_to else root)
+
     def recorded(self, key: str) -> Any:
         """A value of the run's score (None for a run not scored)."""
         return self.score.get(key) if self.score else None
@@ -67,14 +82,17 @@ class RunSource:
 
     @cached_property
     def imputed(self) -> tuple[float, float]:
-        """(ratio, novelty) with the paper's pessimistic imputation of a failed run."""
+        """(ratio, novelty) under the paper's pessimistic imputation of a failed run."""
         return impute(self.valid, self.recorded("ratio"), self.recorded("novelty"))
 
 
 @dataclass(frozen=True)
 class Column:
-    """A column of a table: its name, how its value is read, and (runs table) its value for a sweep configuration
-    that has no run folder, read from the manifest's entry (default None)."""
+    """A table's column: its name and how its value is read.
+
+    `missing` (runs table only) is its value for a sweep configuration without a run folder,
+    read from the configuration's manifest entry (default None).
+    """
 
     name: str
     extract: Callable[[Any], Any]
@@ -85,17 +103,21 @@ def _parameter(key: str) -> Callable[[dict[str, Any]], Any]:
     return lambda entry: entry["parameters"].get(key)
 
 
-MISSING_SETTINGS = ("task", "agent", "temperature", "seed")  # what a manifest entry's parameters fill in
-FAILED = impute(False, None, None)
+def _setting(name: str) -> Column:
+    """A configuration column (innolab.runspec); a missing configuration's row reads the manifest
+    entry's parameters for task, agent, temperature and seed."""
+    missing = _parameter(name) if name in ("task", "agent", "temperature", "seed") else None
+    return Column(name, lambda r: r.settings[name], missing or (lambda entry: None))
+
+
+FAILED = impute(False, None, None)  # (ratio, novelty) of a failed run
 
 RUN_TABLE_COLUMNS: list[Column] = [
     Column("config_id", lambda r: r.config_id, lambda entry: entry["config_id"]),
-    Column("run_dir", lambda r: str(r.folder.root.relative_to(r.relative_to)) if r.relative_to
-           else str(r.folder.root)),
-    *(Column(name, lambda r, name=name: r.settings[name],
-             _parameter(name) if name in MISSING_SETTINGS else lambda entry: None)
-      for name in runspec.columns()),
-    Column("complete", lambda r: r.trace.finished is not None and r.score is not None, lambda entry: False),
+    Column("run_dir", lambda r: r.run_dir),
+    *(_setting(name) for name in runspec.columns()),
+    Column("complete", lambda r: r.trace.finished is not None and r.score is not None,
+           lambda entry: False),
     Column("end_reason", lambda r: r.trace.end_reason),
     Column("valid", lambda r: r.valid, lambda entry: False),
     Column("score", lambda r: r.recorded("score")),
@@ -109,7 +131,8 @@ RUN_TABLE_COLUMNS: list[Column] = [
     Column("tool_calls", lambda r: len(r.trace.tool_calls)),
     Column("llm_calls", lambda r: len(r.trace.llm_calls)),
     Column("llm_calls_sent", lambda r: sum(not c.cached for c in r.trace.llm_calls)),
-    Column("tokens", lambda r: sum(c.prompt_tokens + c.completion_tokens for c in r.trace.llm_calls)),
+    Column("tokens", lambda r: sum(c.prompt_tokens + c.completion_tokens
+                                   for c in r.trace.llm_calls)),
     Column("cost_usd", lambda r: sum(c.cost_usd for c in r.trace.llm_calls)),
     Column("wall_s", lambda r: r.trace.wall_s),
     Column("error", lambda r: None),
@@ -119,12 +142,13 @@ RUN_COLUMNS = [c.name for c in RUN_TABLE_COLUMNS]
 
 @dataclass
 class Candidate:
-    """What a trajectory row is read from: one submission of a run and, when it improved, its hidden score."""
+    """What a trajectory row is read from: one submission of a run and, when it improved, its
+    hidden score."""
 
     config_id: str
     trace: Trace
     event: Submission
-    hidden: dict[str, Any] | None  # the score's record of this candidate (None when it did not improve)
+    hidden: dict[str, Any] | None  # the score's record of this candidate (None: not improving)
 
 
 TRAJECTORY_TABLE_COLUMNS: list[Column] = [
@@ -142,26 +166,44 @@ TRAJECTORY_COLUMNS = [c.name for c in TRAJECTORY_TABLE_COLUMNS]
 
 
 def _config_id(config: RunConfig) -> str:
-    from innolab.runner import config_id  # imported when needed: the runner loads the gym and the agents
+    from innolab.runner import config_id  # imported when needed: it loads the gym and the agents
 
     return config_id(config)
 
 
 def run_folders(path: Path) -> list[Path]:
-    """The run folders under a sweep folder (runs/*) or a folder of runs (*): those with a config.json."""
+    """The run folders (those with a config.json) under a sweep folder (runs/*) or a folder of
+    runs (*)."""
     root = path / "runs" if (path / "runs").is_dir() else path
     return sorted(p for p in root.iterdir() if RunDir(p).exists()) if root.is_dir() else []
 
 
 def run_row(run_dir: Path, relative_to: Path | None = None) -> dict[str, Any]:
-    """One run as one row: its configuration, how it ended, its scores (imputed when missing) and its costs."""
+    """One run as one row: its configuration, how it ended, its scores (imputed when missing) and
+    its costs.
+
+    Args:
+        run_dir: the run folder.
+        relative_to: the folder the `run_dir` column is written relative to (None: absolute).
+
+    Returns:
+        The row's values by column, in the order of `RUN_COLUMNS`.
+    """
     source = RunSource.read(run_dir, relative_to)
     return {column.name: column.extract(source) for column in RUN_TABLE_COLUMNS}
 
 
 def trajectory_rows(run_dir: Path) -> list[dict[str, Any]]:
-    """Every validated candidate of a run (each submission with its pristine dev verdict), the improving ones with
-    their hidden-evaluator score and N from the run's score (computed outside the sandbox, after the run)."""
+    """Every validated candidate of a run: each submission with its pristine dev verdict, the
+    improving ones with their hidden-evaluator score and N from the run's score (computed outside
+    the sandbox, after the run).
+
+    Args:
+        run_dir: the run folder.
+
+    Returns:
+        One row per submission, in the order of `TRAJECTORY_COLUMNS` (none without a trace).
+    """
     folder = RunDir(run_dir)
     identifier = _config_id(RunConfig.from_dict(folder.read_config()))
     try:
@@ -171,17 +213,28 @@ def trajectory_rows(run_dir: Path) -> list[dict[str, Any]]:
     scored = {c["file"]: c for c in (folder.read_score() or {}).get("candidates", [])}
     candidates = [Candidate(identifier, trace, event, scored.get(event.file))
                   for event in trace.submissions]
-    return [{column.name: column.extract(c) for column in TRAJECTORY_TABLE_COLUMNS} for c in candidates]
+    return [{column.name: column.extract(c) for column in TRAJECTORY_TABLE_COLUMNS}
+            for c in candidates]
 
 
 def read_manifest(path: Path) -> dict[str, Any] | None:
+    """A sweep folder's manifest (None for a plain folder of runs)."""
     manifest = path / MANIFEST
     return json.loads(manifest.read_text(encoding="utf-8")) if manifest.is_file() else None
 
 
 def build(path: Path) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Both tables from the run folders under path. In a sweep folder, one row per configuration of its manifest
-    (a configuration without a finished run is a row with `complete` false and its error), with the factor levels."""
+    """Both tables from the run folders under path.
+
+    In a sweep folder, one row per configuration of its manifest (a configuration without a
+    finished run is a row with `complete` false and its error), with the factor levels.
+
+    Args:
+        path: a sweep folder or a folder of runs.
+
+    Returns:
+        (runs, trajectory).
+    """
     path = Path(path)
     manifest = read_manifest(path)
     folders = {p.name: p for p in run_folders(path)}
@@ -192,11 +245,11 @@ def build(path: Path) -> tuple[pd.DataFrame, pd.DataFrame]:
             trajectory += trajectory_rows(folder)
     else:
         for configuration in manifest["configurations"]:
-            identifier = configuration["config_id"]
-            folder = folders.get(identifier)
+            folder = folders.get(configuration["config_id"])
             row = run_row(folder, path) if folder is not None else _missing_row(configuration)
             row["error"] = configuration.get("error") if not row["complete"] else None
-            rows.append({**row, **{k: v for k, v in configuration["levels"].items() if k not in row}})
+            levels = {k: v for k, v in configuration["levels"].items() if k not in row}
+            rows.append({**row, **levels})
             if folder is not None:
                 trajectory += trajectory_rows(folder)
     runs = pd.DataFrame(rows)
@@ -210,7 +263,11 @@ def _missing_row(configuration: dict[str, Any]) -> dict[str, Any]:
 
 
 def collect(path: Path) -> tuple[Path, Path]:
-    """Rebuild runs.parquet and trajectory.parquet in path from its run folders; returns their paths."""
+    """Rebuild runs.parquet and trajectory.parquet in path from its run folders.
+
+    Returns:
+        The paths of the two tables.
+    """
     path = Path(path)
     runs, trajectory = build(path)
     written = []
@@ -222,7 +279,8 @@ def collect(path: Path) -> tuple[Path, Path]:
 
 
 def runs(path: str | Path) -> pd.DataFrame:
-    """The runs table of a sweep folder (its runs.parquet) or of a folder of single runs (built from the runs)."""
+    """The runs table of a sweep folder (its runs.parquet) or of a folder of single runs (built
+    from the runs)."""
     path = Path(path)
     if (path / RUNS_TABLE).is_file():
         return pd.read_parquet(path / RUNS_TABLE)
@@ -230,7 +288,8 @@ def runs(path: str | Path) -> pd.DataFrame:
 
 
 def trajectory(path: str | Path) -> pd.DataFrame:
-    """The trajectory table of a sweep folder (its trajectory.parquet) or of a folder of single runs."""
+    """The trajectory table of a sweep folder (its trajectory.parquet) or of a folder of single
+    runs."""
     path = Path(path)
     if (path / TRAJECTORY_TABLE).is_file():
         return pd.read_parquet(path / TRAJECTORY_TABLE)

@@ -1,4 +1,4 @@
-"""Run traces: typed events in append-only, versioned JSON lines; the writer, readers, Trace view."""
+"""Run traces: typed events in versioned, append-only JSON lines; writer, readers, Trace view."""
 
 from __future__ import annotations
 
