@@ -20,8 +20,9 @@ import pandas as pd
 from innolab.gym.policy import RunConfig
 from innolab.llm.errors import LLMError
 from innolab.metrics import FAILED_RATIO
-from innolab.novelty.backends import NoveltyError, Scorer, make_backend
+from innolab.novelty.backends import NoveltyError, Scorer
 from innolab.novelty.cards import extract_card
+from innolab.novelty.registry import make_backend
 from innolab.novelty.scoring import (
     comparable,
     compares_cards,
