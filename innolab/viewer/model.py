@@ -1,5 +1,8 @@
-"""A run as plain data for the viewer: its steps (model calls, tool calls, validations, submissions), best-so-far
-score against V*, totals per component, AIDE's journal, and the prompts and replies kept in the run's cache."""
+"""A run as plain data for the viewer: steps, best so far against V*, totals, AIDE's journal.
+
+Its steps hold the model calls, tool calls, validations and submissions; the prompts and replies
+are read from the run's cache.
+"""
 
 from __future__ import annotations
 
@@ -32,10 +35,11 @@ class Step:
     start_s: float
     end_s: float
     model_calls: list[dict[str, Any]] = field(default_factory=list)
-    tool_calls: list[dict[str, Any]] = field(default_factory=list)  # call, its result and its duration
+    # each tool call with its result and its duration
+    tool_calls: list[dict[str, Any]] = field(default_factory=list)
     validations: list[dict[str, Any]] = field(default_factory=list)
     submissions: list[dict[str, Any]] = field(default_factory=list)
-    notes: list[Node | ResearchLog] = field(default_factory=list)  # AIDE nodes, research-log entries
+    notes: list[Node | ResearchLog] = field(default_factory=list)  # AIDE nodes, research log
 
     @property
     def label(self) -> str:
@@ -48,7 +52,8 @@ class RunData:
     run_dir: Path
     config: dict[str, Any]
     steps: list[Step]
-    best_so_far: list[dict[str, Any]]  # {"t_s", "step", "score"}: the best valid dev score after each improvement
+    # {"t_s", "step", "score"}: the best valid dev score after each improvement
+    best_so_far: list[dict[str, Any]]
     v_star: float | None
     direction: str
     finished: dict[str, Any] | None
@@ -67,11 +72,12 @@ class RunData:
 
     @property
     def model(self) -> str:
-        return str(self.config.get("model_reported") or (self.config.get("llm") or {}).get("model") or "-")
+        llm = self.config.get("llm") or {}
+        return str(self.config.get("model_reported") or llm.get("model") or "-")
 
     @property
     def final_score(self) -> float | None:
-        """The hidden evaluator's V where the run is scored, else the final submission's dev score."""
+        """The hidden evaluator's V where the run is scored, else the final dev score."""
         if self.score and self.score.get("valid"):
             return self.score.get("score")
         return (self.finished or {}).get("dev_score")
@@ -83,7 +89,11 @@ class RunData:
 
 
 def load_run(run_dir: str | Path) -> RunData:
-    """Read a run folder once (trace, score, checkpoint state) into plain data."""
+    """Read a run folder once (trace, score, checkpoint state) into plain data.
+
+    Raises:
+        TraceError: the run has no readable trace.
+    """
     folder = RunDir(Path(run_dir))
     config = folder.read_config()
     trace = Trace.read(folder.root)
@@ -98,7 +108,8 @@ def load_run(run_dir: str | Path) -> RunData:
     journal: list[dict[str, Any]] = []
     for event in trace.events:
         index = event.step
-        if index is None or not isinstance(event, STEP_EVENTS):  # a checkpoint names the step to come
+        # (a checkpoint names the step to come)
+        if index is None or not isinstance(event, STEP_EVENTS):
             continue
         t = trace.since_start(event)
         step = steps.get(index)
@@ -109,12 +120,14 @@ def load_run(run_dir: str | Path) -> RunData:
             step.model_calls.append({**event.payload(), "time_s": t})
             step.start_s = min(step.start_s, t - float(event.latency_s or 0.0))
         elif isinstance(event, ToolCallEvent):
-            call = {"call_id": event.call_id, "tool": event.tool, "arguments": event.arguments, "t_s": t}
+            call = {"call_id": event.call_id, "tool": event.tool, "arguments": event.arguments,
+                    "t_s": t}
             calls[event.call_id] = call
             step.tool_calls.append(call)
         elif isinstance(event, ToolResultEvent):
             if event.call_id in calls:
-                calls[event.call_id].update(ok=event.ok, output=event.output, duration_s=event.duration_s, end_s=t)
+                calls[event.call_id].update(ok=event.ok, output=event.output,
+                                            duration_s=event.duration_s, end_s=t)
         elif isinstance(event, Validation):
             step.validations.append({**event.payload(), "t_s": t})
         elif isinstance(event, Submission):
@@ -123,20 +136,31 @@ def load_run(run_dir: str | Path) -> RunData:
             if isinstance(event, Node):
                 journal.append(event.payload())
             step.notes.append(event)
-    best = [{"t_s": trace.since_start(e), "step": e.step, "score": e.dev_score} for e in trace.best_so_far(direction)]
+    best = [{"t_s": trace.since_start(e), "step": e.step, "score": e.dev_score}
+            for e in trace.best_so_far(direction)]
     ordered = [steps[i] for i in sorted(steps)]
     wall = trace.wall_s or trace.span_s
     finished = trace.finished.payload() if trace.finished else None
-    return RunData(folder.root, config, ordered, best, v_star, direction, finished, score or score_event,
-                   totals(ordered, float(wall)), journal, _agent_state(folder))
+    return RunData(folder.root, config, ordered, best, v_star, direction, finished,
+                   score or score_event, totals(ordered, float(wall)), journal,
+                   _agent_state(folder))
 
 
 def totals(steps: list[Step], wall_s: float) -> dict[str, float]:
-    """Tokens, cost and wall time per component: the model (latency of the calls sent), the tools (per step, the
-    longest of its concurrent calls) and the rest (the loop, checkpoints, validation)."""
+    """Tokens, cost and wall time per component.
+
+    Args:
+        steps: the run's steps.
+        wall_s: the run's wall-clock time.
+
+    Returns:
+        Counts, tokens, cost and seconds: the model's (latency of the calls sent), the tools' (per
+        step, the longest of its concurrent calls) and the rest (loop, checkpoints, validation).
+    """
     model_calls = [c for s in steps for c in s.model_calls]
     model_s = sum(float(c.get("latency_s") or 0.0) for c in model_calls)
-    tools_s = sum(max((float(c.get("duration_s") or 0.0) for c in s.tool_calls), default=0.0) for s in steps)
+    tools_s = sum(max((float(c.get("duration_s") or 0.0) for c in s.tool_calls), default=0.0)
+                  for s in steps)
     return {"steps": len(steps), "model_calls": len(model_calls),
             "cached_calls": sum(bool(c.get("cached")) for c in model_calls),
             "tool_calls": sum(len(s.tool_calls) for s in steps),
@@ -149,7 +173,7 @@ def totals(steps: list[Step], wall_s: float) -> dict[str, float]:
 
 
 def _task_v_star(config: dict[str, Any], direction: str) -> tuple[float | None, str]:
-    """V* and the direction of the run's task, for a run not scored yet (None for a task without V*)."""
+    """V* and the direction of the run's task, for a run not scored yet (None: no V*)."""
     from innolab.tasks.model import TaskError
     from innolab.tasks.registry import get_task
 
@@ -179,14 +203,15 @@ def _agent_state(folder: RunDir) -> dict[str, Any] | None:
 
 
 class Exchanges:
-    """The requests and replies of a run's model calls, read from its response cache by the events' keys."""
+    """The requests and replies of a run's model calls, read from its response cache by the
+    events' keys."""
 
     def __init__(self, run_dir: str | Path) -> None:
         path = RunDir(Path(run_dir)).llm_cache
         self._cache = ResponseCache(path, read_only=True) if path.is_file() else None
 
     def get(self, key: str | None) -> dict[str, Any] | None:
-        """{"messages", "reply", "tool_calls"} of one call (None where the cache does not hold it)."""
+        """{"messages", "reply", "tool_calls"} of one call (None: not in the cache)."""
         entry = self._cache.entry(key) if self._cache is not None and key else None
         if entry is None:
             return None
@@ -200,21 +225,28 @@ class Exchanges:
 
 
 def newest_run(roots: list[Path] | None = None) -> Path:
-    """The most recently started run under results/runs and the sweeps' runs folders (or the given roots)."""
+    """The most recently started run under results/runs and the sweeps' runs folders (or the
+    given roots).
+
+    Raises:
+        ValueError: no run is there.
+    """
     from innolab.paths import project_root
     from innolab.rundir import runs_root
 
     if roots is None:
         roots = [runs_root(), *sorted((project_root() / "results" / "sweeps").glob("*/runs"))]
-    found = [config.parent for root in roots if root.is_dir() for config in root.glob("*/config.json")]
+    found = [config.parent for root in roots if root.is_dir()
+             for config in root.glob("*/config.json")]
     if not found:
-        raise ValueError("no run found: make one (`innolab run --agent aide --task circle-packing-26`) or pass "
-                         "run_dir")
+        raise ValueError("no run found: make one (`innolab run --agent aide --task "
+                         "circle-packing-26`) or pass run_dir")
     return max(found, key=lambda p: (p / "config.json").stat().st_mtime)
 
 
 def sweep_of(run_dir: Path) -> Path:
-    """The folder a run belongs to: its sweep (which holds runs.parquet), else the folder of runs that holds it."""
+    """The folder a run belongs to: its sweep (which holds runs.parquet), else the folder of runs
+    that holds it."""
     parent = Path(run_dir).resolve().parent
     if parent.name == "runs" and (parent.parent / "runs.parquet").is_file():
         return parent.parent
