@@ -1,4 +1,4 @@
-"""Views of one run's trace (a DataFrame from innolab.traces.load): steps, score over time, AIDE's tree."""
+"""Views of one run's trace (innolab.traces.load's DataFrame): steps, scores over time, AIDE's tree."""
 
 from __future__ import annotations
 
@@ -6,12 +6,21 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
-if TYPE_CHECKING:  # pyplot is imported by the plotting functions only: the run notebook starts faster without it
+# pyplot is imported by the plotting functions only: the run notebook starts faster without it
+if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
 
 def events_of(trace: pd.DataFrame, *kinds: str) -> pd.DataFrame:
-    """The rows of a trace's DataFrame whose events are of the given types (e.g. "node"), in order."""
+    """The rows of a trace's DataFrame whose events are of the given types, in order.
+
+    Args:
+        trace: the DataFrame of `innolab.traces.load`.
+        *kinds: event types, e.g. "node".
+
+    Returns:
+        The matching rows.
+    """
     return trace[trace["type"].isin(kinds)]
 
 
@@ -32,11 +41,13 @@ def steps_table(trace: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-SCORED = {"validation": ("valid", "score"), "submission": ("dev_valid", "dev_score")}  # verdict, score columns
+# the verdict and score columns of each event type that carries a validator's score
+SCORED = {"validation": ("valid", "score"), "submission": ("dev_valid", "dev_score")}
 
 
 def score_over_time(trace: pd.DataFrame) -> pd.DataFrame:
-    """The validator's score of each submission and of each validation, with its time since the start."""
+    """The validator's score of each valid submission and validation, with its time since the
+    start."""
     start = trace["time"].min()
     rows = []
     for _, event in events_of(trace, *SCORED).iterrows():
@@ -89,7 +100,8 @@ def plot_aide_tree(nodes: pd.DataFrame) -> Figure:
             ax.plot([px, x], [py, y], color="grey", lw=0.8)
         ax.scatter([x], [y], color="#2a9d8f" if node.valid else "#e76f51", s=80, zorder=3)
         label = f"{node.stage} {int(node.id)}" + (f"\n{node.metric:.4g}" if node.valid else "")
-        ax.annotate(label, (x, y), textcoords="offset points", xytext=(0, 8), ha="center", fontsize=7)
+        ax.annotate(label, (x, y), textcoords="offset points", xytext=(0, 8), ha="center",
+                    fontsize=7)
     ax.set_axis_off()
     ax.set_title("AIDE's solution tree (green: valid, red: buggy)")
     fig.tight_layout()
@@ -100,9 +112,9 @@ def describe_outcome(trace: pd.DataFrame, reason: str) -> str:
     """A plain sentence on how a run ended, from its last score event."""
     score = events_of(trace, "score").iloc[-1]
     if score["valid"]:
-        return (f"The run ended ({reason}) with a valid submission: score {score['score']!r}, V* {score['v_star']!r}, "
-                f"ratio {score['ratio']:.4f}.")
+        return (f"The run ended ({reason}) with a valid submission: score {score['score']!r}, "
+                f"V* {score['v_star']!r}, ratio {score['ratio']:.4f}.")
     errors = "; ".join(score["errors"] or [])[:300]
-    return (f"The run ended ({reason}) without a valid submission, so V = 0 and ratio = -1 (errors: {errors}). "
-            "With the embedded 135M model this is expected: it exercises the whole pipeline but rarely writes "
-            "working code.")
+    return (f"The run ended ({reason}) without a valid submission, so V = 0 and ratio = -1 "
+            f"(errors: {errors}). With the embedded 135M model this is expected: it exercises the "
+            "whole pipeline but rarely writes working code.")
