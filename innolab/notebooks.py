@@ -36,8 +36,8 @@ class NotebookRun:
 def analysis_notebooks(directory: Path | None = None) -> list[Path]:
     """The notebooks `innolab reproduce` runs: `NN_*.ipynb`, minus those whose metadata opts out.
 
-    A notebook opts out with ``{"innolab": {"reproduce": false}}`` in its metadata (for example one that
-    launches an agent run rather than an analysis).
+    A notebook opts out with ``{"innolab": {"reproduce": false}}`` in its metadata (for example
+    one that launches an agent run rather than an analysis).
     """
     directory = directory or notebooks_dir()
     found = []
@@ -79,7 +79,8 @@ def execute(
 
 
 def _relativise_papermill_paths(executed: Path) -> None:
-    """Papermill records absolute input and output paths; keep them relative to the project (portable copies)."""
+    """Papermill records absolute input and output paths; keep them relative to the project
+    (portable copies)."""
     notebook = nbformat.read(executed, as_version=4)
     recorded = notebook.metadata.get("papermill", {})
     for key in ("input_path", "output_path"):
@@ -112,7 +113,8 @@ def reproduce(
         notebooks = chosen
     runs = []
     for nb in tqdm(notebooks, desc="reproduce", unit="notebook", disable=not show_progress):
-        # Relative to the notebook's folder (its working directory), so that executed copies hold no machine path.
+        # Relative to the notebook's folder (its working directory), so that executed copies hold
+        # no machine path.
         declared = papermill.inspect_notebook(str(nb))  # extras go only to notebooks that take them
         parameters = {
             "results_dir": os.path.relpath(results_dir, nb.parent),
@@ -131,13 +133,25 @@ def _matches(notebook: Path, name: str) -> bool:
 RUN_NOTEBOOK_20 = "20_agent_run.ipynb"
 
 
-def execute_run_notebook(parameters: dict[str, Any], run_dir: Path, timeout_s: int = 24 * 3600) -> Path:
-    """One run through notebooks/20_agent_run.ipynb, its executed copy kept as the run's record (<run>/run.ipynb).
-    Executing it again resumes the run, or only reports it when it has finished."""
+def execute_run_notebook(parameters: dict[str, Any], run_dir: Path,
+                         timeout_s: int = 24 * 3600) -> Path:
+    """One run through notebooks/20_agent_run.ipynb, its executed copy kept as the run's record.
+
+    Executing it again resumes the run, or only reports it when it has finished.
+
+    Args:
+        parameters: the notebook's parameters (`run_dir` is set from the next argument).
+        run_dir: the run folder.
+        timeout_s: the notebook's time limit.
+
+    Returns:
+        The executed copy (<run>/run.ipynb).
+    """
     folder = RunDir(Path(run_dir).resolve())
     folder.root.mkdir(parents=True, exist_ok=True)
     source = notebooks_dir() / RUN_NOTEBOOK_20
-    execute(source, folder.notebook, {**parameters, "run_dir": str(folder.root)}, timeout_s=timeout_s)
+    execute(source, folder.notebook, {**parameters, "run_dir": str(folder.root)},
+            timeout_s=timeout_s)
     return folder.notebook
 
 
@@ -147,8 +161,19 @@ RUN_NOTEBOOK = "01_run_agent.ipynb"
 
 def run_demos(output: Path | None = None, budget: str = "60s", agents: Iterable[str] = DEMO_AGENTS,
               extra_parameters: dict[str, Any] | None = None, show_progress: bool = True) -> Path:
-    """One short run per scaffold through notebooks/01_run_agent.ipynb (executed copy kept in each run
-    directory); their trace summaries go to output/results/demo_runs.csv."""
+    """One short run per scaffold through notebooks/01_run_agent.ipynb (its executed copy kept in
+    each run folder).
+
+    Args:
+        output: the project folder the runs and the table go to (default: this project).
+        budget: each run's wall-clock budget.
+        agents: the scaffolds.
+        extra_parameters: further parameters of the notebook.
+        show_progress: show a progress bar.
+
+    Returns:
+        output/results/demo_runs.csv: one row per run with its trace's summary.
+    """
     import time
 
     import pandas as pd
@@ -164,9 +189,11 @@ def run_demos(output: Path | None = None, budget: str = "60s", agents: Iterable[
         run_dir.root.mkdir(parents=True)
         source = notebooks_dir() / RUN_NOTEBOOK
         execute(source, run_dir.notebook, {
-            "agent": agent, "budget": budget, "run_dir": os.path.relpath(run_dir.root, source.parent),
+            "agent": agent, "budget": budget,
+            "run_dir": os.path.relpath(run_dir.root, source.parent),
             "results_dir": os.path.relpath(results_dir, source.parent),
-            "figures_dir": os.path.relpath(output / "figures", source.parent), **(extra_parameters or {})})
+            "figures_dir": os.path.relpath(output / "figures", source.parent),
+            **(extra_parameters or {})})
         trace = traces.Trace.read(run_dir.root)
         score = run_dir.read_score() or {}
         rows.append({"agent": agent, "run": run_dir.name, "complete": trace.finished is not None,

@@ -1,4 +1,4 @@
-"""Views of one run's trace (innolab.traces.load's DataFrame): steps, scores over time, AIDE's tree."""
+"""Views of one run's trace (the DataFrame of innolab.traces.load): steps, scores, AIDE's tree."""
 
 from __future__ import annotations
 

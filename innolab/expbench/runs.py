@@ -1,4 +1,4 @@
-"""Judging a gym run of an EXP-Bench task: its kept artefacts through the judge (and E), into upstream's layout."""
+"""Judging a gym run of an EXP-Bench task: its kept artefacts through the judge (and E)."""
 
 from __future__ import annotations
 
@@ -24,14 +24,20 @@ class RunJudgeError(ValueError):
 
 
 def artefacts(run_dir: str | Path) -> dict[str, Path]:
-    """The artefacts a finished EXP-Bench run kept: answer, patch, config, log and workspace."""
+    """The artefacts a finished EXP-Bench run kept: answer, patch, config, log and workspace.
+
+    Raises:
+        RunJudgeError: a run that has not finished or kept no EXP-Bench artefacts.
+        TraceError: a run without a readable trace.
+    """
     folder = Path(run_dir)
     finished = Trace.read(folder).finished
     if finished is None:
         raise RunJudgeError(f"{folder}: the run has not finished (resume it first)")
     kept = [folder / p for p in finished.artefacts]
     if not kept:
-        raise RunJudgeError(f"{folder}: not a run of an EXP-Bench task (it kept no {ARTEFACTS}/ artefacts)")
+        raise RunJudgeError(f"{folder}: not a run of an EXP-Bench task (it kept no {ARTEFACTS}/ "
+                            "artefacts)")
     found: dict[str, Path] = {}
     for path in kept:
         for key, suffix in (("answer", "_eval_gen.json"), ("patch", "_eval_gen.patch"),
@@ -44,17 +50,36 @@ def artefacts(run_dir: str | Path) -> dict[str, Path]:
 
 
 def model_folder(config: RunConfig) -> str:
-    """The <model> level of upstream's layout: the model as the endpoint reported it, else as configured."""
+    """The <model> level of upstream's layout: the model as the endpoint reported it, else as
+    configured."""
     model = config.model_reported or (config.llm.model if config.llm else None) or "unknown"
     return re.sub(r"[^\w.-]+", "-", str(model)).strip("-")
 
 
-def judge_run(run_dir: str | Path, results_dir: str | Path, judge: Judge, execute_image: str | None = None,
-              timeout_s: float = DEFAULT_TIMEOUT_S, network: Network = "none") -> Path:
-    """Judge one run (M, D and C, I; and E in a fresh container of `execute_image`, on a copy of the run's final
-    workspace, when given and the monitor passed, as upstream orders it) and write
-    `<results>/<conf>/<paper>/<agent>/<model>/<prefix>_eval_judge.json`; a judge that failed is written as a failed
-    judgement with its reason (`judge_failure`), so the task stays in the report's `n`."""
+def judge_run(run_dir: str | Path, results_dir: str | Path, judge: Judge,
+              execute_image: str | None = None, timeout_s: float = DEFAULT_TIMEOUT_S,
+              network: Network = "none") -> Path:
+    """Judge one run and write its judgement in upstream's layout.
+
+    M, D and C, I; and E in a fresh container of `execute_image`, on a copy of the run's final
+    workspace, when given and the monitor passed, as upstream orders it. A judge that failed is
+    written as a failed judgement with its reason (`judge_failure`), so the task stays in the
+    report's `n`.
+
+    Args:
+        run_dir: the run folder of an `expbench:` task.
+        results_dir: the root of upstream's results layout.
+        judge: the judge (its model and settings).
+        execute_image: the image E runs the workspace in (None: no E).
+        timeout_s: E's time limit.
+        network: E's network.
+
+    Returns:
+        The written `<results>/<conf>/<paper>/<agent>/<model>/<prefix>_eval_judge.json`.
+
+    Raises:
+        RunJudgeError: not a run of an EXP-Bench task, or one without its artefacts.
+    """
     folder = RunDir(Path(run_dir))
     config = RunConfig.from_dict(folder.read_config())
     scheme, _, reference = config.task.partition(":")
@@ -81,6 +106,6 @@ def judge_run(run_dir: str | Path, results_dir: str | Path, judge: Judge, execut
                               conclusion=generated.get("conclusion"))  # None for a no-answer record
         result |= outcome.result()
     prefix = kept["answer"].name.removesuffix("_eval_gen.json")
-    target = (Path(results_dir) / task.conference / task.paper_id / config.agent / model_folder(config)
-              / f"{prefix}_eval_judge.json")
+    target = (Path(results_dir) / task.conference / task.paper_id / config.agent
+              / model_folder(config) / f"{prefix}_eval_judge.json")
     return write_result(result, target)
