@@ -233,7 +233,8 @@ def add_options(parser: argparse.ArgumentParser, model: type[BaseModel] | None =
         parser: the command's parser.
         model: the run schema (default `RunSettings`).
         only: the settings this command takes (default: all).
-        defaults: the command's own defaults, shown in the help.
+        defaults: the command's own defaults, shown in the help (None: the command has none, e.g. a setting
+            it needs given).
         required: settings this command requires.
     """
     model = model or RunSettings
@@ -277,7 +278,7 @@ def settings_from_args(args: argparse.Namespace, model: type[BaseModel] | None =
     Args:
         args: the parsed command line.
         model: the run schema (default `RunSettings`).
-        defaults: the command's own defaults (given options win over them).
+        defaults: the command's own defaults (given options win over them; None: none).
         **given: further values (e.g. task options from other flags), merged into dict settings.
 
     Returns:
@@ -287,7 +288,7 @@ def settings_from_args(args: argparse.Namespace, model: type[BaseModel] | None =
         SettingsError: naming the bad field and its rule.
     """
     model = model or RunSettings
-    values = dict(defaults or {})
+    values = {k: v for k, v in (defaults or {}).items() if v is not None}
     for name, field in model.model_fields.items():
         value = getattr(args, name, None)
         if value is None:

@@ -1,0 +1,53 @@
+"""The `innolab` command line: the parser of every command group, and `main`.
+
+Each command group is a module of this package (`register` adds its commands, whose handlers parse options only
+and call the library); this module only assembles them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from innolab import __version__
+from innolab.cli import expbench, llm, novelty, reproduce, runs, sandbox, sweep, tasks
+
+__all__ = ["build_parser", "main"]
+
+GROUPS = (reproduce, tasks, sandbox, runs, expbench, sweep, llm, novelty)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The `innolab` parser: each group's commands, in the order of `GROUPS`."""
+    parser = argparse.ArgumentParser(
+        prog="innolab",
+        description="Measure the innovation potential of AI agents: performance gain and novelty (InnoGym).",
+    )
+    parser.add_argument("--version", action="version", version=f"innolab {__version__}")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for group in GROUPS:
+        group.register(commands)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run one command.
+
+    Args:
+        argv: the arguments (default: the process's).
+
+    Returns:
+        The exit status: 0 done, 1 a check failed, 2 bad input (its error printed to stderr).
+    """
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "handler", None):
+        parser.print_help()
+        return 0
+    from innolab.tasks.model import TaskError
+
+    try:
+        return int(args.handler(args))
+    except TaskError as error:
+        print(f"innolab: {error}", file=sys.stderr)
+        return 2

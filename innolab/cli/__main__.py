@@ -1,0 +1,5 @@
+"""`python -m innolab.cli`: the `innolab` command."""
+
+from innolab.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,156 @@
+"""`innolab tasks`: list, show, check, solve and score the improvable tasks."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from innolab.cli.common import Commands, group
+
+
+def register(commands: Commands) -> None:
+    """Add `tasks list|show|check|solve|score`."""
+    sub = group(commands, "tasks", "improvable tasks: list, show, check, solve, score")
+    lst = sub.add_parser("list", help="the runnable tasks (built-in and $INNOLAB_TASK_PATH)")
+    lst.add_argument("--ibench", action="store_true", help="list the paper's 18 iBench tasks instead")
+    lst.set_defaults(handler=list_tasks)
+    show = sub.add_parser("show", help="a task's metadata, leaderboard and description")
+    show.add_argument("task", metavar="ID")
+    show.set_defaults(handler=show_task)
+    chk = sub.add_parser("check", help="standardisation checks (reproduction, baseline gap, method cards)")
+    chk.add_argument("task", metavar="ID", nargs="?")
+    chk.add_argument("--all", action="store_true", help="check every task")
+    chk.add_argument("--full", action="store_true", help="rerun solutions in full rather than --quick mode")
+    chk.set_defaults(handler=check)
+    solve_cmd = sub.add_parser("solve", help="run a known solution and score its output")
+    solve_cmd.add_argument("task", metavar="ID")
+    solve_cmd.add_argument("--solution", required=True, metavar="NAME")
+    solve_cmd.add_argument("--quick", action="store_true", help="the fast mode used by the test suite")
+    solve_cmd.add_argument("--seed", type=int, default=0)
+    solve_cmd.add_argument("--time-limit", type=float, metavar="S", help="wall-clock limit the solver honours")
+    solve_cmd.add_argument("--out", metavar="FILE", help="where to write the submission")
+    solve_cmd.add_argument("--full", action="store_true",
+                           help="re-record: run solve.py in full and --quick (seed, time limit as recorded "
+                                "unless given), write solution.json and score.json with the recording's "
+                                "provenance")
+    solve_cmd.add_argument("--kind", choices=["reference", "baseline"], help="with --full, for a new solution")
+    solve_cmd.set_defaults(handler=solve)
+    score_cmd = sub.add_parser("score", help="score a submission file with the hidden evaluator")
+    score_cmd.add_argument("task", metavar="ID")
+    score_cmd.add_argument("file", metavar="FILE")
+    score_cmd.add_argument("--json", action="store_true", help="print one JSON object")
+    score_cmd.set_defaults(handler=score)
+
+
+def list_tasks(args: argparse.Namespace) -> int:
+    """One line per runnable task (or per iBench task of the paper)."""
+    from innolab.tasks import list_tasks
+
+    if args.ibench:
+        from innolab import paper
+
+        catalogue = paper.load("ibench_tasks")
+        for row in catalogue.itertuples():
+            offline = "runnable offline" if row.runnable_offline else "not offline"
+            print(f"{row.name:16} {row.domain:26} {offline:17} {row.offline_note}")
+        return 0
+    print(f"{'id':28} {'dir':4} {'V*':>16}  {'compute':7} title")
+    for task in list_tasks():
+        print(f"{task.id:28} {task.direction:4} {task.v_star:>16.10g}  {task.spec.compute:7} {task.spec.title}")
+    return 0
+
+
+def show_task(args: argparse.Namespace) -> int:
+    """A task's metadata, V* entries, known solutions, Div(T) and description."""
+    from innolab.novelty.scoring import task_diversity
+    from innolab.tasks import get_task
+
+    task = get_task(args.task)
+    spec = task.spec
+    print(f"{spec.id}: {spec.title}")
+    print(f"  domain {spec.domain}; objective {spec.objective.name} ({spec.objective.direction}imise); "
+          f"compute {spec.compute}; default budget {spec.default_budget_s} s")
+    print(f"  V* = {spec.v_star.value!r} (the best published value)"
+          + (f"; best reproduced {spec.v_star_reproduced!r}" if spec.v_star_reproduced is not None else "")
+          + (f"; paper V* {spec.paper_v_star}" if spec.paper_v_star else "")
+          + f"; tie margin {spec.min_improvement:g}·|V*|")
+    for entry in spec.v_star.entries:
+        print(f"    {entry.value!r:>22}  {entry.who} ({entry.year or '?'}), {entry.status}; {entry.source}")
+    if spec.bounds.upper is not None or spec.bounds.lower is not None:
+        print(f"  bounds: lower {spec.bounds.lower}, upper {spec.bounds.upper} {spec.bounds.note}")
+    print(f"  known solutions: {', '.join(task.solution_names()) or 'none'}")
+    div = task_diversity(task)
+    shown = f"{div.value:.1f} (tfidf on method cards; {div.detail})" if div.value is not None else div.detail
+    print(f"  Div(T): {shown}")
+    print()
+    print(task.description)
+    return 0
+
+
+def check(args: argparse.Namespace) -> int:
+    """The standardisation checks of one task or all; 1 when one fails."""
+    from innolab.agents import SCAFFOLDS
+    from innolab.gym.agent_view import prompt_texts
+    from innolab.tasks import get_task, list_tasks
+    from innolab.tasks.checks import run_checks
+
+    if not args.all and not args.task:
+        print("innolab tasks check: give a task id or --all", file=sys.stderr)
+        return 2
+    tasks = list_tasks() if args.all else [get_task(args.task)]
+    failed = 0
+    for task in tasks:
+        for result in run_checks(task, quick=not args.full, prompts=prompt_texts(SCAFFOLDS)):
+            failed += not result.passed
+            mark = "ok  " if result.passed else "FAIL"
+            print(f"{mark} {result.task}: {result.check} — {result.detail}")
+    print(f"{failed} check(s) failed" if failed else "all checks passed")
+    return 1 if failed else 0
+
+
+def solve(args: argparse.Namespace) -> int:
+    """Run a known solution and score its output (or, with --full, re-record it)."""
+    from innolab.tasks import get_task
+    from innolab.tasks.evaluation import evaluate
+    from innolab.tasks.solutions import get_solution
+
+    task = get_task(args.task)
+    solution = get_solution(task, args.solution)
+    if args.full:
+        from innolab.tasks.solutions import record
+
+        recorded = record(solution, args.kind, seed=args.seed, time_limit_s=args.time_limit)
+        print(json.dumps({"solution": solution.name, "kind": recorded.kind, "score": recorded.score,
+                          "quick_score": recorded.quick_score, "recording": recorded.recording}))
+        return 0
+    out = Path(args.out or f"{task.id}-{solution.name}.json").resolve()
+    run = solution.run(out, quick=args.quick, seed=args.seed, time_limit_s=args.time_limit,
+                       timeout_s=24 * 3600)
+    sys.stderr.write(run.stderr)
+    if run.returncode != 0:
+        print(f"innolab tasks solve: {solution.name} exited with status {run.returncode}", file=sys.stderr)
+        return 1
+    verdict = evaluate(task, out)
+    print(json.dumps({**verdict.as_dict(), "file": str(out)}))
+    return 0 if verdict.valid else 1
+
+
+def score(args: argparse.Namespace) -> int:
+    """A submission file scored by the hidden evaluator; 1 when it is invalid."""
+    from innolab.tasks import get_task
+    from innolab.tasks.evaluation import evaluate
+
+    task = get_task(args.task)
+    verdict = evaluate(task, Path(args.file))
+    if args.json:
+        print(json.dumps(verdict.as_dict()))
+    elif verdict.valid:
+        print(f"valid: score {verdict.score!r}; V* {verdict.v_star!r}; gain {verdict.gain:.6g}; "
+              f"ratio {verdict.ratio:.6g}")
+    else:
+        print("invalid (V = 0, ratio -1):")
+        for error in verdict.errors:
+            print(f"  - {error}")
+    return 0 if verdict.valid else 1
