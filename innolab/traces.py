@@ -298,11 +298,8 @@ class TraceWriter:
         self.seq = next_seq
         self._handle = self.path.open("ab")
 
-    def emit(self, event: Event | str, step: int | None = None, **fields: Any) -> AnyEvent:
+    def emit(self, event: Event) -> AnyEvent:
         """Write one event, stamped with the schema version, the next sequence number and the time.
-
-        Transitional: `emit("type", step=..., **fields)` (the event's fields as keywords) is still
-        accepted until every caller builds event objects.
 
         Args:
             event: the event (its `v`, `seq` and `time` are the writer's to set).
@@ -311,15 +308,13 @@ class TraceWriter:
             The event as written, stamped.
 
         Raises:
+            TypeError: not an event object.
             TraceError: the event breaks its type's schema.
         """
-        if isinstance(event, str):
-            data = {"type": event, "step": step, **fields}
-        else:
-            if fields or step is not None:
-                raise TypeError("emit(event) takes the event alone; its step and fields belong to "
-                                "the event")
-            data = {"type": event.type, "step": event.step, **event.model_dump(exclude_unset=True)}
+        if not isinstance(event, Event):
+            raise TypeError(f"emit takes an event of innolab.traces (e.g. Checkpoint(step=1)), got "
+                            f"{type(event).__name__}")
+        data = {"type": event.type, "step": event.step, **event.model_dump(exclude_unset=True)}
         for stamp in ("v", "seq", "time"):
             data.pop(stamp, None)
         data = {"v": SCHEMA_VERSION, "seq": self.seq, "time": time.time(), **data}
