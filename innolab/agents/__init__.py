@@ -1,4 +1,4 @@
-"""Agent scaffolds on one abstraction: AIDE (workflow: tree search), MLAB and CodeAct (agent: tool loops)."""
+"""Agent scaffolds on one abstraction: AIDE (workflow), MLAB and CodeAct (agents: tool loops)."""
 
 SCAFFOLDS = {
     "aide": "innolab.agents.aide:AideAgent",

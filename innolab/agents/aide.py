@@ -1,9 +1,12 @@
-"""AIDE: tree search over whole programs (draft, debug, improve) with a journal of nodes; workflow mode.
+"""AIDE: tree search over whole programs (draft, debug, improve) with a journal of nodes.
 
-Each node is a complete program that must write submission.json. Its metric comes from the task's validator
-(the `validate` tool's verdict), never from the model's reading of the output. The search policy is AIDE's
-(`aide_journal.SearchPolicy`); every prompt carries the journal's memory (each earlier node's plan, validator
-outcome and score), the task description, and for an improvement the best node's code.
+A workflow: the procedure is fixed, the model writes the programs.
+
+Each node is a complete program that must write submission.json. Its metric comes from the task's
+validator (the `validate` tool's verdict), never from the model's reading of the output. The search
+policy is AIDE's (`aide_journal.SearchPolicy`); every prompt carries the journal's memory (each
+earlier node's plan, validator outcome and score), the task description, and for an improvement the
+best node's code.
 """
 
 from __future__ import annotations
@@ -26,7 +29,8 @@ PLAN_CHARS = 300
 
 
 def node_schema(max_tokens: int) -> dict:
-    """An AIDE node: a short plan and the whole program (bounded so the reply closes within the token cap)."""
+    """An AIDE node: a short plan and the whole program (bounded so the reply closes within the
+    token cap)."""
     return json_schema("aide_node", {"plan": text(PLAN_CHARS), "code": text(payload_chars(max_tokens, PLAN_CHARS))},
                        ["plan", "code"])
 
@@ -45,8 +49,8 @@ Phase = Literal["generate", "execute", "evaluate"]
 
 @dataclass
 class AideState(AgentState):
-    """AIDE's state: the phase of its newest node (generate a program, run it, have it validated), the journal
-    (serialised as its list of nodes) and the objective's direction as last observed."""
+    """AIDE's state: the phase of its newest node (generate a program, run it, have it validated),
+    the journal (serialised as its list of nodes) and the objective's direction as last observed."""
 
     phase: Phase = "generate"
     journal: Journal = field(default_factory=Journal)
@@ -78,7 +82,8 @@ class AideAgent(LLMAgent):
         return self.memory.journal
 
     def prompt(self, stage: str, parent: Node | None, journal: Journal, description: str) -> list[dict[str, str]]:
-        """The messages of one AIDE step: role, task, the journal's memory, the parent's code and the instruction."""
+        """The messages of one AIDE step: role, task, the journal's memory, the parent's code and
+        the instruction."""
         parts = [description]
         memory = journal.summary()
         if memory:

@@ -1,7 +1,7 @@
-"""AIDE's journal: a typed, serialisable tree of solution nodes, its search policy and its memory summary.
+"""AIDE's journal: a typed, serialisable tree of solution nodes, its search policy and memory.
 
-A node stores what happened (plan, code, output, the validator's verdict); its stage (draft, debug, improve) and
-whether it is a leaf are derived from the tree, never stored twice.
+A node stores what happened (plan, code, output, the validator's verdict); its stage (draft, debug,
+improve) and whether it is a leaf are derived from the tree, never stored twice.
 """
 
 from __future__ import annotations
@@ -35,9 +35,9 @@ class Node:
 
 @dataclass
 class SearchPolicy:
-    """AIDE's search policy: draft until `num_drafts` drafts exist; then, with probability `debug_prob`, debug a
-    buggy leaf whose debug depth is below `max_debug_depth`; otherwise improve the best valid node (greedy), or
-    draft again while no node is valid."""
+    """AIDE's search policy: draft until `num_drafts` drafts exist; then, with probability
+    `debug_prob`, debug a buggy leaf whose debug depth is below `max_debug_depth`; otherwise improve
+    the best valid node (greedy), or draft again while no node is valid."""
 
     num_drafts: int = 2
     debug_prob: float = 0.5
@@ -74,7 +74,8 @@ class Journal:
         return depth
 
     def best(self, direction: str) -> Node | None:
-        """The valid node with the best metric under `direction` (the first of equal ones; None if none)."""
+        """The valid node with the best metric under `direction` (the first of equal ones; None if
+        none)."""
         index = best_index([n.metric if n.valid else None for n in self.nodes], direction)
         return None if index is None else self.nodes[index]
 
@@ -96,8 +97,8 @@ class Journal:
     # ------------------------------------------------------------------------------------- the memory
 
     def summary(self, limit: int = 4000) -> str:
-        """The memory of the other nodes that AIDE shows the model: each node's plan, its validator outcome and
-        score (newest last, cut from the oldest to `limit` characters)."""
+        """The memory of the other nodes that AIDE shows the model: each node's plan, its validator
+        outcome and score (newest last, cut from the oldest to `limit` characters)."""
         lines = []
         for node in self.nodes:
             if not node.evaluated:
@@ -118,7 +119,8 @@ class Journal:
         return cls([Node(**{k: v for k, v in item.items() if k in Node.__dataclass_fields__}) for item in data])
 
     def event(self, node: Node) -> NodeEvent:
-        """The trace event of an evaluated node (stage and debug depth derived for readers of the trace)."""
+        """The trace event of an evaluated node (stage and debug depth derived for readers of the
+        trace)."""
         return NodeEvent(id=node.id, parent=node.parent, stage=self.stage(node), plan=node.plan, code=node.code,
                          ran=node.ran, valid=node.valid, metric=node.metric, buggy=node.buggy,
                          debug_depth=self.debug_depth(node))

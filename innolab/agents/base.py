@@ -1,4 +1,4 @@
-"""What the three scaffolds share: settings, the cached LLM client, prompts, JSON actions and plain-data state."""
+"""What the three scaffolds share: settings, LLM client, prompts, JSON actions and typed state."""
 
 from __future__ import annotations
 
@@ -28,20 +28,23 @@ from innolab.llm.settings import LLMSettings
 from innolab.traces import Event, LLMCall
 
 INNOVATION_PROMPT = (
-    "Innovate: propose a method that differs from the standard approaches to this problem, not only a tuned "
-    "version of them, while keeping the submission valid."
+    "Innovate: propose a method that differs from the standard approaches to this problem, not "
+    "only a tuned version of them, while keeping the submission valid."
 )
 WORKSPACE_RULES = (
-    "Your folder holds description.md (the task) and validate.py, a copy of the task's checker (run `python3 "
-    "validate.py FILE` by hand if you like). Dev scores come only from the validate and submit actions, which check "
-    "a copy of your file with a pristine checker. Write your answer to submission.json and submit it; the "
-    "submission with the best validator score is scored after the run."
+    "Your folder holds description.md (the task) and validate.py, a copy of the task's checker "
+    "(run `python3 validate.py FILE` by hand if you like). Dev scores come only from the validate "
+    "and submit actions, which check a copy of your file with a pristine checker. Write your "
+    "answer to submission.json and submit it; the submission with the best validator score is "
+    "scored after the run."
 )
 
 
 REPEAT_LIMIT = 3  # identical replies in a row before the loop is broken
-REPEAT_NOTE = ("Your last replies were identical and gave the same observation each time. Do something different: "
-               "a new action, new code, another approach.")
+REPEAT_NOTE = ("Your last replies were identical and gave the same observation each time. Do "
+               "something different: a new action, new code, another approach.")
+SUMMARY_ROLE = ("Summarise an agent's earlier work on a task for its own later use: what it tried, "
+                "what happened, what is known. Be brief.")
 DEFAULT_CONTEXT_TOKENS = 8192  # when the endpoint reports no context length
 CONTEXT_MARGIN_TOKENS = 256
 OBSERVATION_CHARS = 2500  # of one tool result's output shown to the model, at most
@@ -50,7 +53,8 @@ OBSERVATION_SHARE = 8  # and at most this fraction of the model's context
 
 @dataclass
 class HistorySummary:
-    """The older turns of a conversation folded into one text: how many turns it covers, and the text."""
+    """The older turns of a conversation folded into one text: how many turns it covers, and the
+    text."""
 
     turns: int = 0
     text: str = ""
@@ -58,12 +62,13 @@ class HistorySummary:
 
 @dataclass
 class AgentState:
-    """The bookkeeping every scaffold keeps, typed, serialised as plain JSON (flat: a scaffold's own state adds
-    its fields beside these, as a dataclass that extends this one).
+    """The bookkeeping every scaffold keeps, typed, serialised as plain JSON (flat: a scaffold's own
+    state adds its fields beside these, as a dataclass that extends this one).
 
-    `llm_calls`: the model calls made so far (the next call's index); `last_reply` and `repeat_run`: the last
-    reply and how many times in a row it came; `summary`: the folded history, where the history outgrew the
-    context; `context_tokens`: the model's context length, read once from the endpoint.
+    `llm_calls`: the model calls made so far (the next call's index); `last_reply` and `repeat_run`:
+    the last reply and how many times in a row it came; `summary`: the folded history, where the
+    history outgrew the context; `context_tokens`: the model's context length, read once from the
+    endpoint.
     """
 
     llm_calls: int = 0
@@ -78,13 +83,15 @@ class AgentState:
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Self:
-        """The state `to_json` wrote, or one saved before the state was typed (the same keys, any of them absent).
+        """The state `to_json` wrote, or one saved before the state was typed (the same keys, any of
+        them absent).
 
         Raises:
             ValueError: `data` is not an object, or holds a key that is no field of this state.
         """
         if not isinstance(data, Mapping):
-            raise ValueError(f"{cls.__name__}: a policy state is a JSON object, got {type(data).__name__}")
+            raise ValueError(f"{cls.__name__}: a policy state is a JSON object, got "
+                             f"{type(data).__name__}")
         values = json.loads(json.dumps(dict(data)))
         unknown = sorted(set(values) - {f.name for f in fields(cls)})
         if unknown:
@@ -93,7 +100,8 @@ class AgentState:
 
     @classmethod
     def decode(cls, values: dict[str, Any]) -> dict[str, Any]:
-        """The nested fields of `values` (JSON data) as their types; a scaffold's state adds its own."""
+        """The nested fields of `values` (JSON data) as their types; a scaffold's state adds its
+        own."""
         if values.get("summary") is not None:
             values["summary"] = HistorySummary(**values["summary"])
         return values
@@ -105,21 +113,24 @@ def conversation_tokens(messages: list[dict[str, Any]]) -> int:
 
 
 class LLMAgent:
-    """Base of the scaffolds: a Policy whose state is a typed dataclass serialised as plain JSON (so checkpoints
-    work) plus a lazy LLM client.
+    """Base of the scaffolds: a Policy whose state is a typed dataclass serialised as plain JSON (so
+    checkpoints work) plus a lazy LLM client.
 
-    Options shared by every scaffold: `innovation_prompt` (ask explicitly for a novel method, the paper's Table 7)
-    and `initial_solution` (code of a prior solution to start from, the paper's Fig. 5).
+    Options shared by every scaffold: `innovation_prompt` (ask explicitly for a novel method, the
+    paper's Table 7) and `initial_solution` (code of a prior solution to start from, the paper's
+    Fig. 5).
     """
 
     name = "agent"
     mode = "agent"  # "agent": free tool-calling loop; "workflow": a fixed procedure
-    State: ClassVar[type[AgentState]] = AgentState  # the scaffold's state: AgentState and its own fields
+    # the scaffold's state: AgentState and its own fields
+    State: ClassVar[type[AgentState]] = AgentState
 
     def __init__(self, settings: dict[str, Any] | None = None, cache_path: str | None = None,
                  innovation_prompt: bool = False, initial_solution: str | None = None,
                  replay_only: bool = False) -> None:
-        # Settled settings come from the run's config; only the key (a secret, never written) is read here.
+        # Settled settings come from the run's config; only the key (a secret, never written) is
+        # read here.
         if settings:
             variable = settings.get("api_key_env") or "INNOLAB_LLM_API_KEY"
             self.settings = LLMSettings(**{**settings, "api_key": settings.get("api_key")
@@ -130,12 +141,15 @@ class LLMAgent:
         self.innovation_prompt = innovation_prompt
         self.initial_solution = initial_solution
         self.replay_only = replay_only
-        self.workspace_rules: str | None = None  # the task's, from the observation (None: WORKSPACE_RULES)
+        # the task's, from the observation (None: WORKSPACE_RULES)
+        self.workspace_rules: str | None = None
         self._client: LLMClient | None = None
         self.memory = self.State()
-        self.side_events: list[Event] = []  # llm_call events of helper calls, emitted with the action
+        # llm_call events of helper calls, emitted with the action
+        self.side_events: list[Event] = []
         self.side_usage, self.side_cost = 0, 0.0
-        self.cut: dict[str, int] = {}  # the last ask's cut fields (`cut_fields`): field -> characters kept
+        # the last ask's cut fields (`cut_fields`): field -> characters kept
+        self.cut: dict[str, int] = {}
 
     @property
     def client(self) -> LLMClient:
@@ -154,7 +168,8 @@ class LLMAgent:
         return "\n\n".join(parts)
 
     def bound(self, observation: Observation) -> None:
-        """No model call outlives the run's wall-clock budget; the task's own workspace rules, where it has some."""
+        """No model call outlives the run's wall-clock budget; the task's own workspace rules, where
+        it has some."""
         import time
 
         self.workspace_rules = observation.workspace_rules
@@ -163,18 +178,20 @@ class LLMAgent:
         self.client.deadline = None if remaining is None else time.monotonic() + remaining
 
     def chat(self, messages: list[dict[str, Any]], **options: Any) -> Completion:
-        """One model call, numbered: the index lives in the agent's state, so a resumed run asks with the same
-        indices (and gets its cached replies) while every new call samples with its own seed."""
+        """One model call, numbered: the index lives in the agent's state, so a resumed run asks
+        with the same indices (and gets its cached replies) while every new call samples with its
+        own seed."""
         index = self.memory.llm_calls
         self.memory.llm_calls = index + 1
         return self.client.chat(messages, call_index=index, **options)
 
     def ask(self, messages: list[dict[str, Any]], response_format: dict[str, Any],
             tools: list[dict[str, Any]] | None = None) -> tuple[dict[str, Any] | None, Completion]:
-        """One LLM call; returns the parsed JSON object (None when the reply has none) and the completion. A reply
-        cut at the token cap counts with what it holds: its complete fields and the one it was writing, cut. The
-        fields that were cut (at their maxLength or at the token cap) are left in `self.cut`: a scaffold never
-        writes or runs a cut program (`cut_note` tells the model instead)."""
+        """One LLM call; returns the parsed JSON object (None when the reply has none) and the
+        completion. A reply cut at the token cap counts with what it holds: its complete fields and
+        the one it was writing, cut. The fields that were cut (at their maxLength or at the token
+        cap) are left in `self.cut`: a scaffold never writes or runs a cut program (`cut_note` tells
+        the model instead)."""
         completion = self.chat(messages, response_format=response_format, tools=tools)
         self.cut = {}
         try:
@@ -191,8 +208,8 @@ class LLMAgent:
     @staticmethod
     def cut_note(what: str, chars: int, advice: str) -> str:
         """What the model is told when its `what` was cut at `chars` characters and so not used."""
-        return (f"Your {what} was cut at {chars} characters (the longest a reply can hold) and was not used. "
-                f"{advice}")
+        return (f"Your {what} was cut at {chars} characters (the longest a reply can hold) and was "
+                f"not used. {advice}")
 
     @staticmethod
     def llm_event(completion: Completion, purpose: str) -> LLMCall:
@@ -201,32 +218,37 @@ class LLMAgent:
 
     def action(self, calls: list[ToolCall], completion: Completion | None, events: list[Event],
                done: bool = False) -> Action:
-        """The step's action; its usage and events include the step's helper calls (history summaries)."""
+        """The step's action; its usage and events include the step's helper calls (history
+        summaries)."""
         tokens = (completion.prompt_tokens + completion.completion_tokens) if completion else 0
         cost = completion.cost_usd if completion else 0.0
         side, self.side_events = self.side_events, []
         tokens, cost = tokens + self.side_usage, cost + self.side_cost
         self.side_usage, self.side_cost = 0, 0.0
-        return Action(tool_calls=calls, done=done, tokens=tokens, cost_usd=cost, events=[*side, *events])
+        return Action(tool_calls=calls, done=done, tokens=tokens, cost_usd=cost,
+                      events=[*side, *events])
 
     def describe_results(self, results: list[ToolResult]) -> str:
-        """Tool results as the model reads them: each output's tail, at most 1/OBSERVATION_SHARE of the model's
-        context (OBSERVATION_CHARS at most), so a small model's prompt is not filled by one long output."""
+        """Tool results as the model reads them: each output's tail, at most 1/OBSERVATION_SHARE of
+        the model's context (OBSERVATION_CHARS at most), so a small model's prompt is not filled by
+        one long output."""
         if not results:
             return "(no observation)"
-        limit = min(OBSERVATION_CHARS, int(self.context_tokens() / OBSERVATION_SHARE * CHARS_PER_TOKEN))
+        share = int(self.context_tokens() / OBSERVATION_SHARE * CHARS_PER_TOKEN)
+        limit = min(OBSERVATION_CHARS, share)
         parts = [f"[{r.name}] {'ok' if r.ok else 'failed'}\n{r.output[-limit:]}" for r in results]
         return "\n\n".join(parts)
 
     def repeats(self, text: str) -> bool:
-        """Whether this reply makes REPEAT_LIMIT identical replies in a row (small models copy their own turns)."""
+        """Whether this reply makes REPEAT_LIMIT identical replies in a row (small models copy their
+        own turns)."""
         run = self.memory.repeat_run + 1 if text == self.memory.last_reply else 1
         self.memory.last_reply, self.memory.repeat_run = text, run
         return run >= REPEAT_LIMIT
 
     def break_repetition(self, messages: list[dict[str, Any]]) -> None:
-        """Drop the repeated turns (each identical reply after the first, and the observation that followed it)
-        and say so: the next request no longer shows the loop the model was copying."""
+        """Drop the repeated turns (each identical reply after the first, and the observation that
+        followed it) and say so: the next request no longer shows the loop the model was copying."""
         last = self.memory.last_reply
         kept, seen, skip = [], False, False
         for message in messages:
@@ -242,20 +264,23 @@ class LLMAgent:
             kept.append(message)
         kept.append({"role": "user", "content": REPEAT_NOTE})
         messages[:] = kept
-        self.memory.repeat_run = REPEAT_LIMIT - 1  # still armed: one more identical reply is answered again
+        # still armed: one more identical reply is answered again
+        self.memory.repeat_run = REPEAT_LIMIT - 1
 
     def context_tokens(self) -> int:
-        """The model's context length: read from the endpoint once and kept in the agent's state (a resumed run
-        uses the recorded value); DEFAULT_CONTEXT_TOKENS when the endpoint reports none."""
+        """The model's context length: read from the endpoint once and kept in the agent's state (a
+        resumed run uses the recorded value); DEFAULT_CONTEXT_TOKENS when the endpoint reports
+        none."""
         if self.memory.context_tokens is None:
             reported = None if self.replay_only else self.client.context_tokens()
             self.memory.context_tokens = reported or DEFAULT_CONTEXT_TOKENS
         return int(self.memory.context_tokens)
 
     def context(self, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        """The conversation as sent: everything while it fits the model's context; when the history outgrows it,
-        the older turns are folded into a summary (a model call, numbered and cached like any other) and only the
-        newest turns are sent verbatim. The summary is kept in the state and extended as more turns fold in."""
+        """The conversation as sent: everything while it fits the model's context; when the history
+        outgrows it, the older turns are folded into a summary (a model call, numbered and cached
+        like any other) and only the newest turns are sent verbatim. The summary is kept in the
+        state and extended as more turns fold in."""
         head, turns = messages[:2], messages[2:]
         budget = self.context_tokens() - (self.settings.max_tokens or 1024) - CONTEXT_MARGIN_TOKENS
         if conversation_tokens(messages) <= budget:
@@ -271,18 +296,18 @@ class LLMAgent:
         if folded > summary.turns:
             brief = self._summarise(summary.text, turns[summary.turns:folded], room)
             summary = self.memory.summary = HistorySummary(folded, brief)
-        note = {"role": "user", "content": f"Summary of the earlier turns (older ones are not shown):\n"
-                                           f"{summary.text}"}
+        note = {"role": "user", "content": "Summary of the earlier turns (older ones are not "
+                                           f"shown):\n{summary.text}"}
         return [*head, note, *keep]
 
     def _summarise(self, previous: str, turns: list[dict[str, Any]], room_tokens: int) -> str:
         limit = int(room_tokens * CHARS_PER_TOKEN)
         shown = "\n\n".join(f"[{m['role']}] {m.get('content') or ''}" for m in turns)[-limit:]
-        messages = [{"role": "system", "content": "Summarise an agent's earlier work on a task for its own later "
-                                                  "use: what it tried, what happened, what is known. Be brief."},
-                    {"role": "user", "content": (f"Summary so far:\n{previous}\n\n" if previous else "")
-                                                + f"Newer turns to add:\n{shown}"}]
-        brief = min(max(limit, 200), payload_chars(self.settings.max_tokens, 0))  # one reply within the token cap
+        so_far = f"Summary so far:\n{previous}\n\n" if previous else ""
+        messages = [{"role": "system", "content": SUMMARY_ROLE},
+                    {"role": "user", "content": so_far + f"Newer turns to add:\n{shown}"}]
+        # one reply within the token cap
+        brief = min(max(limit, 200), payload_chars(self.settings.max_tokens, 0))
         schema = json_schema("history_summary", {"summary": text(brief)}, ["summary"])
         reply, completion = self.ask(messages, schema)
         self.side_events.append(self.llm_event(completion, "summarise history"))
@@ -297,12 +322,13 @@ class LLMAgent:
         return self.memory.to_json()
 
     def load_state(self, state: dict[str, Any]) -> None:
-        """Continue from `state()` of an earlier run (or from the untyped state that innolab saved before).
+        """Continue from `state()` of an earlier run (or from the untyped state that innolab saved
+        before).
 
         Raises:
             ValueError: the state holds a key that is no field of this scaffold's state.
         """
         self.memory = self.State.from_json(state)
 
-    def step(self, observation: Observation) -> Action:  # pragma: no cover - each scaffold implements it
+    def step(self, observation: Observation) -> Action:  # pragma: no cover - each scaffold's own
         raise NotImplementedError

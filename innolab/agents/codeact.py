@@ -1,5 +1,6 @@
-"""CodeAct: code as action (a python or bash block per turn) in a persistent interpreter, observations fed back,
-submit and finish actions."""
+"""CodeAct: code as action (a python or bash block per turn) in a persistent interpreter.
+
+Observations are fed back; the agent submits a file and says when it has finished."""
 
 from __future__ import annotations
 
@@ -23,8 +24,8 @@ PATH_CHARS = 80  # a workspace path; a submit action's whole argument, so it can
 
 
 def action_schema(actions: tuple[str, ...], max_tokens: int) -> dict:
-    """CodeAct's reply: a short thought, the action, the path to submit (empty otherwise) and the code to run
-    (empty for submit and finish), each bounded so the reply closes within the cap."""
+    """CodeAct's reply: a short thought, the action, the path to submit (empty otherwise) and the
+    code to run (empty for submit and finish), each bounded so the reply closes within the cap."""
     return json_schema("codeact_action", {
         "thought": text(THOUGHT_CHARS),
         "action": {"type": "string", "enum": list(actions)},
@@ -44,8 +45,8 @@ CUT = ("Write shorter code: one part per turn (the interpreter keeps your defini
 
 @dataclass
 class CodeActState(AgentState):
-    """CodeAct's state: the conversation, the turn's number and whether a submission was accepted (finish is
-    offered only then)."""
+    """CodeAct's state: the conversation, the turn's number and whether a submission was accepted
+    (finish is offered only then)."""
 
     messages: list[dict[str, Any]] = field(default_factory=list)
     turn: int = 0

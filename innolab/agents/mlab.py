@@ -1,13 +1,15 @@
 """MLAB (MLAgentBench's research agent): its response format, its action set and its research log.
 
-Each research step answers with Reflection, Research Plan and Status, Fact Check, Thought and one Action. The
-actions are MLAgentBench's: List Files, Copy File, Inspect Script Lines, Execute Script, Understand File (a model
-call that answers a question about a file), Edit Script (AI) (a model call that applies an edit instruction to a
-file; the observation is the diff), Undo Edit Script, Reflection (a model call over the research log) and Final
-Answer (submits a file and ends the research), plus Validate (innolab's pristine validator). The research plan and
-status is carried from step to step, and every step is written to the research log (`research_log` trace events,
-which the gym keeps as `research_log.md` in the run folder). After REFLECTIONS_PER_STEP reflections in a step, the
-reply format offers only the actions that use a tool, so a model that would only reflect still acts.
+Each research step answers with Reflection, Research Plan and Status, Fact Check, Thought and one
+Action. The actions are MLAgentBench's: List Files, Copy File, Inspect Script Lines, Execute Script,
+Understand File (a model call that answers a question about a file), Edit Script (AI) (a model call
+that applies an edit instruction to a file; the observation is the diff), Undo Edit Script,
+Reflection (a model call over the research log) and Final Answer (submits a file and ends the
+research), plus Validate (innolab's pristine validator). The research plan and status is carried
+from step to step, and every step is written to the research log (`research_log` trace events, which
+the gym keeps as `research_log.md` in the run folder). After REFLECTIONS_PER_STEP reflections in a
+step, the reply format offers only the actions that use a tool, so a model that would only reflect
+still acts.
 """
 
 from __future__ import annotations
@@ -61,7 +63,8 @@ SCHEMA_ACTING = action_schema(ACTING)  # after REFLECTIONS_PER_STEP reflections,
 
 
 def edit_schema(max_tokens: int) -> dict:
-    """Edit Script (AI)'s reply: the whole new script, bounded so the reply closes within the token cap."""
+    """Edit Script (AI)'s reply: the whole new script, bounded so the reply closes within the token
+    cap."""
     return json_schema("mlab_edit", {"content": text(payload_chars(max_tokens, 0))}, ["content"])
 
 
@@ -74,9 +77,9 @@ REFLECTIONS_PER_STEP = 1  # Reflection takes no tool: after this many in a step,
 
 @dataclass
 class Pending:
-    """What the next step completes: a file read for Understand File, Inspect Script Lines or Edit Script (AI)
-    (`file`, the `request`, where an edit is saved, the lines to show), or an applied edit (its `diff`, shown with
-    the write's outcome)."""
+    """What the next step completes: a file read for Understand File, Inspect Script Lines or Edit
+    Script (AI) (`file`, the `request`, where an edit is saved, the lines to show), or an applied
+    edit (its `diff`, shown with the write's outcome)."""
 
     kind: Literal["understand", "inspect", "edit", "edited"]
     file: str = ""
@@ -89,9 +92,9 @@ class Pending:
 
 @dataclass
 class MlabState(AgentState):
-    """MLAB's state: the conversation, the research step's number, whether a Final Answer awaits its outcome,
-    the research plan and status, the research log, each file's versions before its edits (for Undo Edit
-    Script) and what the next step completes."""
+    """MLAB's state: the conversation, the research step's number, whether a Final Answer awaits its
+    outcome, the research plan and status, the research log, each file's versions before its edits
+    (for Undo Edit Script) and what the next step completes."""
 
     messages: list[dict[str, Any]] = field(default_factory=list)
     turn: int = 0

@@ -46,7 +46,7 @@ class Budget:
         self.restart()
 
     def restart(self) -> None:
-        """Run the clock on from `used_s` as of now (a resumed run does not count the time it was down)."""
+        """Run the clock on from `used_s` as of now (a resumed run does not count its time down)."""
         self._started = time.monotonic() - self.used_s
 
     def tick(self) -> None:

@@ -1,8 +1,9 @@
-"""The run loop: policy steps → concurrent tool calls → trace → checkpoint; resume; the final submission.
+"""The run loop: policy steps → concurrent tool calls → trace → checkpoint; resume; the final pick.
 
-One `step` advances a run's `RunState` (innolab.gym.runstate) by one policy step and checkpoints it. The loop
-never scores: it records every submission with its pristine dev score and, at the end, names the final
-submission (the best by that score). V, G, ratio and N come later, once, from innolab.scoring.
+One `step` advances a run's `RunState` (innolab.gym.runstate) by one policy step and checkpoints it.
+The loop never scores: it records every submission with its pristine dev score and, at the end,
+names the final submission (the best by that score). V, G, ratio and N come later, once, from
+innolab.scoring, outside the gym.
 """
 
 from __future__ import annotations
@@ -54,9 +55,6 @@ from innolab.traces import (
     truncate_to,
 )
 
-__all__ = ["RunContext", "RunError", "RunState", "best_submission", "code_actions", "create_run", "execute",
-           "load_config", "make_policy", "new_run_id", "program_text", "step"]
-
 
 class RunError(RuntimeError):
     """A run that cannot start or resume; the message says why."""
@@ -69,7 +67,18 @@ def new_run_id(config: RunConfig) -> str:
 
 
 def create_run(config: RunConfig, run_dir: Path | None = None) -> Path:
-    """A new run directory with its config.json; nothing runs yet."""
+    """A new run directory with its config.json; nothing runs yet.
+
+    Args:
+        config: the run's resolved configuration.
+        run_dir: where the run lives (default: a new folder under the runs root).
+
+    Returns:
+        The run directory.
+
+    Raises:
+        RunError: the folder already holds a run.
+    """
     get_task(config.task, config.task_options)  # fail early on an unknown task
     folder = RunDir(Path(run_dir or runs_root() / new_run_id(config)))
     folder.root.mkdir(parents=True, exist_ok=True)
@@ -80,6 +89,11 @@ def create_run(config: RunConfig, run_dir: Path | None = None) -> Path:
 
 
 def load_config(run_dir: Path) -> RunConfig:
+    """The configuration of a run directory.
+
+    Raises:
+        RunError: the folder holds no run, or its config.json breaks the schema.
+    """
     folder = RunDir(run_dir)
     if not folder.exists():
         raise RunError(f"{run_dir} is not a run directory (no {folder.config.name})")
@@ -90,14 +104,19 @@ def load_config(run_dir: Path) -> RunConfig:
 
 
 def make_policy(config: RunConfig, run_dir: Path) -> Policy:
-    """Import and build the policy; a relative `cache_path` in its arguments lives in the run directory."""
+    """Import and build the policy; a relative `cache_path` in its arguments lives in the run
+    directory.
+
+    Raises:
+        RunError: the policy's factory cannot be imported.
+    """
     module_name, _, attribute = config.policy.partition(":")
     try:
         factory = getattr(importlib.import_module(module_name), attribute)
     except (ImportError, AttributeError) as error:
         raise RunError(f"policy {config.policy!r} cannot be imported: {error}") from None
     args = dict(config.policy_args)
-    if config.llm is not None:  # an LLM agent: the settled settings, the run's response cache, its options
+    if config.llm is not None:  # an LLM agent: the settled settings, the run's cache, its options
         args.setdefault("cache_path", str(RunDir(run_dir).llm_cache))
         args.update(settings=config.as_dict()["llm"], innovation_prompt=config.innovation_prompt,
                     initial_solution=(config.prior_solution or {}).get("code"))
@@ -106,16 +125,17 @@ def make_policy(config: RunConfig, run_dir: Path) -> Policy:
     return factory(**args)
 
 
-# ------------------------------------------------------------------------------------------- checkpoints
+# ------------------------------------------------------------------------------------- checkpoints
 
 
 def save_checkpoint(run_dir: Path, state: RunState, workspace: bytes) -> None:
-    """Atomic: the workspace tar under a new name, then state.json replaced in one rename, then old tars
-    removed."""
+    """Atomic: the workspace tar under a new name, then state.json replaced in one rename, then the
+    old tars removed."""
     folder = RunDir(run_dir)
     tar = folder.workspace_tar(state.step)
     write_atomic(tar, workspace)
-    write_atomic(folder.state, json.dumps({**state.to_checkpoint(), "workspace": tar.name}).encode())
+    data = {**state.to_checkpoint(), "workspace": tar.name}
+    write_atomic(folder.state, json.dumps(data).encode())
     for old in folder.checkpoint_dir.glob("workspace-*.tar"):
         if old.name != tar.name:
             old.unlink()
@@ -138,13 +158,13 @@ def load_checkpoint(run_dir: Path) -> tuple[RunState, bytes] | None:
     return state, (folder.checkpoint_dir / data["workspace"]).read_bytes()
 
 
-# ------------------------------------------------------------------------------------------------ the loop
+# ---------------------------------------------------------------------------------------- the loop
 
 
 @dataclass
 class RunContext:
-    """What a run's steps act with, fixed for the run: its folder, configuration, task, policy, sandbox,
-    tools and trace."""
+    """What a run's steps act with, fixed for the run: its folder, configuration, task, policy,
+    sandbox, tools and trace."""
 
     folder: RunDir
     config: RunConfig
@@ -156,12 +176,17 @@ class RunContext:
 
 
 def execute(run_dir: Path, resume: bool = False, show_progress: bool = True) -> dict[str, Any]:
-    """Run (or resume) the run in run_dir until the policy finishes or a budget is spent; name its final
-    submission. Scoring is innolab.scoring's job, outside the gym.
+    """Run (or resume) the run in run_dir until the policy finishes or a budget is spent; name its
+    final submission. Scoring is innolab.scoring's job, outside the gym.
+
+    Args:
+        run_dir: a run directory made by `create_run`.
+        resume: continue from the last checkpoint (a finished run is only reported).
+        show_progress: show a progress bar.
 
     Returns:
-        The outcome: run_dir, reason, final_submission, dev_valid, dev_score (and already_finished when a
-        finished run was resumed).
+        The outcome: run_dir, reason, final_submission, dev_valid, dev_score (and already_finished
+        when a finished run was resumed).
 
     Raises:
         RunError: the run folder, its configuration or its checkpoint cannot be read.
@@ -176,9 +201,11 @@ def execute(run_dir: Path, resume: bool = False, show_progress: bool = True) -> 
     checkpoint = load_checkpoint(folder.root) if resume else None
     if resume and checkpoint is None and folder.trace.exists():
         folder.trace.unlink()  # killed before its first checkpoint: start over
-    state = RunState(Budget(config.wall_clock_s, config.max_steps, config.max_tokens, config.max_cost_usd))
+    state = RunState(Budget(config.wall_clock_s, config.max_steps, config.max_tokens,
+                            config.max_cost_usd))
     sandbox = open_sandbox(task, config.runtime, config.image)
-    # what ended runs left (this one's, after a kill, included): folders, processes, containers, volumes
+    # what ended runs left (this one's, after a kill, included): folders, processes, containers,
+    # volumes
     reap(docker_client=sandbox.client)
     validator = open_validator(task, sandbox)
     try:
@@ -204,7 +231,8 @@ def execute(run_dir: Path, resume: bool = False, show_progress: bool = True) -> 
         finally:
             toolbox.close()
         final = _final_submission(folder, state.submissions, task.direction)
-        artefacts = task.collect(sandbox, folder.root, config)  # what the task keeps of the final workspace
+        # what the task keeps of the final workspace
+        artefacts = task.collect(sandbox, folder.root, config)
         event = trace.emit(RunFinished(step=None, reason=reason, budget=state.budget.as_dict(),
                                        artefacts=artefacts, **final))
         trace.close()
@@ -216,15 +244,19 @@ def execute(run_dir: Path, resume: bool = False, show_progress: bool = True) -> 
             validator.close()
 
 
+OUTCOME = ("reason", "final_submission", "dev_valid", "dev_score")
+
+
 def _outcome(finished: RunFinished) -> dict[str, Any]:
-    return {key: getattr(finished, key) for key in ("reason", "final_submission", "dev_valid", "dev_score")}
+    return {key: getattr(finished, key) for key in OUTCOME}
 
 
 def _steps(run: RunContext, state: RunState, show_progress: bool) -> str:
-    """Steps until the run ends; returns why it ended. A progress bar shows the steps and the best dev score."""
+    """Steps until the run ends; returns why it ended. A progress bar shows the steps and the best
+    dev score."""
     run.toolbox.on_submit = state.on_submit
-    bar = tqdm(total=run.config.max_steps, initial=state.step, desc=f"{run.config.agent} on {run.task.id}",
-               unit="step", disable=not show_progress)
+    bar = tqdm(total=run.config.max_steps, initial=state.step, unit="step",
+               desc=f"{run.config.agent} on {run.task.id}", disable=not show_progress)
     try:
         while (reason := step(run, state)) is None:
             bar.update(1)
@@ -237,27 +269,30 @@ def _steps(run: RunContext, state: RunState, show_progress: bool) -> str:
 
 
 def step(run: RunContext, state: RunState) -> str | None:
-    """Advance the run by one step: the policy acts on the last results, its tool calls run concurrently, the
-    step's submissions are recorded, and the state is checkpointed with the workspace.
+    """Advance the run by one step: the policy acts on the last results, its tool calls run
+    concurrently, the step's submissions are recorded, and the state is checkpointed with the
+    workspace.
 
     Args:
         run: what the step acts with.
         state: the run's state, advanced in place.
 
     Returns:
-        None after a checkpointed step; otherwise why the run ends: a spent budget ("wall_clock", "steps",
-        "tokens", "cost"), "agent_finished", "stalled" or "llm_error" (the model stayed unreachable).
+        None after a checkpointed step; otherwise why the run ends: a spent budget ("wall_clock",
+        "steps", "tokens", "cost"), "agent_finished", "stalled" or "llm_error" (the model stayed
+        unreachable after its retries).
     """
     budget, trace, task = state.budget, run.trace, run.task
     reason = budget.exhausted()
     if reason:
         return reason
-    observation = Observation(state.step, task.description, state.results, budget.remaining_s(), task.direction,
-                              task.workspace_rules)
+    observation = Observation(state.step, task.description, state.results, budget.remaining_s(),
+                              task.direction, task.workspace_rules)
     try:
         action = run.policy.step(observation)
     except LLMError as error:  # the model stayed unreachable after its retries: end cleanly
-        trace.emit(LLMCall(step=state.step, failed=True, cached=False, error=str(error)[:500], **error.sent))
+        trace.emit(LLMCall(step=state.step, failed=True, cached=False, error=str(error)[:500],
+                           **error.sent))
         return budget.exhausted() or "llm_error"
     budget.spend(tokens=action.tokens, cost_usd=action.cost_usd)
     for event in action.events:
@@ -271,16 +306,20 @@ def step(run: RunContext, state: RunState) -> str | None:
     if run.config.stall_steps and state.idle >= run.config.stall_steps:
         return "stalled"
     for call in action.tool_calls:
-        trace.emit(ToolCallEvent(step=state.step, call_id=call.id, tool=call.name, arguments=call.arguments))
+        trace.emit(ToolCallEvent(step=state.step, call_id=call.id, tool=call.name,
+                                 arguments=call.arguments))
     state.code_log += code_actions(run.sandbox, action.tool_calls, state.step)
     state.sources = {c.id: c.source if c.source is not None else program_text(state.code_log)
                      for c in action.tool_calls if c.name == "submit"}
-    state.results = dispatch_sync(run.toolbox, action.tool_calls, run.config.tool_timeouts, budget.remaining_s())
+    state.results = dispatch_sync(run.toolbox, action.tool_calls, run.config.tool_timeouts,
+                                  budget.remaining_s())
     for result in state.results:
-        trace.emit(ToolResultEvent(step=state.step, call_id=result.call_id, tool=result.name, ok=result.ok,
-                                   output=result.output, duration_s=round(result.duration_s, 4)))
+        trace.emit(ToolResultEvent(step=state.step, call_id=result.call_id, tool=result.name,
+                                   ok=result.ok, output=result.output,
+                                   duration_s=round(result.duration_s, 4)))
         if result.name in ("validate", "submit") and "verdict" in result.extra:
-            trace.emit(Validation(step=state.step, call_id=result.call_id, **result.extra["verdict"]))
+            trace.emit(Validation(step=state.step, call_id=result.call_id,
+                                  **result.extra["verdict"]))
     for candidate in state.pending:
         record = _save_submission(run.folder, state.step, len(state.submissions), candidate)
         state.submissions.append(record)
@@ -301,21 +340,24 @@ def _finished(folder: RunDir) -> RunFinished | None:
 MAX_SOURCE_CHARS = 500_000
 
 
-def _save_submission(folder: RunDir, step: int, index: int, candidate: Candidate) -> SubmissionRecord:
+def _save_submission(folder: RunDir, step: int, index: int,
+                     candidate: Candidate) -> SubmissionRecord:
     path = folder.submission(step, index)
     path.parent.mkdir(exist_ok=True)
     path.write_text(candidate.content, encoding="utf-8")
     source = folder.source_of(path)
-    source.write_text((candidate.source or "")[-MAX_SOURCE_CHARS:], encoding="utf-8")  # the latest code
+    latest = (candidate.source or "")[-MAX_SOURCE_CHARS:]  # the latest code
+    source.write_text(latest, encoding="utf-8")
     verdict = candidate.verdict
     return SubmissionRecord(file=folder.relative(path), source=folder.relative(source),
                             dev_valid=bool(verdict.get("valid")), dev_score=verdict.get("score"),
                             dev_errors=list(verdict.get("errors", []))[:5])
 
 
-def _final_submission(folder: RunDir, submissions: list[SubmissionRecord], direction: str) -> dict[str, Any]:
-    """The best submission by the pristine dev score, else the last valid one (a task whose checker gives no
-    score), else the last one; copied to submission/submission.json."""
+def _final_submission(folder: RunDir, submissions: list[SubmissionRecord],
+                      direction: str) -> dict[str, Any]:
+    """The best submission by the pristine dev score, else the last valid one (a task whose checker
+    gives no score), else the last one; copied to submission/submission.json."""
     valid = [s for s in submissions if s.dev_valid]
     chosen = best_submission(submissions, direction) or (valid or submissions or [None])[-1]
     if chosen is None:
@@ -323,11 +365,12 @@ def _final_submission(folder: RunDir, submissions: list[SubmissionRecord], direc
     folder.final_submission.write_bytes(folder.resolve(chosen.file).read_bytes())
     if chosen.source:
         folder.final_source.write_bytes(folder.resolve(chosen.source).read_bytes())
-    return {"final_submission": chosen.file, "dev_valid": chosen.dev_valid, "dev_score": chosen.dev_score}
+    return {"final_submission": chosen.file, "dev_valid": chosen.dev_valid,
+            "dev_score": chosen.dev_score}
 
 
 def main() -> None:
-    """python -m innolab.gym.run RUN_DIR [--resume]: execute a prepared run directory (no scoring)."""
+    """python -m innolab.gym.run RUN_DIR [--resume]: execute a prepared run folder (no scoring)."""
     import argparse
 
     parser = argparse.ArgumentParser(description=main.__doc__)

@@ -1,9 +1,9 @@
 """The run loop's state (step, budget, submissions, last results, code log) and its checkpoint form.
 
-`RunState.to_checkpoint()` is what a run folder's checkpoint/state.json holds (beside the name of the
-workspace tar, which innolab.gym.run adds); `RunState.from_checkpoint` reads it back, including checkpoints
-written before the state was typed. The state of one step's submissions in flight (`pending`, `sources`) and
-the count of idle steps live within a process only: a resume starts them anew.
+`RunState.to_checkpoint()` is what a run folder's checkpoint/state.json holds (beside the name of
+the workspace tar, which innolab.gym.run adds); `RunState.from_checkpoint` reads it back, including
+checkpoints written before the state was typed. One step's submissions in flight (`pending`,
+`sources`) and the count of idle steps live within a process only: a resume starts them anew.
 """
 
 from __future__ import annotations
@@ -25,8 +25,8 @@ class CheckpointError(ValueError):
 
 @dataclass
 class SubmissionRecord:
-    """A recorded submission: its file and the code that wrote it (run-relative paths), and the pristine
-    validator's verdict on it (the dev score)."""
+    """A recorded submission: its file and the code that wrote it (run-relative paths), and the
+    pristine validator's verdict on it (the dev score)."""
 
     file: str
     source: str | None
@@ -47,8 +47,8 @@ CodeKind = Literal["python", "session", "bash", "script"]
 
 @dataclass
 class CodeAction:
-    """One code action of the run: python code, code for the persistent interpreter (`session`), a bash
-    command, or the content of the workspace script (`file`) a bash command ran."""
+    """One code action of the run: python code, code for the persistent interpreter (`session`), a
+    bash command, or the content of the workspace script (`file`) a bash command ran."""
 
     step: int
     kind: CodeKind
@@ -67,8 +67,8 @@ class CodeAction:
 
 @dataclass
 class Candidate:
-    """A submission accepted by the submit tool during a step, recorded at the step's end: its content, the
-    pristine validator's verdict and the code that wrote it."""
+    """A submission accepted by the submit tool during a step, recorded at the step's end: its
+    content, the pristine validator's verdict and the code that wrote it."""
 
     content: str
     verdict: dict[str, Any]
@@ -79,9 +79,10 @@ class Candidate:
 class RunState:
     """What the run loop carries from step to step, and what a checkpoint keeps of it.
 
-    `policy` and `trace` are the policy's state and the trace's position as of the last checkpoint (what a
-    resume restores); `idle` counts consecutive steps without a tool call; `pending` holds the step's
-    accepted submissions until they are recorded, `sources` the code behind each of the step's submit calls.
+    `policy` and `trace` are the policy's state and the trace's position as of the last checkpoint
+    (what a resume restores); `idle` counts consecutive steps without a tool call; `pending` holds
+    the step's accepted submissions until they are recorded, `sources` the code behind each of the
+    step's submit calls.
     """
 
     budget: Budget
@@ -96,14 +97,17 @@ class RunState:
     sources: dict[str, str | None] = field(default_factory=dict)
 
     def to_checkpoint(self) -> dict[str, Any]:
-        """The state as checkpoint/state.json holds it (plain JSON data; the workspace tar is named beside)."""
+        """The state as checkpoint/state.json holds it: plain JSON data (the workspace tar is named
+        beside it)."""
         return {"step": self.step, "policy": self.policy, "budget": self.budget.as_dict(),
                 "submissions": [asdict(s) for s in self.submissions], "trace": self.trace,
-                "code_log": [e.to_json() for e in self.code_log], "results": [asdict(r) for r in self.results]}
+                "code_log": [e.to_json() for e in self.code_log],
+                "results": [asdict(r) for r in self.results]}
 
     @classmethod
     def from_checkpoint(cls, data: Mapping[str, Any]) -> RunState:
-        """The state of a checkpoint/state.json, written by `to_checkpoint` or before the state was typed.
+        """The state of a checkpoint/state.json, written by `to_checkpoint` or before the state was
+        typed.
 
         Args:
             data: the checkpoint's JSON data (a checkpoint without a code log has an empty one).
@@ -112,30 +116,37 @@ class RunState:
             The state, with nothing pending and no idle steps counted.
 
         Raises:
-            CheckpointError: a field is missing or does not hold what it should; the message names it.
+            CheckpointError: a field is missing or does not hold what it should (named).
         """
-        return cls(budget=_read(data, "budget", lambda v: Budget(**v)),
-                   step=_read(data, "step", int),
-                   submissions=_read(data, "submissions", lambda v: [SubmissionRecord.from_json(s) for s in v]),
-                   results=_read(data, "results", lambda v: [ToolResult(**r) for r in v]),
-                   code_log=_read(data, "code_log", lambda v: [CodeAction.from_json(e) for e in v], []),
-                   policy=_read(data, "policy", dict),
-                   trace=_read(data, "trace", lambda v: {"seq": int(v["seq"]), "bytes": int(v["bytes"])}))
+        return cls(
+            budget=_read(data, "budget", lambda v: Budget(**v)),
+            step=_read(data, "step", int),
+            submissions=_read(data, "submissions",
+                              lambda v: [SubmissionRecord.from_json(s) for s in v]),
+            results=_read(data, "results", lambda v: [ToolResult(**r) for r in v]),
+            code_log=_read(data, "code_log", lambda v: [CodeAction.from_json(e) for e in v], []),
+            policy=_read(data, "policy", dict),
+            trace=_read(data, "trace", lambda v: {"seq": int(v["seq"]), "bytes": int(v["bytes"])}),
+        )
 
     def on_submit(self, content: str, verdict: dict[str, Any], call_id: str | None = None) -> None:
-        """The submit tool accepted a file: keep it, with the code behind its call, until the step ends."""
+        """The submit tool accepted a file: keep it, with the code behind its call, until the step
+        ends."""
         self.pending.append(Candidate(content, verdict, self.sources.get(call_id or "")))
 
     def session_code(self) -> list[str]:
-        """The code sent to the persistent interpreter so far (a resume rebuilds it by replaying this)."""
+        """The code sent to the persistent interpreter so far (a resume replays it to rebuild the
+        interpreter)."""
         return [e.code for e in self.code_log if e.kind == "session"]
 
 
 _REQUIRED: Any = object()
 
 
-def _read(data: Mapping[str, Any], name: str, read: Callable[[Any], Any], default: Any = _REQUIRED) -> Any:
-    """One field of a checkpoint's state, read by `read`; a missing or malformed one is a CheckpointError."""
+def _read(data: Mapping[str, Any], name: str, read: Callable[[Any], Any],
+          default: Any = _REQUIRED) -> Any:
+    """One field of a checkpoint's state, read by `read`; a missing or malformed one is a
+    CheckpointError."""
     if name not in data and default is _REQUIRED:
         raise CheckpointError(f"checkpoint state: field '{name}' is missing")
     try:
@@ -172,7 +183,8 @@ def code_actions(sandbox: Sandbox, calls: Sequence[ToolCall], step: int) -> list
 
 
 def program_text(code_log: Sequence[CodeAction]) -> str:
-    """The run's code actions up to now, in order, as one Python text (bash commands kept as comments)."""
+    """The run's code actions up to now, in order, as one Python text (bash commands as
+    comments)."""
     parts = []
     for entry in code_log:
         if entry.kind == "bash":
@@ -183,8 +195,9 @@ def program_text(code_log: Sequence[CodeAction]) -> str:
     return "\n\n".join(parts) + ("\n" if parts else "")
 
 
-def best_submission(submissions: Sequence[SubmissionRecord], direction: str) -> SubmissionRecord | None:
-    """The submission with the best pristine dev score (the first of equal ones; None when none is valid
-    with a score)."""
+def best_submission(submissions: Sequence[SubmissionRecord],
+                    direction: str) -> SubmissionRecord | None:
+    """The submission with the best pristine dev score under `direction` (the first of equal ones;
+    None when none is valid with a score)."""
     index = best_index([s.dev_score if s.dev_valid else None for s in submissions], direction)
     return None if index is None else submissions[index]
