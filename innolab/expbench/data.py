@@ -1,8 +1,9 @@
-"""EXP-Bench's tasks (Kon et al., arXiv 2505.24785): the loader, task types, mask lists and dataset statistics.
+"""EXP-Bench's tasks (Kon et al., arXiv 2505.24785): loader, task types, mask lists, statistics.
 
-The data stay where the user keeps them (`--data DIR` or `$INNOLAB_EXPBENCH_DIR`): one `<paper>_complete_final.json`
-per paper under `outputs/logs/<conference>/<paper>/`, and the paper metadata (JSON Lines) under `logs/<conference>/`.
-A task is identified by (conference, paper id, index in the paper's `questions`).
+The data stay where the user keeps them (`--data DIR` or `$INNOLAB_EXPBENCH_DIR`): one
+`<paper>_complete_final.json` per paper under `outputs/logs/<conference>/<paper>/`, and the paper
+metadata (JSON Lines) under `logs/<conference>/`. A task is identified by (conference, paper id,
+index in the paper's `questions`).
 """
 
 from __future__ import annotations
@@ -25,7 +26,26 @@ class ExpBenchError(ValueError):
 
 @dataclass(frozen=True)
 class ExpTask:
-    """One EXP-Bench task, with upstream's field fallbacks applied and its nested design unwrapped."""
+    """One EXP-Bench task, with upstream's field fallbacks applied and its nested design unwrapped.
+
+    Attributes:
+        conference: The conference's folder name.
+        paper_id: The paper's id.
+        index: The task's index in the paper's `questions`.
+        question: The question (or hypothesis).
+        method: The method to follow.
+        agent_instructions: Upstream's instructions to the agent.
+        expected_outcome: The expected outcome.
+        design: The experimental design (variables, constants...).
+        requirements: The setup steps (a list), or the method where none are given.
+        source: The implementing scripts.
+        masked_source: The files masked from the agent (T1 tasks), or None.
+        mode: The way `source` is run (T2 tasks), or None.
+        no_answer: Upstream's no_answer field, or None.
+        subsection: The paper's subsection the task comes from, or None.
+        repository: The task repository's URL, or None.
+        raw: The task's JSON as upstream wrote it.
+    """
 
     conference: str
     paper_id: str
@@ -46,11 +66,12 @@ class ExpTask:
 
     @property
     def id(self) -> str:
+        """The task's id, `<conference>/<paper id>/<index>`."""
         return f"{self.conference}/{self.paper_id}/{self.index}"
 
     @property
     def type(self) -> TaskType:
-        """T1: has `masked_source`; T2: has `source` and `mode`; T3: neither (no implementing script)."""
+        """T1: has `masked_source`; T2: `source` and `mode`; T3: neither (no implementing code)."""
         if self.masked_source is not None:
             return "T1"
         if self.source and self.mode is not None:
@@ -59,27 +80,53 @@ class ExpTask:
 
     @property
     def mask_list(self) -> list[str]:
-        """Files removed from the clone before the agent starts: `masked_source`, else `source`, plus README.md
-        (paths relative to the repository root)."""
+        """Files removed from the clone before the agent starts.
+
+        `masked_source`, else `source`, plus README.md (paths relative to the repository root).
+        """
         files = self.masked_source if self.masked_source is not None else self.source
-        relative = [p[len(WORKSPACE_PREFIX):] if p.startswith(WORKSPACE_PREFIX) else p.lstrip("/") for p in files]
+        relative = [p[len(WORKSPACE_PREFIX):] if p.startswith(WORKSPACE_PREFIX) else p.lstrip("/")
+                    for p in files]
         return [*dict.fromkeys([*relative, "README.md"])]
 
 
 def data_dir(given: str | Path | None = None) -> Path:
-    """The EXP-Bench data folder: the argument, else $INNOLAB_EXPBENCH_DIR; an error says how to get the data."""
+    """Find the EXP-Bench data folder.
+
+    Args:
+        given: The folder; None takes $INNOLAB_EXPBENCH_DIR.
+
+    Returns:
+        The folder.
+
+    Raises:
+        ExpBenchError: No folder is given or set (the message says how to get the data), or it
+            is not an EXP-Bench data folder.
+    """
     chosen = given or os.environ.get(DATA_VARIABLE)
     if not chosen:
-        raise ExpBenchError(f"no EXP-Bench data: pass --data DIR or set ${DATA_VARIABLE} (the data are upstream's "
+        raise ExpBenchError(f"no EXP-Bench data: pass --data DIR or set ${DATA_VARIABLE} "
+                            "(the data are upstream's "
                             "Just-Curieous/Curie, folder benchmark/exp_bench, commit 8309def9)")
     path = Path(chosen)
     if not (path / "outputs" / "logs").is_dir():
-        raise ExpBenchError(f"{path}: not an EXP-Bench data folder (no outputs/logs/<conference>/<paper>/)")
+        raise ExpBenchError(
+            f"{path}: not an EXP-Bench data folder (no outputs/logs/<conference>/<paper>/)")
     return path
 
 
 def repositories(root: Path) -> dict[tuple[str, str], str]:
-    """(conference, paper id) -> the task repository URL: `code_url`, else `reproduce_eval.code`."""
+    """Read each paper's task repository URL from the paper metadata.
+
+    Args:
+        root: The data folder.
+
+    Returns:
+        The URL (`code_url`, else `reproduce_eval.code`) by (conference, paper id).
+
+    Raises:
+        ExpBenchError: A metadata line is not JSON.
+    """
     found: dict[tuple[str, str], str] = {}
     for conference_dir in sorted((root / "logs").glob("*")):
         for path in sorted(conference_dir.glob("*.json")):
@@ -113,15 +160,29 @@ def _task(conference: str, paper_id: str, index: int, raw: dict[str, Any], repos
 
     return ExpTask(
         conference=conference, paper_id=paper_id, index=index, question=str(question),
-        method=str(raw.get("method", "")), agent_instructions=str(raw.get("agent_instructions") or ""),
-        expected_outcome=str(raw.get("expected_outcome", "")), design=design if isinstance(design, dict) else {},
-        requirements=raw.get("requirements") or str(raw.get("method", "")), source=strings("source"),
-        masked_source=strings("masked_source") if "masked_source" in raw else None, mode=raw.get("mode"),
-        no_answer=raw.get("no_answer"), subsection=raw.get("subsection_source"), repository=repository, raw=raw)
+        method=str(raw.get("method", "")),
+        agent_instructions=str(raw.get("agent_instructions") or ""),
+        expected_outcome=str(raw.get("expected_outcome", "")),
+        design=design if isinstance(design, dict) else {},
+        requirements=raw.get("requirements") or str(raw.get("method", "")),
+        source=strings("source"),
+        masked_source=strings("masked_source") if "masked_source" in raw else None,
+        mode=raw.get("mode"), no_answer=raw.get("no_answer"),
+        subsection=raw.get("subsection_source"), repository=repository, raw=raw)
 
 
 def load(root: str | Path | None = None) -> list[ExpTask]:
-    """Every task, ordered by conference, paper id and index."""
+    """Load every task.
+
+    Args:
+        root: The data folder; None takes $INNOLAB_EXPBENCH_DIR.
+
+    Returns:
+        The tasks, ordered by conference, paper id and index.
+
+    Raises:
+        ExpBenchError: No data folder, a malformed file (naming it and the field), or no tasks.
+    """
     root = data_dir(root)
     urls = repositories(root)
     tasks: list[ExpTask] = []
@@ -135,14 +196,26 @@ def load(root: str | Path | None = None) -> list[ExpTask]:
         if not isinstance(questions, list):
             raise ExpBenchError(f"{path}: expected an object with a `questions` list")
         for index, raw in enumerate(questions):
-            tasks.append(_task(conference, paper_id, index, raw, urls.get((conference, paper_id)), str(path)))
+            tasks.append(_task(conference, paper_id, index, raw, urls.get((conference, paper_id)),
+                               str(path)))
     if not tasks:
         raise ExpBenchError(f"{root}: no <paper>_complete_final.json under outputs/logs/")
     return tasks
 
 
 def get(tasks: list[ExpTask], task_id: str) -> ExpTask:
-    """A task by its id `<conference>/<paper id>/<index>`."""
+    """Find a task by its id.
+
+    Args:
+        tasks: The tasks.
+        task_id: The id, `<conference>/<paper id>/<index>`.
+
+    Returns:
+        The task.
+
+    Raises:
+        ExpBenchError: No task has that id.
+    """
     for task in tasks:
         if task.id == task_id:
             return task
@@ -150,16 +223,26 @@ def get(tasks: list[ExpTask], task_id: str) -> ExpTask:
 
 
 def stats(tasks: list[ExpTask]) -> dict[str, Any]:
-    """Dataset statistics recomputed from the tasks: counts of tasks, papers, types, per conference."""
+    """Recompute the dataset's statistics from the tasks.
+
+    Args:
+        tasks: The tasks.
+
+    Returns:
+        Counts of tasks, papers, types, tasks with a repository and with a nested design, and
+        the same per conference.
+    """
     types = Counter(t.type for t in tasks)
     per_conference: dict[str, Any] = {}
     for conference in sorted({t.conference for t in tasks}):
         mine = [t for t in tasks if t.conference == conference]
         kinds = Counter(t.type for t in mine)
-        per_conference[conference] = {"tasks": len(mine), "papers": len({t.paper_id for t in mine}),
-                                      "types": {k: kinds.get(k, 0) for k in ("T1", "T2", "T3")}}
+        per_conference[conference] = {
+            "tasks": len(mine), "papers": len({t.paper_id for t in mine}),
+            "types": {k: kinds.get(k, 0) for k in ("T1", "T2", "T3")}}
     return {"tasks": len(tasks), "papers": len({(t.conference, t.paper_id) for t in tasks}),
             "types": {k: types.get(k, 0) for k in ("T1", "T2", "T3")},
             "with_repository": sum(t.repository is not None for t in tasks),
-            "nested_design": sum("design_complexity" in (t.raw.get("design_complexity") or {}) for t in tasks),
+            "nested_design": sum("design_complexity" in (t.raw.get("design_complexity") or {})
+                                 for t in tasks),
             "conferences": per_conference}

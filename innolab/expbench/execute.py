@@ -1,8 +1,10 @@
-"""EXP-Bench's execution check E: `bash reproduce_exp_bench.sh` from the repository root, in a fresh container with
-the agent's modified workspace, under a time limit; `execution_success = (returncode == 0)`.
+"""EXP-Bench's execution check E: the agent's reproduce_exp_bench.sh run in a fresh container.
 
-Beyond upstream (whose check passes mock code, as the paper warns), an optional output check: every file the
-conclusion cites must exist after the run and have been written by it.
+`bash reproduce_exp_bench.sh` runs from the repository root, in a fresh container with the agent's
+modified workspace, under a time limit; `execution_success = (returncode == 0)`.
+
+Beyond upstream (whose check passes mock code, as the paper warns), an optional output check: every
+file the conclusion cites must exist after the run and have been written by it.
 """
 
 from __future__ import annotations
@@ -22,6 +24,18 @@ CITED = re.compile(r"[\w./-]+\.(?:csv|json|txt|log|png|pdf|npy|npz|pt|pkl|yaml|y
 
 @dataclass(frozen=True)
 class Execution:
+    """The outcome of the execution check.
+
+    Attributes:
+        execution_success: Whether the script exited with 0 within the time limit.
+        execution_message: The tail of its output (stderr on failure).
+        returncode: The script's exit status; None when it timed out or did not run.
+        timed_out: Whether the time limit was reached.
+        duration_s: The run's wall time.
+        outputs_written: The optional output check's verdict; None when not asked.
+        outputs_note: What the output check found.
+    """
+
     execution_success: bool
     execution_message: str
     returncode: int | None
@@ -31,7 +45,7 @@ class Execution:
     outputs_note: str = ""
 
     def result(self) -> dict[str, object]:
-        """The keys a judge result carries (upstream's two, and the output check when asked)."""
+        """Return the keys a judge result carries: upstream's two, the output check's if asked."""
         keys: dict[str, object] = {"execution_success": self.execution_success,
                                    "execution_message": self.execution_message}
         if self.outputs_written is not None:
@@ -40,15 +54,38 @@ class Execution:
 
 
 def cited_files(conclusion: str) -> list[str]:
-    """Relative file names a conclusion cites (by their extensions)."""
-    return sorted({m.group(0).lstrip("./") for m in CITED.finditer(conclusion) if not m.group(0).startswith("/")})
+    """Find the relative file names a conclusion cites (by their extensions).
+
+    Args:
+        conclusion: The agent's conclusion.
+
+    Returns:
+        The names, sorted, each once (absolute paths left out).
+    """
+    return sorted({m.group(0).lstrip("./") for m in CITED.finditer(conclusion)
+                   if not m.group(0).startswith("/")})
 
 
-def execute(workspace: str | Path, image: str, timeout_s: float = DEFAULT_TIMEOUT_S, network: Network = "none",
-            gpus: bool | None = None, conclusion: str | None = None, client=None) -> Execution:
-    """Run the workspace's reproduce_exp_bench.sh in a new container of `image` (the workspace mounted at
-    /workspace). `gpus`: request every GPU (None: when the engine has a GPU runtime). With `conclusion`, the files it
-    cites must exist after the run and be newer than its start."""
+def execute(workspace: str | Path, image: str, timeout_s: float = DEFAULT_TIMEOUT_S,
+            network: Network = "none", gpus: bool | None = None, conclusion: str | None = None,
+            client=None) -> Execution:
+    """Run the workspace's reproduce_exp_bench.sh in a new container of `image`.
+
+    The workspace is mounted at /workspace.
+
+    Args:
+        workspace: The agent's workspace.
+        image: The container image.
+        timeout_s: The run's time limit; the container is killed at it.
+        network: The container's network mode.
+        gpus: Request every GPU; None requests them when the engine has a GPU runtime.
+        conclusion: The agent's conclusion; given, the files it cites must exist after the run
+            and be newer than its start.
+        client: A docker SDK client; None makes one.
+
+    Returns:
+        The outcome (a workspace without the script fails without a container).
+    """
     import docker
 
     from innolab.gym.docker_sandbox import docker_client, gpu_runtime_available
@@ -61,9 +98,9 @@ def execute(workspace: str | Path, image: str, timeout_s: float = DEFAULT_TIMEOU
     requests = [docker.types.DeviceRequest(count=-1, capabilities=[["gpu"]])] if use_gpus else None
     started = time.time()
     container = client.containers.run(
-        image, ["bash", "-c", f"cd /workspace && bash {OUTPUT_SCRIPT}"], detach=True, working_dir="/workspace",
-        volumes={str(workspace): {"bind": "/workspace", "mode": "rw"}}, network_mode=network,
-        device_requests=requests, labels={"innolab": "expbench-exec"})
+        image, ["bash", "-c", f"cd /workspace && bash {OUTPUT_SCRIPT}"], detach=True,
+        working_dir="/workspace", volumes={str(workspace): {"bind": "/workspace", "mode": "rw"}},
+        network_mode=network, device_requests=requests, labels={"innolab": "expbench-exec"})
     timed_out = False
     try:
         try:
@@ -85,7 +122,8 @@ def execute(workspace: str | Path, image: str, timeout_s: float = DEFAULT_TIMEOU
     written, note = None, ""
     if conclusion is not None:
         cited = cited_files(conclusion)
-        stale = [f for f in cited if not (workspace / f).is_file() or (workspace / f).stat().st_mtime < started - 1]
+        stale = [f for f in cited if not (workspace / f).is_file()
+                 or (workspace / f).stat().st_mtime < started - 1]
         written = bool(cited) and not stale
         note = ("the conclusion cites no output file" if not cited else
                 f"not written by the run: {stale}" if stale else f"written by the run: {cited}")

@@ -1,8 +1,9 @@
 """An EXP-Bench task's masked workspace, made from a local clone, and the prompt its agent gets.
 
-Masking follows upstream: README.md and the task's mask list are removed from the index (`git rm --cached`, run in
-the repository that owns each file, so files of submodules are masked in the submodule) and from the tree. A file
-to mask that does not exist makes the task invalid, with upstream's message.
+Masking follows upstream: README.md and the task's mask list are removed from the index
+(`git rm --cached`, run in the repository that owns each file, so files of submodules are masked in
+the submodule) and from the tree. A file to mask that does not exist makes the task invalid, with
+upstream's message.
 """
 
 from __future__ import annotations
@@ -21,12 +22,26 @@ class MaskingError(ValueError):
     """The task cannot be prepared: `invalid_task` holds upstream's message."""
 
     def __init__(self, missing: list[str]) -> None:
+        """Name the files to mask that do not exist.
+
+        Args:
+            missing: The files' paths, relative to the repository root.
+        """
         self.invalid_task = f"Masking failed for files: {missing}"
         super().__init__(self.invalid_task)
 
 
 @dataclass(frozen=True)
 class Workspace:
+    """A prepared workspace.
+
+    Attributes:
+        root: The workspace's folder.
+        masked: The files masked, relative to the root.
+        output_json: The name of the agent's answer file.
+        output_script: The name of the script the execution check runs.
+    """
+
     root: Path
     masked: list[str]
     output_json: str
@@ -34,8 +49,18 @@ class Workspace:
 
 
 def output_json_name(task: ExpTask, iteration: int = 1, duration_h: float = 0.67) -> str:
-    """Upstream's name of the agent's answer file: <paper>_task_index_<i>_iter_<n>_duration_<h>_eval_gen.json."""
-    return f"{task.paper_id}_task_index_{task.index}_iter_{iteration}_duration_{duration_h:g}_eval_gen.json"
+    """Name the agent's answer file as upstream does.
+
+    Args:
+        task: The task.
+        iteration: The attempt's number.
+        duration_h: The attempt's duration in hours.
+
+    Returns:
+        <paper>_task_index_<i>_iter_<n>_duration_<h>_eval_gen.json
+    """
+    return (f"{task.paper_id}_task_index_{task.index}_iter_{iteration}_duration_{duration_h:g}"
+            "_eval_gen.json")
 
 
 def _git(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
@@ -51,10 +76,24 @@ def _owner(root: Path, relative: str) -> Path:
 
 
 def prepare(task: ExpTask, clone: str | Path, target: str | Path) -> Workspace:
-    """Copy a local clone (submodules included) to `target` and mask the task's files there."""
+    """Copy a local clone (submodules included) to `target` and mask the task's files there.
+
+    Args:
+        task: The task.
+        clone: The repository's local clone.
+        target: The new workspace's folder (must not exist).
+
+    Returns:
+        The workspace.
+
+    Raises:
+        ValueError: `clone` is not a git clone, or `target` exists.
+        MaskingError: A file to mask does not exist in the clone.
+    """
     clone, target = Path(clone), Path(target)
     if not (clone / ".git").exists():
-        raise ValueError(f"{clone}: not a git clone (pass the repository's local clone with --repo)")
+        raise ValueError(
+            f"{clone}: not a git clone (pass the repository's local clone with --repo)")
     if target.exists():
         raise ValueError(f"{target}: exists already; a workspace is made in a new folder")
     missing = [f for f in task.mask_list if f != "README.md" and not (clone / f).is_file()]
@@ -75,27 +114,38 @@ def prepare(task: ExpTask, clone: str | Path, target: str | Path) -> Workspace:
 
 
 def prompt(task: ExpTask, workspace: Workspace, repository_dir: str | None = "/workspace") -> str:
-    """The agent's instructions, innolab's own wording of the rules of upstream's generation prompt
-    (`repository_dir` None: the repository is the current folder, and paths are given relative to it)."""
+    """Write the agent's instructions: innolab's wording of upstream's generation prompt's rules.
+
+    Args:
+        task: The task.
+        workspace: The prepared workspace.
+        repository_dir: Where the agent finds the repository; None: the repository is the current
+            folder, and paths are given relative to it.
+
+    Returns:
+        The prompt.
+    """
     where = f"at {repository_dir}" if repository_dir else "(the current folder)"
     prefix = f"{repository_dir}/" if repository_dir else ""
     parts = [
-        f"You are reproducing an experiment from a research paper, in its code repository {where}.",
+        "You are reproducing an experiment from a research paper, "
+        f"in its code repository {where}.",
         f"Research question:\n{task.question}",
         f"Method:\n{task.method}",
     ]
     if task.agent_instructions:
         parts.append(f"Instructions:\n{task.agent_instructions}")
     parts += [
-        "Form a hypothesis, design the experiment (the variables you hold constant, vary and measure), write and run "
-        "the code, analyse the results and draw a conclusion.",
-        "Rules: do not read the paper or look for it; do not use any git operation (no checkout, branches, log or "
-        "other versions); results printed in a README are not answers (use it only for setup facts); stay inside "
-        "the repository and save your code there.",
-        f"When done, write {prefix}{workspace.output_json} holding exactly the keys \"design\" (text or a "
-        f"list of texts) and \"conclusion\" (text), and {prefix}{workspace.output_script}: one script, run "
-        "from the repository root, that sets up the environment, runs the experiment end to end and produces the "
-        "result behind your conclusion.",
+        "Form a hypothesis, design the experiment (the variables you hold constant, vary and "
+        "measure), write and run the code, analyse the results and draw a conclusion.",
+        "Rules: do not read the paper or look for it; do not use any git operation (no checkout, "
+        "branches, log or other versions); results printed in a README are not answers (use it "
+        "only for setup facts); stay inside the repository and save your code there.",
+        f"When done, write {prefix}{workspace.output_json} holding exactly the keys \"design\" "
+        f"(text or a list of texts) and \"conclusion\" (text), and "
+        f"{prefix}{workspace.output_script}: one script, run from the repository root, that sets "
+        "up the environment, runs the experiment end to end and produces the result behind your "
+        "conclusion.",
     ]
     return "\n\n".join(parts)
 
@@ -113,12 +163,22 @@ def _diff(repository: Path) -> str:
 
 
 def capture_patch(root: str | Path) -> str:
-    """The agent's changes as upstream records them: untracked files included (`git add -N`), `git diff -G.`
-    without its `diff --git` and `index` lines, each submodule's diff appended; above 70 MB, the first and last
-    5,000 lines, halved until it fits."""
+    """Capture the agent's changes as upstream records them.
+
+    Untracked files are included (`git add -N`); `git diff -G.` without its `diff --git` and
+    `index` lines, each submodule's diff appended; above 70 MB, the first and last 5,000 lines,
+    halved until it fits.
+
+    Args:
+        root: The workspace.
+
+    Returns:
+        The patch.
+    """
     root = Path(root)
     patch = _diff(root)
-    listed = _git("submodule", "--quiet", "foreach", "--recursive", "echo $displaypath", cwd=root).stdout
+    listed = _git("submodule", "--quiet", "foreach", "--recursive", "echo $displaypath",
+                  cwd=root).stdout
     for sub in [line.strip() for line in listed.splitlines() if line.strip()]:
         patch += _diff(root / sub)
     keep = 5000
