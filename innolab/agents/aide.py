@@ -22,24 +22,26 @@ from innolab.gym.tools import ToolCall
 from innolab.llm.client import json_schema, payload_chars, text
 from innolab.traces import Event
 
-ROLE = ("You are an expert solving a task by writing complete Python programs. Each program must write "
-        "submission.json in the format the task describes. Reply with a short plan (a sentence or two) and the full "
-        "program, kept short.")
+ROLE = ("You are an expert solving a task by writing complete Python programs. Each program must "
+        "write submission.json in the format the task describes. Reply with a short plan (a "
+        "sentence or two) and the full program, kept short.")
 PLAN_CHARS = 300
 
 
 def node_schema(max_tokens: int) -> dict:
     """An AIDE node: a short plan and the whole program (bounded so the reply closes within the
     token cap)."""
-    return json_schema("aide_node", {"plan": text(PLAN_CHARS), "code": text(payload_chars(max_tokens, PLAN_CHARS))},
-                       ["plan", "code"])
+    code = text(payload_chars(max_tokens, PLAN_CHARS))
+    return json_schema("aide_node", {"plan": text(PLAN_CHARS), "code": code}, ["plan", "code"])
 
 
 CLEAR = "import os\nif os.path.exists('submission.json'):\n    os.remove('submission.json')\n"
 INSTRUCTIONS = {
-    "draft": "Write a first complete program, with a plan that differs from the earlier nodes' where there are any.",
+    "draft": ("Write a first complete program, with a plan that differs from the earlier nodes' "
+              "where there are any."),
     "debug": "This program failed. Fix it and return the whole corrected program.",
-    "improve": "This program is valid. Improve its score with one focused change and return the whole program.",
+    "improve": ("This program is valid. Improve its score with one focused change and return the "
+                "whole program."),
 }
 CUT = "Write a shorter program: fewer lines, no comments, the same method."
 
@@ -75,19 +77,22 @@ class AideAgent(LLMAgent):
     def __init__(self, num_drafts: int = 2, debug_prob: float = 0.5, max_debug_depth: int = 3,
                  **options: Any) -> None:
         super().__init__(**options)
-        self.policy = SearchPolicy(num_drafts=num_drafts, debug_prob=debug_prob, max_debug_depth=max_debug_depth)
+        self.policy = SearchPolicy(num_drafts=num_drafts, debug_prob=debug_prob,
+                                   max_debug_depth=max_debug_depth)
 
     @property
     def journal(self) -> Journal:
         return self.memory.journal
 
-    def prompt(self, stage: str, parent: Node | None, journal: Journal, description: str) -> list[dict[str, str]]:
+    def prompt(self, stage: str, parent: Node | None, journal: Journal,
+               description: str) -> list[dict[str, str]]:
         """The messages of one AIDE step: role, task, the journal's memory, the parent's code and
         the instruction."""
         parts = [description]
         memory = journal.summary()
         if memory:
-            parts.append(f"Memory (the solutions tried so far, with the validator's verdict):\n{memory}")
+            parts.append("Memory (the solutions tried so far, with the validator's verdict):\n"
+                         f"{memory}")
         if parent is not None:
             parts.append(f"Node {parent.id}'s program:\n```python\n{parent.code}\n```")
             if stage == "debug":
@@ -98,7 +103,7 @@ class AideAgent(LLMAgent):
         return [{"role": "system", "content": self.system_prompt(ROLE)},
                 {"role": "user", "content": "\n\n".join(parts)}]
 
-    # ------------------------------------------------------------------------------------------ the loop
+    # ------------------------------------------------------------------------------------ the loop
 
     def step(self, observation: Observation) -> Action:
         self.bound(observation)
@@ -110,7 +115,8 @@ class AideAgent(LLMAgent):
             node.output = self.describe_results(observation.results)
             node.ran = bool(observation.results and observation.results[0].ok)
             memory.phase = "evaluate"
-            return self.action([ToolCall(f"n{node.id}-v", "validate", {"path": "submission.json"})], None, [])
+            validate = ToolCall(f"n{node.id}-v", "validate", {"path": "submission.json"})
+            return self.action([validate], None, [])
         if memory.phase == "evaluate":
             node = journal.nodes[-1]
             verdict = observation.results[0].extra.get("verdict", {}) if observation.results else {}
@@ -118,14 +124,16 @@ class AideAgent(LLMAgent):
             node.metric = verdict.get("score") if node.valid else None
             node.evaluated = True
             if not node.valid:
-                node.output += "\nvalidator: " + "; ".join(verdict.get("errors", ["no verdict"]))[:800]
+                errors = "; ".join(verdict.get("errors", ["no verdict"]))[:800]
+                node.output += "\nvalidator: " + errors
             events = [journal.event(node)]
             best = journal.best(observation.direction)
             memory.phase = "generate"
-            # a valid node is submitted when it is the best so far, or when the checker gives no score (the
-            # latest valid answer counts)
+            # a valid node is submitted when it is the best so far, or when the checker gives no
+            # score (the latest valid answer counts)
             if node.valid and (node.metric is None or (best is not None and best.id == node.id)):
-                submit = ToolCall(f"n{node.id}-s", "submit", {"path": "submission.json"}, source=node.code)
+                submit = ToolCall(f"n{node.id}-s", "submit", {"path": "submission.json"},
+                                  source=node.code)
                 return self.action([submit], None, events)
             return self._generate(observation, journal, events)
         return self._generate(observation, journal, [])
@@ -136,16 +144,18 @@ class AideAgent(LLMAgent):
         else:
             rng = random.Random((self.settings.seed or 0) * 100_003 + len(journal.nodes))
             stage, parent = journal.choose(self.policy, observation.direction, rng)
-            reply, completion = self.ask(self.prompt(stage, parent, journal, observation.task_description),
-                                         node_schema(self.settings.max_tokens))
+            messages = self.prompt(stage, parent, journal, observation.task_description)
+            reply, completion = self.ask(messages, node_schema(self.settings.max_tokens))
             events = [*events, self.llm_event(completion, stage)]
             plan = str((reply or {}).get("plan", ""))
             code = str((reply or {}).get("code", "")) if reply else completion.text
-        node = Node(id=len(journal.nodes), parent=parent.id if parent else None, plan=plan[:2000], code=code)
+        node = Node(id=len(journal.nodes), parent=parent.id if parent else None, plan=plan[:2000],
+                    code=code)
         journal.nodes.append(node)
         if completion is not None and "code" in self.cut:  # a cut program is a buggy node, not run
             node.output = self.cut_note("program", self.cut["code"], CUT)
             node.evaluated = True
             return self.action([], completion, [*events, journal.event(node)])
         self.memory.phase = "execute"
-        return self.action([ToolCall(f"n{node.id}", "python", {"code": CLEAR + code})], completion, events)
+        run = ToolCall(f"n{node.id}", "python", {"code": CLEAR + code})
+        return self.action([run], completion, events)

@@ -48,7 +48,7 @@ class SearchPolicy:
 class Journal:
     nodes: list[Node] = field(default_factory=list)
 
-    # -------------------------------------------------------------------------------- derived structure
+    # -------------------------------------------------------------------------- derived structure
 
     def node(self, node_id: int) -> Node:
         return self.nodes[node_id]
@@ -79,9 +79,10 @@ class Journal:
         index = best_index([n.metric if n.valid else None for n in self.nodes], direction)
         return None if index is None else self.nodes[index]
 
-    # ------------------------------------------------------------------------------------- the policy
+    # --------------------------------------------------------------------------------- the policy
 
-    def choose(self, policy: SearchPolicy, direction: str, rng: random.Random) -> tuple[Stage, Node | None]:
+    def choose(self, policy: SearchPolicy, direction: str,
+               rng: random.Random) -> tuple[Stage, Node | None]:
         """The next stage and the node it starts from (None for a draft)."""
         drafts = [n for n in self.nodes if n.parent is None]
         if len(drafts) < policy.num_drafts:
@@ -94,7 +95,7 @@ class Journal:
         best = self.best(direction)
         return ("improve", best) if best is not None else ("draft", None)
 
-    # ------------------------------------------------------------------------------------- the memory
+    # --------------------------------------------------------------------------------- the memory
 
     def summary(self, limit: int = 4000) -> str:
         """The memory of the other nodes that AIDE shows the model: each node's plan, its validator
@@ -103,7 +104,8 @@ class Journal:
         for node in self.nodes:
             if not node.evaluated:
                 continue
-            outcome = f"valid, score {node.metric!r}" if node.valid else "buggy (no valid submission)"
+            outcome = (f"valid, score {node.metric!r}" if node.valid
+                       else "buggy (no valid submission)")
             plan = " ".join(node.plan.split())[:400] or "(no plan)"
             lines.append(f"- node {node.id} ({self.stage(node)}): {plan} -> {outcome}")
         text = "\n".join(lines)
@@ -116,11 +118,12 @@ class Journal:
 
     @classmethod
     def from_list(cls, data: list[dict[str, Any]]) -> Journal:
-        return cls([Node(**{k: v for k, v in item.items() if k in Node.__dataclass_fields__}) for item in data])
+        known = Node.__dataclass_fields__  # older journals also stored derived fields: dropped
+        return cls([Node(**{k: v for k, v in item.items() if k in known}) for item in data])
 
     def event(self, node: Node) -> NodeEvent:
         """The trace event of an evaluated node (stage and debug depth derived for readers of the
         trace)."""
-        return NodeEvent(id=node.id, parent=node.parent, stage=self.stage(node), plan=node.plan, code=node.code,
-                         ran=node.ran, valid=node.valid, metric=node.metric, buggy=node.buggy,
-                         debug_depth=self.debug_depth(node))
+        return NodeEvent(id=node.id, parent=node.parent, stage=self.stage(node), plan=node.plan,
+                         code=node.code, ran=node.ran, valid=node.valid, metric=node.metric,
+                         buggy=node.buggy, debug_depth=self.debug_depth(node))

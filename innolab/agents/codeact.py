@@ -14,13 +14,15 @@ from innolab.gym.tools import ToolCall
 from innolab.llm.client import json_schema, payload_chars, text
 from innolab.traces import Event
 
-ROLE = ("You are a CodeAct agent. Each turn, act by writing code: a python or bash snippet that runs in the "
-        "workspace; you will see its output. Python runs in one persistent interpreter: variables, imports and "
-        "functions you define stay available in later turns. When your submission file is ready, use the submit "
-        "action with its path; when done, use finish. Keep thought to one short sentence and code short.")
+ROLE = ("You are a CodeAct agent. Each turn, act by writing code: a python or bash snippet that "
+        "runs in the workspace; you will see its output. Python runs in one persistent "
+        "interpreter: variables, imports and functions you define stay available in later turns. "
+        "When your submission file is ready, use the submit action with its path; when done, use "
+        "finish. Keep thought to one short sentence and code short.")
 ACTIONS = ("python", "bash", "submit", "finish")
 THOUGHT_CHARS = 160
-PATH_CHARS = 80  # a workspace path; a submit action's whole argument, so it can never run into the token cap
+# a workspace path; a submit action's whole argument, so it can never run into the token cap
+PATH_CHARS = 80
 
 
 def action_schema(actions: tuple[str, ...], max_tokens: int) -> dict:
@@ -30,17 +32,21 @@ def action_schema(actions: tuple[str, ...], max_tokens: int) -> dict:
         "thought": text(THOUGHT_CHARS),
         "action": {"type": "string", "enum": list(actions)},
         "path": text(PATH_CHARS, "the file to submit (submit only; empty otherwise)"),
-        "code": text(payload_chars(max_tokens, THOUGHT_CHARS + PATH_CHARS), "the code to run (python or bash)"),
+        "code": text(payload_chars(max_tokens, THOUGHT_CHARS + PATH_CHARS),
+                     "the code to run (python or bash)"),
     }, ["thought", "action", "path", "code"])
 
 
 TOOLS_NATIVE = ("python_session", "bash", "submit")
-# CodeAct ends when the agent says finish; innolab answers a finish before any accepted submission instead
-NOT_YET = ("Nothing has been submitted yet, so finishing now would score nothing. Keep working: write the "
-           "submission the task describes, check it, then submit it.")
+# CodeAct ends when the agent says finish; innolab answers a finish before any accepted submission
+# instead
+NOT_YET = ("Nothing has been submitted yet, so finishing now would score nothing. Keep working: "
+           "write the submission the task describes, check it, then submit it.")
 
-CUT = ("Write shorter code: one part per turn (the interpreter keeps your definitions between turns), or write a "
-       "file in parts and run it.")
+CUT = ("Write shorter code: one part per turn (the interpreter keeps your definitions between "
+       "turns), or write a file in parts and run it.")
+FORMAT = ('Reply with one JSON object: {"thought": ..., "action": "python|bash|submit|finish", '
+          '"path": ..., "code": ...}')
 
 
 @dataclass
@@ -62,7 +68,8 @@ class CodeActAgent(LLMAgent):
     def __init__(self, native_tools: bool = False, persistent: bool = True, **options) -> None:
         super().__init__(**options)
         self.native_tools = native_tools
-        self.python_tool = "python_session" if persistent else "python"  # CodeAct keeps one interpreter
+        # CodeAct keeps one interpreter
+        self.python_tool = "python_session" if persistent else "python"
 
     def step(self, observation: Observation) -> Action:
         self.bound(observation)
@@ -72,25 +79,30 @@ class CodeActAgent(LLMAgent):
                                {"role": "user", "content": observation.task_description}]
             memory.turn = 0
         elif observation.results:
-            memory.messages.append({"role": "user",
-                                    "content": "Observation:\n" + self.describe_results(observation.results)})
-            memory.submitted = memory.submitted or any(r.name == "submit" and r.ok for r in observation.results)
+            shown = "Observation:\n" + self.describe_results(observation.results)
+            memory.messages.append({"role": "user", "content": shown})
+            accepted = any(r.name == "submit" and r.ok for r in observation.results)
+            memory.submitted = memory.submitted or accepted
         turn = memory.turn
         memory.turn += 1
         if self.native_tools:
             from innolab.gym.tools import TOOL_SPECS
 
-            wanted = {self.python_tool if name == "python_session" else name for name in TOOLS_NATIVE}
+            wanted = {self.python_tool if name == "python_session" else name
+                      for name in TOOLS_NATIVE}
             specs = [s for s in TOOL_SPECS if s["function"]["name"] in wanted]
             completion = self.chat(self.context(memory.messages), tools=specs)
             memory.messages.append({"role": "assistant", "content": completion.text or json.dumps(
                 completion.tool_calls)})
             calls = [ToolCall(f"t{turn}-{i}", c["name"], json.loads(c["arguments"] or "{}"))
                      for i, c in enumerate(completion.tool_calls)]
-            return self.action(calls, completion, [self.llm_event(completion, "act")], done=not calls)
+            events = [self.llm_event(completion, "act")]
+            return self.action(calls, completion, events, done=not calls)
         events: list[Event] = []
-        for _ in range(3):  # a refused finish or a repetition loop is answered and asked again within the step
-            actions = ACTIONS if memory.submitted else ACTIONS[:-1]  # finish once a submission counts
+        # a refused finish or a repetition loop is answered and asked again within the step
+        for _ in range(3):
+            # finish once a submission counts
+            actions = ACTIONS if memory.submitted else ACTIONS[:-1]
             schema = action_schema(actions, self.settings.max_tokens)
             reply, completion = self.ask(self.context(memory.messages), schema)
             memory.messages.append({"role": "assistant", "content": completion.text})
@@ -99,13 +111,12 @@ class CodeActAgent(LLMAgent):
                 self.break_repetition(memory.messages)
                 continue
             if reply is None or reply.get("action") not in ACTIONS:
-                memory.messages.append({"role": "user", "content": "Reply with one JSON object: "
-                                           '{"thought": ..., "action": "python|bash|submit|finish", "path": ..., '
-                                           '"code": ...}'})
+                memory.messages.append({"role": "user", "content": FORMAT})
                 return self.action([], completion, events)
             kind, code = reply["action"], str(reply.get("code", ""))
             if kind in ("python", "bash") and "code" in self.cut:  # a cut program is never run
-                memory.messages.append({"role": "user", "content": self.cut_note("code", self.cut["code"], CUT)})
+                note = self.cut_note("code", self.cut["code"], CUT)
+                memory.messages.append({"role": "user", "content": note})
                 return self.action([], completion, events)
             if kind != "finish":
                 break
@@ -114,11 +125,13 @@ class CodeActAgent(LLMAgent):
             memory.messages.append({"role": "user", "content": NOT_YET})
         else:
             return self.action([], completion, events)
-        if kind == "submit" and "path" in self.cut:  # a cut path names no file: say so rather than guess
-            memory.messages.append({"role": "user", "content": self.cut_note("path", self.cut["path"],
-                                                                               "Give the submission's path only.")})
+        if kind == "submit" and "path" in self.cut:  # a cut path names no file: say so, not guess
+            note = self.cut_note("path", self.cut["path"], "Give the submission's path only.")
+            memory.messages.append({"role": "user", "content": note})
             return self.action([], completion, events)
-        arguments = {"path": str(reply.get("path", "")).strip() or "submission.json"} if kind == "submit" else (
-            {"code": code} if kind == "python" else {"command": code})
+        if kind == "submit":
+            arguments = {"path": str(reply.get("path", "")).strip() or "submission.json"}
+        else:
+            arguments = {"code": code} if kind == "python" else {"command": code}
         tool = self.python_tool if kind == "python" else kind
         return self.action([ToolCall(f"t{turn}", tool, arguments)], completion, events)
