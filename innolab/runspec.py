@@ -23,7 +23,7 @@ from pydantic.fields import FieldInfo
 from pydantic_core import core_schema
 
 from innolab.gym.budget import BudgetError, parse_duration
-from innolab.gym.policy import RUNTIMES, RunConfig
+from innolab.gym.policy import RunConfig
 from innolab.llm.settings import MaxTokens, Temperature, TopP
 
 __all__ = ["NOVELTY_CHOICES", "Choices", "RunSettings", "Setting", "SettingsError", "add_options", "columns",
@@ -78,6 +78,12 @@ def _scaffolds() -> Iterable[str]:
     from innolab.agents import SCAFFOLDS
 
     return SCAFFOLDS
+
+
+def _runtimes() -> Iterable[str]:
+    from innolab.gym import policy
+
+    return policy.RUNTIMES
 
 
 def _llm(config: RunConfig, key: str) -> Any:
@@ -143,7 +149,7 @@ class RunSettings(BaseModel):
     budget: Annotated[Duration, Setting(column="budget_s", read=lambda c: c.wall_clock_s)] = Field(
         default="60s", description="wall clock, e.g. 90s, 10m, 12h (a number: seconds)")
     max_steps: Annotated[int | None, NO_COLUMN] = Field(default=None, gt=0, description="None: no step limit")
-    runtime: Annotated[str, Choices(lambda: RUNTIMES), Setting(read=lambda c: c.runtime)] = Field(
+    runtime: Annotated[str, Choices(_runtimes), Setting(read=lambda c: c.runtime)] = Field(
         default="local", description="where the agent's sandbox runs")
     image: Annotated[str | None, NO_COLUMN] = Field(
         default=None, description="docker image (None: innolab/base:latest)")

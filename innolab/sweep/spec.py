@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
+import functools
 import itertools
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, ClassVar
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model, field_validator
 
 from innolab.runspec import NOVELTY_CHOICES, RunSettings, optional_fields, validate_settings
 
@@ -18,38 +19,60 @@ class SpecError(ValueError):
     """A sweep spec that innolab cannot run; the message names the field and the rule."""
 
 
-RunFields = optional_fields(RunSettings, "RunFields", doc=(
-    "The fields of a run that a sweep may fix (`base`) or vary (`grid`): the run schema's settings, each "
-    "optional (None leaves the run's default), and the novelty back end its runs are scored with."),
-    extra={"novelty": (Annotated[str | None, NOVELTY_CHOICES], Field(
-        default=None, description="the back end of N (default, a registered back end, or none)"))})
+RUN_FIELDS_DOC = ("The fields of a run that a sweep may fix (`base`) or vary (`grid`): the run schema's settings, "
+                  "each optional (None leaves the run's default), and the novelty back end of its runs.")
 
 
-FACTORS = tuple(RunFields.model_fields)
+def run_fields(settings: type[BaseModel] = RunSettings) -> type[BaseModel]:
+    """The fields of a run that a sweep may fix (`base`) or vary (`grid`): the run schema's settings, each
+    optional (None leaves the run's default), and the novelty back end its runs are scored with.
+
+    Args:
+        settings: the run schema (default `RunSettings`).
+
+    Returns:
+        The all-optional model (named RunFields).
+    """
+    return optional_fields(settings, "RunFields", doc=RUN_FIELDS_DOC, extra={
+        "novelty": (Annotated[str | None, NOVELTY_CHOICES], Field(
+            default=None, description="the back end of N (default, a registered back end, or none)"))})
+
+
+RunFields = run_fields()
 
 
 class SweepSpec(BaseModel):
-    """name, base fields, a grid of factors (cartesian product) and the seeds each configuration runs with."""
+    """name, base fields, a grid of factors (cartesian product) and the seeds each configuration runs with.
+
+    `settings` is the run schema its configurations resolve with (`spec_class` makes the spec of another)."""
 
     model_config = ConfigDict(extra="forbid")
+    settings: ClassVar[type[BaseModel]] = RunSettings
 
     name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$", max_length=80)
     description: str = ""
-    base: RunFields = Field(default_factory=RunFields)
+    base: RunFields = Field(default_factory=RunFields)  # type: ignore[valid-type]
     grid: dict[str, list[Any]] = Field(default_factory=dict)
     seeds: list[int] = Field(default_factory=lambda: [0], min_length=1)
+
+    @classmethod
+    def fields_model(cls) -> type[BaseModel]:
+        """The model of `base` (and of each grid level)."""
+        return cls.model_fields["base"].annotation  # type: ignore[return-value]
 
     @field_validator("grid")
     @classmethod
     def _factors(cls, grid: dict[str, list[Any]]) -> dict[str, list[Any]]:
+        fields = cls.fields_model()
+        factors = tuple(fields.model_fields)
         for factor, levels in grid.items():
-            if factor not in FACTORS:
-                raise ValueError(f"{factor!r} is not a run field; known: {', '.join(FACTORS)}")
+            if factor not in factors:
+                raise ValueError(f"{factor!r} is not a run field; known: {', '.join(factors)}")
             if not levels:
                 raise ValueError(f".{factor}: a factor needs at least one level")
             for index, level in enumerate(levels):
                 try:
-                    RunFields(**{factor: level})
+                    fields(**{factor: level})
                 except ValidationError as error:
                     raise ValueError(f".{factor}[{index}]: {error.errors()[0]['msg']}") from None
             if len({json.dumps(level, sort_keys=True) for level in levels}) != len(levels):
@@ -76,12 +99,30 @@ class SweepSpec(BaseModel):
         return list(self.grid) + (["seed"] if len(self.seeds) > 1 else [])
 
 
-def parse_spec(data: dict[str, Any], where: str = "spec") -> SweepSpec:
-    """A validated spec, or a SpecError naming each bad field and its rule."""
+@functools.cache
+def spec_class(settings: type[BaseModel] = RunSettings) -> type[SweepSpec]:
+    """The sweep spec of a run schema: its `base` and grid levels are that schema's fields, all optional.
+
+    Args:
+        settings: the run schema (default `RunSettings`: `SweepSpec` itself).
+
+    Returns:
+        The spec model.
+    """
+    if settings is RunSettings:
+        return SweepSpec
+    fields = run_fields(settings)
+    built = create_model("SweepSpec", __base__=SweepSpec, base=(fields, Field(default_factory=fields)))
+    built.settings = settings
+    return built
+
+
+def parse_spec(data: dict[str, Any], where: str = "spec", settings: type[BaseModel] = RunSettings) -> SweepSpec:
+    """A validated spec (of the run schema `settings`), or a SpecError naming each bad field and its rule."""
     if not isinstance(data, dict):
         raise SpecError(f"{where}: a sweep spec is a mapping (name, base, grid, seeds), got {type(data).__name__}")
     try:
-        return SweepSpec(**data)
+        return spec_class(settings)(**data)
     except ValidationError as error:
         lines = []
         for e in error.errors():
@@ -93,9 +134,12 @@ def parse_spec(data: dict[str, Any], where: str = "spec") -> SweepSpec:
         raise SpecError(f"{where}: {error}") from None
 
 
-def load_spec(source: str | Path | dict[str, Any], overrides: list[str] | None = None) -> SweepSpec:
+def load_spec(source: str | Path | dict[str, Any], overrides: list[str] | None = None,
+              settings: type[BaseModel] = RunSettings) -> SweepSpec:
     """Read a YAML spec (or take a mapping) and apply `--set K=V` overrides: V is read as YAML; K is a base field
-    (which then leaves the grid, if it was a factor), or `name`, `description`, `seeds`."""
+    (which then leaves the grid, if it was a factor), or `name`, `description`, `seeds`. `settings`: the run
+    schema (default `RunSettings`)."""
+    factors = tuple(spec_class(settings).fields_model().model_fields)
     if isinstance(source, dict):
         data, where = dict(source), "spec"
     else:
@@ -109,7 +153,7 @@ def load_spec(source: str | Path | dict[str, Any], overrides: list[str] | None =
         where = str(path)
         if isinstance(data, dict):
             data = _priors_beside(data, path.parent)
-    parse_spec(data, where)  # the file itself must be valid, before any override
+    parse_spec(data, where, settings)  # the file itself must be valid, before any override
     for item in overrides or []:
         key, sep, text = item.partition("=")
         key = key.strip()
@@ -121,12 +165,12 @@ def load_spec(source: str | Path | dict[str, Any], overrides: list[str] | None =
             raise SpecError(f"--set {key}: not a YAML value: {error}") from None
         if key in ("name", "description", "seeds"):
             data[key] = value
-        elif key in FACTORS:
+        elif key in factors:
             data["base"] = {**(data.get("base") or {}), key: value}
             data["grid"] = {k: v for k, v in (data.get("grid") or {}).items() if k != key}
         else:
-            raise SpecError(f"--set {key}: not a run field or a spec key; known: name, seeds, {', '.join(FACTORS)}")
-    return parse_spec(data, where + (" with --set " + " ".join(overrides) if overrides else ""))
+            raise SpecError(f"--set {key}: not a run field or a spec key; known: name, seeds, {', '.join(factors)}")
+    return parse_spec(data, where + (" with --set " + " ".join(overrides) if overrides else ""), settings)
 
 
 def _priors_beside(data: dict[str, Any], folder: Path) -> dict[str, Any]:
@@ -176,7 +220,7 @@ def expand(spec: SweepSpec) -> list[Configuration]:
             if parameters.get("prior_solution"):
                 parameters["prior_solution"] = _prior_file(parameters["prior_solution"])
             try:
-                config = runner.resolve(validate_settings(parameters))  # type: ignore[arg-type]
+                config = runner.resolve(validate_settings(parameters, type(spec).settings))  # type: ignore[arg-type]
             except (ValueError, KeyError) as error:
                 raise SpecError(f"configuration {levels | {'seed': seed}}: {error}") from None
             out.append(Configuration(parameters=parameters, levels={**levels, "seed": seed},
