@@ -27,18 +27,20 @@ from innolab.traces import Event, ResearchLog
 
 ACTIONS = ["List Files", "Copy File", "Inspect Script Lines", "Execute Script", "Understand File",
            "Edit Script (AI)", "Undo Edit Script", "Reflection", "Validate", "Final Answer"]
-ROLE = ("You are a research agent working on a task. Each step, reply with: reflection (on the last observation), "
-        "research_plan_and_status (your plan: what is done, what is next), fact_check (what an observation "
-        "confirmed), thought, then one action and its action_input. Actions: List Files (file: a folder, '.' for "
-        "the workspace); Copy File (file, other_file: the copy); Inspect Script Lines (file, start_line, end_line); "
-        "Execute Script (file: a python script); Understand File (file, request: what to look for); Edit Script "
-        "(AI) (file: a script to edit or create, request: the edit, other_file: where to save, '' for file); Undo "
-        "Edit Script (file); Reflection (request: what to reflect on); Validate (file: a candidate submission); "
-        "Final Answer (file: the submission; ends the research). One short sentence per field.")
-# characters per field: the four before the action are short enough that a reply reaches its action within a
-# 512-token cap even at one token per character (a small model writing digits)
-LIMITS = {"reflection": 100, "research_plan_and_status": 160, "fact_check": 80, "thought": 100, "file": 100,
-          "other_file": 100, "request": 240}
+ROLE = ("You are a research agent working on a task. Each step, reply with: reflection (on the "
+        "last observation), research_plan_and_status (your plan: what is done, what is next), "
+        "fact_check (what an observation confirmed), thought, then one action and its "
+        "action_input. Actions: List Files (file: a folder, '.' for the workspace); Copy File "
+        "(file, other_file: the copy); Inspect Script Lines (file, start_line, end_line); Execute "
+        "Script (file: a python script); Understand File (file, request: what to look for); Edit "
+        "Script (AI) (file: a script to edit or create, request: the edit, other_file: where to "
+        "save, '' for file); Undo Edit Script (file); Reflection (request: what to reflect on); "
+        "Validate (file: a candidate submission); Final Answer (file: the submission; ends the "
+        "research). One short sentence per field.")
+# characters per field: the four before the action are short enough that a reply reaches its
+# action within a 512-token cap even at one token per character (a small model writing digits)
+LIMITS = {"reflection": 100, "research_plan_and_status": 160, "fact_check": 80, "thought": 100,
+          "file": 100, "other_file": 100, "request": 240}
 ANSWER_CHARS = 600
 
 
@@ -52,9 +54,12 @@ def action_schema(actions: list[str]) -> dict:
         "action": {"type": "string", "enum": actions},
         "action_input": {"type": "object", "properties": {
             "file": text(LIMITS["file"]), "other_file": text(LIMITS["other_file"]),
-            "request": text(LIMITS["request"]), "start_line": {"type": "integer"}, "end_line": {"type": "integer"}},
-            "required": ["file", "other_file", "request", "start_line", "end_line"], "additionalProperties": False},
-    }, ["reflection", "research_plan_and_status", "fact_check", "thought", "action", "action_input"])
+            "request": text(LIMITS["request"]), "start_line": {"type": "integer"},
+            "end_line": {"type": "integer"}},
+            "required": ["file", "other_file", "request", "start_line", "end_line"],
+            "additionalProperties": False},
+    }, ["reflection", "research_plan_and_status", "fact_check", "thought", "action",
+        "action_input"])
 
 
 ACTING = [a for a in ACTIONS if a != "Reflection"]  # the actions that use a tool
@@ -70,9 +75,13 @@ def edit_schema(max_tokens: int) -> dict:
 
 ANSWER_SCHEMA = json_schema("mlab_answer", {"answer": text(ANSWER_CHARS)}, ["answer"])
 FILE_LIMIT = 6000  # characters of a file shown to a helper call
-CUT = ("The file is unchanged. Make it shorter, or split it: put a part in another file (Edit Script (AI) with "
-       "that file and other_file) and import it from this one.")
-REFLECTIONS_PER_STEP = 1  # Reflection takes no tool: after this many in a step, the next action must use one
+CUT = ("The file is unchanged. Make it shorter, or split it: put a part in another file (Edit "
+       "Script (AI) with that file and other_file) and import it from this one.")
+# Reflection takes no tool: after this many in a step, the next action must use one
+REFLECTIONS_PER_STEP = 1
+READER_ROLE = "You read a file and answer a question about it, briefly."
+EDITOR_ROLE = "You edit a Python script as instructed and return the whole new script."
+REFLECTOR_ROLE = "You reflect on a research log and answer briefly."
 
 
 @dataclass
@@ -147,17 +156,19 @@ class MlabAgent(LLMAgent):
             text = self.describe_results(observation.results)
         return self._research(text, events)
 
-    # ---------------------------------------------------------------------------------- the research step
+    # ---------------------------------------------------------------------------- the research step
 
     def _research(self, observation_text: str, events: list[Event]) -> Action:
         memory = self.memory
         completion = None
-        observed = True  # an observation to show before the next call (not after a broken repetition)
+        # an observation to show before the next call (not after a broken repetition)
+        observed = True
         reflections = 0
         for _ in range(REFLECTIONS_PER_STEP + 2):
             if observed and memory.turn > 0:
                 self._log_observation(observation_text, events)
-                memory.messages.append({"role": "user", "content": self._observation_message(observation_text)})
+                shown = self._observation_message(observation_text)
+                memory.messages.append({"role": "user", "content": shown})
             observed = True
             memory.turn += 1
             allowed = ACTIONS if reflections < REFLECTIONS_PER_STEP else ACTING
@@ -171,8 +182,8 @@ class MlabAgent(LLMAgent):
                 observed = False
                 continue
             if reply is None or reply.get("action") not in allowed:
-                observation_text = ("Answer with one JSON object in the research format; action must be one of "
-                                    f"{allowed}.")
+                observation_text = ("Answer with one JSON object in the research format; action "
+                                    f"must be one of {allowed}.")
                 continue
             memory.plan = str(reply.get("research_plan_and_status", ""))[:3000]
             self._log_step(reply, events)
@@ -199,9 +210,11 @@ class MlabAgent(LLMAgent):
         if action == "List Files":
             call = ToolCall(f"m{turn}", "list_files", {"path": file or "."})
         elif action == "Copy File":
-            call = ToolCall(f"m{turn}", "bash", {"command": f"cp -- {shlex.quote(file)} {shlex.quote(other)}"})
+            command = f"cp -- {shlex.quote(file)} {shlex.quote(other)}"
+            call = ToolCall(f"m{turn}", "bash", {"command": command})
         elif action == "Execute Script":
-            call = ToolCall(f"m{turn}", "bash", {"command": f"python3 {shlex.quote(file or 'solve.py')}"})
+            command = f"python3 {shlex.quote(file or 'solve.py')}"
+            call = ToolCall(f"m{turn}", "bash", {"command": command})
         elif action == "Validate":
             call = ToolCall(f"m{turn}", "validate", {"path": file or "submission.json"})
         elif action == "Final Answer":
@@ -214,14 +227,15 @@ class MlabAgent(LLMAgent):
             previous = backups.pop()
             call = ToolCall(f"m{turn}", "write_file", {"path": file, "content": previous})
         else:  # Understand File, Inspect Script Lines, Edit Script (AI): read the file first
-            kinds = {"Understand File": "understand", "Inspect Script Lines": "inspect", "Edit Script (AI)": "edit"}
+            kinds = {"Understand File": "understand", "Inspect Script Lines": "inspect",
+                     "Edit Script (AI)": "edit"}
             memory.pending = Pending(kinds[action], file=file or "solve.py", request=request,
-                                     save=other or file or "solve.py", start=given.get("start_line", 1),
-                                     end=given.get("end_line", 0))
+                                     save=other or file or "solve.py",
+                                     start=given.get("start_line", 1), end=given.get("end_line", 0))
             call = ToolCall(f"m{turn}", "read_file", {"path": file or "solve.py"})
         return self.action([call], completion, events)
 
-    # ------------------------------------------------------------------------------- helper model calls
+    # ------------------------------------------------------------------------- helper model calls
 
     def _file_text(self, observation: Observation) -> str | None:
         result = observation.results[0] if observation.results else None
@@ -230,9 +244,10 @@ class MlabAgent(LLMAgent):
     def _answer(self, pending: Pending, text: str | None, events: list[Event]) -> str:
         if text is None:
             return f"Could not read {pending.file}."
-        messages = [{"role": "system", "content": "You read a file and answer a question about it, briefly."},
-                    {"role": "user", "content": f"File {pending.file}:\n```\n{text[:FILE_LIMIT]}\n```\n\n"
-                                                f"Question: {pending.request or 'What does this file do?'}"}]
+        question = pending.request or "What does this file do?"
+        messages = [{"role": "system", "content": READER_ROLE},
+                    {"role": "user", "content": f"File {pending.file}:\n```\n{text[:FILE_LIMIT]}\n"
+                                                f"```\n\nQuestion: {question}"}]
         reply, completion = self.ask(messages, ANSWER_SCHEMA)
         events.append(self.llm_event(completion, "understand file"))
         return str((reply or {}).get("answer", completion.text))
@@ -247,41 +262,46 @@ class MlabAgent(LLMAgent):
         shown = "\n".join(f"{n}: {line}" for n, line in enumerate(lines[start - 1:end], start))
         return f"Lines {start}-{end} of {pending.file} ({len(lines)} lines):\n{shown}"
 
-    def _apply_edit(self, pending: Pending, observation: Observation, events: list[Event]) -> Action:
+    def _apply_edit(self, pending: Pending, observation: Observation,
+                    events: list[Event]) -> Action:
         before = self._file_text(observation) or ""
-        messages = [{"role": "system", "content": "You edit a Python script as instructed and return the whole new "
-                                                  "script."},
-                    {"role": "user", "content": f"Script {pending.file}:\n```python\n{before[:FILE_LIMIT]}\n```\n\n"
+        messages = [{"role": "system", "content": EDITOR_ROLE},
+                    {"role": "user", "content": f"Script {pending.file}:\n```python\n"
+                                                f"{before[:FILE_LIMIT]}\n```\n\n"
                                                 f"Edit instruction: {pending.request}"}]
         reply, completion = self.ask(messages, edit_schema(self.settings.max_tokens))
         events.append(self.llm_event(completion, "edit script"))
         save = pending.save
         if "content" in self.cut:  # a cut script is never saved
-            return self._research(self.cut_note(f"edited script for {save}", self.cut["content"], CUT), events)
+            note = self.cut_note(f"edited script for {save}", self.cut["content"], CUT)
+            return self._research(note, events)
         after = str((reply or {}).get("content", completion.text))
         self.memory.backups.setdefault(save, []).append(before)
-        diff = "".join(difflib.unified_diff(before.splitlines(keepends=True), after.splitlines(keepends=True),
+        diff = "".join(difflib.unified_diff(before.splitlines(keepends=True),
+                                            after.splitlines(keepends=True),
                                             f"{pending.file} (before)", f"{save} (after)"))
         self.memory.pending = Pending("edited", diff=f"The edited file is saved to {save}. Diff:\n"
                                                      f"{diff[-4000:] or '(no change)'}")
-        return self.action([ToolCall(f"m{self.memory.turn}-e", "write_file", {"path": save, "content": after})],
-                           completion, events)
+        write = ToolCall(f"m{self.memory.turn}-e", "write_file", {"path": save, "content": after})
+        return self.action([write], completion, events)
 
     def _reflect(self, reply: dict[str, Any], events: list[Event]) -> str:
         log = "\n".join(self.memory.log)[-FILE_LIMIT:]
         request = str((reply.get("action_input") or {}).get("request", "")) or "what to try next"
-        messages = [{"role": "system", "content": "You reflect on a research log and answer briefly."},
-                    {"role": "user", "content": f"Research log:\n{log or '(empty)'}\n\nReflect on: {request}"}]
+        messages = [{"role": "system", "content": REFLECTOR_ROLE},
+                    {"role": "user", "content": f"Research log:\n{log or '(empty)'}\n\n"
+                                                f"Reflect on: {request}"}]
         answer, completion = self.ask(messages, ANSWER_SCHEMA)
         events.append(self.llm_event(completion, "reflection"))
         return str((answer or {}).get("answer", completion.text))
 
-    # ------------------------------------------------------------------------------------ research log
+    # ------------------------------------------------------------------------------ research log
 
     def _log_step(self, reply: dict[str, Any], events: list[Event]) -> None:
         entry = (f"## Step {self.memory.turn}\n\nReflection: {reply.get('reflection', '')}\n\n"
                  f"Research Plan and Status: {reply.get('research_plan_and_status', '')}\n\n"
-                 f"Fact Check: {reply.get('fact_check', '')}\n\nThought: {reply.get('thought', '')}\n\n"
+                 f"Fact Check: {reply.get('fact_check', '')}\n\n"
+                 f"Thought: {reply.get('thought', '')}\n\n"
                  f"Action: {reply['action']} {reply.get('action_input') or {}}\n")
         self.memory.log.append(entry)
         events.append(ResearchLog(entry=entry))
