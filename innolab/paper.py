@@ -8,7 +8,8 @@ import pandas as pd
 
 from innolab.paths import data_dir
 
-# Each table and the columns it must have; every table also needs a non-empty `source` on every row.
+# Each table and the columns it must have; every table also needs a non-empty `source` on every
+# row.
 SCHEMAS: dict[str, tuple[str, ...]] = {
     "table2": ("task", "framework", "v_star", "gain", "ratio", "novelty", "status", "note"),
     "table2_averages": ("framework", "gain", "ratio", "novelty", "n_valid", "v_star_mean"),
@@ -30,19 +31,44 @@ class PaperDataError(ValueError):
 
 
 def names() -> list[str]:
-    """The names `load` accepts."""
+    """List the names `load` accepts.
+
+    Returns:
+        The paper tables' names, sorted.
+    """
     return sorted(SCHEMAS)
 
 
 def path(name: str) -> Path:
-    """The CSV file of one paper table."""
+    """Find the CSV file of one paper table.
+
+    Args:
+        name: The table's name (one of `names()`).
+
+    Returns:
+        The file's path.
+
+    Raises:
+        PaperDataError: The name is unknown.
+    """
     if name not in SCHEMAS:
         raise PaperDataError(f"unknown paper table {name!r}; known: {', '.join(names())}")
     return data_dir() / "paper" / f"{name}.csv"
 
 
 def load(name: str) -> pd.DataFrame:
-    """One of the paper's tables as a DataFrame; unknown values are NaN, never filled."""
+    """Load one of the paper's tables.
+
+    Args:
+        name: The table's name (one of `names()`).
+
+    Returns:
+        The table; unknown values are NaN, never filled (text columns read empty as "").
+
+    Raises:
+        PaperDataError: The name is unknown, the file lacks a column of its schema, or a row has
+            no source.
+    """
     file = path(name)
     table = pd.read_csv(file, keep_default_na=True)
     required = (*SCHEMAS[name], "source")

@@ -9,7 +9,11 @@ PACKAGE_DIR = Path(__file__).resolve().parent
 
 
 def project_root() -> Path:
-    """The repository root: $INNOLAB_ROOT, else the checkout that holds this package, else the working directory."""
+    """Find the repository root.
+
+    Returns:
+        $INNOLAB_ROOT, else the checkout that holds this package, else the working directory.
+    """
     env = os.environ.get("INNOLAB_ROOT")
     if env:
         return Path(env).resolve()
@@ -20,10 +24,10 @@ def project_root() -> Path:
 
 
 def data_dir() -> Path:
-    """Shipped inputs (the paper's tables, task assets)."""
+    """Return the folder of shipped inputs (the paper's tables, task assets)."""
     return project_root() / "data"
 
 
 def notebooks_dir() -> Path:
-    """The parameterized notebooks."""
+    """Return the folder of the parameterized notebooks."""
     return project_root() / "notebooks"

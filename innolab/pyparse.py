@@ -1,9 +1,9 @@
-"""Parsing Python source safely from any thread: one lock, and a fresh thread when CPython's AST converter trips.
+"""Parsing Python source safely from any thread: one lock, and a fresh thread when the parser trips.
 
-CPython 3.11's `ast.parse` is not safe to enter from several threads at once, and after such an overlap (or deep
-in a long call stack) it can fail with `SystemError: AST constructor recursion depth mismatch`. Every parse of
-innolab goes through `parse`: one at a time, and a parse that trips is retried once in a new thread (a fresh
-thread state with fresh recursion counters).
+CPython 3.11's `ast.parse` is not safe to enter from several threads at once, and after such an
+overlap (or deep in a long call stack) it can fail with `SystemError: AST constructor recursion
+depth mismatch`. Every parse of innolab goes through `parse`: one at a time, and a parse that trips
+is retried once in a new thread (a fresh thread state with fresh recursion counters).
 """
 
 from __future__ import annotations
@@ -15,6 +15,17 @@ _LOCK = threading.RLock()
 
 
 def parse(source: str) -> ast.Module:
+    """Parse Python source, one parse at a time, retrying once in a new thread if CPython trips.
+
+    Args:
+        source: The source.
+
+    Returns:
+        The module's tree.
+
+    Raises:
+        SyntaxError: The source is not valid Python.
+    """
     with _LOCK:
         try:
             return ast.parse(source)
@@ -36,5 +47,11 @@ def parse(source: str) -> ast.Module:
 
 
 def lock() -> threading.RLock:
-    """The lock that serialises parsing (hold it around ast.unparse of trees that are being built, too)."""
+    """Return the lock that serialises parsing.
+
+    Hold it around ast.unparse of trees that are being built, too.
+
+    Returns:
+        The lock.
+    """
     return _LOCK

@@ -1,4 +1,4 @@
-"""Looking at runs: RunView and SweepView for JupyterLab, and a run as one self-contained HTML file."""
+"""Looking at runs: RunView and SweepView for JupyterLab, and a run as one self-contained page."""
 
 from __future__ import annotations
 
@@ -11,7 +11,17 @@ __all__ = ["RunView", "SweepView", "export_html", "load_run"]
 
 
 def __getattr__(name: str) -> Any:
-    """The views import ipywidgets only when asked for (the CLI's export needs none)."""
+    """Import the views (and with them ipywidgets) only when asked for: the CLI's export needs none.
+
+    Args:
+        name: The attribute asked for.
+
+    Returns:
+        RunView, SweepView, export_html or load_run.
+
+    Raises:
+        AttributeError: Another name.
+    """
     if name in ("RunView", "SweepView"):
         from innolab.viewer import views
 
