@@ -141,7 +141,7 @@ class RunDir:
         return self.source_of(self.final_submission)
 
     def relative(self, path: Path) -> str:
-        """Write a path of this folder as the trace does: relative, so a moved folder stays readable.
+        """Write a path of this folder as the trace does (relative: a moved folder stays readable).
 
         Args:
             path: A path inside the folder.
