@@ -1,4 +1,4 @@
-"""The task model: a task is a folder with task.yaml, description.md, visible/, solutions/ (validated on load)."""
+"""The task model: a folder of task.yaml, description.md, visible/, solutions/, checked on load."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ TASK_ID_PATTERN = r"^[a-z0-9]+(-[a-z0-9]+)*$"
 
 
 class TaskError(ValueError):
-    """A task folder or task.yaml breaks a rule; the message names the file, the field and the rule."""
+    """A task folder or task.yaml breaks a rule; the message names the file, the field, the rule."""
 
 
 class Strict(BaseModel):
@@ -35,7 +35,8 @@ class LeaderboardEntry(Strict):
     who: str = Field(min_length=1)
     year: int | None = Field(default=None, ge=1900, le=2100)
     source: str = Field(min_length=1)
-    status: Literal["verified", "reported", "refuted"]  # refuted: published, but fails a strict check
+    # refuted: published, but fails a strict check
+    status: Literal["verified", "reported", "refuted"]
 
 
 class VStar(Strict):
@@ -58,7 +59,7 @@ class Bounds(Strict):
 
 
 class Problem(Strict):
-    """The task's check, named "module:function" in the taskkit package (as MLE-bench names a grade function)."""
+    """The task's check, "module:function" in the taskkit package (as MLE-bench names a grader)."""
 
     check: str
     params: dict[str, Any] = Field(default_factory=dict)
@@ -105,45 +106,72 @@ class TaskSpec(Strict):
 
     @model_validator(mode="after")
     def v_star_is_the_published_frontier(self) -> TaskSpec:
-        """V* is the best published value (reported or reproduced); the best reproduced one is recorded beside."""
+        """V* is the best published value (reported or reproduced), the best reproduced one beside.
+
+        Returns:
+            The specification itself.
+
+        Raises:
+            ValueError: A V* that is not the best entry, or a reproduced value not the best
+                verified entry.
+        """
         values = [e.value for e in self.v_star.entries if e.status != "refuted"]
         best = max if self.objective.direction == "max" else min
         if self.v_star.value not in values:
-            raise ValueError(f"v_star.value {self.v_star.value!r} must be one of its leaderboard entries")
+            raise ValueError(
+                f"v_star.value {self.v_star.value!r} must be one of its leaderboard entries"
+            )
         if self.v_star.value != best(values):
-            raise ValueError(f"v_star.value {self.v_star.value!r} must be the best published entry "
-                             f"({best(values)!r}, {self.objective.direction}imise)")
+            raise ValueError(
+                f"v_star.value {self.v_star.value!r} must be the best published entry "
+                f"({best(values)!r}, {self.objective.direction}imise)"
+            )
         verified = [e.value for e in self.v_star.entries if e.status == "verified"]
         if verified and self.v_star_reproduced != best(verified):
-            raise ValueError(f"v_star_reproduced must be the best verified entry, {best(verified)!r}")
+            raise ValueError(
+                f"v_star_reproduced must be the best verified entry, {best(verified)!r}"
+            )
         if self.v_star_reproduced is not None and self.v_star_reproduced not in verified:
             raise ValueError("v_star_reproduced must be one of the entries with status 'verified'")
         return self
 
 
-VALIDATE_PY = '''"""Validator: python validate.py SUBMISSION.json prints {"valid", "score", "errors"}; 0 iff valid."""
-
-import pathlib
-import sys
-
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))  # the taskkit package lies beside this file
-
-import taskkit  # noqa: E402
-
-if __name__ == "__main__":
-    taskkit.main_from_config("task.json")
-'''
+# The visible validator's script, byte for byte as every recorded run's sandbox received it.
+VALIDATE_PY = "\n".join(
+    [
+        '"""Validator: python validate.py SUBMISSION.json prints {"valid", "score", "errors"};'
+        ' 0 iff valid."""',
+        "",
+        "import pathlib",
+        "import sys",
+        "",
+        "sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))"
+        "  # the taskkit package lies beside this file",
+        "",
+        "import taskkit  # noqa: E402",
+        "",
+        'if __name__ == "__main__":',
+        '    taskkit.main_from_config("task.json")',
+        "",
+    ]
+)
 
 
 class Task:
-    """A loaded task folder. Hidden parts (solutions, the evaluator's configuration) are never in `visible_files`.
+    """A loaded task folder; its hidden parts (solutions, the evaluator's settings) stay outside.
 
-    It is a gym task (the protocol `innolab.gym.task.GymTask`, which it satisfies structurally: the gym lies
-    above the tasks and is not imported here): its optional abilities keep their defaults, no workspace rules
-    of its own and no artefacts collected at the end of a run.
+    It is a gym task: it satisfies the protocol `innolab.gym.task.GymTask` structurally (the gym
+    lies above the tasks and is not imported here), and its optional abilities keep their
+    defaults: no workspace rules of its own, no artefacts collected at the end of a run.
+
+    Attributes:
+        root: The task's folder.
+        spec: Its task.yaml, validated.
+        builtin: Whether it ships in the package.
+        workspace_rules: None: the scaffolds' own rules apply.
     """
 
-    workspace_rules: str | None = None  # the scaffolds' own rules apply
+    workspace_rules: str | None = None
 
     def __init__(self, root: Path, spec: TaskSpec, builtin: bool) -> None:
         self.root = root
@@ -152,10 +180,25 @@ class Task:
 
     @classmethod
     def load(cls, root: str | Path, builtin: bool = False) -> Task:
+        """Load and validate a task folder.
+
+        Args:
+            root: The task's folder.
+            builtin: Whether it ships in the package.
+
+        Returns:
+            The task.
+
+        Raises:
+            TaskError: A missing file, or a task.yaml field that breaks a rule (named).
+        """
         root = Path(root)
         spec_file = root / "task.yaml"
         if not spec_file.is_file():
-            raise TaskError(f"{root}: no task.yaml (a task is a folder with task.yaml, description.md, visible/)")
+            raise TaskError(
+                f"{root}: no task.yaml (a task is a folder with task.yaml, description.md, "
+                "visible/)"
+            )
         try:
             raw = yaml.safe_load(spec_file.read_text(encoding="utf-8"))
         except yaml.YAMLError as error:
@@ -169,43 +212,57 @@ class Task:
             field = ".".join(str(p) for p in first["loc"]) or "(top level)"
             raise TaskError(f"{spec_file}: field '{field}': {first['msg']}") from None
         if spec.id != root.name:
-            raise TaskError(f"{spec_file}: field 'id': {spec.id!r} must equal the folder name {root.name!r}")
+            raise TaskError(
+                f"{spec_file}: field 'id': {spec.id!r} must equal the folder name {root.name!r}"
+            )
         if not (root / "description.md").is_file():
             raise TaskError(f"{root}: missing description.md (what the agent reads)")
         return cls(root, spec, builtin)
 
     @property
     def id(self) -> str:
+        """The task's id (its folder's name)."""
         return self.spec.id
 
     @property
     def direction(self) -> Literal["max", "min"]:
+        """The objective's direction."""
         return self.spec.objective.direction
 
     @property
     def compute(self) -> Literal["cpu", "gpu"]:
+        """The compute its sandbox needs."""
         return self.spec.compute
 
     @property
     def v_star(self) -> float:
+        """V*, the best published value."""
         return self.spec.v_star.value
 
     @property
     def description(self) -> str:
+        """description.md: what the agent reads."""
         return (self.root / "description.md").read_text(encoding="utf-8")
 
     @property
     def visible_dir(self) -> Path:
+        """The folder of files the sandbox receives beside the validator."""
         return self.root / "visible"
 
     @property
     def solutions_dir(self) -> Path:
+        """The folder of known solutions (hidden)."""
         return self.root / "solutions"
 
     @cached_property
     def problem_data(self) -> ProblemData:
-        """Parameters that come from data rather than task.yaml (job-shop instances), and the data's own
-        published numbers (bounds), which are hidden."""
+        """Parameters that come from data rather than task.yaml (job-shop instances).
+
+        Also the data's own published numbers (bounds), which are hidden.
+
+        Raises:
+            TaskError: Data its loader cannot read.
+        """
         if self.spec.data is None:
             return ProblemData({})
         try:
@@ -215,18 +272,26 @@ class Task:
 
     @property
     def problem_params(self) -> dict[str, Any]:
+        """The check's parameters: task.yaml's, then those from data."""
         return {**self.spec.problem.params, **self.problem_data.params}
 
     def visible_files(self) -> dict[str, bytes]:
-        """Everything that enters a sandbox: the description, the validator (the taskkit core, the task's own
-        check module and its configuration) and the files of visible/. Solutions, V*, the leaderboard and the
-        data's published bounds stay outside."""
+        """Everything that enters a sandbox.
+
+        Solutions, V*, the leaderboard and the data's published bounds stay outside.
+
+        Returns:
+            The description, the validator (the taskkit core, the task's own check module and its
+            configuration) and the files of visible/, by workspace-relative path.
+        """
         kit = Path(taskkit.__file__).resolve().parent
         files = {
             "description.md": self.description.encode(),
             "validate.py": VALIDATE_PY.encode(),
-            **{f"taskkit/{name}": (kit / name).read_bytes()
-               for name in ("__init__.py", "core.py", f"{self.spec.problem.family}.py")},
+            **{
+                f"taskkit/{name}": (kit / name).read_bytes()
+                for name in ("__init__.py", "core.py", f"{self.spec.problem.family}.py")
+            },
             "task.json": json.dumps(self.validator_config(), sort_keys=True).encode(),
         }
         if self.visible_dir.is_dir():
@@ -236,21 +301,48 @@ class Task:
         return files
 
     def validator_files(self) -> dict[str, bytes]:
-        """The pristine validator alone (what the gym's dev scoring runs, outside the agent's reach)."""
-        return {k: v for k, v in self.visible_files().items()
-                if k == "validate.py" or k == "task.json" or k.startswith("taskkit/")}
+        """The pristine validator alone: what the gym's dev scoring runs, out of the agent's reach.
+
+        Returns:
+            validate.py, task.json and the taskkit files, by path.
+        """
+        return {
+            k: v
+            for k, v in self.visible_files().items()
+            if k == "validate.py" or k == "task.json" or k.startswith("taskkit/")
+        }
 
     def collect(self, sandbox: Any, run_dir: Path, config: Any) -> list[str]:
-        """Artefacts of the final workspace kept in the run folder: none (the submissions are the outcome)."""
+        """Keep artefacts of the final workspace: none (the submissions are the outcome).
+
+        Returns:
+            [] (nothing kept).
+        """
         return []
 
     def validator_config(self) -> dict[str, Any]:
-        """What the visible validator needs: the check, its parameters and the size limit (no V*, no bounds)."""
-        return {"id": self.id, "check": self.spec.problem.check, "params": self.problem_params,
-                "max_bytes": self.spec.limits.max_submission_bytes, "direction": self.direction}
+        """What the visible validator needs (no V*, no bounds).
+
+        Returns:
+            The task's id, check, its parameters, the size limit and the direction.
+        """
+        return {
+            "id": self.id,
+            "check": self.spec.problem.check,
+            "params": self.problem_params,
+            "max_bytes": self.spec.limits.max_submission_bytes,
+            "direction": self.direction,
+        }
 
     def write_visible(self, destination: Path) -> list[Path]:
-        """Materialise the visible part into a folder (what a sandbox's workspace receives)."""
+        """Materialise the visible part into a folder (what a sandbox's workspace receives).
+
+        Args:
+            destination: The folder.
+
+        Returns:
+            The files written.
+        """
         written = []
         for name, content in self.visible_files().items():
             target = destination / name
@@ -260,6 +352,7 @@ class Task:
         return written
 
     def solution_names(self) -> list[str]:
+        """The names of the known solutions (folders holding a solve.py), sorted."""
         if not self.solutions_dir.is_dir():
             return []
         return sorted(p.name for p in self.solutions_dir.iterdir() if (p / "solve.py").is_file())
