@@ -85,6 +85,8 @@ def test_an_unknown_key_or_a_non_object_is_a_clear_error(agent_class):
         agent.load_state({"llm_calls": 1, "colour": "red"})
     with pytest.raises(ValueError, match="a policy state is a JSON object"):
         agent.load_state(["llm_calls"])
+    with pytest.raises(ValueError, match="a field of the policy state is malformed"):
+        agent.load_state({"summary": {"turns": 1, "words": "?"}})
 
 
 def test_a_resumed_aide_continues_where_the_saved_state_left_it():

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import io
 import json
+import tarfile
 from pathlib import Path
 
 import pytest
@@ -134,3 +136,21 @@ def test_a_run_killed_at_an_old_layout_checkpoint_resumes_where_it_stopped(tmp_p
     assert [e.seq for e in events] == list(range(len(events)))
     assert [e.from_checkpoint for e in events if e.type == "run_resumed"] == [3]
     assert [e.type for e in events].count("run_finished") == 1
+
+
+def test_a_checkpointed_policy_state_the_scaffold_cannot_read_is_a_run_error(tmp_path):
+    """A scaffold's state with a key it does not know: the resume stops with the file and the field named."""
+    from innolab.gym.run import RunError, save_checkpoint
+    from innolab.runner import agent_config
+
+    config = agent_config("codeact", "circle-packing-26", budget_s=60, max_steps=3,
+                          settings={"base_url": "http://127.0.0.1:9/v1", "model": "fake"})
+    run_dir = create_run(config, tmp_path / "run")
+    state = RunState.from_checkpoint({**without_workspace(OLD_LAYOUT), "submissions": [],
+                                      "policy": {"turn": 2, "colour": "red"}, "trace": {"seq": 0, "bytes": 0}})
+    empty = io.BytesIO()
+    tarfile.open(fileobj=empty, mode="w").close()
+    save_checkpoint(run_dir, state, empty.getvalue())
+    (run_dir / "trace.jsonl").write_bytes(b"")
+    with pytest.raises(RunError, match=r"state.json: field 'policy': .*unknown field\(s\) \['colour'\]"):
+        execute(run_dir, resume=True, show_progress=False)

@@ -87,7 +87,8 @@ class AgentState:
         them absent).
 
         Raises:
-            ValueError: `data` is not an object, or holds a key that is no field of this state.
+            ValueError: `data` is not an object, holds a key that is no field of this state, or a
+                nested field (the summary, a scaffold's own) that does not read as its type.
         """
         if not isinstance(data, Mapping):
             raise ValueError(f"{cls.__name__}: a policy state is a JSON object, got "
@@ -96,7 +97,11 @@ class AgentState:
         unknown = sorted(set(values) - {f.name for f in fields(cls)})
         if unknown:
             raise ValueError(f"{cls.__name__}: unknown field(s) {unknown} in the policy state")
-        return cls(**cls.decode(values))
+        try:
+            return cls(**cls.decode(values))
+        except (TypeError, KeyError, AttributeError) as error:
+            message = f"{cls.__name__}: a field of the policy state is malformed ({error})"
+            raise ValueError(message) from None
 
     @classmethod
     def decode(cls, values: dict[str, Any]) -> dict[str, Any]:
