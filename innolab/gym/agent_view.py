@@ -1,9 +1,9 @@
-"""What an agent is shown before its first observation, gathered in one place so that it can be checked for leaks.
+"""What an agent is shown before its first observation, in one place, to be checked for leaks.
 
-A run hands its policy the task's description (each observation's `task_description`), the task's workspace
-rules, the prior solution's code (in the system prompt) and the files of its sandbox; the policy builds its
-prompts from these and from its own fixed texts. `agent_view` names every one of them; the runner scans it
-(innolab.tasks.leaks) before a run starts.
+A run hands its policy the task's description (each observation's `task_description`), the task's
+workspace rules, the prior solution's code (in the system prompt) and the files of its sandbox; the
+policy builds its prompts from these and from its own fixed texts. `agent_view` names every one of
+them; the runner scans it (innolab.tasks.leaks) before a run starts.
 """
 
 from __future__ import annotations
@@ -21,17 +21,32 @@ from innolab.gym.tools import TOOL_SPECS
 
 
 def policy_texts(policy: str) -> dict[str, str]:
-    """The fixed texts a policy ("module:factory") builds its prompts from, in the module of the factory and of
-    each of its base classes: every upper-case module-level constant that is or holds strings (a role, workspace
-    rules, instructions, notes, schemas, as built at import), named "<module>.<NAME>", and every string literal
-    the module's source holds (prompts written inside methods, the literal parts of f-strings), named
-    "<module> string literals"."""
+    """The fixed texts a policy builds its prompts from.
+
+    They are read in the module of the factory and of each of its base classes.
+
+    Args:
+        policy: The policy's factory, "module:factory".
+
+    Returns:
+        Every upper-case module-level constant that is or holds strings (a role, workspace rules,
+        instructions, notes, schemas, as built at import), named "<module>.<NAME>", and every
+        string literal the module's source holds (prompts written inside methods, the literal
+        parts of f-strings), named "<module> string literals".
+
+    Raises:
+        ValueError: A factory that cannot be imported, or a module whose source cannot be read.
+    """
     module_name, _, attribute = policy.partition(":")
     try:
         factory = getattr(importlib.import_module(module_name), attribute)
     except (ImportError, AttributeError) as error:
         raise ValueError(f"policy {policy!r} cannot be imported: {error}") from None
-    owners = [c.__module__ for c in inspect.getmro(factory)] if inspect.isclass(factory) else [factory.__module__]
+    owners = (
+        [c.__module__ for c in inspect.getmro(factory)]
+        if inspect.isclass(factory)
+        else [factory.__module__]
+    )
     texts: dict[str, str] = {}
     for owner in dict.fromkeys(owners):
         if owner == "builtins":
@@ -48,21 +63,49 @@ def policy_texts(policy: str) -> dict[str, str]:
 
 
 def source_literals(module: ModuleType) -> list[str]:
-    """Every string literal in a module's source, in order: constants, docstrings, and each literal part of an
-    f-string (ast keeps those as constants inside the f-string's node)."""
+    """Every string literal in a module's source, in order.
+
+    Args:
+        module: The module.
+
+    Returns:
+        Its non-blank constants, docstrings, and each literal part of an f-string (ast keeps those
+        as constants inside the f-string's node).
+
+    Raises:
+        ValueError: A module whose source cannot be read.
+    """
     try:
         source = inspect.getsource(module)
     except (OSError, TypeError) as error:
-        raise ValueError(f"the source of {module.__name__} cannot be read for the leak scan: {error}") from None
-    return [node.value for node in ast.walk(ast.parse(source))
-            if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.strip()]
+        raise ValueError(
+            f"the source of {module.__name__} cannot be read for the leak scan: {error}"
+        ) from None
+    return [
+        node.value
+        for node in ast.walk(ast.parse(source))
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.strip()
+    ]
 
 
 def prompt_texts(policies: dict[str, str]) -> dict[str, bytes]:
-    """The fixed prompt texts of policies (agent name → "module:factory"), named "<agent> prompt text <module>.<NAME>",
-    and the tools' specifications (what a scaffold with native tool calls is shown)."""
-    texts = {f"{agent} prompt text {name}": text.encode()
-             for agent, policy in policies.items() for name, text in policy_texts(policy).items()}
+    """The fixed prompt texts of policies and the tools' specifications.
+
+    Args:
+        policies: The policies' factories ("module:factory") by agent name.
+
+    Returns:
+        Each policy's texts (see policy_texts), named "<agent> prompt text <name>", and the tools'
+        specifications (what a scaffold with native tool calls is shown), named "tool specs".
+
+    Raises:
+        ValueError: A policy that cannot be imported or read.
+    """
+    texts = {
+        f"{agent} prompt text {name}": text.encode()
+        for agent, policy in policies.items()
+        for name, text in policy_texts(policy).items()
+    }
     return {**texts, "tool specs": json.dumps(TOOL_SPECS).encode()}
 
 
@@ -77,9 +120,20 @@ def _strings(value: Any) -> list[str]:
 
 
 def agent_view(config: RunConfig, task: GymTask) -> dict[str, bytes]:
-    """Everything the run's agent is shown before its first tool result, by name: the sandbox's files (the
-    description among them), the description as the first message, the task's workspace rules, the prior
-    solution, the policy's fixed prompt texts and the tools' specifications."""
+    """Everything the run's agent is shown before its first tool result.
+
+    Args:
+        config: The run's configuration (its policy and prior solution).
+        task: The run's task.
+
+    Returns:
+        By name: the sandbox's files (the description among them), the description as the first
+        message, the task's workspace rules, the prior solution, the policy's fixed prompt texts
+        and the tools' specifications.
+
+    Raises:
+        ValueError: A policy that cannot be imported or read.
+    """
     files = dict(task.visible_files())
     if files.get("description.md") != task.description.encode():
         files["task description"] = task.description.encode()
