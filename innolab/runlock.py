@@ -1,23 +1,25 @@
-"""A run folder's lock: one executor of a run at a time, and a live executor is never displaced or failed.
+"""A run folder's lock: one executor of a run at a time; a live one is never displaced or failed.
 
 Two signs of a holder, each covering what the other cannot:
 
-- `flock` on the folder's lock file: the kernel releases it the moment its holder dies, even by SIGKILL, so a
-  dead holder on the same machine frees the folder at once;
-- a heartbeat file (pid, host, boot id, time, beat count, token) that the holder rewrites every `heartbeat_s`
-  from a background thread: it tells a waiter that the holder is alive, and it is the only sign of a holder on
-  another machine (a shared folder that flock does not reach) or of one that is stopped or hung (flock still
-  held, nothing happening).
+- `flock` on the folder's lock file: the kernel releases it the moment its holder dies, even by
+  SIGKILL, so a dead holder on the same machine frees the folder at once;
+- a heartbeat file (pid, host, boot id, time, beat count, token) that the holder rewrites every
+  `heartbeat_s` from a background thread: it tells a waiter that the holder is alive, and it is the
+  only sign of a holder on another machine (a shared folder that flock does not reach) or of one
+  that is stopped or hung (flock still held, nothing happening).
 
-A waiter waits as long as the heartbeat keeps changing, however long that is, and says so in its log every
-`report_s`. It takes the lock over only when the heartbeat is stale: unchanged for `stale_s` on the waiter's own
-clock (so clock skew between machines is harmless), or, written on this machine, stamped more than `stale_s`
-ago. A holder whose lock was taken over (it was stopped or hung for longer than `stale_s`) notices at its next
-beat, writes nothing more and ends its own process (`on_lost`): the run goes on from its checkpoint in the
-executor that took over, which is how a killed run resumes anyway.
+A waiter waits as long as the heartbeat keeps changing, however long that is, and says so in its
+log every `report_s`. It takes the lock over only when the heartbeat is stale: unchanged for
+`stale_s` on the waiter's own clock (so clock skew between machines is harmless), or, written on
+this machine, stamped more than `stale_s` ago. A holder whose lock was taken over (it was stopped or
+hung for longer than `stale_s`) notices at its next beat, writes nothing more and ends its own
+process (`on_lost`): the run goes on from its checkpoint in the executor that took over, which is
+how a killed run resumes anyway.
 
-Every decision (claim, take-over, beat, release) is made under a short exclusive lock on a guard file, so two
-waiters never take over together and a late beat never overwrites its successor's heartbeat.
+Every decision (claim, take-over, beat, release) is made under a short exclusive lock on a guard
+file, so two waiters never take over together and a late beat never overwrites its successor's
+heartbeat.
 """
 
 from __future__ import annotations
@@ -40,7 +42,8 @@ from typing import IO, Any
 from innolab.rundir import RunDir, write_atomic
 
 HEARTBEAT_S = 10.0  # how often a holder rewrites its heartbeat
-STALE_S = 120.0  # a heartbeat unchanged for this long belongs to a holder that is dead, stopped or hung
+# a heartbeat unchanged for this long belongs to a holder that is dead, stopped or hung
+STALE_S = 120.0
 REPORT_S = 60.0  # how often a waiter says in its log that it is still waiting
 
 log = logging.getLogger(__name__)
@@ -51,8 +54,13 @@ class LockError(RuntimeError):
 
 
 def boot_id() -> str:
-    """This kernel's boot id (shared by the containers on one machine, where flock works across them), or the
-    host name where the kernel does not expose one."""
+    """Return this kernel's boot id.
+
+    It is shared by the containers on one machine, where flock works across them.
+
+    Returns:
+        The boot id, or the host name where the kernel does not expose one.
+    """
     try:
         return Path("/proc/sys/kernel/random/boot_id").read_text(encoding="ascii").strip()
     except OSError:
@@ -61,7 +69,16 @@ def boot_id() -> str:
 
 @dataclass(frozen=True)
 class Holder:
-    """What a holder writes into its heartbeat."""
+    """What a holder writes into its heartbeat.
+
+    Attributes:
+        pid: The holder's process id.
+        host: Its host name.
+        boot: Its kernel's boot id.
+        time: When the heartbeat was written (seconds since the epoch).
+        beat: The beat's number.
+        token: The holding lock's random token.
+    """
 
     pid: int
     host: str
@@ -71,14 +88,24 @@ class Holder:
     token: str
 
     def on_this_machine(self) -> bool:
+        """Test whether the holder runs on this machine (the same boot id)."""
         return self.boot == boot_id()
 
     def describe(self) -> str:
-        return f"pid {self.pid} on host {self.host} (heartbeat {time.time() - self.time:.1f} s ago, beat {self.beat})"
+        """Describe the holder for a log line: pid, host, the heartbeat's age and number."""
+        return (f"pid {self.pid} on host {self.host} "
+                f"(heartbeat {time.time() - self.time:.1f} s ago, beat {self.beat})")
 
 
 def read_heartbeat(path: Path) -> tuple[str | None, Holder | None]:
-    """The heartbeat file's text (None when there is none) and the holder it names (None when unreadable)."""
+    """Read a heartbeat file.
+
+    Args:
+        path: The heartbeat file.
+
+    Returns:
+        Its text (None when there is none) and the holder it names (None when unreadable).
+    """
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
@@ -90,34 +117,77 @@ def read_heartbeat(path: Path) -> tuple[str | None, Holder | None]:
 
 
 def end_process() -> None:
-    """What a holder does when its lock was taken over: end at once, writing nothing more into the folder."""
+    """End this process at once (SIGKILL), writing nothing more into the folder.
+
+    What a holder does when its lock was taken over.
+    """
     os.kill(os.getpid(), signal.SIGKILL)
 
 
 class RunLock:
-    """`with RunLock(run_dir): ...` executes the block as the folder's only executor (see the module's text)."""
+    """`with RunLock(run_dir): ...` executes the block as the folder's only executor.
+
+    See the module's text for how a holder is told alive and when a waiter takes over.
+
+    Attributes:
+        path: The folder's lock file.
+        heartbeat: The folder's heartbeat file.
+        guard_path: The guard file of decisions about the lock.
+        heartbeat_s: How often the holder rewrites its heartbeat.
+        stale_s: How long a heartbeat must stay unchanged before a waiter takes over.
+        report_s: How often a waiter says in its log that it is still waiting.
+        on_lost: What the holder does when its lock was taken over.
+        token: This lock's random token, written in its heartbeat.
+        beats: The heartbeats written so far.
+        handle: The locked file while held, else None.
+    """
 
     def __init__(self, run_dir: Path, heartbeat_s: float = HEARTBEAT_S, stale_s: float = STALE_S,
                  report_s: float = REPORT_S, on_lost: Callable[[], None] = end_process) -> None:
+        """Make the lock of a run folder; nothing is taken until the `with` block.
+
+        Args:
+            run_dir: The run folder.
+            heartbeat_s: How often the holder rewrites its heartbeat, in seconds.
+            stale_s: How long a heartbeat must stay unchanged before a waiter takes over.
+            report_s: How often a waiter logs that it is still waiting.
+            on_lost: Called when the lock was taken over from this holder (default: end the
+                process).
+
+        Raises:
+            ValueError: heartbeat_s is not positive, or stale_s does not exceed twice it.
+        """
         if not heartbeat_s > 0:
             raise ValueError(f"heartbeat_s must be > 0 seconds, got {heartbeat_s!r}")
         if not stale_s > 2 * heartbeat_s:
-            raise ValueError(f"stale_s must exceed twice heartbeat_s ({2 * heartbeat_s} s), got {stale_s!r}: "
+            raise ValueError(f"stale_s must exceed twice heartbeat_s ({2 * heartbeat_s} s), "
+                             f"got {stale_s!r}: "
                              "a live holder's heartbeat would look stale")
         folder = RunDir(Path(run_dir))
-        self.path, self.heartbeat, self.guard_path = folder.lock, folder.heartbeat, folder.lock_guard
-        self.heartbeat_s, self.stale_s, self.report_s, self.on_lost = heartbeat_s, stale_s, report_s, on_lost
+        self.path, self.heartbeat, self.guard_path = (folder.lock, folder.heartbeat,
+                                                      folder.lock_guard)
+        (self.heartbeat_s, self.stale_s, self.report_s,
+         self.on_lost) = heartbeat_s, stale_s, report_s, on_lost
         self.token = secrets.token_hex(8)
         self.beats = 0
         self.handle: IO[str] | None = None
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
-    # ------------------------------------------------------------------------------------------------ taking it
+    # ------------------------------------------------------------------------------------ taking it
 
     def __enter__(self) -> RunLock:
+        """Wait until this process is the folder's only executor, taking a stale lock over.
+
+        Returns:
+            The lock, held.
+
+        Raises:
+            LockError: A fresh lock file was locked by someone outside the guard.
+        """
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        seen: tuple[str | None, float] | None = None  # the heartbeat as last read, and since when it is unchanged
+        # the heartbeat as last read, and since when it is unchanged
+        seen: tuple[str | None, float] | None = None
         began = time.monotonic()
         reported: float | None = None  # when the wait was last reported in the log
         while True:
@@ -127,33 +197,42 @@ class RunLock:
                 if seen is None or seen[0] != text:
                     seen = (text, now)
                 stale = now - seen[1] >= self.stale_s or (
-                    holder is not None and holder.on_this_machine() and time.time() - holder.time >= self.stale_s)
+                    holder is not None and holder.on_this_machine()
+                    and time.time() - holder.time >= self.stale_s)
                 handle = self.path.open("a")
                 if _try_flock(handle):
-                    # flock free: no holder on this machine; one elsewhere is known by its heartbeat alone (an
-                    # unreadable heartbeat, torn by a writer that does not replace it whole, counts as one)
+                    # flock free: no holder on this machine; one elsewhere is known by its heartbeat
+                    # alone (an unreadable heartbeat, torn by a writer that does not replace it
+                    # whole, counts as one)
                     if text is None or (holder is not None and holder.on_this_machine()):
                         self._claim(handle, None if reported is None else
-                                    f"done waiting for {self.path.parent}: its holder let go after {now - began:.0f} s")
+                                    f"done waiting for {self.path.parent}: its holder let go "
+                                    f"after {now - began:.0f} s")
                         return self
                     if stale:
                         who = holder.describe() if holder is not None else "an unreadable heartbeat"
-                        self._claim(handle, f"took over {self.path.parent} from {who}, unchanged for "
-                                            f"{now - seen[1]:.1f} s (flock does not reach its machine)")
+                        self._claim(handle, f"took over {self.path.parent} from {who}, "
+                                            f"unchanged for {now - seen[1]:.1f} s "
+                                            "(flock does not reach its machine)")
                         return self
                     fcntl.flock(handle, fcntl.LOCK_UN)
                 elif stale:
                     handle.close()
-                    who = holder.describe() if holder is not None else "a holder without a heartbeat"
-                    self._take_over(f"took over {self.path.parent} from {who}, unchanged for {now - seen[1]:.1f} s "
+                    who = (holder.describe() if holder is not None
+                           else "a holder without a heartbeat")
+                    self._take_over(f"took over {self.path.parent} from {who}, "
+                                    f"unchanged for {now - seen[1]:.1f} s "
                                     "(stopped or hung: it still holds flock)")
                     return self
                 handle.close()
             if reported is None or now - reported >= self.report_s:
                 reported = now
-                who = holder.describe() if holder is not None else "a holder whose heartbeat is missing or unreadable"
-                log.warning("waiting for %s: its run is executing in %s; waited %.0f s, taking over only when its "
-                            "heartbeat stays unchanged for %g s", self.path.parent, who, now - began, self.stale_s)
+                who = (holder.describe() if holder is not None
+                       else "a holder whose heartbeat is missing or unreadable")
+                log.warning("waiting for %s: its run is executing in %s; waited %.0f s, "
+                            "taking over only when its "
+                            "heartbeat stays unchanged for %g s", self.path.parent, who,
+                            now - began, self.stale_s)
             time.sleep(min(0.2, self.heartbeat_s / 2))
 
     def _claim(self, handle: IO[str], note: str | None = None) -> None:
@@ -161,29 +240,37 @@ class RunLock:
         self._write_heartbeat()
         if note:
             log.warning(note)
-        self._thread = threading.Thread(target=self._beat, name=f"heartbeat {self.path.parent.name}", daemon=True)
+        self._thread = threading.Thread(target=self._beat,
+                                        name=f"heartbeat {self.path.parent.name}", daemon=True)
         self._thread.start()
 
     def _take_over(self, took_over: str) -> None:
-        """The holder keeps flock on a file that is no longer the folder's lock file: a fresh one replaces it."""
+        """Take over from a holder that keeps flock: a fresh lock file replaces the one it holds."""
         self.path.unlink(missing_ok=True)
         handle = self.path.open("a")
         if not _try_flock(handle):
             handle.close()
-            raise LockError(f"{self.path}: a fresh lock file was locked by someone outside the guard")
+            raise LockError(
+                f"{self.path}: a fresh lock file was locked by someone outside the guard")
         self._claim(handle, took_over)
 
-    # ------------------------------------------------------------------------------------------------ holding it
+    # ----------------------------------------------------------------------------------- holding it
 
     def _write_heartbeat(self) -> None:
-        holder = Holder(pid=os.getpid(), host=socket.gethostname(), boot=boot_id(), time=time.time(),
-                        beat=self.beats, token=self.token)
+        holder = Holder(pid=os.getpid(), host=socket.gethostname(), boot=boot_id(),
+                        time=time.time(), beat=self.beats, token=self.token)
         write_atomic(self.heartbeat, json.dumps(asdict(holder)).encode())
         self.beats += 1
 
     def owned(self) -> bool:
-        """Whether this lock is still the folder's: its file is still the lock file, and the heartbeat names no
-        other holder (a heartbeat removed or torn by someone else is only rewritten)."""
+        """Test whether this lock is still the folder's.
+
+        It is when its file is still the lock file and the heartbeat names no other holder (a
+        heartbeat removed or torn by someone else is only rewritten).
+
+        Returns:
+            True while this process holds the lock.
+        """
         if self.handle is None:
             return False
         try:
@@ -195,9 +282,12 @@ class RunLock:
             holder is None or holder.token == self.token)
 
     def _beat(self) -> None:
-        """Beat every `heartbeat_s` until stopped. A beat that fails (a full disk, a shared folder that does not
-        answer: any OSError, in the guard, the check or the write) is retried at the next one; only a lock found
-        replaced or a heartbeat naming another holder ends this holder."""
+        """Beat every `heartbeat_s` until stopped.
+
+        A beat that fails (a full disk, a shared folder that does not answer: any OSError, in the
+        guard, the check or the write) is retried at the next one; only a lock found replaced or a
+        heartbeat naming another holder ends this holder.
+        """
         while not self._stop.wait(self.heartbeat_s):
             try:
                 with self._guard():
@@ -207,20 +297,24 @@ class RunLock:
                     if not lost:
                         self._write_heartbeat()
             except OSError as error:
-                log.error("heartbeat of %s not written: %s (retried at the next beat)", self.path.parent, error)
+                log.error("heartbeat of %s not written: %s (retried at the next beat)",
+                          self.path.parent, error)
                 continue
             if lost:
                 try:
                     _, holder = read_heartbeat(self.heartbeat)
                 except OSError:
                     holder = None
-                log.critical("the lock of %s was taken over (now held by %s) while this process (pid %d) was "
-                             "stopped or hung: ending it, the run continues there", self.path.parent,
+                log.critical("the lock of %s was taken over (now held by %s) while this process "
+                             "(pid %d) was "
+                             "stopped or hung: ending it, the run continues there",
+                             self.path.parent,
                              holder.describe() if holder else "another executor", os.getpid())
                 self.on_lost()
                 return
 
     def __exit__(self, *exc: object) -> None:
+        """Stop the heartbeat and let the lock go (its heartbeat removed if still ours)."""
         self._stop.set()
         if self._thread is not None:
             self._thread.join()
@@ -230,7 +324,8 @@ class RunLock:
             if self.owned():
                 self.heartbeat.unlink(missing_ok=True)
             else:
-                log.error("the lock of %s was taken over while this process (pid %d) held it: another executor "
+                log.error("the lock of %s was taken over while this process (pid %d) held it: "
+                          "another executor "
                           "continues its run", self.path.parent, os.getpid())
             fcntl.flock(self.handle, fcntl.LOCK_UN)
             self.handle.close()
