@@ -1,4 +1,4 @@
-"""Docker sandbox: no network, CPU/memory/pids limits, read-only root, non-root user, tmpfs-backed workspace."""
+"""Docker sandbox: no network, CPU/memory/pids limits, read-only root, non-root, tmpfs workspace."""
 
 from __future__ import annotations
 
@@ -27,42 +27,79 @@ WORKSPACE = "/workspace"
 
 @dataclass(frozen=True)
 class DockerLimits:
-    """Resource limits of one sandbox container."""
+    """Resource limits of one sandbox container.
+
+    Attributes:
+        cpus: CPUs (a fraction allowed).
+        memory_mb: Memory, swap included.
+        pids: The most processes.
+        workspace_mb: The workspace's size.
+        tmp_mb: The size of /tmp.
+        gpus: None: no GPU; "all" or a count: device requests (an error without a GPU runtime);
+            "if-available": every GPU where the engine has a GPU runtime, none elsewhere.
+        extra: Further keyword arguments of the SDK's containers.run.
+    """
 
     cpus: float = 2.0
     memory_mb: int = 2048
     pids: int = 256
     workspace_mb: int = 512
     tmp_mb: int = 256
-    gpus: int | str | None = None  # None: no GPU; "all" or a count: device requests (an error without a GPU
-    # runtime); "if-available": every GPU where the engine has a GPU runtime, none elsewhere
+    gpus: int | str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
 
-def docker_client():
+def docker_client() -> Any:
+    """The Docker engine's client, from the environment.
+
+    Returns:
+        The SDK's client, which answered a ping.
+
+    Raises:
+        SandboxError: No engine answers.
+    """
     import docker
 
     try:
         client = docker.from_env()
         client.ping()
     except Exception as error:  # the SDK raises several types for "no engine"
-        raise SandboxError(f"no Docker engine answers ({error}); start dockerd or use --runtime local") from None
+        raise SandboxError(
+            f"no Docker engine answers ({error}); start dockerd or use --runtime local"
+        ) from None
     return client
 
 
-def gpu_runtime_available(client) -> bool:
+def gpu_runtime_available(client: Any) -> bool:
+    """Whether the engine has the NVIDIA runtime (so containers can be given GPUs)."""
     runtimes = client.info().get("Runtimes", {})
     return "nvidia" in runtimes
 
 
 class DockerSandbox(Sandbox):
-    """One container per sandbox. The workspace is a tmpfs-backed volume (size-capped, never on the host disk)."""
+    """One container per sandbox; the workspace is a tmpfs volume (size-capped, never on disk).
+
+    Args:
+        image: The image its commands run in.
+        limits: Its resource limits (None: the defaults).
+        user: The "uid:gid" its commands run as.
+        client: The engine's client (None: one from the environment).
+
+    Raises:
+        SandboxError: No engine, an image not found, or GPUs asked of an engine without a GPU
+            runtime.
+    """
 
     runtime = "docker"
     tmp_dir = "/tmp"  # a tmpfs of the container: gone with it
 
-    def __init__(self, image: str = DEFAULT_IMAGE, limits: DockerLimits | None = None, user: str = "1000:1000",
-                 client=None) -> None:
+    def __init__(
+        self,
+        image: str = DEFAULT_IMAGE,
+        limits: DockerLimits | None = None,
+        user: str = "1000:1000",
+        client: Any = None,
+    ) -> None:
         import docker
 
         self.client = client or docker_client()
@@ -72,54 +109,91 @@ class DockerSandbox(Sandbox):
         try:
             self.client.images.get(image)
         except docker.errors.ImageNotFound:
-            raise SandboxError(f"image {image} not found; build it with `innolab sandbox build-image`") from None
+            raise SandboxError(
+                f"image {image} not found; build it with `innolab sandbox build-image`"
+            ) from None
         device_requests = None
         gpus = self.limits.gpus
         if gpus == "if-available":
             gpus = "all" if gpu_runtime_available(self.client) else None
         if gpus is not None:
             if not gpu_runtime_available(self.client):
-                raise SandboxError("this task asks for a GPU but the Docker engine has no GPU runtime "
-                                   "(install the NVIDIA container toolkit, or run the task on a GPU host)")
+                raise SandboxError(
+                    "this task asks for a GPU but the Docker engine has no GPU runtime "
+                    "(install the NVIDIA container toolkit, or run the task on a GPU host)"
+                )
             count = -1 if gpus == "all" else int(gpus)
             device_requests = [docker.types.DeviceRequest(count=count, capabilities=[["gpu"]])]
         uid, gid = user.split(":")
-        owner = json.dumps(owner_token())  # a killed run's container and volume are reaped by this label
+        owner = json.dumps(
+            owner_token()
+        )  # a killed run's container and volume are reaped by this label
         self.volume = self.client.volumes.create(
             driver="local",
-            driver_opts={"type": "tmpfs", "device": "tmpfs",
-                         "o": f"size={self.limits.workspace_mb}m,uid={uid},gid={gid},mode=0755"},
+            driver_opts={
+                "type": "tmpfs",
+                "device": "tmpfs",
+                "o": f"size={self.limits.workspace_mb}m,uid={uid},gid={gid},mode=0755",
+            },
             labels={"innolab": "workspace", "innolab.owner": owner},
         )
         try:
             self.container = self.client.containers.run(
-                image, ["sleep", "infinity"], detach=True, user=user, working_dir=WORKSPACE,
-                network_disabled=True, network_mode="none", read_only=True,
+                image,
+                ["sleep", "infinity"],
+                detach=True,
+                user=user,
+                working_dir=WORKSPACE,
+                network_disabled=True,
+                network_mode="none",
+                read_only=True,
                 volumes={self.volume.name: {"bind": WORKSPACE, "mode": "rw"}},
-                tmpfs={"/tmp": f"size={self.limits.tmp_mb}m,mode=1777",
-                       "/home/agent": f"size=16m,uid={uid},gid={gid}"},
-                mem_limit=f"{self.limits.memory_mb}m", memswap_limit=f"{self.limits.memory_mb}m",
-                nano_cpus=int(self.limits.cpus * 1e9), pids_limit=self.limits.pids,
-                cap_drop=["ALL"], security_opt=["no-new-privileges"], ipc_mode="private",
-                device_requests=device_requests, labels={"innolab": "sandbox", "innolab.owner": owner}, init=True,
-                environment={"HOME": "/home/agent", "PYTHONDONTWRITEBYTECODE": "1"}, **self.limits.extra,
+                tmpfs={
+                    "/tmp": f"size={self.limits.tmp_mb}m,mode=1777",
+                    "/home/agent": f"size=16m,uid={uid},gid={gid}",
+                },
+                mem_limit=f"{self.limits.memory_mb}m",
+                memswap_limit=f"{self.limits.memory_mb}m",
+                nano_cpus=int(self.limits.cpus * 1e9),
+                pids_limit=self.limits.pids,
+                cap_drop=["ALL"],
+                security_opt=["no-new-privileges"],
+                ipc_mode="private",
+                device_requests=device_requests,
+                labels={"innolab": "sandbox", "innolab.owner": owner},
+                init=True,
+                environment={"HOME": "/home/agent", "PYTHONDONTWRITEBYTECODE": "1"},
+                **self.limits.extra,
             )
         except Exception:
             self.volume.remove(force=True)
             raise
 
     def exec(self, command: list[str] | str, timeout_s: float = 60.0) -> ExecResult:
+        """Run a command in the workspace as the sandbox user (see Sandbox.exec)."""
         argv = ["/bin/bash", "-lc", command] if isinstance(command, str) else list(command)
-        # exec has no timeout of its own: coreutils' timeout kills the command's whole process group.
-        wrapped = ["timeout", "--kill-after=1", "--signal=KILL", f"{max(timeout_s, 0.1):.3f}", *argv]
+        # exec has no timeout of its own: coreutils' timeout kills the command's process group.
+        wrapped = [
+            "timeout",
+            "--kill-after=1",
+            "--signal=KILL",
+            f"{max(timeout_s, 0.1):.3f}",
+            *argv,
+        ]
         start = time.monotonic()
         result = self.container.exec_run(wrapped, user=self.user, workdir=WORKSPACE, demux=True)
         out, err = result.output if isinstance(result.output, tuple) else (result.output, b"")
         timed_out = result.exit_code in (124, 137) and time.monotonic() - start >= timeout_s * 0.95
-        return ExecResult(result.exit_code, (out or b"").decode(errors="replace"),
-                          (err or b"").decode(errors="replace"), timed_out, time.monotonic() - start)
+        return ExecResult(
+            result.exit_code,
+            (out or b"").decode(errors="replace"),
+            (err or b"").decode(errors="replace"),
+            timed_out,
+            time.monotonic() - start,
+        )
 
     def read_file(self, path: str, max_bytes: int = MAX_FILE_BYTES) -> bytes:
+        """A regular file's content (see Sandbox.read_file); links are refused."""
         import docker
 
         relative = workspace_path(path)
@@ -138,33 +212,43 @@ class DockerSandbox(Sandbox):
             return handle.read() if handle else b""
 
     def write_file(self, path: str, content: bytes) -> None:
+        """Write a file, its folders made first (see Sandbox.write_file)."""
         relative = workspace_path(path)
         parent = os.path.dirname(relative)
         if parent:
             self.exec(["mkdir", "-p", "--", parent], timeout_s=10)
-        # Remove any symlink planted at the target first, so the archive writes a regular file in place.
+        # Remove any link planted at the target first, so the archive writes a regular file there.
         self.exec(["rm", "-f", "--", relative], timeout_s=10)
         uid, gid = (int(v) for v in self.user.split(":"))
         self.container.put_archive(WORKSPACE, tar_files({relative: content}, uid, gid))
 
     def write_files(self, files: dict[str, bytes]) -> None:
-        """Many files in one archive, for a whole repository (their folders made first, owned by the sandbox user)."""
+        """Many files in one archive, for a whole repository (see Sandbox.write_files).
+
+        Their folders are made first, owned by the sandbox user.
+        """
         uid, gid = (int(v) for v in self.user.split(":"))
         self.container.put_archive(WORKSPACE, tar_files(files, uid, gid, with_folders=True))
 
     def snapshot(self) -> bytes:
+        """The workspace as a tar archive (see Sandbox.snapshot)."""
         stream, _ = self.container.get_archive(f"{WORKSPACE}/.")
         return b"".join(stream)
 
     def restore(self, snapshot: bytes) -> None:
+        """Replace the workspace by a snapshot's regular files and folders (see Sandbox.restore)."""
         self.exec(["find", WORKSPACE, "-mindepth", "1", "-delete"], timeout_s=60)
         buffer = io.BytesIO()
-        with tarfile.open(fileobj=io.BytesIO(snapshot)) as source, tarfile.open(fileobj=buffer, mode="w") as clean:
+        with (
+            tarfile.open(fileobj=io.BytesIO(snapshot)) as source,
+            tarfile.open(fileobj=buffer, mode="w") as clean,
+        ):
             for member in safe_members(source):
                 clean.addfile(member, source.extractfile(member) if member.isfile() else None)
         self.container.put_archive(WORKSPACE, buffer.getvalue())
 
     def close(self) -> None:
+        """Remove the container and its workspace volume."""
         try:
             self.container.remove(force=True)
         finally:

@@ -54,11 +54,44 @@ class Sandbox(Protocol):
     client: Any = None
     image: str | None = None
 
-    def exec(self, command: list[str] | str, timeout_s: float = 60.0) -> ExecResult: ...
+    def exec(self, command: list[str] | str, timeout_s: float = 60.0) -> ExecResult:
+        """Run a command in the workspace.
 
-    def read_file(self, path: str, max_bytes: int = MAX_FILE_BYTES) -> bytes: ...
+        Args:
+            command: An argument list, or a string run by bash.
+            timeout_s: The time limit; the command and its children are killed after it.
 
-    def write_file(self, path: str, content: bytes) -> None: ...
+        Returns:
+            Its exit status, outputs, whether it timed out and its wall time.
+        """
+        ...
+
+    def read_file(self, path: str, max_bytes: int = MAX_FILE_BYTES) -> bytes:
+        """A regular file's content.
+
+        Args:
+            path: The workspace-relative path.
+            max_bytes: The largest file read.
+
+        Returns:
+            The content.
+
+        Raises:
+            SandboxError: A path outside the workspace, a missing file, a link, or a larger file.
+        """
+        ...
+
+    def write_file(self, path: str, content: bytes) -> None:
+        """Write a file, replacing any file or link there.
+
+        Args:
+            path: The workspace-relative path.
+            content: The content.
+
+        Raises:
+            SandboxError: A path outside the workspace.
+        """
+        ...
 
     def write_files(self, files: dict[str, bytes]) -> None:
         """Write many files; by default one by one.
@@ -72,11 +105,17 @@ class Sandbox(Protocol):
         for name, content in files.items():
             self.write_file(name, content)
 
-    def snapshot(self) -> bytes: ...
+    def snapshot(self) -> bytes:
+        """The workspace as a tar archive (what a checkpoint keeps)."""
+        ...
 
-    def restore(self, snapshot: bytes) -> None: ...
+    def restore(self, snapshot: bytes) -> None:
+        """Replace the workspace by a snapshot's regular files and folders (links never cross)."""
+        ...
 
-    def close(self) -> None: ...
+    def close(self) -> None:
+        """Remove the sandbox and everything it holds; its processes are killed."""
+        ...
 
 
 def workspace_path(path: str) -> str:
