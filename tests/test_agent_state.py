@@ -1,4 +1,4 @@
-"""The scaffolds' typed state: exact JSON round trips, and states saved before the state was typed still load."""
+"""The scaffolds' typed state: exact JSON round trips; states saved before the typing load."""
 
 from __future__ import annotations
 
@@ -15,8 +15,10 @@ from innolab.agents.mlab import MlabAgent, MlabState, Pending
 from innolab.gym.policy import Observation
 from innolab.gym.tools import ToolResult
 
-LEGACY = json.loads((Path(__file__).parent / "data" / "legacy_checkpoints.json").read_text(encoding="utf-8"))
-AGENTS = {"aide": AideAgent, "mlab": MlabAgent, "codeact": CodeActAgent, "codeact_native": CodeActAgent}
+DATA = Path(__file__).parent / "data"
+LEGACY = json.loads((DATA / "legacy_checkpoints.json").read_text(encoding="utf-8"))
+AGENTS = {"aide": AideAgent, "mlab": MlabAgent, "codeact": CodeActAgent,
+          "codeact_native": CodeActAgent}
 SETTINGS = {"base_url": "http://127.0.0.1:9/v1", "model": "fake", "backoff_s": 0.0}
 DEFAULTS = (None, 0, False, "", [], {})
 
@@ -37,10 +39,12 @@ def test_a_state_saved_before_the_typing_loads_with_the_same_values(name, index,
             assert Pending(**value) == agent.memory.pending
         else:
             assert state[key] == value, key
-    assert all(state[key] in DEFAULTS for key in set(state) - set(saved))  # keys it lacked take their defaults
+    # the keys it lacked take their defaults
+    assert all(state[key] in DEFAULTS for key in set(state) - set(saved))
     again = AGENTS[name](settings=SETTINGS)
     again.load_state(json.loads(json.dumps(state)))
-    assert again.state() == state and again.memory == agent.memory  # and the new form round-trips exactly
+    # and the new form round-trips exactly
+    assert again.state() == state and again.memory == agent.memory
 
 
 def test_typed_fields_are_read_from_the_saved_keys():
@@ -54,20 +58,23 @@ def test_typed_fields_are_read_from_the_saved_keys():
     saved = LEGACY["mlab"][0]["policy"]
     mlab.load_state(saved)
     assert isinstance(mlab.memory, MlabState) and mlab.memory.pending.kind == "edit"
-    assert mlab.memory.turn == saved["turn"] and mlab.memory.context_tokens == saved["context_tokens"]
+    assert mlab.memory.turn == saved["turn"]
+    assert mlab.memory.context_tokens == saved["context_tokens"]
     codeact = CodeActAgent(settings=SETTINGS)
     codeact.load_state(LEGACY["codeact"][0]["policy"])
-    assert isinstance(codeact.memory, CodeActState) and codeact.memory.messages[0]["role"] == "system"
+    assert isinstance(codeact.memory, CodeActState)
+    assert codeact.memory.messages[0]["role"] == "system"
 
 
 def test_aide_nodes_of_an_older_journal_drop_the_fields_now_derived():
-    saved = {"phase": "generate", "journal": [{"id": 0, "parent": None, "stage": "draft", "plan": "p", "code": "c",
-                                               "output": "", "ran": True, "valid": True, "metric": 3,
-                                               "buggy": False, "debug_depth": 0}]}
+    node = {"id": 0, "parent": None, "stage": "draft", "plan": "p", "code": "c", "output": "",
+            "ran": True, "valid": True, "metric": 3, "buggy": False, "debug_depth": 0}
+    saved = {"phase": "generate", "journal": [node]}
     agent = AideAgent(settings=SETTINGS)
     agent.load_state(saved)
     node = agent.journal.nodes[0]
-    assert node.metric == 3 and isinstance(node.metric, int)  # an integer score stays an integer (prompts show it)
+    # an integer score stays an integer (the prompts show it)
+    assert node.metric == 3 and isinstance(node.metric, int)
     assert "stage" not in agent.state()["journal"][0]
 
 
@@ -90,8 +97,9 @@ def test_an_unknown_key_or_a_non_object_is_a_clear_error(agent_class):
 
 
 def test_a_resumed_aide_continues_where_the_saved_state_left_it():
-    """A state saved in the evaluate phase: the resumed agent reads the verdict and submits the node's program,
-    with no model call (the saved call count is where the next call's index continues)."""
+    """A state saved in the evaluate phase: the resumed agent reads the verdict and submits the
+    node's program, with no model call (the saved call count is where the next call's index
+    continues)."""
     saved = LEGACY["aide"][1]["policy"]
     agent = AideAgent(settings=SETTINGS)
     agent.load_state(saved)
