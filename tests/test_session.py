@@ -90,7 +90,7 @@ def test_codeact_keeps_variables_between_actions(runtime, tmp_path, request):
                                show_progress=False)
     assert outcome["valid"] and outcome["score"] == pytest.approx(26 / 12, rel=1e-9)
     calls = [e for e in traces.read_events(Path(outcome["run_dir"])) if e.type == "tool_call"]
-    assert [c["tool"] for c in calls[:2]] == ["python_session", "python_session"]
+    assert [c.tool for c in calls[:2]] == ["python_session", "python_session"]
 
 
 def test_a_resumed_run_rebuilds_the_interpreter_by_replay(tmp_path):
