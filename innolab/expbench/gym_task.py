@@ -1,12 +1,15 @@
-"""An EXP-Bench task as a gym task (`expbench:<conference>/<paper>/<index>` with the repository's local clone).
+"""An EXP-Bench task as a gym task: `expbench:<conference>/<paper>/<index>` with its repo's clone.
 
-Any innolab scaffold works on it through the gym: the masked clone is the sandbox's workspace, the agent's answer
-({"design", "conclusion"}) is what it submits (`submission.json`, checked for its keys by `answer.py`, which gives no
-score), and `reproduce_exp_bench.sh` is a file it writes. At the end of the run the task keeps, in the run folder's
-`expbench/`, what upstream's tools read, named as upstream names them
-(`<paper>_task_index_<i>_iter_1_duration_<h>` + `_eval_gen.json`, `_eval_gen.patch`, `_eval_gen_config.json`,
-`_eval_gen_<agent>_logs.txt`) and the final workspace itself (`workspace/`, for the execution check E).
-Judging is separate (`innolab expbench judge --run RUN_DIR`): the gym scores nothing here.
+Any innolab scaffold works on it through the gym: the masked clone is the sandbox's workspace, the
+agent's answer ({"design", "conclusion"}) is what it submits (`submission.json`, checked for its
+keys by `answer.py`, which gives no score), and `reproduce_exp_bench.sh` is a file it writes. At the
+end of the run the task keeps, in the run folder's `expbench/`, what upstream's tools read, named as
+upstream names them (`<paper>_task_index_<i>_iter_1_duration_<h>` + `_eval_gen.json`,
+`_eval_gen.patch`, `_eval_gen_config.json`, `_eval_gen_<agent>_logs.txt`) and the final workspace
+itself (`workspace/`, for the execution check E). Judging is separate
+(`innolab expbench judge --run RUN_DIR`): the gym scores nothing here. The scheme `expbench` is
+registered from pyproject.toml (entry point group `innolab.task_schemes`): innolab.tasks.registry
+calls this module's `load_task` and `resolve_options`.
 """
 
 from __future__ import annotations
@@ -42,31 +45,53 @@ from innolab.traces import (
 )
 
 ANSWER_FILE = "submission.json"
-NO_ANSWER = {"no_answer": "No answer found in eval gen after 1 iterations."}  # upstream's record of a missing answer
+# upstream's record of a missing answer
+NO_ANSWER = {"no_answer": "No answer found in eval gen after 1 iterations."}
 ARTEFACTS = "expbench"
 DEFAULT_DURATION_H = 0.67  # the paper's 40 minutes
 WORKSPACE_RULES = (
-    "Your workspace is the experiment's code repository (its README and some files have been removed). Work with "
-    "the bash, python and file actions. Your answer is submission.json: write it and submit it (`submit`); the "
-    "checker verifies only that it holds the keys design and conclusion, and the last valid submission is your "
-    "answer, judged after the run together with your code changes and reproduce_exp_bench.sh."
+    "Your workspace is the experiment's code repository (its README and some files have been "
+    "removed). Work with the bash, python and file actions. Your answer is submission.json: write "
+    "it and submit it (`submit`); the checker verifies only that it holds the keys design and "
+    "conclusion, and the last valid submission is your answer, judged after the run together with "
+    "your code changes and reproduce_exp_bench.sh."
 )
 
 
 @dataclass(frozen=True)
 class GymSpec:
-    """A task's specification as callers that read `task.spec.compute` see it: EXP-Bench experiments get the
-    machine's GPUs where it has them."""
+    """A task's specification as callers that read `task.spec.compute` see it.
+
+    Attributes:
+        compute: EXP-Bench experiments get the machine's GPUs where it has them.
+    """
 
     compute: Compute = "gpu-if-available"
 
 
-def resolve_options(reference: str, repo: str | Path | None = None, data: str | Path | None = None
-                    ) -> dict[str, str]:
-    """The task options written in a run's config: the clone and the data folder as absolute paths, checked by
-    loading the task (so a wrong id or folder fails before the run starts)."""
+def resolve_options(
+    reference: str, repo: str | Path | None = None, data: str | Path | None = None
+) -> dict[str, str]:
+    """The task options written in a run's config, checked by loading the task.
+
+    A wrong id or folder thus fails before the run starts.
+
+    Args:
+        reference: The task, `<conference>/<paper>/<index>`.
+        repo: The local clone of the task's repository.
+        data: The EXP-Bench data folder (None: the default one).
+
+    Returns:
+        The clone and the data folder as absolute paths.
+
+    Raises:
+        ValueError: No clone, a folder that is no git clone, or an unknown task.
+    """
     if not repo:
-        raise ValueError("task_options.repo: an EXP-Bench task needs the local clone of its repository (--repo PATH)")
+        raise ValueError(
+            "task_options.repo: an EXP-Bench task needs the local clone of its repository "
+            "(--repo PATH)"
+        )
     clone = Path(repo).resolve()
     if not (clone / ".git").exists():
         raise ValueError(f"task_options.repo: {clone} is not a git clone")
@@ -76,15 +101,35 @@ def resolve_options(reference: str, repo: str | Path | None = None, data: str | 
 
 
 def load_task(reference: str, repo: str | None = None, data: str | None = None) -> ExpBenchGymTask:
-    """The gym task for `<conference>/<paper>/<index>` (what innolab.tasks.registry calls for `expbench:` ids)."""
+    """The gym task for `<conference>/<paper>/<index>` (what the registry calls for `expbench:`).
+
+    Args:
+        reference: The task, `<conference>/<paper>/<index>`.
+        repo: The local clone of the task's repository.
+        data: The EXP-Bench data folder (None: the default one).
+
+    Returns:
+        The task.
+
+    Raises:
+        ValueError: No clone given, or an unknown task.
+    """
     if not repo:
-        raise ValueError(f"expbench:{reference}: the task needs task_options.repo (the repository's local clone)")
+        raise ValueError(
+            f"expbench:{reference}: the task needs task_options.repo (the repository's local clone)"
+        )
     return ExpBenchGymTask(get(load(data), reference), Path(repo))
 
 
 class ExpBenchGymTask(GymTask):
-    """A gym task (id, description, direction, compute, visible and validator files), with the workspace rules
-    the scaffolds show and `collect`, which keeps upstream's artefacts at the end."""
+    """An EXP-Bench task as a gym task, with workspace rules and `collect`.
+
+    The scaffolds show its workspace rules; `collect` keeps upstream's artefacts at the end.
+
+    Args:
+        task: The EXP-Bench task.
+        repo: The local clone of its repository.
+    """
 
     direction: Literal["max", "min"] = "max"
     spec = GymSpec()
@@ -95,14 +140,17 @@ class ExpBenchGymTask(GymTask):
 
     @property
     def id(self) -> str:
+        """`expbench:<conference>/<paper>/<index>`."""
         return f"expbench:{self.task.id}"
 
     @property
     def compute(self) -> Compute:
+        """The machine's GPUs where it has them."""
         return self.spec.compute
 
     @property
     def description(self) -> str:
+        """Upstream's prompt for the task, and how to submit the answer."""
         text = prompt(self.task, Workspace(Path("."), [], ANSWER_FILE), repository_dir=None)
         return text + f"\n\nSubmit {ANSWER_FILE} with the submit action once it is written."
 
@@ -110,14 +158,18 @@ class ExpBenchGymTask(GymTask):
     def _files(self) -> dict[str, bytes]:
         with tempfile.TemporaryDirectory(prefix="innolab-expbench-") as folder:
             workspace = prepare(self.task, self.repo, Path(folder) / "repo")
-            return {str(p.relative_to(workspace.root)): p.read_bytes()
-                    for p in sorted(workspace.root.rglob("*")) if p.is_file() and not p.is_symlink()}
+            return {
+                str(p.relative_to(workspace.root)): p.read_bytes()
+                for p in sorted(workspace.root.rglob("*"))
+                if p.is_file() and not p.is_symlink()
+            }
 
     def visible_files(self) -> dict[str, bytes]:
         """The masked clone, its git data included (the patch is taken against it after the run)."""
         return dict(self._files)
 
     def validator_files(self) -> dict[str, bytes]:
+        """The answer's checker (its keys only; no score)."""
         return {"validate.py": Path(answer_rules.__file__).read_bytes()}
 
     def prefix(self, wall_clock_s: float | None) -> str:
@@ -126,8 +178,19 @@ class ExpBenchGymTask(GymTask):
         return f"{self.task.paper_id}_task_index_{self.task.index}_iter_1_duration_{hours:g}"
 
     def collect(self, sandbox: Sandbox, run_dir: Path, config: RunConfig) -> list[str]:
-        """Keep the final workspace and upstream's four files in `<run>/expbench/`; returns their run-relative
-        paths. Called again on a resumed run, it replaces what an earlier call left."""
+        """Keep the final workspace and upstream's four files in `<run>/expbench/`.
+
+        Called again on a resumed run, it replaces what an earlier call left.
+
+        Args:
+            sandbox: The run's sandbox, holding the final workspace.
+            run_dir: The run folder.
+            config: The run's configuration (its budget names the files; its agent and image are
+                recorded).
+
+        Returns:
+            The run-relative paths of the four files and the workspace.
+        """
         out = Path(run_dir) / ARTEFACTS
         workspace = out / "workspace"
         if workspace.exists():
@@ -145,20 +208,40 @@ class ExpBenchGymTask(GymTask):
             "config": out / f"{prefix}_eval_gen_config.json",
             "log": out / f"{prefix}_eval_gen_{config.agent}_logs.txt",
         }
-        paths["answer"].write_text(json.dumps(final_answer(Path(run_dir), workspace), indent=2) + "\n",
-                                   encoding="utf-8")
+        paths["answer"].write_text(
+            json.dumps(final_answer(Path(run_dir), workspace), indent=2) + "\n", encoding="utf-8"
+        )
         paths["patch"].write_text(capture_patch(workspace), encoding="utf-8")
-        paths["config"].write_text(json.dumps({
-            "github_workspace_path": str(workspace.resolve()), "docker_image": config.image,
-            "base_dir": str(Path(run_dir).resolve()), "task": self.task.id, "repository": self.task.repository,
-            "output_script": OUTPUT_SCRIPT}, indent=2) + "\n", encoding="utf-8")
+        paths["config"].write_text(
+            json.dumps(
+                {
+                    "github_workspace_path": str(workspace.resolve()),
+                    "docker_image": config.image,
+                    "base_dir": str(Path(run_dir).resolve()),
+                    "task": self.task.id,
+                    "repository": self.task.repository,
+                    "output_script": OUTPUT_SCRIPT,
+                },
+                indent=2,
+            )
+            + "\n",
+            encoding="utf-8",
+        )
         paths["log"].write_text(agent_log(read_events(Path(run_dir))), encoding="utf-8")
         return [str(p.relative_to(run_dir)) for p in [*paths.values(), workspace]]
 
 
 def final_answer(run_dir: Path, workspace: Path) -> dict[str, Any]:
-    """The run's answer: its final submission when well formed, else a well-formed submission.json left in the
-    workspace, else upstream's no-answer record."""
+    """The run's answer.
+
+    Args:
+        run_dir: The run folder.
+        workspace: The final workspace, extracted.
+
+    Returns:
+        Its final submission when well formed, else a well-formed submission.json left in the
+        workspace, else upstream's no-answer record.
+    """
     for candidate in (RunDir(run_dir).final_submission, workspace / ANSWER_FILE):
         if candidate.is_file():
             try:
@@ -171,21 +254,32 @@ def final_answer(run_dir: Path, workspace: Path) -> dict[str, Any]:
 
 
 def agent_log(events: list[AnyEvent], max_output_chars: int = 4000) -> str:
-    """The run's trajectory as text, as the monitor M reads an agent's log: every model reply, tool call and
-    tool output, in order."""
+    """The run's trajectory as text, as the monitor M reads an agent's log.
+
+    Args:
+        events: The run's trace.
+        max_output_chars: The most characters kept of each reply, call and output.
+
+    Returns:
+        Every model reply, tool call and tool output, in order.
+    """
     lines: list[str] = []
     for event in events:
         head = f"[step {event.step}] {event.type}"
         if isinstance(event, LLMCall):
             text = event.response or event.error or ""
-            calls = "".join(f"\n  tool call: {json.dumps(c)[:max_output_chars]}" for c in event.tool_calls)
+            calls = "".join(
+                f"\n  tool call: {json.dumps(c)[:max_output_chars]}" for c in event.tool_calls
+            )
             lines.append(f"{head} ({event.purpose or 'agent'}):\n{text[:max_output_chars]}{calls}")
         elif isinstance(event, ToolCallEvent):
             lines.append(f"{head} {event.tool}: {json.dumps(event.arguments)[:max_output_chars]}")
         elif isinstance(event, ToolResultEvent):
             status = "ok" if event.ok else "failed"
-            lines.append(f"{head} {event.tool} {status} in {event.duration_s:.1f} s:\n"
-                         f"{event.output[-max_output_chars:]}")
+            lines.append(
+                f"{head} {event.tool} {status} in {event.duration_s:.1f} s:\n"
+                f"{event.output[-max_output_chars:]}"
+            )
         elif isinstance(event, Submission | Validation):
             fields = {k: v for k, v in event.payload().items() if k not in ("v", "seq", "time")}
             lines.append(f"{head}: {json.dumps(fields)}")
