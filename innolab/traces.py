@@ -42,25 +42,6 @@ class Event(BaseModel):
     type: str
     step: int | None = None
 
-    # Transitional: read access by key (event["file"], event.get("x")), as when events were dicts,
-    # for callers not converted yet; removed once every reader uses the attributes.
-    def __getitem__(self, key: str) -> Any:
-        if key not in type(self).model_fields:
-            raise KeyError(key)
-        return getattr(self, key)
-
-    def get(self, key: str, default: Any = None) -> Any:
-        return getattr(self, key) if key in type(self).model_fields else default
-
-    def __contains__(self, key: object) -> bool:
-        return key in self.payload()
-
-    def keys(self) -> Any:
-        return self.payload().keys()
-
-    def items(self) -> Any:
-        return self.payload().items()
-
     def payload(self) -> dict[str, Any]:
         """The event as the trace holds it.
 

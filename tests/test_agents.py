@@ -29,11 +29,11 @@ def fake_config(agent, url, runtime="local", **extra):
 
 def check_valid_scored_run(run_dir):
     events = traces.read_events(run_dir)
-    assert events[0]["type"] == "run_started" and events[-2]["type"] == "run_finished"
-    assert events[-1]["type"] == "score" and sum(e["type"] == "score" for e in events) == 1
+    assert events[0].type == "run_started" and events[-2].type == "run_finished"
+    assert events[-1].type == "score" and sum(e.type == "score" for e in events) == 1
     score = events[-1]
-    assert score["valid"] and score["score"] == pytest.approx(26 / 12, rel=1e-9)
-    assert any(e["type"] == "llm_call" for e in events)
+    assert score.valid and score.score == pytest.approx(26 / 12, rel=1e-9)
+    assert any(e.type == "llm_call" for e in events)
     return events
 
 
@@ -44,8 +44,8 @@ def test_scaffold_reaches_a_valid_scored_submission_local(agent, tmp_path):
     run_dir = Path(outcome["run_dir"])
     events = check_valid_scored_run(run_dir)
     if agent == "aide":
-        nodes = [e for e in events if e["type"] == "node"]
-        assert nodes and nodes[0]["valid"] and nodes[0]["metric"] == pytest.approx(26 / 12, rel=1e-9)
+        nodes = [e for e in events if e.type == "node"]
+        assert nodes and nodes[0].valid and nodes[0].metric == pytest.approx(26 / 12, rel=1e-9)
 
 
 @pytest.mark.docker
@@ -68,7 +68,7 @@ def test_faults_are_retried_and_traced(agent, tmp_path):
         outcome = runner.start(fake_config(agent, server.base_url), tmp_path / "run", show_progress=False)
     run_dir = Path(outcome["run_dir"])
     events = check_valid_scored_run(run_dir)
-    retried = [a for e in events if e["type"] == "llm_call" for a in e["attempts"]]
+    retried = [a for e in events if e.type == "llm_call" for a in e.attempts]
     assert len(retried) == 5, retried
 
 
@@ -79,7 +79,7 @@ def test_unreachable_model_ends_the_run_cleanly(tmp_path):
         outcome = runner.start(config, tmp_path / "run", show_progress=False)
     events = traces.read_events(Path(outcome["run_dir"]))
     assert outcome["reason"] == "llm_error" and not outcome["valid"]
-    assert events[-2]["type"] == "run_finished" and any(e.get("failed") for e in events if e["type"] == "llm_call")
+    assert events[-2].type == "run_finished" and any(e.failed for e in events if e.type == "llm_call")
 
 
 def test_kill_and_resume_repeats_no_llm_call(tmp_path):
@@ -101,11 +101,11 @@ def test_kill_and_resume_repeats_no_llm_call(tmp_path):
         done = subprocess.run([*command, "--resume"], cwd=ROOT, env=env, capture_output=True, text=True)
         assert done.returncode == 0, done.stderr[-2000:]
     events = traces.read_events(run_dir)
-    calls = [e for e in events if e["type"] == "llm_call"]
+    calls = [e for e in events if e.type == "llm_call"]
     requests = [json.dumps(r, sort_keys=True) for r in server.requests]
     assert len(requests) == len(set(requests)), "a request reached the endpoint twice"
-    assert sum(e["cached"] for e in calls) >= 1, "the redone step should have been served by the cache"
-    assert any(e["type"] == "run_resumed" for e in events) and events[-1]["type"] == "run_finished"
+    assert sum(e.cached for e in calls) >= 1, "the redone step should have been served by the cache"
+    assert any(e.type == "run_resumed" for e in events) and events[-1].type == "run_finished"
 
 
 def test_replay_needs_no_endpoint(tmp_path):
@@ -115,7 +115,7 @@ def test_replay_needs_no_endpoint(tmp_path):
     outcome = replay(run_dir)  # the server is gone: every answer must come from the cache
     assert outcome["score"] == first["score"]
     events = traces.read_events(Path(outcome["run_dir"]))
-    assert all(e["cached"] for e in events if e["type"] == "llm_call")
+    assert all(e.cached for e in events if e.type == "llm_call")
 
 
 EMBEDDED_SEEDS = {"aide": 0, "mlab": 5, "codeact": 2}  # mlab seed 5 once spent every call inside one string field
@@ -132,8 +132,8 @@ def test_every_scaffold_takes_real_steps_on_the_embedded_model(agent, tmp_path):
     result = measure(agent, EMBEDDED_SEEDS[agent], tmp_path, budget_s=60)
     assert not result.reason.startswith("error"), result.reason
     events = traces.read_events(result.run_dir)
-    assert events[0]["type"] == "run_started" and [e["type"] for e in events[-2:]] == ["run_finished", "score"]
+    assert events[0].type == "run_started" and [e.type for e in events[-2:]] == ["run_finished", "score"]
     assert result.tool_calls >= 3, (result, traces.summary(result.run_dir))
-    calls = [e for e in events if e["type"] == "llm_call" and not e.get("failed")]
-    assert calls and not any(e["cached"] for e in calls)
-    assert len({e["call_index"] for e in calls}) == len(calls) and len({e["seed"] for e in calls}) == len(calls)
+    calls = [e for e in events if e.type == "llm_call" and not e.failed]
+    assert calls and not any(e.cached for e in calls)
+    assert len({e.call_index for e in calls}) == len(calls) and len({e.seed for e in calls}) == len(calls)

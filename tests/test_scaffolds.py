@@ -41,7 +41,7 @@ def test_aide_drafts_debugs_and_improves_with_the_journal_as_memory(runtime, tmp
         prompts = [r["messages"][-1]["content"] for r in server.requests
                    if (r.get("response_format") or {}).get("json_schema", {}).get("name") == "aide_node"]
     events = traces.read_events(Path(outcome["run_dir"]))
-    tree = [(e["id"], e["parent"], e["stage"], e["valid"]) for e in events if e["type"] == "node"]
+    tree = [(e.id, e.parent, e.stage, e.valid) for e in events if e.type == "node"]
     assert tree[:3] == [(0, None, "draft", False), (1, 0, "debug", True), (2, 1, "improve", True)]
     assert outcome["valid"]
     assert "Memory" not in prompts[0]
@@ -104,7 +104,7 @@ def test_mlab_drives_every_action_and_keeps_a_research_log(runtime, tmp_path, re
         requests = list(server.requests)
     run_dir = Path(outcome["run_dir"])
     events = traces.read_events(run_dir)
-    tools = [e["tool"] for e in events if e["type"] == "tool_call"]
+    tools = [e.tool for e in events if e.type == "tool_call"]
     assert tools == ["list_files", "read_file", "write_file", "read_file", "read_file", "bash", "bash", "validate",
                      "read_file", "write_file", "write_file", "bash", "submit"]
     assert outcome["valid"] and outcome["reason"] == "agent_finished"
@@ -125,9 +125,9 @@ def test_mlab_drives_every_action_and_keeps_a_research_log(runtime, tmp_path, re
     log = (run_dir / "research_log.md").read_text()
     assert log.count("## Step") == len(steps) and log.count("Observation:") >= len(steps) - 1
     assert "Action: Undo Edit Script" in log and "REFLECTED" in log
-    results = {e["call_id"]: e for e in events if e["type"] == "tool_result"}
-    undo = [e for e in events if e["type"] == "tool_call" and e["tool"] == "write_file"][-1]
-    assert undo["arguments"]["content"] == SOLUTION_CODE and results[undo["call_id"]]["ok"]
+    results = {e.call_id: e for e in events if e.type == "tool_result"}
+    undo = [e for e in events if e.type == "tool_call" and e.tool == "write_file"][-1]
+    assert undo.arguments["content"] == SOLUTION_CODE and results[undo.call_id].ok
 
 
 def test_history_outgrowing_the_context_is_summarised_not_dropped(tmp_path):
@@ -160,7 +160,7 @@ def test_a_loop_of_identical_replies_is_broken(tmp_path):
         config.max_steps = 5
         outcome = runner.start(config, tmp_path / "run", novelty=None, show_progress=False)
         requests = [r["messages"] for r in server.requests]
-    responses = [e["response"] for e in traces.read_events(Path(outcome["run_dir"])) if e["type"] == "llm_call"]
+    responses = [e.response for e in traces.read_events(Path(outcome["run_dir"])) if e.type == "llm_call"]
     longest = max(sum(1 for _ in group) for _, group in itertools.groupby(responses))
     assert longest <= 3
     fourth = requests[3]

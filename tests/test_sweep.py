@@ -23,7 +23,7 @@ from innolab.gym.policy import RunConfig
 from innolab.rundir import RunDir
 from innolab.runlock import RunLock
 from innolab.sweep import SpecError, load_spec
-from innolab.traces import read_events
+from innolab.traces import AnyEvent, read_events
 from tests.fake_llm import FakeLLM
 
 BIN = Path(sys.executable).parent
@@ -298,7 +298,7 @@ def test_lock_settings_are_checked():
 # ------------------------------------------------------------------------------------- sweeps on real clusters
 
 
-def run_events(folder: Path) -> list[dict]:
+def run_events(folder: Path) -> list[AnyEvent]:
     return read_events(folder)
 
 
@@ -309,8 +309,8 @@ def assert_exactly_once(folder: Path, count: int, server: FakeLLM) -> pd.DataFra
     assert run_dirs == sorted(table["config_id"])  # one folder per configuration, named by its id
     for run_dir in run_dirs:
         events = run_events(folder / "runs" / run_dir)
-        assert sum(e["type"] == "run_finished" for e in events) == 1
-        assert sum(e["type"] == "score" for e in events) == 1
+        assert sum(e.type == "run_finished" for e in events) == 1
+        assert sum(e.type == "score" for e in events) == 1
         assert (folder / "runs" / run_dir / "run.ipynb").is_file()
     bodies = [json.dumps(r, sort_keys=True) for r in server.requests]
     assert len(bodies) == len(set(bodies)), "a request reached the endpoint twice"
@@ -327,8 +327,8 @@ def test_local_cluster_sweep_runs_each_configuration_once(tmp_path):
         assert set(results.RUN_COLUMNS) <= set(table.columns)
         assert sorted(table["temperature"]) == [0.25] * 3 + [0.75] * 3
         for row in table.itertuples():
-            calls = [e for e in run_events(folder / row.run_dir) if e["type"] == "llm_call"]
-            assert calls and {e["temperature"] for e in calls} == {row.temperature}
+            calls = [e for e in run_events(folder / row.run_dir) if e.type == "llm_call"]
+            assert calls and {e.temperature for e in calls} == {row.temperature}
         assert table["valid"].all() and (table["ratio"] > -1).all() and table["novelty"].notna().all()
         trajectory = results.trajectory(folder)
         assert set(results.TRAJECTORY_COLUMNS) <= set(trajectory.columns)
@@ -383,8 +383,8 @@ def test_a_worker_killed_mid_run_still_gives_exactly_once(tmp_path):
         assert not thread.is_alive()
         folder = done["folder"]
         assert_exactly_once(folder, 2, server)
-        calls = [e for e in run_events(victim_run) if e["type"] == "llm_call"]
-        assert any(e["cached"] for e in calls), "the killed run did not continue from its cache"
+        calls = [e for e in run_events(victim_run) if e.type == "llm_call"]
+        assert any(e.cached for e in calls), "the killed run did not continue from its cache"
         assert not psutil.pid_exists(worker.pid) or worker.status() == psutil.STATUS_ZOMBIE
 
 
@@ -456,8 +456,8 @@ def test_embedded_model_sweep_end_to_end(tmp_path):
         ("codeact", 0.25), ("codeact", 0.75), ("mlab", 0.25), ("mlab", 0.75)]
     assert table["model"].notna().all()
     for row in table.itertuples():
-        calls = [e for e in read_events(tmp_path / "d" / row.run_dir) if e["type"] == "llm_call"]
-        assert calls and all(e["temperature"] == row.temperature for e in calls)
+        calls = [e for e in read_events(tmp_path / "d" / row.run_dir) if e.type == "llm_call"]
+        assert calls and all(e.temperature == row.temperature for e in calls)
         config = json.loads((tmp_path / "d" / row.run_dir / "config.json").read_text())
         assert config["endpoint"] == "embedded" and config["llm"]["base_url"] is None
     again = subprocess.run(command, capture_output=True, text=True, timeout=600, env=env)
