@@ -25,6 +25,7 @@ from tqdm.auto import tqdm
 from innolab import __version__
 from innolab.results import MANIFEST, collect, read_manifest
 from innolab.rundir import RunDir, write_atomic
+from innolab.runspec import RunSettings
 from innolab.sweep.spec import Configuration, SpecError, SweepSpec, expand, load_spec
 
 LOOPBACK = {"127.0.0.1", "localhost", "::1"}
@@ -40,7 +41,9 @@ def plan(spec: SweepSpec | str | Path | dict[str, Any], output: Path | None = No
          overrides: list[str] | None = None) -> tuple[SweepSpec, Path, list[Configuration]]:
     """The validated spec, its folder and its configurations (written to the folder's manifest, sweep.json)."""
     if not isinstance(spec, SweepSpec) or overrides:
-        spec = load_spec(spec.model_dump(exclude_unset=True) if isinstance(spec, SweepSpec) else spec, overrides)
+        settings = type(spec).settings if isinstance(spec, SweepSpec) else RunSettings
+        spec = load_spec(spec.model_dump(exclude_unset=True) if isinstance(spec, SweepSpec) else spec, overrides,
+                         settings)
     folder = Path(output or sweeps_root() / spec.name).resolve()
     configurations = expand(spec)
     _write_manifest(folder, spec, configurations)
