@@ -1,1 +1,1 @@
-"""Optimisation helpers shared by the known solutions of the built-in tasks (host side; never in a sandbox)."""
+"""Optimisation helpers shared by the built-in tasks' known solutions (host side, not sandboxed)."""

@@ -1,4 +1,4 @@
-"""Circle packing by SLSQP: one local solve, iterated local search, LP radii for fixed centres, exact repair."""
+"""Circle packing by SLSQP: local solve, iterated local search, LP radii for fixed centres, repair."""
 
 from __future__ import annotations
 
@@ -163,7 +163,7 @@ def repair(circles: np.ndarray, is_valid: Callable[[np.ndarray], bool]) -> np.nd
     raise RuntimeError("could not repair the packing by shrinking radii up to 1e-3")
 
 
-# ------------------------------------------------------------------------------ the solve.py entry points
+# ------------------------------------------------------------------------ the solve.py entry points
 
 
 def _exact(task_id: str) -> Callable[[np.ndarray], bool]:

@@ -1,4 +1,4 @@
-"""Job-shop scheduling: sequential baseline, Giffler–Thompson dispatching, simulated annealing on job sequences."""
+"""Job-shop scheduling: sequential baseline, Giffler–Thompson dispatching, annealing on job sequences."""
 
 from __future__ import annotations
 

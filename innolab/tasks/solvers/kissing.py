@@ -1,4 +1,4 @@
-"""Kissing configurations in ℤ^d: the D_d root system, and greedy code search over short integer vectors."""
+"""Kissing configurations in ℤ^d: the D_d root system, and greedy code search over short vectors."""
 
 from __future__ import annotations
 

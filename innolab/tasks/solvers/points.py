@@ -1,4 +1,4 @@
-"""Point-configuration solvers: min–max distance ratio and the Heilbronn problems (SLSQP epigraphs, annealing)."""
+"""Point-configuration solvers: min–max distance ratio and Heilbronn (SLSQP epigraphs, annealing)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ SQRT3 = math.sqrt(3.0)
 TRIANGLE = np.array([[0.0, 0.0], [1.0, 0.0], [0.5, SQRT3 / 2]])
 
 
-# ------------------------------------------------------------------------------------- min–max distance ratio
+# --------------------------------------------------------------------------- min–max distance ratio
 
 
 def distance_ratio(points: np.ndarray) -> float:
@@ -67,7 +67,7 @@ def minmax_slsqp(p0: np.ndarray, max_iter: int = 300) -> np.ndarray:
     return res.x[:-1].reshape(n, 2)
 
 
-# ------------------------------------------------------------------------------------------- Heilbronn problems
+# ------------------------------------------------------------------------------- Heilbronn problems
 
 
 def triples(n: int) -> np.ndarray:
@@ -187,7 +187,7 @@ def project_inside(points: np.ndarray, region: str) -> np.ndarray:
     return out
 
 
-# ------------------------------------------------------------------------------ the solve.py entry points
+# ------------------------------------------------------------------------ the solve.py entry points
 
 
 def _submit(task_id: str, out: str, points: np.ndarray, region: str | None = None) -> None:

@@ -9,7 +9,7 @@ from scipy.optimize import minimize
 
 from innolab.tasks.solvers.cli import multistart, parse_args, write
 
-# ------------------------------------------------------------------------------------------------ objectives
+# --------------------------------------------------------------------------------------- objectives
 
 
 def overlap_terms(h: np.ndarray) -> np.ndarray:
@@ -51,7 +51,7 @@ def second_ratio(f: np.ndarray) -> float:
     return float(l2 / (np.sum(np.abs(conv)) * width * np.max(np.abs(conv))))
 
 
-# --------------------------------------------------------------------------------------------------- methods
+# ------------------------------------------------------------------------------------------ methods
 
 
 def epigraph_slsqp(x0: np.ndarray, terms, jacobian, equality, bounds, max_iter: int = 400) -> np.ndarray:
@@ -111,7 +111,7 @@ def project_box_sum(x: np.ndarray, total: float, upper: float = 1.0) -> np.ndarr
     return np.clip(x - (lo + hi) / 2, 0, upper)
 
 
-# ------------------------------------------------------------------------------ the solve.py entry points
+# ------------------------------------------------------------------------ the solve.py entry points
 
 
 def run_constant_baseline(task_id: str, key: str, n: int, value: float) -> None:
