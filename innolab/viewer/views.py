@@ -1,5 +1,8 @@
-"""The JupyterLab views: RunView (timeline, step browser, AIDE's tree or the actions, totals) and SweepView (the
-runs table with filters by factor, best-so-far curves of the selected runs, a run opened in a RunView)."""
+"""The JupyterLab views of a run (RunView) and of a sweep or folder of runs (SweepView).
+
+RunView: timeline, step browser, AIDE's tree or the actions, totals. SweepView: the runs table with
+filters by factor, best-so-far curves of the selected runs, a run opened in a RunView.
+"""
 
 from __future__ import annotations
 
@@ -11,6 +14,7 @@ from typing import Any
 import ipywidgets as widgets
 import pandas as pd
 
+from innolab.metrics import better
 from innolab.viewer.model import Exchanges, RunData, load_run, task_direction
 from innolab.viewer.render import (
     STYLE,
@@ -34,7 +38,8 @@ STYLE_TAG = f"<style>{STYLE.replace('body{', '.innolab-view{')}</style>"
 
 
 class RunView:
-    """A run, to look at: `RunView(run_dir)` displays itself in a notebook; its parts are widgets."""
+    """A run, to look at: `RunView(run_dir)` displays itself in a notebook; its parts are
+    widgets."""
 
     def __init__(self, run_dir: str | Path) -> None:
         self.run: RunData = load_run(run_dir)
@@ -48,15 +53,18 @@ class RunView:
         self.step_detail = widgets.HTML()
         self.step_slider.observe(lambda change: self.show_step(change["new"]), names="value")
         self.show_step(0)
-        browser = widgets.VBox([self.step_slider, self.step_detail, widgets.HTML(state_html(self.run))])
+        browser = widgets.VBox([self.step_slider, self.step_detail,
+                                widgets.HTML(state_html(self.run))])
         if self.run.journal:
-            self.node_picker = widgets.Select(options=[(self._node_label(n), n["id"]) for n in self.run.journal],
-                                              rows=min(len(self.run.journal), 10), description="node")
+            options = [(self._node_label(n), n["id"]) for n in self.run.journal]
+            self.node_picker = widgets.Select(options=options, rows=min(len(self.run.journal), 10),
+                                              description="node")
             self.node_detail = widgets.HTML()
             self.node_picker.observe(lambda change: self.show_node(change["new"]), names="value")
             self.show_node(self.run.journal[0]["id"])
-            structure: widgets.Widget = widgets.VBox([widgets.HTML(journal_svg(self.run)),
-                                                      widgets.HBox([self.node_picker, self.node_detail])])
+            structure: widgets.Widget = widgets.VBox([
+                widgets.HTML(journal_svg(self.run)),
+                widgets.HBox([self.node_picker, self.node_detail])])
             structure_title = "AIDE journal"
         else:
             structure = widgets.HTML(actions_html(self.run))
@@ -83,7 +91,8 @@ class RunView:
 
     def totals_table(self) -> pd.DataFrame:
         """The run's totals as a person reads them (seconds to 0.1 s, money to 4 decimals)."""
-        return pd.DataFrame(totals_rows(self.run.totals), columns=["total", "value"]).set_index("total")
+        table = pd.DataFrame(totals_rows(self.run.totals), columns=["total", "value"])
+        return table.set_index("total")
 
     def _ipython_display_(self) -> None:
         from IPython.display import display
@@ -91,14 +100,15 @@ class RunView:
         display(self.widget)
 
 
-FACTORS = ["agent", "task", "model", "temperature", "budget_s", "seed", "prior_solution", "innovation_prompt",
-           "runtime", "backbone"]
+FACTORS = ["agent", "task", "model", "temperature", "budget_s", "seed", "prior_solution",
+           "innovation_prompt", "runtime", "backbone"]
 SHOWN = ["config_id", "valid", "score", "ratio", "novelty", "end_reason", "tool_calls", "wall_s"]
 ALL = "(all)"
 
 
 def factor_text(factor: str, value: Any) -> str:
-    """One factor's level, short and unambiguous: "T=0.25", "budget 300 s", "seed 2", "prior: <name>"."""
+    """One factor's level, short and unambiguous: "T=0.25", "budget 300 s", "seed 2",
+    "prior: <name>"."""
     shown = human(factor, value)
     if factor == "temperature":
         return "T unset" if shown == "-" else f"T={shown}"
@@ -116,14 +126,25 @@ def factor_text(factor: str, value: Any) -> str:
 
 
 def run_labels(rows: pd.DataFrame, factors: list[str]) -> list[str]:
-    """One label per row, each different from the others: the levels of the factors that vary (agent, task, model,
-    temperature, budget, seed, ...), then the config id; where one configuration was run more than once, its run
-    folder too (and, where two rows still read alike, their position)."""
+    """One label per row, each different from the others.
+
+    The levels of the factors that vary (agent, task, model, temperature, budget, seed, ...), then
+    the config id; where one configuration was run more than once, its run folder too (and, where
+    two rows still read alike, their position).
+
+    Args:
+        rows: rows of the runs table.
+        factors: the factors that vary.
+
+    Returns:
+        The labels, in the rows' order.
+    """
     labels = [" · ".join([*(factor_text(f, row[f]) for f in factors), str(row["config_id"])])
               for _, row in rows.iterrows()]
     repeated = {label for label, count in Counter(labels).items() if count > 1}
     if repeated and "run_dir" in rows:
-        labels = [f"{label} · run {Path(str(run_dir)).name}" if label in repeated and not missing(run_dir) else label
+        labels = [f"{label} · run {Path(str(run_dir)).name}"
+                  if label in repeated and not missing(run_dir) else label
                   for label, run_dir in zip(labels, rows["run_dir"], strict=True)]
     counts, seen = Counter(labels), Counter[str]()
     unique = []
@@ -134,8 +155,9 @@ def run_labels(rows: pd.DataFrame, factors: list[str]) -> list[str]:
 
 
 class SweepView:
-    """A sweep (or a folder of runs), to look at: filter the runs by factor, draw the best-so-far curves of the
-    selected runs, open one in a RunView. Each run is one option of the picker, labelled by what sets it apart."""
+    """A sweep (or a folder of runs), to look at: filter the runs by factor, draw the best-so-far
+    curves of the selected runs, open one in a RunView. Each run is one option of the picker,
+    labelled by what sets it apart."""
 
     def __init__(self, sweep_dir: str | Path) -> None:
         from innolab import results
@@ -145,26 +167,31 @@ class SweepView:
         self.trajectory = results.trajectory(self.sweep_dir)
         self.factors = [f for f in FACTORS if f in self.runs and self.levels(f).nunique() > 1]
         self.labels = dict(enumerate(run_labels(self.runs, self.factors)))  # row position -> label
-        self.filters = {f: widgets.Dropdown(options=[ALL, *sorted(self.levels(f).unique())], description=f)
+        self.filters = {f: widgets.Dropdown(options=[ALL, *sorted(self.levels(f).unique())],
+                                            description=f)
                         for f in self.factors}
         for dropdown in self.filters.values():
             dropdown.observe(lambda change: self._refresh(), names="value")
         self.table = widgets.HTML()
         longest = max((len(label) for label in self.labels.values()), default=20)
         # wide enough for the longest label (no option is cut), one line per run up to 12
-        self.picker = widgets.SelectMultiple(description="runs", rows=min(max(len(self.runs), 2), 12),
-                                             layout=widgets.Layout(width=f"calc({math.ceil(longest * 1.15)}ch + 9em)"))
+        width = f"calc({math.ceil(longest * 1.15)}ch + 9em)"
+        self.picker = widgets.SelectMultiple(description="runs",
+                                             rows=min(max(len(self.runs), 2), 12),
+                                             layout=widgets.Layout(width=width))
         self.picker.observe(lambda change: self._draw(), names="value")
         self.curves = widgets.HTML()
-        self.open_button = widgets.Button(description="Open run", tooltip="open the first selected run")
+        self.open_button = widgets.Button(description="Open run",
+                                          tooltip="open the first selected run")
         self.open_button.on_click(lambda _: self.open_run())
         self.run_area = widgets.VBox()
         self.run_view: RunView | None = None
         self._refresh()
         self._draw()
-        self.widget = widgets.VBox([widgets.HTML(STYLE_TAG), widgets.HBox(list(self.filters.values())), self.table,
-                                    widgets.HBox([self.picker, self.open_button]), self.curves, self.run_area],
-                                   layout=widgets.Layout(overflow="auto"))
+        self.widget = widgets.VBox([widgets.HTML(STYLE_TAG),
+                                    widgets.HBox(list(self.filters.values())), self.table,
+                                    widgets.HBox([self.picker, self.open_button]), self.curves,
+                                    self.run_area], layout=widgets.Layout(overflow="auto"))
 
     def filtered(self) -> pd.DataFrame:
         """The runs that pass every filter."""
@@ -175,7 +202,8 @@ class SweepView:
         return self.runs[keep]
 
     def levels(self, factor: str) -> pd.Series:
-        """Each run's level of a factor, as shown (a missing level is "-", one level like the others)."""
+        """Each run's level of a factor, as shown (a missing level is "-", one level like the
+        others)."""
         return self.runs[factor].map(lambda value: human(factor, value)).astype(object)
 
     def set_filter(self, factor: str, value: Any) -> None:
@@ -185,18 +213,26 @@ class SweepView:
     def _refresh(self) -> None:
         rows = self.filtered()
         columns = [c for c in [*self.factors, *SHOWN] if c in rows]
-        body = "".join("<tr>" + "".join(f"<td>{text(human(c, row[c]), 80)}</td>" for c in columns) + "</tr>"
-                       for _, row in rows.iterrows())
+        body = "".join("<tr>" + "".join(f"<td>{text(human(c, row[c]), 80)}</td>" for c in columns)
+                       + "</tr>" for _, row in rows.iterrows())
         head = "".join(f"<th>{text(c)}</th>" for c in columns)
-        self.table.value = f'<p>{len(rows)} of {len(self.runs)} runs</p><table><tr>{head}</tr>{body}</table>'
+        self.table.value = (f'<p>{len(rows)} of {len(self.runs)} runs</p><table><tr>{head}</tr>'
+                            f'{body}</table>')
         self.picker.options = [(self.labels[position], position) for position in rows.index]
 
     def positions(self, key: str) -> list[int]:
-        """The rows a key names: a run folder (as in the table, or its name) or a config id (every run of it)."""
-        by_dir = [i for i, d in self.runs["run_dir"].items() if not missing(d) and key in (str(d), Path(str(d)).name)]
+        """The rows a key names: a run folder (as in the table, or its name) or a config id (every
+        run of it).
+
+        Raises:
+            ValueError: a key that names no run.
+        """
+        by_dir = [i for i, d in self.runs["run_dir"].items()
+                  if not missing(d) and key in (str(d), Path(str(d)).name)]
         found = by_dir or [i for i, c in self.runs["config_id"].items() if str(c) == key]
         if not found:
-            raise ValueError(f"run: {key!r} is neither a config id nor a run folder of {self.sweep_dir.name}")
+            raise ValueError(f"run: {key!r} is neither a config id nor a run folder of "
+                             f"{self.sweep_dir.name}")
         return found
 
     def select(self, keys: list[str]) -> None:
@@ -220,37 +256,42 @@ class SweepView:
     def _draw(self) -> None:
         rows = self.selected()
         if rows.empty:
-            self.curves.value = '<p class="muted">Select runs to draw their best-so-far dev score curves.</p>'
+            self.curves.value = ('<p class="muted">Select runs to draw their best-so-far dev score '
+                                 'curves.</p>')
             return
         curves, labels, empty = {}, {}, []
         for position, row in rows.iterrows():
             key = self.run_key(int(position))  # type: ignore[arg-type]
             submissions = self._submissions(int(position))  # type: ignore[arg-type]
-            points = submissions[submissions["dev_valid"].astype(bool)].dropna(subset=["dev_score"]).sort_values("t_s")
-            direction_max = task_direction(str(row["task"])) == "max"
+            valid = submissions[submissions["dev_valid"].astype(bool)]
+            points = valid.dropna(subset=["dev_score"]).sort_values("t_s")
+            direction = task_direction(str(row["task"]))
             best, series = None, []
             for t, value in zip(points["t_s"], points["dev_score"], strict=True):
-                if best is None or (value > best if direction_max else value < best):
+                if better(value, best, direction):  # type: ignore[arg-type]
                     best = value
                     series.append((float(t), float(value)))
-            curves[key], labels[key] = series, self.labels[int(position)]  # type: ignore[arg-type]
+            label = self.labels[int(position)]  # type: ignore[arg-type]
+            curves[key], labels[key] = series, label
             if not series:
-                empty.append(f"{self.labels[int(position)]}: {self._why_empty(row, len(submissions))}")  # type: ignore[arg-type]
+                empty.append(f"{label}: {self._why_empty(row, len(submissions))}")
         reasons = "".join(f"<li>{text(line, 400)}</li>" for line in empty)
         if len(empty) == len(rows):
-            self.curves.value = (f'<p class="note">No valid submission among the {len(rows)} selected '
-                                 f'run{"s" if len(rows) > 1 else ""}: no best-so-far curve to draw.</p>'
+            plural = "s" if len(rows) > 1 else ""
+            self.curves.value = (f'<p class="note">No valid submission among the {len(rows)} '
+                                 f'selected run{plural}: no best-so-far curve to draw.</p>'
                                  f'<ul class="note">{reasons}</ul>')
             return
-        note = (f'<p class="note">{len(empty)} of the {len(rows)} selected runs had no valid submission:</p>'
-                f'<ul class="note">{reasons}</ul>') if empty else ""
-        lengths = pd.to_numeric(rows["wall_s"], errors="coerce") if "wall_s" in rows else pd.Series(dtype=float)
+        note = (f'<p class="note">{len(empty)} of the {len(rows)} selected runs had no valid '
+                f'submission:</p><ul class="note">{reasons}</ul>') if empty else ""
+        lengths = (pd.to_numeric(rows["wall_s"], errors="coerce") if "wall_s" in rows
+                   else pd.Series(dtype=float))
         end_s = float(lengths.max()) if lengths.notna().any() else None
         self.curves.value = curves_svg(curves, labels=labels, end_s=end_s) + note
 
     def _submissions(self, position: int) -> pd.DataFrame:
-        """A run's rows of the trajectory table; where its configuration was run more than once (the table keys
-        rows by config id), read from its own run folder."""
+        """A run's rows of the trajectory table; where its configuration was run more than once
+        (the table keys rows by config id), read from its own run folder."""
         row = self.runs.loc[position]
         if (self.runs["config_id"] == row["config_id"]).sum() == 1 or missing(row.get("run_dir")):
             return self.trajectory[self.trajectory["config_id"] == row["config_id"]]
@@ -264,16 +305,28 @@ class SweepView:
 
     @staticmethod
     def _why_empty(row: pd.Series, submissions: int) -> str:
-        """Why a run has no curve: no submission, or none that passed the dev check; how the run ended."""
-        what = "no submission" if submissions == 0 else f"{submissions} submission{'s' if submissions > 1 else ''}, " \
-            "none valid on the dev check"
+        """Why a run has no curve: no submission, or none that passed the dev check; how the run
+        ended."""
+        plural = "s" if submissions > 1 else ""
+        what = ("no submission" if submissions == 0
+                else f"{submissions} submission{plural}, none valid on the dev check")
         ended = human("end_reason", row.get("end_reason"))
         error = "" if missing(row.get("error")) else f"; error: {row['error']}"
         return f"{what} (ended: {ended}{error})"
 
     def open_run(self, key: str | None = None) -> RunView:
-        """Open a run (the first selected one by default; else by run folder, or by config id where that names one
-        run) in a RunView below the table."""
+        """Open a run in a RunView below the table.
+
+        Args:
+            key: a run folder, or a config id that names one run (default: the first selected run).
+
+        Returns:
+            The RunView.
+
+        Raises:
+            ValueError: no run selected, a key that names no run or several, or a run without a
+                folder (it did not start).
+        """
         if key is None:
             if not self.picker.value:
                 raise ValueError("select a run first")
@@ -282,8 +335,8 @@ class SweepView:
             found = self.positions(key)
             if len(found) > 1:
                 folders = [self.run_key(p) for p in found]
-                raise ValueError(f"run: config id {key!r} names {len(found)} runs ({', '.join(folders)}): "
-                                 "pass the run folder")
+                raise ValueError(f"run: config id {key!r} names {len(found)} runs "
+                                 f"({', '.join(folders)}): pass the run folder")
             position = found[0]
         row = self.runs.loc[position]
         if missing(row.get("run_dir")):
