@@ -125,9 +125,8 @@ class DockerSandbox(Sandbox):
             count = -1 if gpus == "all" else int(gpus)
             device_requests = [docker.types.DeviceRequest(count=count, capabilities=[["gpu"]])]
         uid, gid = user.split(":")
-        owner = json.dumps(
-            owner_token()
-        )  # a killed run's container and volume are reaped by this label
+        # a killed run's container and volume are reaped by this label
+        owner = json.dumps(owner_token())
         self.volume = self.client.volumes.create(
             driver="local",
             driver_opts={

@@ -1,25 +1,27 @@
-"""Local sandbox: a subprocess in a workspace folder. For trusted use and quick demos: it does NOT isolate.
+"""Local sandbox: a subprocess in a workspace folder, for trusted use and demos; NOT isolation.
 
-Where innolab runs as root, the agent's commands run as an unprivileged user id of their own (one per sandbox,
-chosen unused: no account, no process, no group holds it), so that they cannot write innolab's files, its run
-folder or the pristine validator's folder (`innolab.gym.validator`), and so that every process they leave behind
-can be found by its user id and killed. The workspace and the sandbox's temporary folder belong to that id; the
-file tools walk the workspace without following links (a link planted by the agent never redirects innolab's
-own reads and writes). Its `python3` is the system's (first on /usr/local/bin:/usr/bin:/bin; innolab's own
-interpreter may live where an unprivileged user cannot read, as under a private home folder), like the Docker
-image's, which has numpy and scipy (CI installs them for the system's Python too). Still not isolation: the
-commands can read whatever is readable by all (innolab's source and the tasks' hidden parts among it, where
+Where innolab runs as root, the agent's commands run as an unprivileged user id of their own (one
+per sandbox, chosen unused: no account, no process, no group holds it), so that they cannot write
+innolab's files, its run folder or the pristine validator's folder (`innolab.gym.validator`), and so
+that every process they leave behind can be found by its user id and killed. The workspace and the
+sandbox's temporary folder belong to that id; the file tools walk the workspace without following
+links (a link planted by the agent never redirects innolab's own reads and writes). Its `python3` is
+the system's (first on /usr/local/bin:/usr/bin:/bin; innolab's own interpreter may live where an
+unprivileged user cannot read, as under a private home folder), like the Docker image's, which has
+numpy and scipy (CI installs them for the system's Python too). Still not isolation: the commands
+can read whatever is readable by all (innolab's source and the tasks' hidden parts among it, where
 installed so), use the network, and take the machine's CPU and memory.
 
-Where innolab does not run as root, the commands run as innolab's own user: they can write whatever that user
-can, kill its processes and race its checks. The pristine validator then still copies its checker afresh and
-verifies its content hash before each check, which defeats tampering between checks but not a process that
-rewrites the copy within the moment between the check of its hash and its use; and the agent's processes are
-found by a marker in their environment, which a process that clears its environment loses. Use the Docker
-runtime (or run innolab as root) for agents that are not trusted.
+Where innolab does not run as root, the commands run as innolab's own user: they can write whatever
+that user can, kill its processes and race its checks. The pristine validator then still copies its
+checker afresh and verifies its content hash before each check, which defeats tampering between
+checks but not a process that rewrites the copy within the moment between the check of its hash and
+its use; and the agent's processes are found by a marker in their environment, which a process that
+clears its environment loses. Use the Docker runtime (or run innolab as root) for agents that are
+not trusted.
 
-A warden process (innolab.gym.leftovers) kills the sandbox's processes and removes its folders when the run
-that opened it ends, however it ends.
+A warden process (innolab.gym.leftovers) kills the sandbox's processes and removes its folders when
+the run that opened it ends, however it ends.
 """
 
 from __future__ import annotations
@@ -38,11 +40,27 @@ import tempfile
 import time
 from pathlib import Path
 
-from innolab.gym.leftovers import MARKER_VARIABLE, Warden, kill_sandbox, mark, read_mark, remove_tree, sandbox_pids
-from innolab.gym.sandbox import MAX_FILE_BYTES, ExecResult, Sandbox, SandboxError, safe_members, workspace_path
+from innolab.gym.leftovers import (
+    MARKER_VARIABLE,
+    Warden,
+    kill_sandbox,
+    mark,
+    read_mark,
+    remove_tree,
+    sandbox_pids,
+)
+from innolab.gym.sandbox import (
+    MAX_FILE_BYTES,
+    ExecResult,
+    Sandbox,
+    SandboxError,
+    safe_members,
+    workspace_path,
+)
 
 AGENT_PATH = "/usr/local/bin:/usr/bin:/bin"
-AGENT_IDS = (2**28, 2**28 + 2**24)  # above the ids of accounts and of the usual subordinate-id ranges
+# above the ids of accounts and of the usual subordinate-id ranges
+AGENT_IDS = (2**28, 2**28 + 2**24)
 FALLBACK_IDS = (60000, 65534)
 
 
@@ -52,11 +70,13 @@ def _mapped(path: str) -> list[tuple[int, int]]:
         lines = Path(path).read_text().splitlines()
     except OSError:
         return [(0, 2**32 - 1)]
-    return [(int(a), int(a) + int(n)) for a, _, n in (line.split() for line in lines if line.strip())]
+    return [
+        (int(a), int(a) + int(n)) for a, _, n in (line.split() for line in lines if line.strip())
+    ]
 
 
 def _taken(candidate: int) -> bool:
-    """An account's or a group's id, one a process runs as, or one an unreaped sandbox's mark names."""
+    """Whether an id is taken: an account's or a group's, a process's, or an unreaped sandbox's."""
     for lookup in (pwd.getpwuid, grp.getgrgid):
         try:
             lookup(candidate)
@@ -64,11 +84,20 @@ def _taken(candidate: int) -> bool:
         except KeyError:
             pass
     marks = (read_mark(folder) for folder in Path(tempfile.gettempdir()).glob("innolab-ws-*"))
-    return bool(sandbox_pids(candidate, None)) or any(m and m.get("uid") == candidate for m in marks)
+    return bool(sandbox_pids(candidate, None)) or any(
+        m and m.get("uid") == candidate for m in marks
+    )
 
 
 def agent_id() -> int:
-    """An unused user id (also used as the group id) for one sandbox's commands, mapped in this namespace."""
+    """An unused user id (also the group id) for one sandbox's commands, mapped in this namespace.
+
+    Returns:
+        The id.
+
+    Raises:
+        SandboxError: No unused id is mapped.
+    """
     maps = [_mapped("/proc/self/uid_map"), _mapped("/proc/self/gid_map")]
     rng = secrets.SystemRandom()
     for first, end in (AGENT_IDS, FALLBACK_IDS):
@@ -79,32 +108,48 @@ def agent_id() -> int:
             candidate = rng.randrange(low, high)
             if not _taken(candidate):
                 return candidate
-    raise SandboxError("no unused user id is mapped in this user namespace for the sandbox's commands")
+    raise SandboxError(
+        "no unused user id is mapped in this user namespace for the sandbox's commands"
+    )
 
 
 def _check_passable(folder: Path) -> None:
     """The sandbox's own user must pass through the temporary folder and each folder above it."""
     for path in [folder, *folder.parents]:
         if not path.stat().st_mode & stat.S_IXOTH:
-            raise SandboxError(f"the temporary folder {folder}: {path} lets no other user pass (mode "
-                               f"{stat.S_IMODE(path.stat().st_mode):o}), so the sandbox's own user could not reach "
-                               "its workspace; set TMPDIR to a folder others may pass, such as /tmp")
+            raise SandboxError(
+                f"the temporary folder {folder}: {path} lets no other user pass (mode "
+                f"{stat.S_IMODE(path.stat().st_mode):o}), so the sandbox's own user could not "
+                "reach its workspace; set TMPDIR to a folder others may pass, such as /tmp"
+            )
 
 
 class LocalSandbox(Sandbox):
-    """Commands run in `workspace` with a scrubbed environment and a time limit (as their own user id where
-    innolab is root; see the module's docstring for what that does and does not protect)."""
+    """Commands run in `workspace` with a scrubbed environment and a time limit.
+
+    Where innolab is root they run as their own user id; see the module's docstring for what that
+    does and does not protect.
+
+    Args:
+        workspace: A folder of the caller's to work in (kept on close; where innolab is root, it is
+            given to the sandbox's user); None: a new temporary folder.
+        separate_user: Run the commands as their own user id (None: where innolab is root; asking
+            for it elsewhere is an error).
+
+    Raises:
+        SandboxError: separate_user without root, no unused user id, or a temporary folder the
+            sandbox's user cannot pass.
+    """
 
     runtime = "local"
 
     def __init__(self, workspace: Path | None = None, separate_user: bool | None = None) -> None:
-        """workspace: a folder of the caller's to work in (kept on close; where innolab is root, it is given to
-        the sandbox's user); separate_user: run the commands as their own user id (default: where innolab is
-        root; asking for it elsewhere is an error)."""
         if separate_user is None:
             separate_user = os.geteuid() == 0
         if separate_user and os.geteuid() != 0:
-            raise SandboxError("separate_user needs innolab to run as root (it cannot switch users otherwise)")
+            raise SandboxError(
+                "separate_user needs innolab to run as root (it cannot switch users otherwise)"
+            )
         self.uid = agent_id() if separate_user else None
         if self.uid is not None:
             _check_passable(Path(tempfile.gettempdir()).resolve())
@@ -112,12 +157,15 @@ class LocalSandbox(Sandbox):
         self.root = Path(tempfile.mkdtemp(prefix="innolab-ws-")).resolve()
         mark(self.root, uid=self.uid, marker=self.marker)
         self._owned = workspace is None
-        self.workspace = Path(workspace).resolve() if workspace is not None else self.root / "workspace"
+        self.workspace = (
+            Path(workspace).resolve() if workspace is not None else self.root / "workspace"
+        )
         self.tmp_dir = str(self.root / "tmp")
         self.workspace.mkdir(parents=True, exist_ok=True)
         os.mkdir(self.tmp_dir, 0o700)
         if self.uid is not None:
-            self.root.chmod(0o711)  # the user may pass through to its folders, not list or write this one
+            # the user may pass through to its folders, not list or write this one
+            self.root.chmod(0o711)
             self._give(self.workspace)
             os.chown(self.tmp_dir, self.uid, self.uid)
         self._warden = Warden(self.uid, self.marker, [self.root])
@@ -131,21 +179,43 @@ class LocalSandbox(Sandbox):
         for path in [folder, *folder.rglob("*")]:
             os.chown(path, self.uid, self.uid, follow_symlinks=False)
 
-    # ------------------------------------------------------------------------------------------ commands
+    # ------------------------------------------------------------------------------ commands
 
     def exec(self, command: list[str] | str, timeout_s: float = 60.0) -> ExecResult:
+        """Run a command in the workspace, in a session of its own (see Sandbox.exec)."""
         argv = ["/bin/bash", "-lc", command] if isinstance(command, str) else list(command)
         path = AGENT_PATH if self.uid is not None else os.environ.get("PATH", "/usr/bin:/bin")
-        env = {"PATH": path, "HOME": str(self.workspace), "TMPDIR": self.tmp_dir, "LANG": "C.UTF-8",
-               "PYTHONDONTWRITEBYTECODE": "1", "USER": "agent", "LOGNAME": "agent", MARKER_VARIABLE: self.marker}
-        user = {"user": self.uid, "group": self.uid, "extra_groups": []} if self.uid is not None else {}
+        env = {
+            "PATH": path,
+            "HOME": str(self.workspace),
+            "TMPDIR": self.tmp_dir,
+            "LANG": "C.UTF-8",
+            "PYTHONDONTWRITEBYTECODE": "1",
+            "USER": "agent",
+            "LOGNAME": "agent",
+            MARKER_VARIABLE: self.marker,
+        }
+        user = (
+            {"user": self.uid, "group": self.uid, "extra_groups": []}
+            if self.uid is not None
+            else {}
+        )
         start = time.monotonic()
         try:
-            process = subprocess.Popen(argv, cwd=self.workspace, env=env, stdout=subprocess.PIPE,
-                                       stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, start_new_session=True,
-                                       **user)
+            process = subprocess.Popen(
+                argv,
+                cwd=self.workspace,
+                env=env,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+                **user,
+            )
         except OSError as error:
-            return ExecResult(127, "", f"{argv[0]}: {error.strerror}\n", False, time.monotonic() - start)
+            return ExecResult(
+                127, "", f"{argv[0]}: {error.strerror}\n", False, time.monotonic() - start
+            )
         try:
             out, err = process.communicate(timeout=timeout_s)
             timed_out = False
@@ -154,14 +224,25 @@ class LocalSandbox(Sandbox):
             out, err = process.communicate()
             timed_out = True
         code = process.returncode if not timed_out else 124
-        return ExecResult(code, out.decode(errors="replace"), err.decode(errors="replace"), timed_out,
-                          time.monotonic() - start)
+        return ExecResult(
+            code,
+            out.decode(errors="replace"),
+            err.decode(errors="replace"),
+            timed_out,
+            time.monotonic() - start,
+        )
 
-    # --------------------------------------------------------------------------------------------- files
+    # --------------------------------------------------------------------------------- files
 
     def _parent(self, path: str, create: bool) -> tuple[int, str]:
-        """A descriptor of the folder holding `path`, reached from the workspace without following any link,
-        and the file's name in it."""
+        """The folder holding `path`, reached from the workspace without following any link.
+
+        Returns:
+            A descriptor of the folder and the file's name in it.
+
+        Raises:
+            SandboxError: A path outside the workspace or through a link or a file.
+        """
         parts = workspace_path(path).split("/")
         folder = os.open(self.workspace, os.O_RDONLY | os.O_DIRECTORY)
         try:
@@ -179,12 +260,15 @@ class LocalSandbox(Sandbox):
         except OSError as error:
             os.close(folder)
             if error.errno in (errno.ELOOP, errno.ENOTDIR):
-                raise SandboxError(f"path {path!r} goes through a link or a file: links are never followed, "
-                                   "a link may lead outside the workspace") from None
+                raise SandboxError(
+                    f"path {path!r} goes through a link or a file: links are never followed, "
+                    "a link may lead outside the workspace"
+                ) from None
             raise SandboxError(f"{path}: {error.strerror}") from None
         return folder, parts[-1]
 
     def read_file(self, path: str, max_bytes: int = MAX_FILE_BYTES) -> bytes:
+        """A regular file's content, no link followed (see Sandbox.read_file)."""
         folder, name = self._parent(path, create=False)
         try:
             handle = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=folder)
@@ -192,8 +276,10 @@ class LocalSandbox(Sandbox):
             raise SandboxError(f"{path} does not exist") from None
         except OSError as error:
             if error.errno == errno.ELOOP:
-                raise SandboxError(f"{path} is a link (links are never followed: one may point outside the "
-                                   "workspace)") from None
+                raise SandboxError(
+                    f"{path} is a link (links are never followed: one may point outside the "
+                    "workspace)"
+                ) from None
             raise SandboxError(f"{path}: {error.strerror}") from None
         finally:
             os.close(folder)
@@ -206,6 +292,7 @@ class LocalSandbox(Sandbox):
             return file.read(max_bytes + 1)[:max_bytes]
 
     def write_file(self, path: str, content: bytes) -> None:
+        """Write a file, no link followed; a link there is replaced (see Sandbox.write_file)."""
         folder, name = self._parent(path, create=True)
         try:
             mode = 0o644
@@ -218,7 +305,9 @@ class LocalSandbox(Sandbox):
                 os.unlink(name, dir_fd=folder)  # a link or a file: replaced, never written through
             except FileNotFoundError:
                 pass
-            handle = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, mode, dir_fd=folder)
+            handle = os.open(
+                name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, mode, dir_fd=folder
+            )
         except OSError as error:
             raise SandboxError(f"{path}: {error.strerror}") from None
         finally:
@@ -229,10 +318,10 @@ class LocalSandbox(Sandbox):
             os.fchmod(handle, mode)
             file.write(content)
 
-    # -------------------------------------------------------------------------------------------- states
+    # -------------------------------------------------------------------------------- states
 
     def snapshot(self) -> bytes:
-        """The workspace's regular files and folders as a tar (links and special files are not state)."""
+        """The workspace's regular files and folders as a tar (links, special files: no state)."""
         buffer = io.BytesIO()
         with tarfile.open(fileobj=buffer, mode="w") as archive:
             for top, folders, files, top_fd in os.fwalk(self.workspace, follow_symlinks=False):
@@ -241,11 +330,17 @@ class LocalSandbox(Sandbox):
                 if relative != ".":
                     info = tarfile.TarInfo(relative)
                     folder = os.stat(top_fd)
-                    info.type, info.mode, info.mtime = tarfile.DIRTYPE, stat.S_IMODE(folder.st_mode), folder.st_mtime
+                    info.type, info.mode, info.mtime = (
+                        tarfile.DIRTYPE,
+                        stat.S_IMODE(folder.st_mode),
+                        folder.st_mtime,
+                    )
                     archive.addfile(info)
                 for name in sorted(files):
                     try:
-                        handle = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=top_fd)
+                        handle = os.open(
+                            name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=top_fd
+                        )
                     except OSError:
                         continue  # a link, or gone meanwhile
                     with os.fdopen(handle, "rb") as file:
@@ -256,6 +351,7 @@ class LocalSandbox(Sandbox):
         return buffer.getvalue()
 
     def restore(self, snapshot: bytes) -> None:
+        """Replace the workspace by a snapshot (see Sandbox.restore)."""
         for child in self.workspace.iterdir():
             if child.is_dir() and not child.is_symlink():
                 remove_tree(child)
@@ -266,7 +362,7 @@ class LocalSandbox(Sandbox):
         self._give(self.workspace)
 
     def close(self) -> None:
-        """Kill every process of the sandbox and remove its folders (a caller's workspace is kept)."""
+        """Kill every process of the sandbox and remove its folders (a caller's workspace stays)."""
         if self.closed:
             return
         self.closed = True
