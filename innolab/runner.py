@@ -1,7 +1,7 @@
-"""One way to start, resume and replay a run: configure a scaffold run, execute it in the gym, score it once.
+"""One way to start, resume and replay a run: resolve its settings, execute it, score it once.
 
-The CLI (`innolab run`), notebook 01 and the demo runs all come through here; the gym executes, innolab.scoring
-scores, and this module only wires the two.
+The CLI (`innolab run`), notebook 01 and the demo runs all come through here; the gym executes,
+innolab.scoring scores, and this module only wires the two.
 """
 
 from __future__ import annotations
@@ -27,19 +27,33 @@ from innolab.runspec import RunSettings, validate_settings
 from innolab.scoring import score_run
 from innolab.tasks.registry import resolve_task_options, scheme_of
 
-__all__ = ["RUN_PARAMETERS", "agent_config", "config_from_parameters", "config_id", "create_run", "finish",
-           "new_run_id", "replay", "resolve", "resume", "run_or_resume", "settle", "start"]
+__all__ = [
+    "RUN_PARAMETERS",
+    "agent_config",
+    "config_from_parameters",
+    "config_id",
+    "create_run",
+    "finish",
+    "new_run_id",
+    "replay",
+    "resolve",
+    "resume",
+    "run_or_resume",
+    "settle",
+    "start",
+]
 
 
 def resolve(settings: RunSettings) -> RunConfig:
-    """The run configuration that a run's settings describe, resolved once (what the CLI, the sweep and notebook
-    20 run).
+    """The run configuration that a run's settings describe, resolved once (what the CLI, the sweep
+    and notebook 20 run).
 
-    Settings left None come from the backbone's environment (INNOLAB_LLM_*, or a backbone's own: `backbone=
-    "OPENAI"` reads OPENAI_BASE_URL, OPENAI_MODEL, OPENAI_API_KEY...); the API key is never written, only its
-    variable's name. The prior solution's file is read (its name and hash recorded with its code); a `<scheme>:`
-    task's options are resolved (paths made absolute) and checked by loading the task. A setting the schema has
-    beyond today's is a scaffold option (in `policy_args`).
+    Settings left None come from the backbone's environment (INNOLAB_LLM_*, or a backbone's own:
+    `backbone= "OPENAI"` reads OPENAI_BASE_URL, OPENAI_MODEL, OPENAI_API_KEY...); the API key is
+    never written, only its variable's name. The prior solution's file is read (its name and hash
+    recorded with its code); a `<scheme>:` task's options are resolved (paths made absolute) and
+    checked by loading the task. A setting the schema has beyond today's is a scaffold option (in
+    `policy_args`).
 
     Args:
         settings: the run's settings (`RunSettings` or a model derived from it).
@@ -48,26 +62,50 @@ def resolve(settings: RunSettings) -> RunConfig:
         The resolved configuration.
 
     Raises:
-        ValueError: a prior solution that is not a file, a backbone without an endpoint, bad model settings.
+        ValueError: a prior solution that is not a file, a backbone without an endpoint, bad model
+            settings.
         innolab.tasks.model.TaskError: task options a task does not take.
     """
     prior = Path(settings.prior_solution) if settings.prior_solution else None
     if prior is not None and not prior.is_file():
         raise ValueError(f"prior_solution: {prior} is not a file")
-    return _resolve(settings, prior.read_text(encoding="utf-8") if prior else None, prior.stem if prior else None)
+    return _resolve(
+        settings,
+        prior.read_text(encoding="utf-8") if prior else None,
+        prior.stem if prior else None,
+    )
 
 
-def _resolve(settings: RunSettings, prior_code: str | None, prior_name: str | None,
-             llm: dict[str, Any] | None = None) -> RunConfig:
+def _resolve(
+    settings: RunSettings,
+    prior_code: str | None,
+    prior_name: str | None,
+    llm: dict[str, Any] | None = None,
+) -> RunConfig:
     """`resolve` with the prior solution's code given (and further model settings, which win)."""
-    overrides = {"model": settings.model, "temperature": settings.temperature, "seed": settings.seed,
-                 **{k: getattr(settings, k) for k in ("base_url", "top_p", "max_tokens")
-                    if getattr(settings, k) is not None}, **(llm or {})}
+    overrides = {
+        "model": settings.model,
+        "temperature": settings.temperature,
+        "seed": settings.seed,
+        **{
+            k: getattr(settings, k)
+            for k in ("base_url", "top_p", "max_tokens")
+            if getattr(settings, k) is not None
+        },
+        **(llm or {}),
+    }
     backbone = settings.backbone
     resolved = LLMSettings.from_env(backbone or "INNOLAB_LLM", **overrides)
-    if backbone and backbone != "INNOLAB_LLM" and not (resolved.base_url and resolved.model != LOCAL_MODEL):
-        raise ValueError(f"backbone {backbone}: set {backbone}_BASE_URL and {backbone}_MODEL (and {backbone}_API_KEY "
-                         "where the endpoint needs one) to the endpoint that serves it")
+    if (
+        backbone
+        and backbone != "INNOLAB_LLM"
+        and not (resolved.base_url and resolved.model != LOCAL_MODEL)
+    ):
+        raise ValueError(
+            f"backbone {backbone}: set {backbone}_BASE_URL and {backbone}_MODEL "
+            f"(and {backbone}_API_KEY "
+            "where the endpoint needs one) to the endpoint that serves it"
+        )
     image = settings.image
     if settings.runtime == "docker" and image is None:
         from innolab.gym.docker_sandbox import DEFAULT_IMAGE
@@ -77,41 +115,80 @@ def _resolve(settings: RunSettings, prior_code: str | None, prior_name: str | No
     if prior_code is not None:
         digest = hashlib.sha256(prior_code.encode()).hexdigest()
         prior = {"name": prior_name or f"prior-{digest[:8]}", "sha256": digest, "code": prior_code}
-    scaffold_options = {name: getattr(settings, name) for name in type(settings).model_fields
-                        if name not in RunSettings.model_fields}
-    return RunConfig(task=settings.task, policy=SCAFFOLDS[settings.agent],
-                     task_options=resolve_task_options(settings.task, settings.task_options or None),
-                     policy_args={**settings.agent_options, **scaffold_options}, agent=settings.agent,
-                     llm=resolved.model_dump(exclude={"api_key"}), endpoint=endpoint_of(resolved),
-                     innovation_prompt=settings.innovation_prompt, prior_solution=prior,
-                     runtime=settings.runtime,  # type: ignore[arg-type]
-                     image=image, wall_clock_s=parse_duration(settings.budget), max_steps=settings.max_steps,
-                     seed=settings.seed)
+    scaffold_options = {
+        name: getattr(settings, name)
+        for name in type(settings).model_fields
+        if name not in RunSettings.model_fields
+    }
+    return RunConfig(
+        task=settings.task,
+        policy=SCAFFOLDS[settings.agent],
+        task_options=resolve_task_options(settings.task, settings.task_options or None),
+        policy_args={**settings.agent_options, **scaffold_options},
+        agent=settings.agent,
+        llm=resolved.model_dump(exclude={"api_key"}),
+        endpoint=endpoint_of(resolved),
+        innovation_prompt=settings.innovation_prompt,
+        prior_solution=prior,
+        runtime=settings.runtime,  # type: ignore[arg-type]
+        image=image,
+        wall_clock_s=parse_duration(settings.budget),
+        max_steps=settings.max_steps,
+        seed=settings.seed,
+    )
 
 
-def agent_config(agent: str, task: str, model: str | None = None, temperature: float | None = None,
-                 seed: int = 0, budget_s: float = 600.0, runtime: str = "local", max_steps: int | None = None,
-                 innovation_prompt: bool = False, initial_solution: str | None = None,
-                 settings: dict[str, Any] | None = None, image: str | None = None,
-                 prior_name: str | None = None, backbone: str | None = None,
-                 task_options: dict[str, Any] | None = None, **options: Any) -> RunConfig:
-    """`resolve` with the settings as arguments (notebook 01, tests): the prior solution given by its code
-    (`initial_solution`, named `prior_name`), further model settings in `settings` (they win), the scaffold's own
-    options as keywords.
+def agent_config(
+    agent: str,
+    task: str,
+    model: str | None = None,
+    temperature: float | None = None,
+    seed: int = 0,
+    budget_s: float = 600.0,
+    runtime: str = "local",
+    max_steps: int | None = None,
+    innovation_prompt: bool = False,
+    initial_solution: str | None = None,
+    settings: dict[str, Any] | None = None,
+    image: str | None = None,
+    prior_name: str | None = None,
+    backbone: str | None = None,
+    task_options: dict[str, Any] | None = None,
+    **options: Any,
+) -> RunConfig:
+    """`resolve` with the settings as arguments (notebook 01, tests): the prior solution given by
+    its code (`initial_solution`, named `prior_name`), further model settings in `settings` (they
+    win), the scaffold's own options as keywords.
 
     Raises:
-        innolab.runspec.SettingsError: a setting that breaks its rule (names the field and the rule).
+        innolab.runspec.SettingsError: a setting that breaks its rule (names the field and the
+        rule).
     """
-    run = validate_settings({"agent": agent, "task": task, "model": model, "temperature": temperature, "seed": seed,
-                             "budget": budget_s, "runtime": runtime, "max_steps": max_steps,
-                             "innovation_prompt": innovation_prompt, "image": image, "backbone": backbone,
-                             "task_options": task_options or {}, "agent_options": options})
+    run = validate_settings(
+        {
+            "agent": agent,
+            "task": task,
+            "model": model,
+            "temperature": temperature,
+            "seed": seed,
+            "budget": budget_s,
+            "runtime": runtime,
+            "max_steps": max_steps,
+            "innovation_prompt": innovation_prompt,
+            "image": image,
+            "backbone": backbone,
+            "task_options": task_options or {},
+            "agent_options": options,
+        }
+    )
     return _resolve(run, initial_solution, prior_name, llm=settings)  # type: ignore[arg-type]
 
 
 # Notebook 01's and older callers' names: the schema's defaults, and settings given as a mapping.
-RUN_PARAMETERS: dict[str, Any] = {name: field.get_default(call_default_factory=True)
-                                  for name, field in RunSettings.model_fields.items()}
+RUN_PARAMETERS: dict[str, Any] = {
+    name: field.get_default(call_default_factory=True)
+    for name, field in RunSettings.model_fields.items()
+}
 
 
 def config_from_parameters(parameters: dict[str, Any]) -> RunConfig:
@@ -124,10 +201,13 @@ def config_from_parameters(parameters: dict[str, Any]) -> RunConfig:
 
 
 def config_id(config: RunConfig) -> str:
-    """A configuration's stable id: the hash of its settled settings (what the endpoint reports is left out, so
-    that the id is known before the run starts)."""
-    fields = {k: v for k, v in config.as_dict().items()
-              if k != "model_reported" and not (k == "task_options" and not v)}  # ids made before it stay
+    """A configuration's stable id: the hash of its settled settings (what the endpoint reports is
+    left out, so that the id is known before the run starts)."""
+    fields = {
+        k: v
+        for k, v in config.as_dict().items()
+        if k != "model_reported" and not (k == "task_options" and not v)
+    }  # ids made before it stay
     return hashlib.sha256(json.dumps(fields, sort_keys=True, default=str).encode()).hexdigest()[:12]
 
 
@@ -139,7 +219,8 @@ def endpoint_of(settings: LLMSettings) -> str:
 
 
 def settle(config: RunConfig) -> RunConfig:
-    """Ask the endpoint which model it serves under the configured id (once, before the run starts)."""
+    """Ask the endpoint which model it serves under the configured id (once, before the run
+    starts)."""
     if config.llm is None or config.model_reported is not None:
         return config
     try:
@@ -150,18 +231,24 @@ def settle(config: RunConfig) -> RunConfig:
     return config
 
 
-def start(config: RunConfig, run_dir: Path | None = None, novelty: str | None = "default",
-          show_progress: bool = True) -> dict[str, Any]:
-    """Create a run folder, execute the run, score it; returns the outcome with V, G, ratio and N. A run whose
-    agent would be shown a hidden number does not start (innolab.tasks.leaks.LeakError)."""
+def start(
+    config: RunConfig,
+    run_dir: Path | None = None,
+    novelty: str | None = "default",
+    show_progress: bool = True,
+) -> dict[str, Any]:
+    """Create a run folder, execute the run, score it; returns the outcome with V, G, ratio and N. A
+    run whose agent would be shown a hidden number does not start
+    (innolab.tasks.leaks.LeakError)."""
     refuse_leaks(config)
     folder = create_run(settle(config), run_dir)
     return finish(execute(folder, show_progress=show_progress), novelty)
 
 
 def refuse_leaks(config: RunConfig) -> None:
-    """Scan everything the run's agent would be shown (innolab.gym.agent_view: description, prior solution,
-    prompt texts, sandbox files) for the task's hidden numbers; a task of another benchmark has none."""
+    """Scan everything the run's agent would be shown (innolab.gym.agent_view: description, prior
+    solution, prompt texts, sandbox files) for the task's hidden numbers; a task of another
+    benchmark has none."""
     from innolab.gym.agent_view import agent_view
     from innolab.tasks.leaks import refuse
     from innolab.tasks.registry import get_task
@@ -171,14 +258,17 @@ def refuse_leaks(config: RunConfig) -> None:
         refuse(task, agent_view(config, task))
 
 
-def resume(run_dir: Path, novelty: str | None = "default", show_progress: bool = True) -> dict[str, Any]:
-    """Continue a killed run from its last checkpoint (a finished one is only reported), then score it once."""
+def resume(
+    run_dir: Path, novelty: str | None = "default", show_progress: bool = True
+) -> dict[str, Any]:
+    """Continue a killed run from its last checkpoint (a finished one is only reported), then score
+    it once."""
     return finish(execute(Path(run_dir), resume=True, show_progress=show_progress), novelty)
 
 
 def finish(outcome: dict[str, Any], novelty: str | None) -> dict[str, Any]:
-    """Score a finished run once; a task of another benchmark is judged by its own tools (EXP-Bench: `innolab
-    expbench judge --run`), so its outcome carries the artefacts the run left instead."""
+    """Score a finished run once; a task of another benchmark is judged by its own tools (EXP-Bench:
+    `innolab expbench judge --run`), so its outcome carries the artefacts the run left instead."""
     if scheme_of(RunDir(Path(outcome["run_dir"])).read_config()["task"]) is not None:
         return outcome
     scored = score_run(outcome["run_dir"], novelty_backend=novelty)
@@ -187,34 +277,53 @@ def finish(outcome: dict[str, Any], novelty: str | None) -> dict[str, Any]:
 
 
 def replay(run_dir: Path) -> dict[str, Any]:
-    """Re-run a finished run with every LLM answer taken from its cache (a cache miss is an error)."""
+    """Re-run a finished run with every LLM answer taken from its cache (a cache miss is an
+    error)."""
     source = RunDir(Path(run_dir))
     config = load_config(source.root)
     if not source.llm_cache.is_file():
         raise ValueError(f"{run_dir} has no {LLM_CACHE}: only LLM runs can be replayed")
-    args = {**config.policy_args, "cache_path": str(source.llm_cache.resolve()), "replay_only": True}
-    copy = RunConfig(**{**asdict(config), "policy_args": args, "wall_clock_s": None,
-                        "max_steps": source.steps_taken() or config.max_steps})
+    args = {
+        **config.policy_args,
+        "cache_path": str(source.llm_cache.resolve()),
+        "replay_only": True,
+    }
+    copy = RunConfig(
+        **{
+            **asdict(config),
+            "policy_args": args,
+            "wall_clock_s": None,
+            "max_steps": source.steps_taken() or config.max_steps,
+        }
+    )
     target = Path(f"{source.root}-replay-{secrets.token_hex(2)}")
     return start(copy, target, novelty=None, show_progress=False)
 
 
-def run_or_resume(config: RunConfig, run_dir: Path, novelty: str | None = "default",
-                  show_progress: bool = True, heartbeat_s: float = HEARTBEAT_S,
-                  stale_s: float = STALE_S) -> dict[str, Any]:
-    """Start the run in run_dir, or continue it when that folder already holds it (a finished run is only
-    reported): what the run notebook does, so that re-executing it never starts a run twice.
+def run_or_resume(
+    config: RunConfig,
+    run_dir: Path,
+    novelty: str | None = "default",
+    show_progress: bool = True,
+    heartbeat_s: float = HEARTBEAT_S,
+    stale_s: float = STALE_S,
+) -> dict[str, Any]:
+    """Start the run in run_dir, or continue it when that folder already holds it (a finished run is
+    only reported): what the run notebook does, so that re-executing it never starts a run twice.
 
-    The folder is locked while its run executes (innolab.runlock): a second executor (a sweep's task executed again
-    by Dask while the first is alive, or while a killed one's kernel is still shutting down) waits as long as the
-    holder's heartbeat is fresh, then resumes the run, or takes the lock over from a holder whose heartbeat stayed
-    unchanged for stale_s (stopped, hung, or dead on another machine)."""
+    The folder is locked while its run executes (innolab.runlock): a second executor (a sweep's task
+    executed again by Dask while the first is alive, or while a killed one's kernel is still
+    shutting down) waits as long as the holder's heartbeat is fresh, then resumes the run, or takes
+    the lock over from a holder whose heartbeat stayed unchanged for stale_s (stopped, hung, or dead
+    on another machine)."""
     folder = RunDir(Path(run_dir))
     with RunLock(folder.root, heartbeat_s=heartbeat_s, stale_s=stale_s):
         if folder.exists():
             recorded = RunConfig.from_dict(folder.read_config())
             if config_id(recorded) != config_id(config):
-                raise ValueError(f"{folder.root} holds a run of another configuration "
-                                 f"({config_id(recorded)}, not {config_id(config)})")
+                raise ValueError(
+                    f"{folder.root} holds a run of another configuration "
+                    f"({config_id(recorded)}, not {config_id(config)})"
+                )
             return resume(folder.root, novelty=novelty, show_progress=show_progress)
         return start(config, folder.root, novelty=novelty, show_progress=show_progress)

@@ -1,11 +1,12 @@
 """The run schema: one pydantic model of a run's user-facing settings, and what is derived from it.
 
-`RunSettings` declares each setting once (type, default, rule, description). From it come: the command line's
-options (`add_options` / `settings_from_args`), the sweep spec's all-optional `RunFields` (`optional_fields`),
-notebook 20's parameters cell (`parameters_cell`) and the run table's configuration columns (`config_columns`).
-Every derivation takes the model as an argument (default `RunSettings`), so a setting added to the model appears
-in all four. A setting that is not one of today's is a scaffold option: `runner.resolve` puts it in the run's
-`policy_args` and its column reads it from there.
+`RunSettings` declares each setting once (type, default, rule, description). From it come: the
+command line's options (`add_options` / `settings_from_args`), the sweep spec's all-optional
+`RunFields` (`optional_fields`), notebook 20's parameters cell (`parameters_cell`) and the run
+table's configuration columns (`config_columns`). Every derivation takes the model as an argument
+(default `RunSettings`), so a setting added to the model appears in all four. A setting that is not
+one of today's is a scaffold option: `runner.resolve` puts it in the run's `policy_args` and its
+column reads it from there.
 """
 
 from __future__ import annotations
@@ -26,9 +27,21 @@ from innolab.gym.budget import BudgetError, parse_duration
 from innolab.gym.policy import RunConfig
 from innolab.llm.settings import MaxTokens, Temperature, TopP
 
-__all__ = ["NOVELTY_CHOICES", "Choices", "RunSettings", "Setting", "SettingsError", "add_options", "columns",
-           "config_columns", "novelty_choices", "optional_fields", "parameters_cell", "settings_from_args",
-           "validate_settings"]
+__all__ = [
+    "NOVELTY_CHOICES",
+    "Choices",
+    "RunSettings",
+    "Setting",
+    "SettingsError",
+    "add_options",
+    "columns",
+    "config_columns",
+    "novelty_choices",
+    "optional_fields",
+    "parameters_cell",
+    "settings_from_args",
+    "validate_settings",
+]
 
 
 class SettingsError(ValueError):
@@ -64,9 +77,9 @@ class Choices:
 class Setting:
     """How a setting shows outside the model.
 
-    `column`: its run-table column ("" names it after the field; None: no column). `read`: how the column reads a
-    resolved configuration (None: the scaffold option of the field's name in `policy_args`). `flags`: further
-    command-line spellings (kept from before the schema).
+    `column`: its run-table column ("" names it after the field; None: no column). `read`: how the
+    column reads a resolved configuration (None: the scaffold option of the field's name in
+    `policy_args`). `flags`: further command-line spellings (kept from before the schema).
     """
 
     column: str | None = ""
@@ -117,60 +130,92 @@ ENV_PREFIX = r"^[A-Za-z_][A-Za-z0-9_]*$"
 
 
 class RunSettings(BaseModel):
-    """A run's settings as a user gives them (CLI options, a sweep spec's fields, notebook 20's parameters).
+    """A run's settings as a user gives them (CLI options, sweep spec fields, notebook parameters).
 
-    Settings left None come from the backbone's environment (INNOLAB_LLM_* or PREFIX_*) once, when the run's
-    configuration is resolved (`runner.resolve`), and are written to its config.json.
+    Settings left None come from the backbone's environment (INNOLAB_LLM_* or PREFIX_*) once, when
+    the run's configuration is resolved (`runner.resolve`), and are written to its config.json.
     """
 
     model_config = ConfigDict(extra="forbid")
 
     task: Annotated[str, Setting(read=lambda c: c.task)] = Field(
-        default="circle-packing-26", min_length=1,
-        description="a task id, a task folder, or <scheme>:<reference> (expbench:<conf>/<paper>/<i>)")
+        default="circle-packing-26",
+        min_length=1,
+        description="a task id, a task folder, or <scheme>:<reference> "
+        "(expbench:<conf>/<paper>/<i>)",
+    )
     agent: Annotated[str, Choices(_scaffolds), Setting(read=lambda c: c.agent)] = Field(
-        default="aide", description="the scaffold")
+        default="aide", description="the scaffold"
+    )
     backbone: Annotated[str | None, Setting(read=_backbone)] = Field(
-        default=None, pattern=ENV_PREFIX,
-        description="an environment-variable prefix naming an endpoint (OPENAI: OPENAI_BASE_URL, _MODEL, "
-                    "_API_KEY); None: INNOLAB_LLM")
-    model: Annotated[str | None, Setting(read=lambda c: c.model_reported or _llm(c, "model"))] = Field(
-        default=None, description="None: the backbone's model ($INNOLAB_LLM_MODEL) or the embedded model")
+        default=None,
+        pattern=ENV_PREFIX,
+        description="an environment-variable prefix naming an endpoint "
+        "(OPENAI: OPENAI_BASE_URL, _MODEL, "
+        "_API_KEY); None: INNOLAB_LLM",
+    )
+    model: Annotated[str | None, Setting(read=lambda c: c.model_reported or _llm(c, "model"))] = (
+        Field(
+            default=None,
+            description="None: the backbone's model ($INNOLAB_LLM_MODEL) or the embedded model",
+        )
+    )
     base_url: Annotated[str | None, NO_COLUMN] = Field(
-        default=None, description="None: the backbone's endpoint ($INNOLAB_LLM_BASE_URL) or the embedded model")
-    temperature: Annotated[Temperature | None, Setting(read=lambda c: _llm(c, "temperature"))] = Field(
-        default=None, description="None: $INNOLAB_LLM_TEMPERATURE or 0.7")
+        default=None,
+        description="None: the backbone's endpoint ($INNOLAB_LLM_BASE_URL) or the embedded model",
+    )
+    temperature: Annotated[Temperature | None, Setting(read=lambda c: _llm(c, "temperature"))] = (
+        Field(default=None, description="None: $INNOLAB_LLM_TEMPERATURE or 0.7")
+    )
     top_p: Annotated[TopP | None, Setting(read=lambda c: _llm(c, "top_p"))] = Field(
-        default=None, description="nucleus sampling; None: $INNOLAB_LLM_TOP_P or the endpoint's")
+        default=None, description="nucleus sampling; None: $INNOLAB_LLM_TOP_P or the endpoint's"
+    )
     max_tokens: Annotated[MaxTokens | None, NO_COLUMN] = Field(
-        default=None, description="a reply's token cap; None: $INNOLAB_LLM_MAX_TOKENS or 512")
+        default=None, description="a reply's token cap; None: $INNOLAB_LLM_MAX_TOKENS or 512"
+    )
     seed: Annotated[int, Setting(read=lambda c: c.seed)] = Field(
-        default=0, description="the run seed; each model call's seed derives from (seed, call index)")
+        default=0,
+        description="the run seed; each model call's seed derives from (seed, call index)",
+    )
     budget: Annotated[Duration, Setting(column="budget_s", read=lambda c: c.wall_clock_s)] = Field(
-        default="60s", description="wall clock, e.g. 90s, 10m, 12h (a number: seconds)")
-    max_steps: Annotated[int | None, NO_COLUMN] = Field(default=None, gt=0, description="None: no step limit")
+        default="60s", description="wall clock, e.g. 90s, 10m, 12h (a number: seconds)"
+    )
+    max_steps: Annotated[int | None, NO_COLUMN] = Field(
+        default=None, gt=0, description="None: no step limit"
+    )
     runtime: Annotated[str, Choices(_runtimes), Setting(read=lambda c: c.runtime)] = Field(
-        default="local", description="where the agent's sandbox runs")
+        default="local", description="where the agent's sandbox runs"
+    )
     image: Annotated[str | None, NO_COLUMN] = Field(
-        default=None, description="docker image (None: innolab/base:latest)")
+        default=None, description="docker image (None: innolab/base:latest)"
+    )
     innovation_prompt: Annotated[bool, Setting(read=lambda c: c.innovation_prompt)] = Field(
-        default=False, description="ask explicitly for a novel method")
-    prior_solution: Annotated[str | None, AfterValidator(_is_file_name),
-                              Setting(read=lambda c: (c.prior_solution or {}).get("name"),
-                                      flags=("--initial-solution",))] = Field(
-        default=None, description="path of a prior solution's code to start from (its name and hash are recorded)")
+        default=False, description="ask explicitly for a novel method"
+    )
+    prior_solution: Annotated[
+        str | None,
+        AfterValidator(_is_file_name),
+        Setting(read=lambda c: (c.prior_solution or {}).get("name"), flags=("--initial-solution",)),
+    ] = Field(
+        default=None,
+        description="path of a prior solution's code to start from "
+        "(its name and hash are recorded)",
+    )
     agent_options: Annotated[dict[str, Any], NO_COLUMN] = Field(
-        default_factory=dict, description='the scaffold\'s own options, e.g. {"num_drafts": 2}')
+        default_factory=dict, description='the scaffold\'s own options, e.g. {"num_drafts": 2}'
+    )
     task_options: Annotated[dict[str, Any], NO_COLUMN] = Field(
         default_factory=dict,
-        description='what a `<scheme>:` task needs, e.g. {"repo": CLONE} for expbench:<conf>/<paper>/<i>')
+        description='what a `<scheme>:` task needs, e.g. {"repo": CLONE} '
+        "for expbench:<conf>/<paper>/<i>",
+    )
 
 
-# ------------------------------------------------------------------------------------------------ reading a field
+# --------------------------------------------------------------------------------- reading a field
 
 
 def setting_of(field: FieldInfo) -> Setting:
-    """The field's `Setting` (a field without one: a column of its own name, read from policy_args)."""
+    """The field's `Setting` (without one: a column of its name, read from policy_args)."""
     return next((m for m in field.metadata if isinstance(m, Setting)), Setting())
 
 
@@ -187,7 +232,8 @@ def _plain_type(field: FieldInfo) -> type:
         annotation = get_args(annotation)[0]
     if get_origin(annotation) in (Union, types.UnionType):
         members = [a for a in get_args(annotation) if a is not type(None)]
-        annotation = members[0] if len(members) == 1 else str  # str | float (a duration): read as text
+        # str | float (a duration) is read as text
+        annotation = members[0] if len(members) == 1 else str
     if get_origin(annotation) is Annotated:
         annotation = get_args(annotation)[0]
     origin = get_origin(annotation) or annotation
@@ -215,32 +261,41 @@ def validate_settings(values: dict[str, Any], model: type[BaseModel] | None = No
     try:
         return model(**values)
     except ValidationError as error:
-        raise SettingsError("; ".join(
-            f"{'.'.join(str(p) for p in e['loc']) or 'settings'}: {e['msg'].removeprefix('Value error, ')}"
-            for e in error.errors())) from None
+        raise SettingsError(
+            "; ".join(
+                f"{'.'.join(str(p) for p in e['loc']) or 'settings'}: "
+                f"{e['msg'].removeprefix('Value error, ')}"
+                for e in error.errors()
+            )
+        ) from None
 
 
-# ------------------------------------------------------------------------------------------------ (a) command line
+# -------------------------------------------------------------------------------- (a) command line
 
 
 def _flag(name: str) -> str:
     return "--" + name.replace("_", "-")
 
 
-def add_options(parser: argparse.ArgumentParser, model: type[BaseModel] | None = None,
-                only: Sequence[str] | None = None, defaults: dict[str, Any] | None = None,
-                required: Sequence[str] = ()) -> None:
-    """One command-line option per setting of the schema: `--name` (its type, choices and description).
+def add_options(
+    parser: argparse.ArgumentParser,
+    model: type[BaseModel] | None = None,
+    only: Sequence[str] | None = None,
+    defaults: dict[str, Any] | None = None,
+    required: Sequence[str] = (),
+) -> None:
+    """One command-line option per setting of the schema: `--name`, its type, choices and help.
 
-    Options default to None (the schema's default applies when read back, unless `defaults` gives the command's
-    own); a bool setting is a switch; a dict setting is given as repeated `KEY=VALUE` (VALUE read as YAML).
+    Options default to None (the schema's default applies when read back, unless `defaults` gives
+    the command's own); a bool setting is a switch; a dict setting is given as repeated `KEY=VALUE`
+    (VALUE read as YAML).
 
     Args:
         parser: the command's parser.
         model: the run schema (default `RunSettings`).
         only: the settings this command takes (default: all).
-        defaults: the command's own defaults, shown in the help (None: the command has none, e.g. a setting
-            it needs given).
+        defaults: the command's own defaults, shown in the help (None: the command has none, e.g. a
+            setting it needs given).
         required: settings this command requires.
     """
     model = model or RunSettings
@@ -255,13 +310,26 @@ def add_options(parser: argparse.ArgumentParser, model: type[BaseModel] | None =
         if kind is bool:
             parser.add_argument(*flags, dest=name, action="store_true", default=None, help=text)
         elif kind is dict:
-            parser.add_argument(*flags, dest=name, action="append", metavar="KEY=VALUE", default=None,
-                                help=f"{text} (repeatable)")
+            parser.add_argument(
+                *flags,
+                dest=name,
+                action="append",
+                metavar="KEY=VALUE",
+                default=None,
+                help=f"{text} (repeatable)",
+            )
         else:
             shown = "" if default is None else f" (default {default})"
-            parser.add_argument(*flags, dest=name, type=kind, choices=choices_of(field), default=None,
-                                required=name in required, metavar=None if choices_of(field) else name.upper(),
-                                help=text + shown)
+            parser.add_argument(
+                *flags,
+                dest=name,
+                type=kind,
+                choices=choices_of(field),
+                default=None,
+                required=name in required,
+                metavar=None if choices_of(field) else name.upper(),
+                help=text + shown,
+            )
 
 
 def _pairs(name: str, items: list[str]) -> dict[str, Any]:
@@ -277,8 +345,12 @@ def _pairs(name: str, items: list[str]) -> dict[str, Any]:
     return out
 
 
-def settings_from_args(args: argparse.Namespace, model: type[BaseModel] | None = None,
-                       defaults: dict[str, Any] | None = None, **given: Any) -> BaseModel:
+def settings_from_args(
+    args: argparse.Namespace,
+    model: type[BaseModel] | None = None,
+    defaults: dict[str, Any] | None = None,
+    **given: Any,
+) -> BaseModel:
     """The settings the options of `add_options` were given, validated.
 
     Args:
@@ -305,11 +377,15 @@ def settings_from_args(args: argparse.Namespace, model: type[BaseModel] | None =
     return validate_settings(values, model)
 
 
-# ------------------------------------------------------------------------------------------------ (b) sweep fields
+# -------------------------------------------------------------------------------- (b) sweep fields
 
 
-def optional_fields(model: type[BaseModel] | None = None, name: str = "RunFields",
-                    extra: dict[str, Any] | None = None, doc: str | None = None) -> type[BaseModel]:
+def optional_fields(
+    model: type[BaseModel] | None = None,
+    name: str = "RunFields",
+    extra: dict[str, Any] | None = None,
+    doc: str | None = None,
+) -> type[BaseModel]:
     """The schema with every setting optional (None: the run's default), same types and rules.
 
     Args:
@@ -327,11 +403,13 @@ def optional_fields(model: type[BaseModel] | None = None, name: str = "RunFields
         info = FieldInfo.merge_field_infos(field, default=None)
         info.default_factory = None
         fields[key] = (field.annotation | None, info)
-    built = create_model(name, __config__=ConfigDict(extra="forbid"), __doc__=doc, **fields, **(extra or {}))
+    built = create_model(
+        name, __config__=ConfigDict(extra="forbid"), __doc__=doc, **fields, **(extra or {})
+    )
     return built
 
 
-# ------------------------------------------------------------------------------------------------ (c) notebook 20
+# --------------------------------------------------------------------------------- (c) notebook 20
 
 
 def novelty_choices() -> list[str]:
@@ -364,28 +442,45 @@ def _comment(field: FieldInfo) -> str:
 def notebook_parameters() -> list[tuple[str, Any, str]]:
     """Notebook 20's own parameters after the settings: (name, default, comment)."""
     return [
-        ("novelty", "default",
-         f"back end for N when the run is scored: {' | '.join(novelty_choices()[:-1])}; None: skip"),
+        (
+            "novelty",
+            "default",
+            f"back end for N when the run is scored: {' | '.join(novelty_choices()[:-1])}; "
+            "None: skip",
+        ),
         ("run_dir", None, "None: results/runs/<id>; a folder that holds the run resumes it"),
-        ("config", None, "set by a sweep: the resolved configuration (config.json's fields), run as it is"),
+        (
+            "config",
+            None,
+            "set by a sweep: the resolved configuration (config.json's fields), run as it is",
+        ),
         ("config_id", None, "set by a sweep: the id the configuration must have (checked)"),
-        ("embedded_url", None, "set by a sweep: the embedded-model server it started for all its runs"),
+        (
+            "embedded_url",
+            None,
+            "set by a sweep: the embedded-model server it started for all its runs",
+        ),
         ("results_dir", "../results", ""),
         ("figures_dir", "../figures", ""),
     ]
 
 
 def parameters_cell(model: type[BaseModel] | None = None) -> str:
-    """The source of notebook 20's parameters cell: one line per setting (its default and description), then
-    the notebook's own parameters."""
+    """The source of notebook 20's parameters cell: one line per setting (its default and
+    description), then the notebook's own parameters."""
     model = model or RunSettings
-    lines = [f"{name} = {_literal(_default(field))}{_comment(field)}" for name, field in model.model_fields.items()]
-    lines += [f"{name} = {_literal(value)}" + (f"  # {text}" if text else "")
-              for name, value, text in notebook_parameters()]
+    lines = [
+        f"{name} = {_literal(_default(field))}{_comment(field)}"
+        for name, field in model.model_fields.items()
+    ]
+    lines += [
+        f"{name} = {_literal(value)}" + (f"  # {text}" if text else "")
+        for name, value, text in notebook_parameters()
+    ]
     return "\n".join(lines)
 
 
-# ------------------------------------------------------------------------------------------------ (d) run table
+# ----------------------------------------------------------------------------------- (d) run table
 
 
 def columns(model: type[BaseModel] | None = None) -> list[str]:
@@ -407,7 +502,8 @@ def config_columns(config: RunConfig, model: type[BaseModel] | None = None) -> d
         model: the run schema (default `RunSettings`).
 
     Returns:
-        Today: task, agent, backbone, model, temperature, top_p, seed, budget_s, runtime, innovation_prompt,
+        Today: task, agent, backbone, model, temperature, top_p, seed, budget_s, runtime,
+            innovation_prompt,
         prior_solution; a setting added to the schema adds its column.
     """
     model = model or RunSettings

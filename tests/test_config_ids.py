@@ -1,4 +1,4 @@
-"""Config ids are known answers: computed with the code before the run schema was typed, they must never change."""
+"""Config ids are known answers, computed with the code before the run schema: they never change."""
 
 from __future__ import annotations
 
@@ -23,59 +23,153 @@ def clean_environment(monkeypatch):
 def test_ids_of_resolved_configurations(tmp_path, monkeypatch):
     assert runner.config_id(runner.agent_config("aide", "circle-packing-26")) == "decb886a2a14"
     assert runner.config_id(runner.config_from_parameters({})) == "dd95061a5f44"
-    assert runner.config_id(runner.agent_config(
-        "codeact", "circle-packing-26", temperature=1.1, seed=5, budget_s=600.0, max_steps=None,
-        innovation_prompt=False, task_options=None)) == "787d40660a85"
-    sampling = {"agent": "codeact", "temperature": 0.3, "top_p": 0.9, "max_tokens": 256, "budget": "2m",
-                "max_steps": 7, "base_url": "http://127.0.0.1:9/v1", "model": "m1"}
+    assert (
+        runner.config_id(
+            runner.agent_config(
+                "codeact",
+                "circle-packing-26",
+                temperature=1.1,
+                seed=5,
+                budget_s=600.0,
+                max_steps=None,
+                innovation_prompt=False,
+                task_options=None,
+            )
+        )
+        == "787d40660a85"
+    )
+    sampling = {
+        "agent": "codeact",
+        "temperature": 0.3,
+        "top_p": 0.9,
+        "max_tokens": 256,
+        "budget": "2m",
+        "max_steps": 7,
+        "base_url": "http://127.0.0.1:9/v1",
+        "model": "m1",
+    }
     assert runner.config_id(runner.config_from_parameters(sampling)) == "094f80e182b6"
     prior = tmp_path / "prior_best.py"
     prior.write_text("print('prior')\n")
-    assert runner.config_id(runner.config_from_parameters(
-        {"prior_solution": str(prior), "innovation_prompt": True, "budget": 30})) == "1413c4e51af1"
-    assert runner.config_id(runner.config_from_parameters(
-        {"runtime": "docker", "task": "job-shop-taillard-41-50", "agent_options": {"num_drafts": 3},
-         "task_options": {}})) == "1e3f4112ef67"
+    assert (
+        runner.config_id(
+            runner.config_from_parameters(
+                {"prior_solution": str(prior), "innovation_prompt": True, "budget": 30}
+            )
+        )
+        == "1413c4e51af1"
+    )
+    assert (
+        runner.config_id(
+            runner.config_from_parameters(
+                {
+                    "runtime": "docker",
+                    "task": "job-shop-taillard-41-50",
+                    "agent_options": {"num_drafts": 3},
+                    "task_options": {},
+                }
+            )
+        )
+        == "1e3f4112ef67"
+    )
     monkeypatch.setenv("OPENAI_BASE_URL", "https://api.example.org/v1")
     monkeypatch.setenv("OPENAI_MODEL", "gpt-x")
     monkeypatch.setenv("OPENAI_API_KEY", "sk-secret")
-    assert runner.config_id(runner.config_from_parameters(
-        {"agent": "mlab", "backbone": "OPENAI", "seed": 2})) == "07c3384d4496"
+    assert (
+        runner.config_id(
+            runner.config_from_parameters({"agent": "mlab", "backbone": "OPENAI", "seed": 2})
+        )
+        == "07c3384d4496"
+    )
 
 
 def test_ids_of_the_reference_sweep():
     from innolab.sweep import expand, load_spec
 
     ids = sorted(c.config_id for c in expand(load_spec(data_dir() / "sweeps" / "offline.yaml")))
-    assert ids == ["01fcd861d5ec", "189db263ffe7", "4deb12747cc7", "59abd5fcadf5", "699f13fbb8be", "aeb62fb6a768",
-                   "c497685ccc9e", "f362acca2700"]
+    assert ids == [
+        "01fcd861d5ec",
+        "189db263ffe7",
+        "4deb12747cc7",
+        "59abd5fcadf5",
+        "699f13fbb8be",
+        "aeb62fb6a768",
+        "c497685ccc9e",
+        "f362acca2700",
+    ]
 
 
 def test_ids_of_config_files_written_before():
     written = {  # a config.json of the reference sweep, as the run wrote it
-        "task": "circle-packing-26", "policy": "innolab.agents.codeact:CodeActAgent", "policy_args": {},
+        "task": "circle-packing-26",
+        "policy": "innolab.agents.codeact:CodeActAgent",
+        "policy_args": {},
         "agent": "codeact",
-        "llm": {"base_url": None, "api_key_env": "INNOLAB_LLM_API_KEY", "model": "smollm2", "temperature": 0.25,
-                "top_p": None, "seed": 0, "max_tokens": 512, "timeout_s": 120.0, "max_retries": 4,
-                "backoff_s": 0.5, "price_in": None, "price_out": None},
-        "endpoint": "embedded", "model_reported": "SmolLM2-135M-Instruct.Q4_1", "innovation_prompt": False,
-        "prior_solution": None, "runtime": "local", "image": None, "wall_clock_s": 30.0, "max_steps": None,
-        "max_tokens": None, "max_cost_usd": None, "seed": 0, "seed_rule": SEED_RULE, "tool_timeouts": {},
-        "stall_steps": 5, "task_options": {}}
+        "llm": {
+            "base_url": None,
+            "api_key_env": "INNOLAB_LLM_API_KEY",
+            "model": "smollm2",
+            "temperature": 0.25,
+            "top_p": None,
+            "seed": 0,
+            "max_tokens": 512,
+            "timeout_s": 120.0,
+            "max_retries": 4,
+            "backoff_s": 0.5,
+            "price_in": None,
+            "price_out": None,
+        },
+        "endpoint": "embedded",
+        "model_reported": "SmolLM2-135M-Instruct.Q4_1",
+        "innovation_prompt": False,
+        "prior_solution": None,
+        "runtime": "local",
+        "image": None,
+        "wall_clock_s": 30.0,
+        "max_steps": None,
+        "max_tokens": None,
+        "max_cost_usd": None,
+        "seed": 0,
+        "seed_rule": SEED_RULE,
+        "tool_timeouts": {},
+        "stall_steps": 5,
+        "task_options": {},
+    }
     loaded = RunConfig.from_dict(json.loads(json.dumps(written)))
     assert runner.config_id(loaded) == "4deb12747cc7"
-    assert loaded.llm.temperature == 0.25 and loaded.as_dict() == written  # typed, written back as it was
-    legacy = {  # written before the settings were settled: model settings in policy_args, an `extra` bag
-        "task": "circle-packing-26", "policy": "innolab.agents.aide:make", "agent": "aide", "extra": {"x": 1},
-        "policy_args": {"settings": {"model": "smollm2", "temperature": 0.5, "seed": 1}, "innovation_prompt": True,
-                        "initial_solution": "print(1)\n", "cache_path": "/c.sqlite", "num_drafts": 2},
-        "wall_clock_s": 120.0, "seed": 1}
+    assert (
+        loaded.llm.temperature == 0.25 and loaded.as_dict() == written
+    )  # typed, written back as it was
+    # written before the settings were settled: model settings in policy_args, an `extra` bag
+    legacy = {
+        "task": "circle-packing-26",
+        "policy": "innolab.agents.aide:make",
+        "agent": "aide",
+        "extra": {"x": 1},
+        "policy_args": {
+            "settings": {"model": "smollm2", "temperature": 0.5, "seed": 1},
+            "innovation_prompt": True,
+            "initial_solution": "print(1)\n",
+            "cache_path": "/c.sqlite",
+            "num_drafts": 2,
+        },
+        "wall_clock_s": 120.0,
+        "seed": 1,
+    }
     loaded = RunConfig.from_dict(legacy)
     assert runner.config_id(loaded) == "f6357d61123e"
     assert loaded.policy_args == {"num_drafts": 2} and loaded.innovation_prompt
     assert loaded.prior_solution == {"name": "prior", "sha256": None, "code": "print(1)\n"}
-    assert loaded.llm.max_tokens == 512 and loaded.as_dict()["llm"] == {"model": "smollm2", "temperature": 0.5,
-                                                                        "seed": 1}  # only what the file held
-    with_options = RunConfig(task="expbench:confA/111/0", policy="innolab.agents.codeact:make", agent="codeact",
-                             llm={"model": "smollm2", "temperature": 0.7}, task_options={"repo": "/r", "data": "/d"})
+    assert loaded.llm.max_tokens == 512 and loaded.as_dict()["llm"] == {
+        "model": "smollm2",
+        "temperature": 0.5,
+        "seed": 1,
+    }  # only what the file held
+    with_options = RunConfig(
+        task="expbench:confA/111/0",
+        policy="innolab.agents.codeact:make",
+        agent="codeact",
+        llm={"model": "smollm2", "temperature": 0.7},
+        task_options={"repo": "/r", "data": "/d"},
+    )
     assert runner.config_id(with_options) == "e8c787a8ec5a"

@@ -1,7 +1,7 @@
 """The `innolab` command line: the parser of every command group, and `main`.
 
-Each command group is a module of this package (`register` adds its commands, whose handlers parse options only
-and call the library); this module only assembles them.
+Each command group is a module of this package (`register` adds its commands, whose handlers parse
+options only and call the library); this module only assembles them.
 """
 
 from __future__ import annotations
@@ -21,7 +21,8 @@ def build_parser() -> argparse.ArgumentParser:
     """The `innolab` parser: each group's commands, in the order of `GROUPS`."""
     parser = argparse.ArgumentParser(
         prog="innolab",
-        description="Measure the innovation potential of AI agents: performance gain and novelty (InnoGym).",
+        description="Measure the innovation potential of AI agents: performance gain and novelty "
+        "(InnoGym).",
     )
     parser.add_argument("--version", action="version", version=f"innolab {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")

@@ -1,4 +1,4 @@
-"""What the command modules share: the subparsers type and the one way a command reports bad input."""
+"""What the command modules share: the subparsers type and how a command reports bad input."""
 
 from __future__ import annotations
 

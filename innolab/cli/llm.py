@@ -9,10 +9,16 @@ from innolab.cli.common import Commands, group
 
 def register(commands: Commands) -> None:
     """Add `llm serve|replay`."""
-    sub = group(commands, "llm", "the LLM layer: serve the embedded model, replay a run from its cache")
-    serve_cmd = sub.add_parser("serve", help="serve SmolLM2-135M-Instruct on 127.0.0.1; prints the base URL")
+    sub = group(
+        commands, "llm", "the LLM layer: serve the embedded model, replay a run from its cache"
+    )
+    serve_cmd = sub.add_parser(
+        "serve", help="serve SmolLM2-135M-Instruct on 127.0.0.1; prints the base URL"
+    )
     serve_cmd.set_defaults(handler=serve)
-    replay_cmd = sub.add_parser("replay", help="re-run a finished run from its response cache, no endpoint")
+    replay_cmd = sub.add_parser(
+        "replay", help="re-run a finished run from its response cache, no endpoint"
+    )
     replay_cmd.add_argument("run_dir", metavar="RUN_DIR")
     replay_cmd.set_defaults(handler=replay)
 

@@ -1,4 +1,4 @@
-"""`innolab novelty`: distances between two methods, the back ends' validation, a solution's method card."""
+"""`innolab novelty`: distances between methods, the back ends' validation, method cards."""
 
 from __future__ import annotations
 
@@ -14,22 +14,38 @@ def register(commands: Commands) -> None:
     from innolab.novelty.registry import BACKENDS
 
     sub = group(commands, "novelty", "method cards and novelty distances (DAGENT and others)")
-    dist = sub.add_parser("distance", help="distance 0-100 between two method descriptions or programs")
-    dist.add_argument("--backend", choices=BACKENDS, default=None,
-                      help="default: llm where $INNOLAB_LLM_BASE_URL is set, else ast (prints the distance "
-                           "last)")
+    dist = sub.add_parser(
+        "distance", help="distance 0-100 between two method descriptions or programs"
+    )
+    dist.add_argument(
+        "--backend",
+        choices=BACKENDS,
+        default=None,
+        help="default: llm where $INNOLAB_LLM_BASE_URL is set, else ast (prints the distance last)",
+    )
     dist.add_argument("file_a", metavar="FILE_A")
     dist.add_argument("file_b", metavar="FILE_B")
     dist.set_defaults(handler=distance)
-    val = sub.add_parser("validate", help="every back end on the project's full triplet set: agreement, "
-                         "means, Spearman where human scores exist, Krippendorff's alpha with >= 2 judges")
-    val.add_argument("--backend", action="append", choices=BACKENDS,
-                     help="repeat for several (default: ast, tfidf, embedding)")
-    val.add_argument("--models", help="comma-separated judge models for the llm back end (>= 2: alpha)")
+    val = sub.add_parser(
+        "validate",
+        help="every back end on the project's full triplet set: agreement, "
+        "means, Spearman where human scores exist, Krippendorff's alpha with >= 2 judges",
+    )
+    val.add_argument(
+        "--backend",
+        action="append",
+        choices=BACKENDS,
+        help="repeat for several (default: ast, tfidf, embedding)",
+    )
+    val.add_argument(
+        "--models", help="comma-separated judge models for the llm back end (>= 2: alpha)"
+    )
     val.add_argument("--limit", type=int, help="judge only the first N triplets of each kind (llm)")
     val.add_argument("--output", help="CSV path (default results/novelty/dagent_validation.csv)")
     val.set_defaults(handler=validate)
-    card_cmd = sub.add_parser("card", help="the method card (summary, pseudocode) of a solution file, by the LLM")
+    card_cmd = sub.add_parser(
+        "card", help="the method card (summary, pseudocode) of a solution file, by the LLM"
+    )
     card_cmd.add_argument("file", metavar="FILE")
     card_cmd.set_defaults(handler=card)
 
@@ -61,11 +77,18 @@ def validate(args: argparse.Namespace) -> int:
     from innolab.paths import project_root
 
     models = [m for m in (args.models or "").split(",") if m]
-    output = (Path(args.output) if args.output
-              else project_root() / "results" / "novelty" / "dagent_validation.csv")
+    output = (
+        Path(args.output)
+        if args.output
+        else project_root() / "results" / "novelty" / "dagent_validation.csv"
+    )
     try:
-        table = validation_table(args.backend or ["ast", "tfidf", "embedding"], output.parent / "cache",
-                                 models=models, llm_limit=args.limit)
+        table = validation_table(
+            args.backend or ["ast", "tfidf", "embedding"],
+            output.parent / "cache",
+            models=models,
+            llm_limit=args.limit,
+        )
     except NoveltyError as error:
         return fail("novelty validate", error)
     output.parent.mkdir(parents=True, exist_ok=True)

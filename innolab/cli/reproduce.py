@@ -1,4 +1,4 @@
-"""`innolab reproduce`: the analysis notebooks (and the offline sweep, the demo runs) executed headless."""
+"""`innolab reproduce`: the analysis notebooks, offline sweep and demo runs, executed headless."""
 
 from __future__ import annotations
 
@@ -17,22 +17,37 @@ def register(commands: Commands) -> None:
         description="Execute every analysis notebook headless (papermill); executed copies go to "
         "results/notebooks/ beside the outputs.",
     )
-    rep.add_argument("--only", action="append", metavar="NAME",
-                     help="run only this notebook (e.g. 10_main_results or main_results); repeatable")
-    rep.add_argument("--output", metavar="DIR",
-                     help="root for results/ and figures/ (default: the repository)")
-    rep.add_argument("--no-sweep", dest="sweep", action="store_false",
-                     help="skip the offline reference sweep (data/sweeps/offline.yaml) the analysis "
-                          "notebooks read")
-    rep.add_argument("--no-demos", dest="demos", action="store_false",
-                     help="skip the short demo run of each scaffold on the embedded model")
-    rep.add_argument("--demo-budget", default="60s",
-                     help="wall clock of each demo run (default 60s)")
+    rep.add_argument(
+        "--only",
+        action="append",
+        metavar="NAME",
+        help="run only this notebook (e.g. 10_main_results or main_results); repeatable",
+    )
+    rep.add_argument(
+        "--output", metavar="DIR", help="root for results/ and figures/ (default: the repository)"
+    )
+    rep.add_argument(
+        "--no-sweep",
+        dest="sweep",
+        action="store_false",
+        help="skip the offline reference sweep (data/sweeps/offline.yaml) the analysis "
+        "notebooks read",
+    )
+    rep.add_argument(
+        "--no-demos",
+        dest="demos",
+        action="store_false",
+        help="skip the short demo run of each scaffold on the embedded model",
+    )
+    rep.add_argument(
+        "--demo-budget", default="60s", help="wall clock of each demo run (default 60s)"
+    )
     rep.set_defaults(handler=reproduce)
 
 
 def reproduce(args: argparse.Namespace) -> int:
-    """The offline sweep first (the analysis notebooks read its tables), the notebooks, the demo runs."""
+    """The offline sweep first (the analysis notebooks read its tables), the notebooks, the demo
+    runs."""
     from innolab.notebooks import NotebookError, reproduce, run_demos
 
     output = Path(args.output) if args.output else None

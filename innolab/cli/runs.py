@@ -1,4 +1,4 @@
-"""`innolab run`, `score` and `view`: start or resume a run, score a finished one, view one as HTML."""
+"""`innolab run`, `score` and `view`: start or resume a run, score it, view it as HTML."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from pathlib import Path
 from innolab.cli.common import Commands, fail
 from innolab.runspec import add_options, novelty_choices, settings_from_args
 
-# The command line's own defaults: a longer budget than a sweep's (the schema's), no task and no agent unless
-# given (a run says which agent on which task).
+# The command line's own defaults: a longer budget than a sweep's (the schema's), no task and no
+# agent unless given (a run says which agent on which task).
 RUN_DEFAULTS: dict[str, str | None] = {"budget": "10m", "task": None, "agent": None}
 
 
@@ -19,33 +19,58 @@ def register(commands: Commands) -> None:
     """Add `run` (its options derived from the run schema), `view` and `score`."""
     from innolab.novelty.registry import BACKENDS
 
-    run_cmd = commands.add_parser("run", help="run an agent on a task; --resume continues a killed run",
-                                  description="Run one agent on one task in a sandbox; prints the run "
-                                  "directory last. Every setting of the run schema is an option.")
+    run_cmd = commands.add_parser(
+        "run",
+        help="run an agent on a task; --resume continues a killed run",
+        description="Run one agent on one task in a sandbox; prints the run "
+        "directory last. Every setting of the run schema is an option.",
+    )
     add_options(run_cmd, defaults=RUN_DEFAULTS)
-    run_cmd.add_argument("--run-dir", metavar="DIR", help="where to write the run (default results/runs/<id>)")
-    run_cmd.add_argument("--resume", metavar="RUN_DIR",
-                         help="continue the run in RUN_DIR from its last checkpoint")
-    run_cmd.add_argument("--repo", metavar="PATH",
-                         help="an EXP-Bench task's repository clone (--task expbench:<id>)")
-    run_cmd.add_argument("--expbench-data", metavar="DIR",
-                         help="the EXP-Bench data for an expbench: task (default $INNOLAB_EXPBENCH_DIR)")
-    run_cmd.add_argument("--novelty", default="default", choices=novelty_choices(),
-                         help="back end for N when the run is scored at its end (default: the DAGENT judge "
-                              "where $INNOLAB_LLM_BASE_URL is set, else ast; none: skip N)")
+    run_cmd.add_argument(
+        "--run-dir", metavar="DIR", help="where to write the run (default results/runs/<id>)"
+    )
+    run_cmd.add_argument(
+        "--resume", metavar="RUN_DIR", help="continue the run in RUN_DIR from its last checkpoint"
+    )
+    run_cmd.add_argument(
+        "--repo", metavar="PATH", help="an EXP-Bench task's repository clone (--task expbench:<id>)"
+    )
+    run_cmd.add_argument(
+        "--expbench-data",
+        metavar="DIR",
+        help="the EXP-Bench data for an expbench: task (default $INNOLAB_EXPBENCH_DIR)",
+    )
+    run_cmd.add_argument(
+        "--novelty",
+        default="default",
+        choices=novelty_choices(),
+        help="back end for N when the run is scored at its end (default: the DAGENT judge "
+        "where $INNOLAB_LLM_BASE_URL is set, else ast; none: skip N)",
+    )
     run_cmd.set_defaults(handler=run)
 
-    view = commands.add_parser("view", help="a run as one self-contained HTML file (timeline, steps, journal)")
+    view = commands.add_parser(
+        "view", help="a run as one self-contained HTML file (timeline, steps, journal)"
+    )
     view.add_argument("run_dir", metavar="RUN_DIR")
-    view.add_argument("--html", metavar="OUT.html", help="where to write it (default RUN_DIR/view.html)")
+    view.add_argument(
+        "--html", metavar="OUT.html", help="where to write it (default RUN_DIR/view.html)"
+    )
     view.set_defaults(handler=view_run)
 
-    score_cmd = commands.add_parser("score", help="V, G, ratio and N of a finished run (scored once: a scored "
-                                    "run prints its recorded score)")
+    score_cmd = commands.add_parser(
+        "score",
+        help="V, G, ratio and N of a finished run (scored once: a scored "
+        "run prints its recorded score)",
+    )
     score_cmd.add_argument("run_dir", metavar="RUN_DIR")
-    score_cmd.add_argument("--backend", choices=["default", *BACKENDS], default="default",
-                           help="novelty back end when the run is not yet scored (default: llm where a judge "
-                                "endpoint is configured, else ast)")
+    score_cmd.add_argument(
+        "--backend",
+        choices=["default", *BACKENDS],
+        default="default",
+        help="novelty back end when the run is not yet scored (default: llm where a judge "
+        "endpoint is configured, else ast)",
+    )
     score_cmd.set_defaults(handler=score)
 
 
@@ -63,10 +88,14 @@ def run(args: argparse.Namespace) -> int:
         else:
             if not args.agent or not args.task:
                 return fail("run", "give --agent and --task (or --resume RUN_DIR)")
-            task_options = {k: v for k, v in (("repo", args.repo), ("data", args.expbench_data)) if v}
+            task_options = {
+                k: v for k, v in (("repo", args.repo), ("data", args.expbench_data)) if v
+            }
             settings = settings_from_args(args, defaults=RUN_DEFAULTS, task_options=task_options)
             config = runner.resolve(settings)  # type: ignore[arg-type]
-            outcome = runner.start(config, Path(args.run_dir) if args.run_dir else None, novelty=novelty)
+            outcome = runner.start(
+                config, Path(args.run_dir) if args.run_dir else None, novelty=novelty
+            )
     except (RunError, BudgetError, LLMError, ValueError) as error:
         return fail("run", error)
     from innolab.traces import summary

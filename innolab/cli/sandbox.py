@@ -1,4 +1,4 @@
-"""`innolab sandbox`: build the offline image, run one command in a task's sandbox, clean up after runs."""
+"""`innolab sandbox`: build the offline image, run a command in a task's sandbox, clean up."""
 
 from __future__ import annotations
 
@@ -12,17 +12,26 @@ from innolab.runspec import SettingsError, add_options, settings_from_args
 def register(commands: Commands) -> None:
     """Add `sandbox build-image|exec|clean`."""
     sub = group(commands, "sandbox", "sandboxes: build the offline image, run a command")
-    build = sub.add_parser("build-image", help="build the offline base image (debootstrap + docker import)")
+    build = sub.add_parser(
+        "build-image", help="build the offline base image (debootstrap + docker import)"
+    )
     build.add_argument("--tag", default="innolab/base:latest")
     build.set_defaults(handler=build_image)
-    sexec = sub.add_parser("exec", help="run one command in a fresh sandbox of a task, as an agent would")
+    sexec = sub.add_parser(
+        "exec", help="run one command in a fresh sandbox of a task, as an agent would"
+    )
     add_options(sexec, only=("task", "runtime", "image"), required=("task",))
     sexec.add_argument("--timeout", type=float, default=120.0)
     sexec.add_argument("cmd", nargs=argparse.REMAINDER, metavar="-- CMD...")
     sexec.set_defaults(handler=execute)
-    clean_cmd = sub.add_parser("clean", help="remove what ended runs left: sandbox and validator folders in the "
-                               "temporary folder and their processes (and, with --docker, containers, volumes)")
-    clean_cmd.add_argument("--docker", action="store_true", help="also Docker containers and volumes of ended runs")
+    clean_cmd = sub.add_parser(
+        "clean",
+        help="remove what ended runs left: sandbox and validator folders in the "
+        "temporary folder and their processes (and, with --docker, containers, volumes)",
+    )
+    clean_cmd.add_argument(
+        "--docker", action="store_true", help="also Docker containers and volumes of ended runs"
+    )
     clean_cmd.set_defaults(handler=clean)
 
 
@@ -75,6 +84,9 @@ def clean(args: argparse.Namespace) -> int:
     for kind, names in (("container", reaped.containers), ("volume", reaped.volumes)):
         for name in names:
             print(f"removed Docker {kind} {name}")
-    print(f"{len(reaped.folders)} folders, {reaped.processes} processes, {len(reaped.containers)} containers "
-          f"and {len(reaped.volumes)} volumes of ended runs removed")
+    print(
+        f"{len(reaped.folders)} folders, {reaped.processes} processes, "
+        f"{len(reaped.containers)} containers "
+        f"and {len(reaped.volumes)} volumes of ended runs removed"
+    )
     return 0

@@ -12,24 +12,47 @@ from innolab.cli.common import Commands, fail, group
 
 def register(commands: Commands) -> None:
     """Add `sweep run|status|collect`."""
-    sub = group(commands, "sweep", "sweeps of agent runs: run a YAML spec on Dask, status, collect tables")
-    srun = sub.add_parser("run", help="run every configuration of SPEC that has no finished run; prints the "
-                          "sweep folder last", description="Each configuration executes notebooks/"
-                          "20_agent_run.ipynb (papermill) as one Dask task into DIR/runs/<config id>/; a rerun "
-                          "skips finished configurations and resumes interrupted ones.")
+    sub = group(
+        commands, "sweep", "sweeps of agent runs: run a YAML spec on Dask, status, collect tables"
+    )
+    srun = sub.add_parser(
+        "run",
+        help="run every configuration of SPEC that has no finished run; prints the "
+        "sweep folder last",
+        description="Each configuration executes notebooks/"
+        "20_agent_run.ipynb (papermill) as one Dask task into DIR/runs/<config id>/; a rerun "
+        "skips finished configurations and resumes interrupted ones.",
+    )
     srun.add_argument("spec", metavar="SPEC", help="a YAML sweep spec (see data/sweeps/)")
-    srun.add_argument("--workers", type=int, default=None,
-                      help="LocalCluster worker processes (default: cores / the runtime's CPU limit)")
-    srun.add_argument("--scheduler", metavar="ADDRESS", help="use a running Dask scheduler, e.g. tcp://host:8786")
-    srun.add_argument("--output", metavar="DIR", help="the sweep folder (default results/sweeps/<name>/)")
-    srun.add_argument("--set", action="append", default=[], metavar="K=V",
-                      help="override a base field (or name, seeds), e.g. --set budget=20s; repeatable")
+    srun.add_argument(
+        "--workers",
+        type=int,
+        default=None,
+        help="LocalCluster worker processes (default: cores / the runtime's CPU limit)",
+    )
+    srun.add_argument(
+        "--scheduler", metavar="ADDRESS", help="use a running Dask scheduler, e.g. tcp://host:8786"
+    )
+    srun.add_argument(
+        "--output", metavar="DIR", help="the sweep folder (default results/sweeps/<name>/)"
+    )
+    srun.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="K=V",
+        help="override a base field (or name, seeds), e.g. --set budget=20s; repeatable",
+    )
     srun.set_defaults(handler=run)
-    sstat = sub.add_parser("status", help="finished, interrupted, failed and pending configurations")
+    sstat = sub.add_parser(
+        "status", help="finished, interrupted, failed and pending configurations"
+    )
     sstat.add_argument("sweep_dir", metavar="DIR")
     sstat.add_argument("--json", action="store_true")
     sstat.set_defaults(handler=status)
-    scol = sub.add_parser("collect", help="rebuild DIR/runs.parquet and DIR/trajectory.parquet from the runs")
+    scol = sub.add_parser(
+        "collect", help="rebuild DIR/runs.parquet and DIR/trajectory.parquet from the runs"
+    )
     scol.add_argument("sweep_dir", metavar="DIR")
     scol.set_defaults(handler=collect)
 
@@ -39,13 +62,21 @@ def run(args: argparse.Namespace) -> int:
     from innolab import sweep
 
     try:
-        folder = sweep.run(Path(args.spec), output=Path(args.output) if args.output else None,
-                           workers=args.workers, scheduler=args.scheduler, overrides=args.set)
+        folder = sweep.run(
+            Path(args.spec),
+            output=Path(args.output) if args.output else None,
+            workers=args.workers,
+            scheduler=args.scheduler,
+            overrides=args.set,
+        )
     except sweep.SpecError as error:
         return fail("sweep run", error)
     state = sweep.status(folder)
-    print(f"{state['finished']} of {state['configurations']} configurations finished, {state['failed']} failed",
-          file=sys.stderr)
+    print(
+        f"{state['finished']} of {state['configurations']} configurations finished, "
+        f"{state['failed']} failed",
+        file=sys.stderr,
+    )
     print(folder)
     return 0 if state["failed"] == 0 else 1
 
@@ -61,11 +92,17 @@ def status(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(state, indent=2))
         return 0
-    print(f"sweep {state['name']}: {state['configurations']} configurations: {state['finished']} finished, "
-          f"{state['interrupted']} interrupted, {state['failed']} failed, {state['pending']} pending")
+    print(
+        f"sweep {state['name']}: {state['configurations']} configurations: "
+        f"{state['finished']} finished, "
+        f"{state['interrupted']} interrupted, {state['failed']} failed, {state['pending']} pending"
+    )
     for identifier, one in state["runs"].items():
         levels = " ".join(f"{k}={v}" for k, v in one["levels"].items())
-        print(f"  {identifier}  {one['state']:11}  {levels}" + (f"  ({one['error']})" if one["error"] else ""))
+        print(
+            f"  {identifier}  {one['state']:11}  {levels}"
+            + (f"  ({one['error']})" if one["error"] else "")
+        )
     return 0
 
 
@@ -78,7 +115,10 @@ def collect(args: argparse.Namespace) -> int:
         return fail("sweep collect", f"{folder} is not a folder")
     runs_path, trajectory_path = results.collect(folder)
     table = results.runs(folder)
-    print(f"{len(table)} runs, {int(table['complete'].sum())} complete -> {runs_path}, {trajectory_path}",
-          file=sys.stderr)
+    print(
+        f"{len(table)} runs, {int(table['complete'].sum())} complete -> {runs_path}, "
+        f"{trajectory_path}",
+        file=sys.stderr,
+    )
     print(runs_path)
     return 0

@@ -14,28 +14,43 @@ def register(commands: Commands) -> None:
     """Add `tasks list|show|check|solve|score`."""
     sub = group(commands, "tasks", "improvable tasks: list, show, check, solve, score")
     lst = sub.add_parser("list", help="the runnable tasks (built-in and $INNOLAB_TASK_PATH)")
-    lst.add_argument("--ibench", action="store_true", help="list the paper's 18 iBench tasks instead")
+    lst.add_argument(
+        "--ibench", action="store_true", help="list the paper's 18 iBench tasks instead"
+    )
     lst.set_defaults(handler=list_tasks)
     show = sub.add_parser("show", help="a task's metadata, leaderboard and description")
     show.add_argument("task", metavar="ID")
     show.set_defaults(handler=show_task)
-    chk = sub.add_parser("check", help="standardisation checks (reproduction, baseline gap, method cards)")
+    chk = sub.add_parser(
+        "check", help="standardisation checks (reproduction, baseline gap, method cards)"
+    )
     chk.add_argument("task", metavar="ID", nargs="?")
     chk.add_argument("--all", action="store_true", help="check every task")
-    chk.add_argument("--full", action="store_true", help="rerun solutions in full rather than --quick mode")
+    chk.add_argument(
+        "--full", action="store_true", help="rerun solutions in full rather than --quick mode"
+    )
     chk.set_defaults(handler=check)
     solve_cmd = sub.add_parser("solve", help="run a known solution and score its output")
     solve_cmd.add_argument("task", metavar="ID")
     solve_cmd.add_argument("--solution", required=True, metavar="NAME")
-    solve_cmd.add_argument("--quick", action="store_true", help="the fast mode used by the test suite")
+    solve_cmd.add_argument(
+        "--quick", action="store_true", help="the fast mode used by the test suite"
+    )
     solve_cmd.add_argument("--seed", type=int, default=0)
-    solve_cmd.add_argument("--time-limit", type=float, metavar="S", help="wall-clock limit the solver honours")
+    solve_cmd.add_argument(
+        "--time-limit", type=float, metavar="S", help="wall-clock limit the solver honours"
+    )
     solve_cmd.add_argument("--out", metavar="FILE", help="where to write the submission")
-    solve_cmd.add_argument("--full", action="store_true",
-                           help="re-record: run solve.py in full and --quick (seed, time limit as recorded "
-                                "unless given), write solution.json and score.json with the recording's "
-                                "provenance")
-    solve_cmd.add_argument("--kind", choices=["reference", "baseline"], help="with --full, for a new solution")
+    solve_cmd.add_argument(
+        "--full",
+        action="store_true",
+        help="re-record: run solve.py in full and --quick (seed, time limit as recorded "
+        "unless given), write solution.json and score.json with the recording's "
+        "provenance",
+    )
+    solve_cmd.add_argument(
+        "--kind", choices=["reference", "baseline"], help="with --full, for a new solution"
+    )
     solve_cmd.set_defaults(handler=solve)
     score_cmd = sub.add_parser("score", help="score a submission file with the hidden evaluator")
     score_cmd.add_argument("task", metavar="ID")
@@ -58,7 +73,10 @@ def list_tasks(args: argparse.Namespace) -> int:
         return 0
     print(f"{'id':28} {'dir':4} {'V*':>16}  {'compute':7} title")
     for task in list_tasks():
-        print(f"{task.id:28} {task.direction:4} {task.v_star:>16.10g}  {task.spec.compute:7} {task.spec.title}")
+        print(
+            f"{task.id:28} {task.direction:4} {task.v_star:>16.10g}  {task.spec.compute:7} "
+            f"{task.spec.title}"
+        )
     return 0
 
 
@@ -70,19 +88,35 @@ def show_task(args: argparse.Namespace) -> int:
     task = get_task(args.task)
     spec = task.spec
     print(f"{spec.id}: {spec.title}")
-    print(f"  domain {spec.domain}; objective {spec.objective.name} ({spec.objective.direction}imise); "
-          f"compute {spec.compute}; default budget {spec.default_budget_s} s")
-    print(f"  V* = {spec.v_star.value!r} (the best published value)"
-          + (f"; best reproduced {spec.v_star_reproduced!r}" if spec.v_star_reproduced is not None else "")
-          + (f"; paper V* {spec.paper_v_star}" if spec.paper_v_star else "")
-          + f"; tie margin {spec.min_improvement:g}·|V*|")
+    print(
+        f"  domain {spec.domain}; objective {spec.objective.name} "
+        f"({spec.objective.direction}imise); "
+        f"compute {spec.compute}; default budget {spec.default_budget_s} s"
+    )
+    print(
+        f"  V* = {spec.v_star.value!r} (the best published value)"
+        + (
+            f"; best reproduced {spec.v_star_reproduced!r}"
+            if spec.v_star_reproduced is not None
+            else ""
+        )
+        + (f"; paper V* {spec.paper_v_star}" if spec.paper_v_star else "")
+        + f"; tie margin {spec.min_improvement:g}·|V*|"
+    )
     for entry in spec.v_star.entries:
-        print(f"    {entry.value!r:>22}  {entry.who} ({entry.year or '?'}), {entry.status}; {entry.source}")
+        print(
+            f"    {entry.value!r:>22}  {entry.who} ({entry.year or '?'}), {entry.status}; "
+            f"{entry.source}"
+        )
     if spec.bounds.upper is not None or spec.bounds.lower is not None:
         print(f"  bounds: lower {spec.bounds.lower}, upper {spec.bounds.upper} {spec.bounds.note}")
     print(f"  known solutions: {', '.join(task.solution_names()) or 'none'}")
     div = task_diversity(task)
-    shown = f"{div.value:.1f} (tfidf on method cards; {div.detail})" if div.value is not None else div.detail
+    shown = (
+        f"{div.value:.1f} (tfidf on method cards; {div.detail})"
+        if div.value is not None
+        else div.detail
+    )
     print(f"  Div(T): {shown}")
     print()
     print(task.description)
@@ -122,15 +156,28 @@ def solve(args: argparse.Namespace) -> int:
         from innolab.tasks.solutions import record
 
         recorded = record(solution, args.kind, seed=args.seed, time_limit_s=args.time_limit)
-        print(json.dumps({"solution": solution.name, "kind": recorded.kind, "score": recorded.score,
-                          "quick_score": recorded.quick_score, "recording": recorded.recording}))
+        print(
+            json.dumps(
+                {
+                    "solution": solution.name,
+                    "kind": recorded.kind,
+                    "score": recorded.score,
+                    "quick_score": recorded.quick_score,
+                    "recording": recorded.recording,
+                }
+            )
+        )
         return 0
     out = Path(args.out or f"{task.id}-{solution.name}.json").resolve()
-    run = solution.run(out, quick=args.quick, seed=args.seed, time_limit_s=args.time_limit,
-                       timeout_s=24 * 3600)
+    run = solution.run(
+        out, quick=args.quick, seed=args.seed, time_limit_s=args.time_limit, timeout_s=24 * 3600
+    )
     sys.stderr.write(run.stderr)
     if run.returncode != 0:
-        print(f"innolab tasks solve: {solution.name} exited with status {run.returncode}", file=sys.stderr)
+        print(
+            f"innolab tasks solve: {solution.name} exited with status {run.returncode}",
+            file=sys.stderr,
+        )
         return 1
     verdict = evaluate(task, out)
     print(json.dumps({**verdict.as_dict(), "file": str(out)}))
@@ -147,8 +194,10 @@ def score(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(verdict.as_dict()))
     elif verdict.valid:
-        print(f"valid: score {verdict.score!r}; V* {verdict.v_star!r}; gain {verdict.gain:.6g}; "
-              f"ratio {verdict.ratio:.6g}")
+        print(
+            f"valid: score {verdict.score!r}; V* {verdict.v_star!r}; gain {verdict.gain:.6g}; "
+            f"ratio {verdict.ratio:.6g}"
+        )
     else:
         print("invalid (V = 0, ratio -1):")
         for error in verdict.errors:

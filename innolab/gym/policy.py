@@ -1,4 +1,4 @@
-"""The agent interface: what a policy sees (Observation), what it does (Action), its protocol, and a run's config.
+"""The agent interface: Observation, Action, the Policy protocol, and a run's config (RunConfig).
 
 Agents import this module (and the tool call types), never the run loop.
 """
@@ -18,13 +18,16 @@ RUNTIMES: tuple[Runtime, ...] = ("local", "docker")
 
 @dataclass
 class Action:
-    """What a policy does in one step: tool calls (run concurrently), or finish. Usage feeds the budgets."""
+    """What a policy does in one step: tool calls (run concurrently), or finish. Usage feeds the
+    budgets."""
 
     tool_calls: list[ToolCall] = field(default_factory=list)
     done: bool = False
     tokens: int = 0
     cost_usd: float = 0.0
-    events: list[Event] = field(default_factory=list)  # e.g. LLMCall, Node; the run loop stamps the step
+    events: list[Event] = field(
+        default_factory=list
+    )  # e.g. LLMCall, Node; the run loop stamps the step
 
 
 @dataclass
@@ -34,11 +37,14 @@ class Observation:
     results: list[ToolResult]
     remaining_s: float | None
     direction: str = "max"  # of the task's objective (visible: the description says it too)
-    workspace_rules: str | None = None  # what the workspace holds and how answers count (None: the scaffold's own)
+    workspace_rules: str | None = (
+        None  # what the workspace holds and how answers count (None: the scaffold's own)
+    )
 
 
 class Policy(Protocol):
-    """An agent seen by the run loop. Its state is plain JSON data, so a killed run resumes exactly."""
+    """An agent seen by the run loop. Its state is plain JSON data, so a killed run resumes
+    exactly."""
 
     name: str
 
@@ -49,21 +55,28 @@ class Policy(Protocol):
     def load_state(self, state: dict[str, Any]) -> None: ...
 
 
-SEED_RULE = "each model call's seed = sha256('<seed>:<call index>')[:4] (31 bits); cache keyed by request + index"
+SEED_RULE = (
+    "each model call's seed = sha256('<seed>:<call index>')[:4] (31 bits); "
+    "cache keyed by request + index"
+)
 
 
 @dataclass
 class RunConfig:
-    """Everything needed to start (or restart) a run, resolved once and written to config.json: no setting is
-    re-derived from the environment later (the API key, a secret, is read at run time and never written).
+    """Everything needed to start (or restart) a run, resolved once and written to config.json: no
+    setting is re-derived from the environment later (the API key, a secret, is read at run time and
+    never written).
 
-    `llm` holds the model settings in force (endpoint, model, temperature, top_p, max_tokens, seed, retries...);
-    `policy_args` only the scaffold's own options. config.json holds `as_dict()`: of `llm`, the settings that were
-    written (all but the key for a resolved configuration; those an older file holds for one loaded from it).
+    `llm` holds the model settings in force (endpoint, model, temperature, top_p, max_tokens, seed,
+    retries...); `policy_args` only the scaffold's own options. config.json holds `as_dict()`: of
+    `llm`, the settings that were written (all but the key for a resolved configuration; those an
+    older file holds for one loaded from it).
     """
 
     task: str
-    policy: str  # "module:factory", called with policy_args (and, for LLM agents, the settings below)
+    policy: (
+        str  # "module:factory", called with policy_args (and, for LLM agents, the settings below)
+    )
     policy_args: dict[str, Any] = field(default_factory=dict)
     agent: str = "scripted"
     llm: LLMSettings | None = None
@@ -80,23 +93,28 @@ class RunConfig:
     seed: int = 0
     seed_rule: str = SEED_RULE
     tool_timeouts: dict[str, float] = field(default_factory=dict)
-    stall_steps: int | None = 5  # consecutive steps without a tool call that end the run as "stalled"
-    task_options: dict[str, Any] = field(default_factory=dict)  # what a `<scheme>:` task needs (paths, resolved)
+    stall_steps: int | None = (
+        5  # consecutive steps without a tool call that end the run as "stalled"
+    )
+    task_options: dict[str, Any] = field(
+        default_factory=dict
+    )  # what a `<scheme>:` task needs (paths, resolved)
 
     def __post_init__(self) -> None:
         if isinstance(self.llm, dict):
             self.llm = LLMSettings.model_validate(self.llm)
 
     def as_dict(self) -> dict[str, Any]:
-        """The configuration as config.json holds it (plain JSON data; the same bytes as before `llm` was typed)."""
+        """The configuration as config.json holds it (plain JSON data; the same bytes as before
+        `llm` was typed)."""
         data = asdict(self)
         data["llm"] = None if self.llm is None else self.llm.model_dump(exclude_unset=True)
         return data
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> RunConfig:
-        """A config.json, including one written before the settings were settled (its `extra` bag is dropped and
-        its model settings move from policy_args to `llm`)."""
+        """A config.json, including one written before the settings were settled (its `extra` bag is
+        dropped and its model settings move from policy_args to `llm`)."""
         data = dict(data)
         data.pop("extra", None)
         args = dict(data.get("policy_args") or {})

@@ -18,13 +18,16 @@ MaxTokens = Annotated[int, Field(gt=0, le=200_000)]
 
 
 class LLMSettings(BaseModel):
-    """Where and how to call the model. No base_url means: the embedded local model (started on demand)."""
+    """Where and how to call the model. No base_url means: the embedded local model (started on
+    demand)."""
 
     model_config = ConfigDict(extra="forbid")
 
     base_url: str | None = None
     api_key: str | None = None
-    api_key_env: str = Field(default="INNOLAB_LLM_API_KEY", pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")  # a name, not a key
+    api_key_env: str = Field(
+        default="INNOLAB_LLM_API_KEY", pattern=r"^[A-Za-z_][A-Za-z0-9_]*$"
+    )  # a name, not a key
     model: str = LOCAL_MODEL
     temperature: Temperature = 0.7
     top_p: TopP | None = None
@@ -38,13 +41,25 @@ class LLMSettings(BaseModel):
 
     @classmethod
     def from_env(cls, prefix: str = "INNOLAB_LLM", **overrides: Any) -> LLMSettings:
-        """PREFIX_BASE_URL, _API_KEY, _MODEL, _TEMPERATURE, _TOP_P, _SEED, _MAX_TOKENS, _PRICE_IN, _PRICE_OUT
-        (PREFIX is INNOLAB_LLM, or a backbone's own, e.g. OPENAI); explicit (non-None) overrides win."""
+        """PREFIX_BASE_URL, _API_KEY, _MODEL, _TEMPERATURE, _TOP_P, _SEED, _MAX_TOKENS, _PRICE_IN,
+        _PRICE_OUT (PREFIX is INNOLAB_LLM, or a backbone's own, e.g. OPENAI); explicit (non-None)
+        overrides win."""
         if not prefix.replace("_", "a").isalnum() or prefix[0].isdigit():
-            raise ValueError(f"backbone: {prefix!r} is not an environment-variable prefix (letters, digits, _)")
+            raise ValueError(
+                f"backbone: {prefix!r} is not an environment-variable prefix (letters, digits, _)"
+            )
         env: dict[str, Any] = {"api_key_env": f"{prefix}_API_KEY"}
-        for field in ("base_url", "api_key", "model", "temperature", "top_p", "seed", "max_tokens", "price_in",
-                      "price_out"):
+        for field in (
+            "base_url",
+            "api_key",
+            "model",
+            "temperature",
+            "top_p",
+            "seed",
+            "max_tokens",
+            "price_in",
+            "price_out",
+        ):
             value = os.environ.get(f"{prefix}_{field.upper()}")
             if value not in (None, ""):
                 env[field] = value
@@ -52,5 +67,7 @@ class LLMSettings(BaseModel):
 
     def prices(self) -> tuple[float, float]:
         default = DEFAULT_PRICES.get(self.model, (0.0, 0.0))
-        return (self.price_in if self.price_in is not None else default[0],
-                self.price_out if self.price_out is not None else default[1])
+        return (
+            self.price_in if self.price_in is not None else default[0],
+            self.price_out if self.price_out is not None else default[1],
+        )

@@ -1,10 +1,12 @@
-"""The sweep engine: each configuration's run notebook executed by papermill as one Dask task, exactly once.
+"""The sweep engine: each configuration's run notebook executed once, as one Dask task.
 
-Dask schedules (a LocalCluster of worker processes by default, or any running scheduler); each task executes
-notebooks/20_agent_run.ipynb into `DIR/runs/<config id>/`, which starts the run or resumes it from its checkpoint.
-A finished configuration (its run scored) is never submitted again; a task whose worker dies is rescheduled by
-Dask and its run resumes; the run folder's lock (innolab.runlock) keeps a dying worker's kernel and its successor
-apart: the successor waits while the holder's heartbeat is fresh, however long, and never fails a live run.
+Dask schedules (a LocalCluster of worker processes by default, or any running scheduler); each task
+executes notebooks/20_agent_run.ipynb into `DIR/runs/<config id>/`, which starts the run or resumes
+it from its checkpoint. A finished configuration (its run scored) is never submitted again; a task
+whose worker dies is rescheduled by Dask and its run resumes; the run folder's lock
+(innolab.runlock) keeps a dying worker's kernel and its successor
+apart: the successor waits while the holder's heartbeat is fresh, however long, and never fails a
+    live run.
 """
 
 from __future__ import annotations
@@ -37,22 +39,36 @@ def sweeps_root() -> Path:
     return project_root() / "results" / "sweeps"
 
 
-def plan(spec: SweepSpec | str | Path | dict[str, Any], output: Path | None = None,
-         overrides: list[str] | None = None) -> tuple[SweepSpec, Path, list[Configuration]]:
-    """The validated spec, its folder and its configurations (written to the folder's manifest, sweep.json)."""
+def plan(
+    spec: SweepSpec | str | Path | dict[str, Any],
+    output: Path | None = None,
+    overrides: list[str] | None = None,
+) -> tuple[SweepSpec, Path, list[Configuration]]:
+    """The validated spec, its folder and its configurations (written to the folder's manifest,
+    sweep.json)."""
     if not isinstance(spec, SweepSpec) or overrides:
         settings = type(spec).settings if isinstance(spec, SweepSpec) else RunSettings
-        spec = load_spec(spec.model_dump(exclude_unset=True) if isinstance(spec, SweepSpec) else spec, overrides,
-                         settings)
+        spec = load_spec(
+            spec.model_dump(exclude_unset=True) if isinstance(spec, SweepSpec) else spec,
+            overrides,
+            settings,
+        )
     folder = Path(output or sweeps_root() / spec.name).resolve()
     configurations = expand(spec)
     _write_manifest(folder, spec, configurations)
     return spec, folder, configurations
 
 
-def run(spec: SweepSpec | str | Path | dict[str, Any], output: Path | None = None, workers: int | None = None,
-        scheduler: str | None = None, overrides: list[str] | None = None, show_progress: bool = True) -> Path:
-    """Run every configuration of the spec that has no finished run yet; collect the tables; return the folder."""
+def run(
+    spec: SweepSpec | str | Path | dict[str, Any],
+    output: Path | None = None,
+    workers: int | None = None,
+    scheduler: str | None = None,
+    overrides: list[str] | None = None,
+    show_progress: bool = True,
+) -> Path:
+    """Run every configuration of the spec that has no finished run yet; collect the tables; return
+    the folder."""
     spec, folder, configurations = plan(spec, output, overrides)
     pending = [c for c in configurations if not finished(folder / "runs" / c.config_id)]
     outcomes: dict[str, dict[str, Any]] = {}
@@ -83,31 +99,48 @@ def reference_sweep(output: Path | None = None, show_progress: bool = True) -> P
 
 
 def finished(run_dir: Path) -> bool:
-    """A configuration is done when its run has finished and been scored (score.json is written last)."""
+    """A configuration is done when its run has finished and been scored (score.json is written
+    last)."""
     return RunDir(run_dir).score.is_file()
 
 
 def default_workers(configurations: list[Configuration]) -> int:
-    """Worker processes for this machine: its cores divided by the CPUs one run may use (a Docker sandbox's limit;
-    one core for the local runtime), at least one and at most one per configuration."""
+    """Worker processes for this machine: its cores divided by the CPUs one run may use (a Docker
+    sandbox's limit; one core for the local runtime), at least one and at most one per
+    configuration."""
     from innolab.gym.docker_sandbox import DockerLimits
 
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-    per_run = max(DockerLimits().cpus if c.parameters.get("runtime") == "docker" else 1.0 for c in configurations)
+    cores = (
+        len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    )
+    per_run = max(
+        DockerLimits().cpus if c.parameters.get("runtime") == "docker" else 1.0
+        for c in configurations
+    )
     return max(1, min(len(configurations), int(cores // per_run)))
 
 
-def run_configuration(parameters: dict[str, Any], config: dict[str, Any], config_id: str, novelty: str | None,
-                      run_dir: str, embedded_url: str | None, kernel_attempts: int = 3) -> dict[str, Any]:
+def run_configuration(
+    parameters: dict[str, Any],
+    config: dict[str, Any],
+    config_id: str,
+    novelty: str | None,
+    run_dir: str,
+    embedded_url: str | None,
+    kernel_attempts: int = 3,
+) -> dict[str, Any]:
     """One Dask task: execute the run notebook for one configuration (it starts or resumes the run).
 
-    The notebook gets the configuration the sweep resolved and hashed (`config`, config.json's fields) and runs it
-    as it is, checking its id; the run's settings (`parameters`) go with it as the notebook's record.
+    The notebook gets the configuration the sweep resolved and hashed (`config`, config.json's
+    fields) and runs it as it is, checking its id; the run's settings (`parameters`) go with it as
+    the notebook's record.
 
-    The run folder is the truth, not the task: the task succeeds when the run is finished and scored, whoever
-    finished it (Dask may execute a task twice; the folder's lock keeps two executions apart, the second waiting for
-    the first as long as it lives). A kernel that dies or fails to start (port races, lost messages) is
-    infrastructure: the notebook is executed again and resumes the run. An exception raised by the notebook's own
+    The run folder is the truth, not the task: the task succeeds when the run is finished and
+    scored, whoever finished it (Dask may execute a task twice; the folder's lock keeps two
+    executions apart, the second waiting for the first as long as it lives). A kernel that dies or
+    fails to start (port races, lost messages) is
+    infrastructure: the notebook is executed again and resumes the run. An exception raised by the
+        notebook's own
     code is the run's failure and is returned, not retried."""
     from papermill.exceptions import PapermillExecutionError
 
@@ -116,8 +149,16 @@ def run_configuration(parameters: dict[str, Any], config: dict[str, Any], config
     error: str | None = None
     for _attempt in range(kernel_attempts):
         try:
-            execute_run_notebook({**parameters, "config": config, "config_id": config_id, "novelty": novelty,
-                                  "embedded_url": embedded_url}, Path(run_dir))
+            execute_run_notebook(
+                {
+                    **parameters,
+                    "config": config,
+                    "config_id": config_id,
+                    "novelty": novelty,
+                    "embedded_url": embedded_url,
+                },
+                Path(run_dir),
+            )
             error = None
             break
         except PapermillExecutionError as failure:
@@ -130,26 +171,50 @@ def run_configuration(parameters: dict[str, Any], config: dict[str, Any], config
     return {"config_id": config_id, "error": error or "the run was not scored"}
 
 
-def _execute(client: Any, folder: Path, pending: list[Configuration], embedded: str | None, show_progress: bool,
-             name: str) -> dict[str, dict[str, Any]]:
+def _execute(
+    client: Any,
+    folder: Path,
+    pending: list[Configuration],
+    embedded: str | None,
+    show_progress: bool,
+    name: str,
+) -> dict[str, dict[str, Any]]:
     from distributed import as_completed
 
     futures = []
     for configuration in pending:
         gpu = _needs_gpu(configuration)
-        futures.append(client.submit(
-            run_configuration, configuration.parameters, configuration.config, configuration.config_id,
-            configuration.novelty, str(folder / "runs" / configuration.config_id), embedded,
-            key=f"innolab-run-{configuration.config_id}", pure=False, resources={"GPU": 1} if gpu else None))
+        futures.append(
+            client.submit(
+                run_configuration,
+                configuration.parameters,
+                configuration.config,
+                configuration.config_id,
+                configuration.novelty,
+                str(folder / "runs" / configuration.config_id),
+                embedded,
+                key=f"innolab-run-{configuration.config_id}",
+                pure=False,
+                resources={"GPU": 1} if gpu else None,
+            )
+        )
     outcomes: dict[str, dict[str, Any]] = {}
-    with tqdm(total=len(futures), desc=f"sweep {name}", unit="run", disable=not show_progress) as bar:
+    with tqdm(
+        total=len(futures), desc=f"sweep {name}", unit="run", disable=not show_progress
+    ) as bar:
         for future in as_completed(futures):
             identifier = future.key.removeprefix("innolab-run-")
             try:
                 outcomes[identifier] = future.result()
-            except Exception as error:  # KilledWorker after Dask's allowed failures, a lost scheduler...
-                outcomes[identifier] = {"config_id": identifier, "error": f"{type(error).__name__}: {error}"[:500]}
-            future.release()  # a result kept on a worker would be recomputed if that worker died later
+            except (
+                Exception
+            ) as error:  # KilledWorker after Dask's allowed failures, a lost scheduler...
+                outcomes[identifier] = {
+                    "config_id": identifier,
+                    "error": f"{type(error).__name__}: {error}"[:500],
+                }
+            # a result kept on a worker would be recomputed if that worker died later
+            future.release()
             bar.update(1)
     return outcomes
 
@@ -158,12 +223,15 @@ def _needs_gpu(configuration: Configuration) -> bool:
     from innolab.tasks.registry import get_task
 
     parameters = configuration.parameters
-    return get_task(parameters["task"], parameters.get("task_options") or None).spec.compute == "gpu"
+    return (
+        get_task(parameters["task"], parameters.get("task_options") or None).spec.compute == "gpu"
+    )
 
 
 @contextmanager
 def _client(scheduler: str | None, workers: int, pending: list[Configuration]) -> Iterator[Any]:
-    """A Dask client: of the given scheduler, or of a LocalCluster of `workers` processes (one thread each)."""
+    """A Dask client: of the given scheduler, or of a LocalCluster of `workers` processes (one
+    thread each)."""
     from distributed import Client, LocalCluster
 
     if scheduler:
@@ -171,18 +239,27 @@ def _client(scheduler: str | None, workers: int, pending: list[Configuration]) -
             yield client
         return
     gpus = _gpu_count()
-    with _environ_kept(), LocalCluster(
-            n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=":0",
-            silence_logs=logging.ERROR, resources={"GPU": gpus // workers} if gpus >= workers else None
-    ) as cluster, Client(cluster) as client:
+    with (
+        _environ_kept(),
+        LocalCluster(
+            n_workers=workers,
+            threads_per_worker=1,
+            processes=True,
+            dashboard_address=":0",
+            silence_logs=logging.ERROR,
+            resources={"GPU": gpus // workers} if gpus >= workers else None,
+        ) as cluster,
+        Client(cluster) as client,
+    ):
         yield client
 
 
 @contextmanager
 def _environ_kept() -> Iterator[None]:
-    """Restore this process's environment after a LocalCluster: Dask's nanny writes its pre-spawn variables
-    (OMP_NUM_THREADS=1, OPENBLAS_NUM_THREADS=1, ...) into the parent's os.environ, and they would leak into every
-    later child process of the caller (measured: a solver's --quick rerun changes its result under them)."""
+    """Restore this process's environment after a LocalCluster: Dask's nanny writes its pre-spawn
+    variables (OMP_NUM_THREADS=1, OPENBLAS_NUM_THREADS=1, ...) into the parent's os.environ, and
+    they would leak into every later child process of the caller (measured: a solver's --quick rerun
+    changes its result under them)."""
     saved = dict(os.environ)
     try:
         yield
@@ -199,12 +276,17 @@ def _gpu_count() -> int:
     if not shutil.which("nvidia-smi"):
         return 0
     listed = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, check=False)
-    return sum(line.startswith("GPU ") for line in listed.stdout.splitlines()) if listed.returncode == 0 else 0
+    return (
+        sum(line.startswith("GPU ") for line in listed.stdout.splitlines())
+        if listed.returncode == 0
+        else 0
+    )
 
 
 def _embedded_url(pending: list[Configuration], scheduler: str | None) -> str | None:
-    """With no endpoint configured, one embedded-model server for the whole sweep, started here, its address
-    handed to the runs (on a remote cluster each worker starts its own: a loopback address would not reach it)."""
+    """With no endpoint configured, one embedded-model server for the whole sweep, started here, its
+    address handed to the runs (on a remote cluster each worker starts its own: a loopback address
+    would not reach it)."""
     if scheduler and (urlparse(scheduler).hostname or "") not in LOOPBACK:
         return None
     if not any(c.config.get("endpoint") == "embedded" for c in pending):
@@ -215,22 +297,29 @@ def _embedded_url(pending: list[Configuration], scheduler: str | None) -> str | 
 
 
 def _write_manifest(folder: Path, spec: SweepSpec, configurations: list[Configuration]) -> None:
-    """sweep.json: the spec and every configuration (id, notebook parameters, factor levels). A folder holds one
+    """sweep.json: the spec and every configuration (id, notebook parameters, factor levels). A
+    folder holds one
     sweep: running another spec into it is an error."""
     recorded = read_manifest(folder)
     ids = [c.config_id for c in configurations]
     if recorded is not None:
         before = [c["config_id"] for c in recorded["configurations"]]
         if sorted(before) != sorted(ids):
-            raise SpecError(f"{folder} holds sweep {recorded['name']!r} with other configurations "
-                            f"({len(before)} recorded, {len(ids)} now, {len(set(before) & set(ids))} shared): "
-                            "give another --output")
+            raise SpecError(
+                f"{folder} holds sweep {recorded['name']!r} with other configurations "
+                f"({len(before)} recorded, {len(ids)} now, {len(set(before) & set(ids))} shared): "
+                "give another --output"
+            )
         errors = {c["config_id"]: c.get("error") for c in recorded["configurations"]}
     else:
         errors = {}
-    manifest = {"name": spec.name, "innolab": __version__, "spec": spec.model_dump(mode="json"),
-                "factors": spec.factors(),
-                "configurations": [{**asdict(c), "error": errors.get(c.config_id)} for c in configurations]}
+    manifest = {
+        "name": spec.name,
+        "innolab": __version__,
+        "spec": spec.model_dump(mode="json"),
+        "factors": spec.factors(),
+        "configurations": [{**asdict(c), "error": errors.get(c.config_id)} for c in configurations],
+    }
     write_atomic(folder / MANIFEST, (json.dumps(manifest, indent=2, default=str) + "\n").encode())
 
 
@@ -248,8 +337,8 @@ def _record_errors(folder: Path, outcomes: dict[str, dict[str, Any]]) -> None:
 
 
 def status(folder: Path) -> dict[str, Any]:
-    """How far a sweep is: each configuration finished, interrupted (a run folder, not finished), failed (an error
-    recorded) or pending (no run folder yet)."""
+    """How far a sweep is: each configuration finished, interrupted (a run folder, not finished),
+    failed (an error recorded) or pending (no run folder yet)."""
     folder = Path(folder)
     manifest = read_manifest(folder)
     if manifest is None:
@@ -265,8 +354,13 @@ def status(folder: Path) -> dict[str, Any]:
             state = "interrupted"
         else:
             state = "pending"
-        states[configuration["config_id"]] = {"state": state, "levels": configuration["levels"],
-                                              "error": configuration.get("error")}
-    counts = {s: sum(v["state"] == s for v in states.values()) for s in ("finished", "interrupted", "failed",
-                                                                         "pending")}
+        states[configuration["config_id"]] = {
+            "state": state,
+            "levels": configuration["levels"],
+            "error": configuration.get("error"),
+        }
+    counts = {
+        s: sum(v["state"] == s for v in states.values())
+        for s in ("finished", "interrupted", "failed", "pending")
+    }
     return {"name": manifest["name"], "configurations": len(states), **counts, "runs": states}

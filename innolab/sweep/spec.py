@@ -1,4 +1,4 @@
-"""Sweep specs: YAML validated with pydantic, `--set` overrides, and the expansion into run configurations."""
+"""Sweep specs: YAML validated with pydantic, `--set` overrides, the expansion into runs."""
 
 from __future__ import annotations
 
@@ -19,13 +19,17 @@ class SpecError(ValueError):
     """A sweep spec that innolab cannot run; the message names the field and the rule."""
 
 
-RUN_FIELDS_DOC = ("The fields of a run that a sweep may fix (`base`) or vary (`grid`): the run schema's settings, "
-                  "each optional (None leaves the run's default), and the novelty back end of its runs.")
+RUN_FIELDS_DOC = (
+    "The fields of a run that a sweep may fix (`base`) or vary (`grid`): "
+    "the run schema's settings, "
+    "each optional (None leaves the run's default), and the novelty back end of its runs."
+)
 
 
 def run_fields(settings: type[BaseModel] = RunSettings) -> type[BaseModel]:
-    """The fields of a run that a sweep may fix (`base`) or vary (`grid`): the run schema's settings, each
-    optional (None leaves the run's default), and the novelty back end its runs are scored with.
+    """The fields of a run that a sweep may fix (`base`) or vary (`grid`): the run schema's
+    settings, each optional (None leaves the run's default), and the novelty back end its runs are
+    scored with.
 
     Args:
         settings: the run schema (default `RunSettings`).
@@ -33,18 +37,31 @@ def run_fields(settings: type[BaseModel] = RunSettings) -> type[BaseModel]:
     Returns:
         The all-optional model (named RunFields).
     """
-    return optional_fields(settings, "RunFields", doc=RUN_FIELDS_DOC, extra={
-        "novelty": (Annotated[str | None, NOVELTY_CHOICES], Field(
-            default=None, description="the back end of N (default, a registered back end, or none)"))})
+    return optional_fields(
+        settings,
+        "RunFields",
+        doc=RUN_FIELDS_DOC,
+        extra={
+            "novelty": (
+                Annotated[str | None, NOVELTY_CHOICES],
+                Field(
+                    default=None,
+                    description="the back end of N (default, a registered back end, or none)",
+                ),
+            )
+        },
+    )
 
 
 RunFields = run_fields()
 
 
 class SweepSpec(BaseModel):
-    """name, base fields, a grid of factors (cartesian product) and the seeds each configuration runs with.
+    """name, base fields, a grid of factors (cartesian product) and the seeds each configuration
+    runs with.
 
-    `settings` is the run schema its configurations resolve with (`spec_class` makes the spec of another)."""
+    `settings` is the run schema its configurations resolve with (`spec_class` makes the spec of
+    another)."""
 
     model_config = ConfigDict(extra="forbid")
     settings: ClassVar[type[BaseModel]] = RunSettings
@@ -101,7 +118,8 @@ class SweepSpec(BaseModel):
 
 @functools.cache
 def spec_class(settings: type[BaseModel] = RunSettings) -> type[SweepSpec]:
-    """The sweep spec of a run schema: its `base` and grid levels are that schema's fields, all optional.
+    """The sweep spec of a run schema: its `base` and grid levels are that schema's fields, all
+    optional.
 
     Args:
         settings: the run schema (default `RunSettings`: `SweepSpec` itself).
@@ -112,15 +130,23 @@ def spec_class(settings: type[BaseModel] = RunSettings) -> type[SweepSpec]:
     if settings is RunSettings:
         return SweepSpec
     fields = run_fields(settings)
-    built = create_model("SweepSpec", __base__=SweepSpec, base=(fields, Field(default_factory=fields)))
+    built = create_model(
+        "SweepSpec", __base__=SweepSpec, base=(fields, Field(default_factory=fields))
+    )
     built.settings = settings
     return built
 
 
-def parse_spec(data: dict[str, Any], where: str = "spec", settings: type[BaseModel] = RunSettings) -> SweepSpec:
-    """A validated spec (of the run schema `settings`), or a SpecError naming each bad field and its rule."""
+def parse_spec(
+    data: dict[str, Any], where: str = "spec", settings: type[BaseModel] = RunSettings
+) -> SweepSpec:
+    """A validated spec (of the run schema `settings`), or a SpecError naming each bad field and its
+    rule."""
     if not isinstance(data, dict):
-        raise SpecError(f"{where}: a sweep spec is a mapping (name, base, grid, seeds), got {type(data).__name__}")
+        raise SpecError(
+            f"{where}: a sweep spec is a mapping (name, base, grid, seeds), "
+            f"got {type(data).__name__}"
+        )
     try:
         return spec_class(settings)(**data)
     except ValidationError as error:
@@ -128,17 +154,22 @@ def parse_spec(data: dict[str, Any], where: str = "spec", settings: type[BaseMod
         for e in error.errors():
             where_in = ".".join(str(part) for part in e["loc"]) or "spec"
             message = e["msg"].removeprefix("Value error, ")
-            lines.append(where_in + message if message.startswith(".") else f"{where_in}: {message}")
+            lines.append(
+                where_in + message if message.startswith(".") else f"{where_in}: {message}"
+            )
         raise SpecError(f"{where}: " + "; ".join(lines)) from None
     except ValueError as error:
         raise SpecError(f"{where}: {error}") from None
 
 
-def load_spec(source: str | Path | dict[str, Any], overrides: list[str] | None = None,
-              settings: type[BaseModel] = RunSettings) -> SweepSpec:
-    """Read a YAML spec (or take a mapping) and apply `--set K=V` overrides: V is read as YAML; K is a base field
-    (which then leaves the grid, if it was a factor), or `name`, `description`, `seeds`. `settings`: the run
-    schema (default `RunSettings`)."""
+def load_spec(
+    source: str | Path | dict[str, Any],
+    overrides: list[str] | None = None,
+    settings: type[BaseModel] = RunSettings,
+) -> SweepSpec:
+    """Read a YAML spec (or take a mapping) and apply `--set K=V` overrides: V is read as YAML; K is
+    a base field (which then leaves the grid, if it was a factor), or `name`, `description`,
+    `seeds`. `settings`: the run schema (default `RunSettings`)."""
     factors = tuple(spec_class(settings).fields_model().model_fields)
     if isinstance(source, dict):
         data, where = dict(source), "spec"
@@ -169,12 +200,18 @@ def load_spec(source: str | Path | dict[str, Any], overrides: list[str] | None =
             data["base"] = {**(data.get("base") or {}), key: value}
             data["grid"] = {k: v for k, v in (data.get("grid") or {}).items() if k != key}
         else:
-            raise SpecError(f"--set {key}: not a run field or a spec key; known: name, seeds, {', '.join(factors)}")
-    return parse_spec(data, where + (" with --set " + " ".join(overrides) if overrides else ""), settings)
+            raise SpecError(
+                f"--set {key}: not a run field or a spec key; "
+                f"known: name, seeds, {', '.join(factors)}"
+            )
+    return parse_spec(
+        data, where + (" with --set " + " ".join(overrides) if overrides else ""), settings
+    )
 
 
 def _priors_beside(data: dict[str, Any], folder: Path) -> dict[str, Any]:
-    """Prior-solution files named relative to the spec's folder (in base or as grid levels), made absolute."""
+    """Prior-solution files named relative to the spec's folder (in base or as grid levels), made
+    absolute."""
 
     def resolve(value: Any) -> Any:
         if isinstance(value, str) and not Path(value).is_absolute() and (folder / value).is_file():
@@ -185,15 +222,19 @@ def _priors_beside(data: dict[str, Any], folder: Path) -> dict[str, Any]:
     if isinstance(data.get("base"), dict) and "prior_solution" in data["base"]:
         data["base"] = {**data["base"], "prior_solution": resolve(data["base"]["prior_solution"])}
     if isinstance(data.get("grid"), dict) and isinstance(data["grid"].get("prior_solution"), list):
-        data["grid"] = {**data["grid"], "prior_solution": [resolve(v) for v in data["grid"]["prior_solution"]]}
+        data["grid"] = {
+            **data["grid"],
+            "prior_solution": [resolve(v) for v in data["grid"]["prior_solution"]],
+        }
     return data
 
 
 @dataclass(frozen=True)
 class Configuration:
-    """One point of a sweep: the run's settings (the run notebook's parameters), the factor levels it stands for,
-    its novelty back end (scoring is not part of the run's configuration), and the configuration they resolved
-    to (`config`, config.json's fields) with its id: what the worker runs, without resolving again."""
+    """One point of a sweep: the run's settings (the run notebook's parameters), the factor levels
+    it stands for, its novelty back end (scoring is not part of the run's configuration), and the
+    configuration they resolved to (`config`, config.json's fields) with its id: what the worker
+    runs, without resolving again."""
 
     parameters: dict[str, Any]
     levels: dict[str, Any]
@@ -204,8 +245,8 @@ class Configuration:
 
 
 def expand(spec: SweepSpec) -> list[Configuration]:
-    """Every configuration of the spec: the cartesian product of the grid, times the seeds, each with its settled
-    configuration's id."""
+    """Every configuration of the spec: the cartesian product of the grid, times the seeds, each
+    with its settled configuration's id."""
     from innolab import runner
 
     base = spec.base.model_dump(exclude_none=True)
@@ -223,20 +264,31 @@ def expand(spec: SweepSpec) -> list[Configuration]:
                 config = runner.resolve(validate_settings(parameters, type(spec).settings))  # type: ignore[arg-type]
             except (ValueError, KeyError) as error:
                 raise SpecError(f"configuration {levels | {'seed': seed}}: {error}") from None
-            out.append(Configuration(parameters=parameters, levels={**levels, "seed": seed},
-                                     novelty=None if novelty == "none" else novelty,
-                                     config_id=runner.config_id(config), config=config.as_dict()))
+            out.append(
+                Configuration(
+                    parameters=parameters,
+                    levels={**levels, "seed": seed},
+                    novelty=None if novelty == "none" else novelty,
+                    config_id=runner.config_id(config),
+                    config=config.as_dict(),
+                )
+            )
     ids = [c.config_id for c in out]
     if len(set(ids)) != len(ids):
-        raise SpecError("two grid points give the same run configuration (a factor whose levels change nothing)")
+        raise SpecError(
+            "two grid points give the same run configuration (a factor whose levels change nothing)"
+        )
     return out
 
 
 def _prior_file(prior: str) -> str:
-    """A prior solution is a file of code the run starts from (never one of the task's known solutions: those
-    stay outside every sandbox); returns its absolute path."""
+    """A prior solution is a file of code the run starts from (never one of the task's known
+    solutions: those stay outside every sandbox); returns its absolute path."""
     path = Path(prior)
     if not path.is_file():
-        raise SpecError(f"prior_solution: {prior!r} is not a file (a prior solution is a file of code, relative to "
-                        "the spec's folder; the task's known solutions never enter a sandbox)")
+        raise SpecError(
+            f"prior_solution: {prior!r} is not a file "
+            "(a prior solution is a file of code, relative to "
+            "the spec's folder; the task's known solutions never enter a sandbox)"
+        )
     return str(path.resolve())
