@@ -2,7 +2,7 @@
 
 import pytest
 
-from innolab.novelty import backends, registry
+from innolab.novelty import registry
 from innolab.novelty.backends import EmbeddingBackend, NoveltyError, TfidfBackend
 from innolab.novelty.scoring import CODE_BACKENDS, compares_cards
 from innolab.novelty.structure import StructuralBackend
@@ -43,8 +43,3 @@ def test_the_ast_backend_falls_back_to_tfidf_on_text():
     expected = TfidfBackend().distance(text_a, text_b)
     assert registry.make_backend("ast").distance(text_a, text_b) == expected
 
-
-def test_the_old_names_in_backends_still_resolve_to_the_registry():
-    assert backends.make_backend is registry.make_backend and backends.BACKENDS is registry.BACKENDS
-    with pytest.raises(AttributeError, match="no attribute 'Registry'"):
-        _ = backends.Registry

@@ -13,13 +13,12 @@ Calibrations (documented choices of innolab, not the paper's):
 * llm: DAGENT (paper §3.4, App. H.2): six dimensions scored 0 (completely similar) to 4
   (completely different) with a one-line justification each; distance = mean(score / 4) · 100.
 
-The back ends by name are innolab.novelty.registry's.
+The back ends by name (`BACKENDS`, `make_backend`) are innolab.novelty.registry's.
 """
 
 from __future__ import annotations
 
 import hashlib
-import importlib
 import importlib.util
 import json
 import math
@@ -275,15 +274,6 @@ class LLMJudge:
     def distance(self, a: str, b: str) -> float:
         """Return the judge's distance of two method cards in [0, 100] (`judge`)."""
         return float(self.judge(a, b)["distance"])
-
-
-def __getattr__(name: str) -> Any:
-    """Transitional aliases: `make_backend` and `BACKENDS` live in innolab.novelty.registry (which
-    imports this module, so it is resolved by name here, not imported); removed once every caller
-    imports the registry."""
-    if name in ("make_backend", "BACKENDS"):
-        return getattr(importlib.import_module("innolab.novelty.registry"), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 class Scorer:
