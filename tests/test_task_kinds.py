@@ -1,5 +1,8 @@
-"""Declared task kinds and sandbox abilities: both kinds of task are gym tasks, optional abilities have their
-defaults, the gym probes no attribute, and task schemes are registered from above (no string import in tasks)."""
+"""Declared task kinds and sandbox abilities, and task schemes registered from above.
+
+Both kinds of task are gym tasks, optional abilities have their defaults, the gym probes no
+attribute, and the tasks hide no import of a package above them in a string.
+"""
 
 from __future__ import annotations
 
@@ -22,13 +25,29 @@ from innolab.tasks.model import Task
 from innolab.tasks.registry import SCHEME_GROUP, resolve_task_options, scheme_of, schemes
 
 ROOT = Path(__file__).resolve().parent.parent
-PROBE = re.compile(r"\b(?:getattr|hasattr)\(\s*(?:self\.)?(?:task|sandbox)\b|type:\s*ignore\[attr-defined\]")
+PROBE = re.compile(
+    r"\b(?:getattr|hasattr)\(\s*(?:self\.)?(?:task|sandbox)\b|type:\s*ignore\[attr-defined\]"
+)
 
 
 def exp_task() -> ExpTask:
-    return ExpTask(conference="confA", paper_id="111", index=0, question="Does lr matter?", method="vary lr",
-                   agent_instructions="", expected_outcome="", design={}, requirements=[], source=[],
-                   masked_source=None, mode=None, no_answer=None, subsection=None, repository=None)
+    return ExpTask(
+        conference="confA",
+        paper_id="111",
+        index=0,
+        question="Does lr matter?",
+        method="vary lr",
+        agent_instructions="",
+        expected_outcome="",
+        design={},
+        requirements=[],
+        source=[],
+        masked_source=None,
+        mode=None,
+        no_answer=None,
+        subsection=None,
+        repository=None,
+    )
 
 
 class TinyTask(GymTask):
@@ -43,7 +62,7 @@ class TinyTask(GymTask):
         return {"description.md": self.description.encode(), "data/input.txt": b"1\n"}
 
     def validator_files(self) -> dict[str, bytes]:
-        return {"validate.py": b"print('{\"valid\": true, \"score\": 1.0, \"errors\": []}')\n"}
+        return {"validate.py": b'print(\'{"valid": true, "score": 1.0, "errors": []}\')\n'}
 
 
 class RecordingSandbox(Sandbox):
@@ -122,7 +141,11 @@ def test_the_gym_opens_any_gym_task_through_the_declared_abilities():
         validator = open_validator(TinyTask(), sandbox)
         try:
             assert isinstance(validator, LocalValidator)
-            assert validator.check(b"{}", timeout_s=30) == {"valid": True, "score": 1.0, "errors": []}
+            assert validator.check(b"{}", timeout_s=30) == {
+                "valid": True,
+                "score": 1.0,
+                "errors": [],
+            }
         finally:
             validator.close()
     finally:
@@ -130,17 +153,20 @@ def test_the_gym_opens_any_gym_task_through_the_declared_abilities():
 
 
 def probes(source: str) -> list[str]:
-    """The lines of a source text that probe a task or a sandbox for an attribute instead of using a declared
-    one."""
+    """The lines of a source text that probe a task or a sandbox for an attribute."""
     return [line.strip() for line in source.splitlines() if PROBE.search(line)]
 
 
 def test_the_gym_probes_no_task_or_sandbox_attribute():
-    planted = 'rules = getattr(task, "workspace_rules", None)\nif hasattr(sandbox, "write_files"):\n'
+    planted = (
+        'rules = getattr(task, "workspace_rules", None)\nif hasattr(sandbox, "write_files"):\n'
+    )
     assert len(probes(planted)) == 2  # the check sees a probe
     assert probes("x = sandbox.client  # type: ignore[attr-defined]\n")
-    found = {str(p.relative_to(ROOT)): probes(p.read_text(encoding="utf-8"))
-             for p in sorted((ROOT / "innolab" / "gym").rglob("*.py"))}
+    found = {
+        str(p.relative_to(ROOT)): probes(p.read_text(encoding="utf-8"))
+        for p in sorted((ROOT / "innolab" / "gym").rglob("*.py"))
+    }
     assert {path: lines for path, lines in found.items() if lines} == {}
 
 
@@ -149,8 +175,16 @@ def test_task_schemes_are_registered_from_above():
     assert schemes()["expbench"].value == "innolab.expbench.gym_task"
     assert scheme_of("expbench:confA/111/0") == "expbench"
     assert scheme_of("nosuch:x") is None and scheme_of("circle-packing-26") is None
-    with pytest.raises(TaskError, match="unknown task 'nosuch:x'"):
+    with pytest.raises(
+        TaskError,
+        match="unknown task 'nosuch:x'.*no task scheme 'nosuch' is registered"
+        r" \(registered: \['expbench'\]; a scheme is an entry point of the group"
+        " innolab.task_schemes",
+    ):
         get_task("nosuch:x")
+    with pytest.raises(TaskError) as unknown:
+        get_task("no-such-task")
+    assert "scheme" not in str(unknown.value)
     with pytest.raises(TaskError, match="task_options: task 'circle-packing-26' takes none"):
         resolve_task_options("circle-packing-26", {"repo": "x"})
     with pytest.raises(ValueError, match=r"task_options\.repo"):
@@ -161,17 +195,25 @@ def layers_above(package: str) -> list[str]:
     """The packages import-linter's layers contract puts above `package` (.importlinter)."""
     config = configparser.ConfigParser()
     config.read(ROOT / ".importlinter")
-    layers = [line.strip() for line in config["importlinter:contract:layers"]["layers"].splitlines()
-              if line.strip()]
+    layers = [
+        line.strip()
+        for line in config["importlinter:contract:layers"]["layers"].splitlines()
+        if line.strip()
+    ]
     index = next(i for i, layer in enumerate(layers) if package in layer.split(" | "))
     return [name.strip() for layer in layers[:index] for name in layer.split("|")]
 
 
 def string_imports(source: str, above: list[str]) -> list[str]:
-    """The string constants of a source text that name a module of a package above (an import hidden in a
-    string, which import-linter cannot see)."""
-    names = [node.value for node in ast.walk(ast.parse(source))
-             if isinstance(node, ast.Constant) and isinstance(node.value, str)]
+    """The string constants of a source text that name a module of a package above.
+
+    Such a constant is an import hidden in a string, which import-linter cannot see.
+    """
+    names = [
+        node.value
+        for node in ast.walk(ast.parse(source))
+        if isinstance(node, ast.Constant) and isinstance(node.value, str)
+    ]
     pattern = re.compile(rf"(?:{'|'.join(re.escape(a) for a in above)})(?:\.\w+)*(?::\w+)?")
     return [name for name in names if pattern.fullmatch(name.strip())]
 
@@ -179,10 +221,18 @@ def string_imports(source: str, above: list[str]) -> list[str]:
 def test_tasks_hide_no_import_of_a_package_above_them_in_a_string():
     above = layers_above("innolab.tasks")
     assert {"innolab.gym", "innolab.expbench", "innolab.cli"} <= set(above)
-    planted = 'SCHEMES = {"expbench": "innolab.expbench.gym_task"}\nimportlib.import_module("innolab.gym.run")\n'
+    planted = (
+        'SCHEMES = {"expbench": "innolab.expbench.gym_task"}\n'
+        'importlib.import_module("innolab.gym.run")\n'
+    )
     assert string_imports(planted, above) == ["innolab.expbench.gym_task", "innolab.gym.run"]
     sources = sorted((ROOT / "innolab" / "tasks").rglob("*.py"))
     assert sources
-    hidden = {str(p.relative_to(ROOT)): string_imports(p.read_text(encoding="utf-8"), above) for p in sources}
+    hidden = {
+        str(p.relative_to(ROOT)): string_imports(p.read_text(encoding="utf-8"), above)
+        for p in sources
+    }
     assert {path: names for path, names in hidden.items() if names} == {}
-    assert [str(p.relative_to(ROOT)) for p in sources if "expbench" in p.read_text(encoding="utf-8")] == []
+    assert [
+        str(p.relative_to(ROOT)) for p in sources if "expbench" in p.read_text(encoding="utf-8")
+    ] == []

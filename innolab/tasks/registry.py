@@ -146,7 +146,14 @@ def get_task(
     for folder in user_task_dirs():
         if (folder / text / "task.yaml").is_file():
             return load_task(folder / text)
-    raise TaskError(f"unknown task {text!r}; known: {', '.join(builtin_ids())}")
+    prefix, colon, _ = text.partition(":")
+    hint = (
+        f"; no task scheme {prefix!r} is registered (registered: {sorted(schemes()) or 'none'}; "
+        f"a scheme is an entry point of the group {SCHEME_GROUP}, installed with its package)"
+        if colon and prefix.isidentifier()
+        else ""
+    )
+    raise TaskError(f"unknown task {text!r}; known: {', '.join(builtin_ids())}{hint}")
 
 
 def list_tasks() -> list[Task]:
