@@ -1,4 +1,4 @@
-"""Circle packings: n disjoint disks in the unit square, or in a rectangle of bounded perimeter (exact rationals)."""
+"""Circle packings: n disjoint disks in the unit square or a bounded-perimeter rectangle (exact)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,18 @@ from .core import all_violations, distinct_rows, only_keys, real_matrix, size
 
 
 def circles_in_square(data: dict[str, Any], n: int) -> float:
-    """n disjoint disks inside the unit square; score Σr (maximise). Exact rational checks."""
+    """Check n disjoint disks inside the unit square; score Σr (maximise). Exact rational checks.
+
+    Args:
+        data: The submission: {"circles": [[x, y, r], ...]}.
+        n: The number of disks.
+
+    Returns:
+        The sum of the radii.
+
+    Raises:
+        Invalid: The submission breaks a rule (every violation listed).
+    """
     only_keys(data, ("circles",))
     c = real_matrix(data, "circles", n, 3)
     _check_circles(c, box=(Fraction(1), Fraction(1)))
@@ -21,7 +32,21 @@ def circles_in_square(data: dict[str, Any], n: int) -> float:
 
 
 def circles_in_rectangle(data: dict[str, Any], n: int, half_perimeter: float = 2.0) -> float:
-    """n disjoint disks whose bounding box has width + height ≤ half_perimeter; score Σr (maximise)."""
+    """Check n disjoint disks whose bounding box has width + height ≤ half_perimeter; score Σr.
+
+    The score is maximised. Exact rational checks.
+
+    Args:
+        data: The submission: {"circles": [[x, y, r], ...]}.
+        n: The number of disks.
+        half_perimeter: The bound on the bounding box's width + height.
+
+    Returns:
+        The sum of the radii.
+
+    Raises:
+        Invalid: The submission breaks a rule (every violation listed).
+    """
     only_keys(data, ("circles",))
     c = real_matrix(data, "circles", n, 3)
     _check_circles(c, box=None, half_perimeter=Fraction(half_perimeter))
@@ -30,7 +55,7 @@ def circles_in_rectangle(data: dict[str, Any], n: int, half_perimeter: float = 2
 
 def _check_circles(c: np.ndarray, box: tuple[Fraction, Fraction] | None,
                    half_perimeter: Fraction | None = None) -> None:
-    """Every violated constraint, each with its size: negative radii, walls, the bounding box, overlaps."""
+    """Every violated constraint with its size: negative radii, walls, bounding box, overlaps."""
     distinct_rows(c[:, :2], "circles")
     q = [(Fraction(x), Fraction(y), Fraction(r)) for x, y, r in c.tolist()]
     negative = [f"circles[{i}] has radius {size(r)} < 0" for i, (_, _, r) in enumerate(q) if r < 0]
@@ -53,6 +78,7 @@ def _check_circles(c: np.ndarray, box: tuple[Fraction, Fraction] | None,
     for (i, (xi, yi, ri)), (j, (xj, yj, rj)) in combinations(enumerate(q), 2):
         shortfall = (ri + rj) ** 2 - ((xi - xj) ** 2 + (yi - yj) ** 2)
         if shortfall > 0:
-            overlaps.append(f"circles[{i}] and circles[{j}] overlap by {size(shortfall)} in squared distance")
+            overlaps.append(f"circles[{i}] and circles[{j}] overlap by {size(shortfall)} "
+                            "in squared distance")
     all_violations({"radius": negative, "containment": outside, "bounding box": bounding,
                     "disjointness": overlaps})

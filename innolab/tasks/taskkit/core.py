@@ -1,14 +1,17 @@
-"""What every problem's checks share: strict parsing, shape and range checks, violation lists, the validator CLI.
+"""What every problem's checks share: strict parsing, shape and range checks, violations, the CLI.
 
 Rules that hold for every problem:
 
-* the submission is a JSON object no larger than the task's byte limit; NaN, Infinity and unknown top-level keys
-  are rejected (a reported score is never read: the objective is recomputed from the construction);
-* numbers must be JSON numbers (not strings, not booleans) within float64's range; integer fields must be
-  integers; an integer literal of more than `MAX_INT_DIGITS` digits is rejected by name, never converted;
-* constraints are checked with zero tolerance: exactly in rational arithmetic where that is cheap (circles,
-  points, triangles: a float64 value is a dyadic rational, so `fractions.Fraction` decides without rounding),
-  exactly in Python integers (kissing vectors, schedules), or in float64 (step-function objectives);
+* the submission is a JSON object no larger than the task's byte limit; NaN, Infinity and unknown
+  top-level keys are rejected (a reported score is never read: the objective is recomputed from the
+  construction);
+* numbers must be JSON numbers (not strings, not booleans) within float64's range; integer fields
+  must be integers; an integer literal of more than `MAX_INT_DIGITS` digits is rejected by name,
+  never converted;
+* constraints are checked with zero tolerance: exactly in rational arithmetic where that is cheap
+  (circles, points, triangles: a float64 value is a dyadic rational, so `fractions.Fraction` decides
+  without rounding), exactly in Python integers (kissing vectors, schedules), or in float64
+  (step-function objectives);
 * every violated constraint is listed (up to `MAX_LISTED_VIOLATIONS`) with its magnitude.
 """
 
@@ -26,7 +29,8 @@ import numpy as np
 
 DEFAULT_MAX_BYTES = 5_000_000
 MAX_LISTED_VIOLATIONS = 20
-MAX_INT_DIGITS = 400  # any integer beyond float64's range (about 1.8e308) has at least 309 digits
+# any integer beyond float64's range (about 1.8e308) has at least 309 digits
+MAX_INT_DIGITS = 400
 FLOAT_MAX = sys.float_info.max
 FAMILIES = ("circles", "points", "steps", "kissing", "jobshop")
 
@@ -36,16 +40,26 @@ class Invalid(ValueError):
 
 
 class HugeInt:
-    """An integer literal too long to convert (Python refuses beyond 4,300 digits): kept as its digit count."""
+    """An integer literal too long to convert (Python refuses beyond 4,300 digits).
+
+    Attributes:
+        digits: Its number of digits, all that is kept of it.
+    """
 
     def __init__(self, digits: int) -> None:
+        """Keep the literal's digit count.
+
+        Args:
+            digits: The literal's number of digits.
+        """
         self.digits = digits
 
     def __repr__(self) -> str:
+        """Return "<integer of N digits>"."""
         return f"<integer of {self.digits} digits>"
 
 
-# --------------------------------------------------------------------------------------------- strict parsing
+# ----------------------------------------------------------------------------------- strict parsing
 
 
 def _reject_constant(name: str) -> None:
@@ -58,7 +72,18 @@ def _parse_int(text: str) -> int | HugeInt:
 
 
 def load_submission(path: str | Path, max_bytes: int = DEFAULT_MAX_BYTES) -> dict[str, Any]:
-    """Read a submission file: size-capped, strict JSON (no NaN/Infinity), a top-level object."""
+    """Read a submission file: size-capped, strict JSON (no NaN/Infinity), a top-level object.
+
+    Args:
+        path: The submission file (a regular file, not a link).
+        max_bytes: The size limit.
+
+    Returns:
+        The submission.
+
+    Raises:
+        Invalid: The file is missing, a link, too large, or not a strict JSON object.
+    """
     path = Path(path)
     if path.is_symlink():
         raise Invalid(f"submission {path.name} is a symbolic link; submit a regular file")
@@ -75,6 +100,20 @@ def load_submission(path: str | Path, max_bytes: int = DEFAULT_MAX_BYTES) -> dic
 
 
 def parse_submission(raw: bytes | str) -> dict[str, Any]:
+    """Parse a submission strictly: UTF-8 JSON, no NaN/Infinity, a top-level object.
+
+    Integer literals too long to convert are kept as HugeInt (rejected by name later).
+
+    Args:
+        raw: The submission's bytes or text.
+
+    Returns:
+        The submission.
+
+    Raises:
+        Invalid: The text is not UTF-8, not valid JSON, nested too deeply, holds a NaN or
+            Infinity, or is not an object.
+    """
     try:
         text = raw.decode("utf-8") if isinstance(raw, bytes) else raw
         data = json.loads(text, parse_constant=_reject_constant, parse_int=_parse_int)
@@ -90,10 +129,20 @@ def parse_submission(raw: bytes | str) -> dict[str, Any]:
 
 
 def only_keys(data: dict[str, Any], allowed: tuple[str, ...]) -> None:
+    """Check that a submission holds exactly the allowed fields.
+
+    Args:
+        data: The submission.
+        allowed: Its fields.
+
+    Raises:
+        Invalid: A field is unknown or missing.
+    """
     extra = sorted(set(data) - set(allowed))
     if extra:
         raise Invalid(
-            f"unknown field(s) {extra}: a submission holds only {list(allowed)}; scores are recomputed, never read"
+            f"unknown field(s) {extra}: a submission holds only {list(allowed)}; "
+            "scores are recomputed, never read"
         )
     missing = [k for k in allowed if k not in data]
     if missing:
@@ -101,18 +150,32 @@ def only_keys(data: dict[str, Any], allowed: tuple[str, ...]) -> None:
 
 
 def is_real(value: object) -> bool:
+    """Test whether a value is a JSON number (an int or a float, not a bool)."""
     return isinstance(value, int | float) and not isinstance(value, bool)
 
 
 def _out_of_range(item: Any, where: str) -> Invalid:
     if isinstance(item, HugeInt):
-        return Invalid(f"{where} is an integer of {item.digits} digits: it must lie within float64's range "
+        return Invalid(f"{where} is an integer of {item.digits} digits: it must lie within "
+                       f"float64's range "
                        f"(magnitude at most {FLOAT_MAX:.4g})")
-    return Invalid(f"{where} must lie within float64's range (magnitude at most {FLOAT_MAX:.4g})")
+    return Invalid(
+        f"{where} must lie within float64's range (magnitude at most {FLOAT_MAX:.4g})")
 
 
 def finite_number(item: Any, where: str) -> float:
-    """A JSON number representable as a finite float64; the error names the field and the rule."""
+    """Read a JSON number representable as a finite float64.
+
+    Args:
+        item: The value.
+        where: The field's name, for the error.
+
+    Returns:
+        The value as a float.
+
+    Raises:
+        Invalid: It is not a number, out of float64's range, or not finite (naming the field).
+    """
     if isinstance(item, HugeInt):
         raise _out_of_range(item, where)
     if not is_real(item):
@@ -126,7 +189,9 @@ def finite_number(item: Any, where: str) -> float:
     return value
 
 
-def _matrix(value: Any, key: str, rows: int | None, cols: int, check_item: Any, kind: str) -> list[list[Any]]:
+def _matrix(
+    value: Any, key: str, rows: int | None, cols: int, check_item: Any, kind: str
+) -> list[list[Any]]:
     """The shape checks shared by every matrix field; `check_item(item, where)` checks one entry."""
     if not isinstance(value, list):
         raise Invalid(f"{key} must be a list of rows, got {type(value).__name__}")
@@ -141,17 +206,49 @@ def _matrix(value: Any, key: str, rows: int | None, cols: int, check_item: Any, 
 
 
 def real_matrix(data: dict[str, Any], key: str, rows: int | None, cols: int) -> np.ndarray:
-    """A list of `rows` lists of `cols` finite JSON numbers, as float64."""
+    """Read a matrix field: a list of `rows` lists of `cols` finite JSON numbers.
+
+    Args:
+        data: The submission.
+        key: The field.
+        rows: The number of rows; None for any.
+        cols: The number of columns.
+
+    Returns:
+        The matrix as float64.
+
+    Raises:
+        Invalid: The field has the wrong shape or an entry is not a finite number.
+    """
     value = _matrix(data[key], key, rows, cols, finite_number, "numbers")
     return np.array(value, dtype=np.float64).reshape(len(value), cols)
 
 
-def real_vector(data: dict[str, Any], key: str, min_len: int, max_len: int, max_abs: float = 1e100) -> np.ndarray:
+def real_vector(
+    data: dict[str, Any], key: str, min_len: int, max_len: int, max_abs: float = 1e100
+) -> np.ndarray:
+    """Read a vector field: a list of finite JSON numbers.
+
+    Args:
+        data: The submission.
+        key: The field.
+        min_len: The fewest values.
+        max_len: The most values.
+        max_abs: The largest magnitude allowed.
+
+    Returns:
+        The vector as float64.
+
+    Raises:
+        Invalid: The field is not a list, has a length out of range, or an entry is not a
+            finite number within `max_abs`.
+    """
     value = data[key]
     if not isinstance(value, list):
         raise Invalid(f"{key} must be a list of numbers, got {type(value).__name__}")
     if not min_len <= len(value) <= max_len:
-        raise Invalid(f"{key} must have between {min_len} and {max_len} values, got {len(value)}")
+        raise Invalid(
+            f"{key} must have between {min_len} and {max_len} values, got {len(value)}")
     for i, item in enumerate(value):
         number = finite_number(item, f"{key}[{i}]")
         if abs(number) > max_abs:
@@ -160,30 +257,65 @@ def real_vector(data: dict[str, Any], key: str, min_len: int, max_len: int, max_
 
 
 def int_rows(data: Any, key: str, rows: int | None, cols: int, max_bits: int) -> list[list[int]]:
-    """A list of lists of JSON integers (1.0 is not an integer here), each of bit length at most `max_bits`,
-    kept as exact Python integers (no fixed-width arithmetic can overflow silently)."""
+    """Read a matrix of JSON integers (1.0 is not an integer here), kept as exact Python integers.
+
+    No fixed-width arithmetic can overflow silently.
+
+    Args:
+        data: The submission (the field `key` is read), or the matrix itself.
+        key: The field's name.
+        rows: The number of rows; None for any.
+        cols: The number of columns.
+        max_bits: The largest bit length of an entry.
+
+    Returns:
+        The rows.
+
+    Raises:
+        Invalid: The matrix has the wrong shape, or an entry is not an integer or is too large.
+    """
 
     def integer(item: Any, where: str) -> None:
         if isinstance(item, HugeInt):
-            raise Invalid(f"{where} is an integer of {item.digits} digits; entries must have magnitude below "
+            raise Invalid(f"{where} is an integer of {item.digits} digits; entries must have "
+                          f"magnitude below "
                           f"2^{max_bits}")
         if not isinstance(item, int) or isinstance(item, bool):
             raise Invalid(f"{where} must be an integer, got {type(item).__name__} {item!r}")
         if item.bit_length() > max_bits:
-            raise Invalid(f"{where} must have magnitude below 2^{max_bits} (it has {item.bit_length()} bits)")
+            raise Invalid(f"{where} must have magnitude below 2^{max_bits} "
+                          f"(it has {item.bit_length()} bits)")
 
-    return _matrix(data[key] if isinstance(data, dict) else data, key, rows, cols, integer, "integers")
+    return _matrix(data[key] if isinstance(data, dict) else data, key, rows, cols, integer,
+                   "integers")
 
 
 def violations(name: str, found: list[str]) -> None:
-    """Raise one error listing every violation of a constraint (the first MAX_LISTED_VIOLATIONS of them)."""
+    """Raise one error listing every violation of a constraint (the first MAX_LISTED_VIOLATIONS).
+
+    Args:
+        name: The constraint.
+        found: Its violations, each described.
+
+    Raises:
+        Invalid: There is at least one violation.
+    """
     if found:
-        more = f" (and {len(found) - MAX_LISTED_VIOLATIONS} more)" if len(found) > MAX_LISTED_VIOLATIONS else ""
-        raise Invalid(f"{name}: {len(found)} violation(s): " + "; ".join(found[:MAX_LISTED_VIOLATIONS]) + more)
+        more = (f" (and {len(found) - MAX_LISTED_VIOLATIONS} more)"
+                if len(found) > MAX_LISTED_VIOLATIONS else "")
+        raise Invalid(f"{name}: {len(found)} violation(s): "
+                      + "; ".join(found[:MAX_LISTED_VIOLATIONS]) + more)
 
 
 def all_violations(found: dict[str, list[str]]) -> None:
-    """Raise one error naming every violated constraint of several kinds, each with its violations listed."""
+    """Raise one error naming every violated constraint of several kinds, with their violations.
+
+    Args:
+        found: Each constraint's violations, by its name.
+
+    Raises:
+        Invalid: Any constraint has a violation.
+    """
     parts = []
     listed = 0
     for name, items in found.items():
@@ -198,6 +330,15 @@ def all_violations(found: dict[str, list[str]]) -> None:
 
 
 def distinct_rows(points: np.ndarray | list[list[Any]], key: str) -> None:
+    """Check that no two rows are equal.
+
+    Args:
+        points: The rows.
+        key: The field's name, for the error.
+
+    Raises:
+        Invalid: Rows repeat (each duplicate named).
+    """
     seen: dict[tuple[Any, ...], int] = {}
     duplicates = []
     for i, row in enumerate(points):
@@ -210,7 +351,14 @@ def distinct_rows(points: np.ndarray | list[list[Any]], key: str) -> None:
 
 
 def size(value: Any) -> str:
-    """A violation's magnitude for a message, even when it is beyond float64's range."""
+    """Write a violation's magnitude for a message, even when it is beyond float64's range.
+
+    Args:
+        value: The magnitude (a float, an int, a Fraction).
+
+    Returns:
+        It to 3 significant digits.
+    """
     try:
         return f"{float(value):.3g}"
     except OverflowError:
@@ -218,36 +366,71 @@ def size(value: Any) -> str:
 
 
 def as_float(value: Any, what: str) -> float:
-    """An exact quantity (Fraction, int) rounded once to float64; an overflow is a named rejection."""
+    """Round an exact quantity (Fraction, int) once to float64.
+
+    Args:
+        value: The quantity.
+        what: Its name, for the error.
+
+    Returns:
+        The float.
+
+    Raises:
+        Invalid: It overflows float64 or is not finite.
+    """
     try:
         result = float(value)
     except OverflowError:
-        raise Invalid(f"{what} overflows float64 (the construction's scale is out of range)") from None
+        raise Invalid(
+            f"{what} overflows float64 (the construction's scale is out of range)") from None
     if not math.isfinite(result):
         raise Invalid(f"{what} is not finite")
     return result
 
 
-# ------------------------------------------------------------------------------------------------- dispatch
+# ----------------------------------------------------------------------------------------- dispatch
 
 
 def resolve(reference: str) -> Callable[..., float]:
-    """The check function named "module:function" (module one of FAMILIES, in this package)."""
+    """Find the check function named "module:function" (module one of FAMILIES, in this package).
+
+    Args:
+        reference: "module:function".
+
+    Returns:
+        The check function.
+
+    Raises:
+        ValueError: The reference is malformed, names no public function, or an unknown module.
+    """
     module, _, function = reference.partition(":")
     if module not in FAMILIES or not function:
-        raise ValueError(f"check {reference!r} must be 'module:function' with module one of {list(FAMILIES)}")
+        raise ValueError(f"check {reference!r} must be 'module:function' "
+                         f"with module one of {list(FAMILIES)}")
     package = __name__.rpartition(".")[0]
     try:
         found = getattr(importlib.import_module(f"{package}.{module}"), function)
     except (ImportError, AttributeError):
-        raise ValueError(f"check {reference!r}: module {module!r} has no function {function!r}") from None
+        raise ValueError(
+            f"check {reference!r}: module {module!r} has no function {function!r}") from None
     if function.startswith("_") or not callable(found):
         raise ValueError(f"check {reference!r} is not a public check function")
     return found
 
 
-def check(reference: str, params: dict[str, Any], data: dict[str, Any]) -> tuple[list[str], float | None]:
-    """(errors, score): no errors and the recomputed objective, or the errors and None."""
+def check(
+    reference: str, params: dict[str, Any], data: dict[str, Any]
+) -> tuple[list[str], float | None]:
+    """Check a submission and recompute its objective.
+
+    Args:
+        reference: The check, "module:function".
+        params: The problem's parameters.
+        data: The submission.
+
+    Returns:
+        (errors, score): no errors and the recomputed objective, or the errors and None.
+    """
     try:
         function = resolve(reference)
     except ValueError as error:
@@ -261,8 +444,19 @@ def check(reference: str, params: dict[str, Any], data: dict[str, Any]) -> tuple
     return [], score
 
 
-def check_file(reference: str, params: dict[str, Any], path: str | Path, max_bytes: int = DEFAULT_MAX_BYTES
-               ) -> tuple[list[str], float | None]:
+def check_file(reference: str, params: dict[str, Any], path: str | Path,
+               max_bytes: int = DEFAULT_MAX_BYTES) -> tuple[list[str], float | None]:
+    """Read and check a submission file.
+
+    Args:
+        reference: The check, "module:function".
+        params: The problem's parameters.
+        path: The submission file.
+        max_bytes: The size limit.
+
+    Returns:
+        (errors, score), as `check`.
+    """
     try:
         data = load_submission(path, max_bytes)
     except Invalid as error:
@@ -271,13 +465,29 @@ def check_file(reference: str, params: dict[str, Any], path: str | Path, max_byt
 
 
 def main_from_config(config_file: str) -> None:
-    """The sandbox's validate.py: the check configuration comes from task.json beside the package."""
-    config = json.loads((Path(__file__).resolve().parent.parent / config_file).read_text(encoding="utf-8"))
+    """Run the sandbox's validate.py: the check's configuration is in a file beside the package.
+
+    Args:
+        config_file: The configuration's file name (task.json).
+    """
+    config = json.loads((Path(__file__).resolve().parent.parent / config_file)
+                        .read_text(encoding="utf-8"))
     main(config["check"], config["params"], config["max_bytes"])
 
 
 def main(reference: str, params: dict[str, Any], max_bytes: int = DEFAULT_MAX_BYTES) -> None:
-    """Validator command line: `python validate.py SUBMISSION.json` prints a JSON verdict; exit 0 iff valid."""
+    """Run the validator's command line: `python validate.py SUBMISSION.json`.
+
+    It prints a JSON verdict (valid, score, errors).
+
+    Args:
+        reference: The check, "module:function".
+        params: The problem's parameters.
+        max_bytes: The size limit.
+
+    Raises:
+        SystemExit: Always: 0 when valid, 1 when not, 2 on a wrong command line.
+    """
     if len(sys.argv) != 2:
         print("usage: python validate.py SUBMISSION.json", file=sys.stderr)
         raise SystemExit(2)

@@ -1,4 +1,4 @@
-"""Point configurations: min-max distance ratio, Heilbronn in a triangle and in the convex hull (exact rationals)."""
+"""Point configurations: min-max distance ratio, Heilbronn in a triangle and in the hull (exact)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,19 @@ Point = tuple[Fraction, ...]
 
 
 def min_max_distance_ratio(data: dict[str, Any], n: int, dim: int = 2) -> float:
-    """n distinct points; score (d_max / d_min)² (minimise), computed exactly then rounded once."""
+    """Check n distinct points; score (d_max / d_min)² (minimise), computed exactly, rounded once.
+
+    Args:
+        data: The submission: {"points": [[coordinate, ...], ...]}.
+        n: The number of points.
+        dim: The dimension.
+
+    Returns:
+        The squared ratio of the largest to the smallest distance.
+
+    Raises:
+        Invalid: The submission breaks a rule.
+    """
     only_keys(data, ("points",))
     p = real_matrix(data, "points", n, dim)
     distinct_rows(p, "points")
@@ -30,7 +42,20 @@ def _double_area(a: Point, b: Point, c: Point) -> Fraction:
 
 
 def heilbronn_triangle(data: dict[str, Any], n: int) -> float:
-    """n points in the triangle (0,0), (1,0), (1/2, √3/2); score min triangle area / (√3/4) (maximise)."""
+    """Check n points in the triangle (0,0), (1,0), (1/2, √3/2); score min area / (√3/4).
+
+    The score, the smallest triangle's area over the triangle's, is maximised.
+
+    Args:
+        data: The submission: {"points": [[x, y], ...]}.
+        n: The number of points.
+
+    Returns:
+        The smallest area of a triangle of three points, over √3/4.
+
+    Raises:
+        Invalid: The submission breaks a rule (every point outside listed).
+    """
     only_keys(data, ("points",))
     p = real_matrix(data, "points", n, 2)
     distinct_rows(p, "points")
@@ -55,7 +80,8 @@ def heilbronn_triangle(data: dict[str, Any], n: int) -> float:
 def _hull(points: list[tuple[Fraction, Fraction]]) -> list[tuple[Fraction, Fraction]]:
     pts = sorted(set(points))
 
-    def cross(o: tuple[Fraction, Fraction], a: tuple[Fraction, Fraction], b: tuple[Fraction, Fraction]) -> Fraction:
+    def cross(o: tuple[Fraction, Fraction], a: tuple[Fraction, Fraction],
+              b: tuple[Fraction, Fraction]) -> Fraction:
         return (a[0] - o[0]) * (b[1] - o[1]) - (a[1] - o[1]) * (b[0] - o[0])
 
     lower: list[tuple[Fraction, Fraction]] = []
@@ -72,13 +98,27 @@ def _hull(points: list[tuple[Fraction, Fraction]]) -> list[tuple[Fraction, Fract
 
 
 def heilbronn_convex(data: dict[str, Any], n: int) -> float:
-    """n points; score min triangle area / area of their convex hull (maximise). Exact rationals."""
+    """Check n points; score min triangle area / area of their convex hull (maximise).
+
+    Exact rationals.
+
+    Args:
+        data: The submission: {"points": [[x, y], ...]}.
+        n: The number of points.
+
+    Returns:
+        The smallest area of a triangle of three points over the area of their hull.
+
+    Raises:
+        Invalid: The submission breaks a rule, or the hull is degenerate.
+    """
     only_keys(data, ("points",))
     p = real_matrix(data, "points", n, 2)
     distinct_rows(p, "points")
     q = [(Fraction(x), Fraction(y)) for x, y in p.tolist()]
     hull = _hull(q)
-    hull_area2 = abs(sum(a[0] * b[1] - b[0] * a[1] for a, b in zip(hull, hull[1:] + hull[:1], strict=True)))
+    hull_area2 = abs(sum(a[0] * b[1] - b[0] * a[1]
+                         for a, b in zip(hull, hull[1:] + hull[:1], strict=True)))
     if hull_area2 == 0:
         raise Invalid("points: the convex hull is degenerate (zero area)")
     smallest2 = min(_double_area(a, b, c) for a, b, c in combinations(q, 3))

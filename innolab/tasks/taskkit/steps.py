@@ -1,4 +1,4 @@
-"""Step functions: Erdős minimum overlap and the first and second autocorrelation inequalities (float64)."""
+"""Step functions: Erdős minimum overlap, the first and second autocorrelation inequalities."""
 
 from __future__ import annotations
 
@@ -11,10 +11,20 @@ from .core import Invalid, only_keys, real_vector
 
 
 def erdos_minimum_overlap(data: dict[str, Any], max_n: int) -> float:
-    """Step heights h on [0, 2]; score (2/n)·max_k Σ_i h_i (1 − h_{i+k}) (minimise).
+    """Check step heights h on [0, 2]; score (2/n)·max_k Σ_i h_i (1 − h_{i+k}) (minimise).
 
-    Rule for ∫h = 1: the heights are rescaled to sum exactly n/2 (as EinsteinArena does), then every rescaled
-    height must lie in [0, 1] with zero tolerance.
+    Rule for ∫h = 1: the heights are rescaled to sum exactly n/2 (as EinsteinArena does), then
+    every rescaled height must lie in [0, 1] with zero tolerance.
+
+    Args:
+        data: The submission: {"heights": [h, ...]}.
+        max_n: The most steps.
+
+    Returns:
+        The overlap.
+
+    Raises:
+        Invalid: The submission breaks a rule.
     """
     only_keys(data, ("heights",))
     h = real_vector(data, "heights", 2, max_n, max_abs=1e6)
@@ -31,7 +41,18 @@ def erdos_minimum_overlap(data: dict[str, Any], max_n: int) -> float:
 
 
 def first_autocorrelation(data: dict[str, Any], max_n: int) -> float:
-    """Non-negative steps f on [−1/4, 1/4]; score 2n·max(f∗f)/(Σf)² (minimise)."""
+    """Check non-negative steps f on [−1/4, 1/4]; score 2n·max(f∗f)/(Σf)² (minimise).
+
+    Args:
+        data: The submission: {"values": [f, ...]}.
+        max_n: The most steps.
+
+    Returns:
+        The autocorrelation ratio.
+
+    Raises:
+        Invalid: The submission breaks a rule.
+    """
     only_keys(data, ("values",))
     f = _nonnegative_steps(data, max_n)
     n = len(f)
@@ -39,13 +60,27 @@ def first_autocorrelation(data: dict[str, Any], max_n: int) -> float:
 
 
 def second_autocorrelation(data: dict[str, Any], max_n: int) -> float:
-    """Non-negative steps f; score ‖f∗f‖₂² / (‖f∗f‖₁ · ‖f∗f‖∞) (maximise), ‖·‖₂² by piecewise-linear integration."""
+    """Check non-negative steps f; score ‖f∗f‖₂² / (‖f∗f‖₁ · ‖f∗f‖∞) (maximise).
+
+    ‖·‖₂² is integrated piecewise-linearly.
+
+    Args:
+        data: The submission: {"values": [f, ...]}.
+        max_n: The most steps.
+
+    Returns:
+        The ratio.
+
+    Raises:
+        Invalid: The submission breaks a rule.
+    """
     only_keys(data, ("values",))
     f = _nonnegative_steps(data, max_n)
     conv = np.convolve(f, f)
     m = len(conv)
     y = np.concatenate(([0.0], conv, [0.0]))
-    width = 1.0 / (m + 1)  # the convolution lives on [−1/2, 1/2], sampled at m interior points
+    # the convolution lives on [−1/2, 1/2], sampled at m interior points
+    width = 1.0 / (m + 1)
     l2_squared = float(np.sum(width / 3 * (y[:-1] ** 2 + y[:-1] * y[1:] + y[1:] ** 2)))
     l1 = float(np.sum(np.abs(conv)) / (m + 1))
     linf = float(np.max(np.abs(conv)))
