@@ -156,13 +156,32 @@ def agent_config(
     task_options: dict[str, Any] | None = None,
     **options: Any,
 ) -> RunConfig:
-    """`resolve` with the settings as arguments (notebook 01, tests): the prior solution given by
-    its code (`initial_solution`, named `prior_name`), further model settings in `settings` (they
-    win), the scaffold's own options as keywords.
+    """`resolve` with the settings as arguments (notebook 01 and tests call it so).
+
+    Args:
+        agent: The scaffold.
+        task: The task reference.
+        model: The model id (None: the backbone's).
+        temperature: The sampling temperature (None: the backbone's or 0.7).
+        seed: The run seed.
+        budget_s: The wall clock in seconds (or a duration such as "10m").
+        runtime: Where the sandbox runs.
+        max_steps: The step limit (None: none).
+        innovation_prompt: Whether to ask explicitly for a novel method.
+        initial_solution: The prior solution's code (None: the run starts from scratch).
+        settings: Further model settings (LLMSettings' fields); they win over the others.
+        image: The Docker image (None: the default one with the docker runtime).
+        prior_name: The prior solution's name (None: `prior-<hash>`).
+        backbone: The environment-variable prefix of an endpoint (None: INNOLAB_LLM).
+        task_options: What a `<scheme>:` task needs.
+        **options: The scaffold's own options.
+
+    Returns:
+        The resolved configuration.
 
     Raises:
-        innolab.runspec.SettingsError: a setting that breaks its rule (names the field and the
-        rule).
+        innolab.runspec.SettingsError: A setting that breaks its rule (naming both).
+        ValueError: A backbone without an endpoint, or bad model settings.
     """
     run = validate_settings(
         {
@@ -192,17 +211,32 @@ RUN_PARAMETERS: dict[str, Any] = {
 
 
 def config_from_parameters(parameters: dict[str, Any]) -> RunConfig:
-    """`resolve` of the settings given as a mapping (unknown names are an error).
+    """`resolve` of the settings given as a mapping.
+
+    Args:
+        parameters: Setting names and values (notebook 20's parameters).
+
+    Returns:
+        The resolved configuration.
 
     Raises:
-        innolab.runspec.SettingsError: naming each bad field and its rule.
+        innolab.runspec.SettingsError: Naming each bad or unknown field and its rule.
     """
     return resolve(validate_settings(parameters))  # type: ignore[arg-type]
 
 
 def config_id(config: RunConfig) -> str:
-    """A configuration's stable id: the hash of its settled settings (what the endpoint reports is
-    left out, so that the id is known before the run starts)."""
+    """A configuration's stable id: the hash of its settled settings.
+
+    What the endpoint reports is left out, so that the id is known before the run starts; empty task
+    options are left out, so that ids made before they existed stay.
+
+    Args:
+        config: The configuration.
+
+    Returns:
+        Twelve hexadecimal digits.
+    """
     fields = {
         k: v
         for k, v in config.as_dict().items()
@@ -212,15 +246,28 @@ def config_id(config: RunConfig) -> str:
 
 
 def endpoint_of(settings: LLMSettings) -> str:
-    """Where the model runs, in words that hold no secret: "embedded" or the endpoint's host."""
+    """Where the model runs, in words that hold no secret.
+
+    Args:
+        settings: The model settings.
+
+    Returns:
+        "embedded" or the endpoint's host.
+    """
     if not settings.base_url:
         return "embedded"
     return urlparse(settings.base_url).netloc or settings.base_url
 
 
 def settle(config: RunConfig) -> RunConfig:
-    """Ask the endpoint which model it serves under the configured id (once, before the run
-    starts)."""
+    """Ask the endpoint which model it serves under the configured id (once, before the run).
+
+    Args:
+        config: The configuration; its `model_reported` is set (None: the endpoint did not say).
+
+    Returns:
+        The same configuration.
+    """
     if config.llm is None or config.model_reported is not None:
         return config
     try:
@@ -237,18 +284,38 @@ def start(
     novelty: str | None = "default",
     show_progress: bool = True,
 ) -> dict[str, Any]:
-    """Create a run folder, execute the run, score it; returns the outcome with V, G, ratio and N. A
-    run whose agent would be shown a hidden number does not start
-    (innolab.tasks.leaks.LeakError)."""
+    """Create a run folder, execute the run, score it.
+
+    Args:
+        config: The resolved configuration.
+        run_dir: The run folder (None: results/runs/<id>).
+        novelty: The back end of N (None: N is not computed).
+        show_progress: Whether to show a progress bar.
+
+    Returns:
+        The outcome, with V, G, ratio and N.
+
+    Raises:
+        innolab.tasks.leaks.LeakError: The agent would be shown a hidden number (the run does not
+            start).
+    """
     refuse_leaks(config)
     folder = create_run(settle(config), run_dir)
     return finish(execute(folder, show_progress=show_progress), novelty)
 
 
 def refuse_leaks(config: RunConfig) -> None:
-    """Scan everything the run's agent would be shown (innolab.gym.agent_view: description, prior
-    solution, prompt texts, sandbox files) for the task's hidden numbers; a task of another
-    benchmark has none."""
+    """Scan everything the run's agent would be shown for the task's hidden numbers.
+
+    What is scanned: innolab.gym.agent_view (description, prior solution, prompt texts, sandbox
+    files); a task of another benchmark has no hidden numbers.
+
+    Args:
+        config: The configuration.
+
+    Raises:
+        innolab.tasks.leaks.LeakError: Naming what leaks and where.
+    """
     from innolab.gym.agent_view import agent_view
     from innolab.tasks.leaks import refuse
     from innolab.tasks.registry import get_task
@@ -261,14 +328,32 @@ def refuse_leaks(config: RunConfig) -> None:
 def resume(
     run_dir: Path, novelty: str | None = "default", show_progress: bool = True
 ) -> dict[str, Any]:
-    """Continue a killed run from its last checkpoint (a finished one is only reported), then score
-    it once."""
+    """Continue a killed run from its last checkpoint, then score it (a finished one: reported).
+
+    Args:
+        run_dir: The run folder.
+        novelty: The back end of N (None: N is not computed).
+        show_progress: Whether to show a progress bar.
+
+    Returns:
+        The outcome, with V, G, ratio and N.
+    """
     return finish(execute(Path(run_dir), resume=True, show_progress=show_progress), novelty)
 
 
 def finish(outcome: dict[str, Any], novelty: str | None) -> dict[str, Any]:
-    """Score a finished run once; a task of another benchmark is judged by its own tools (EXP-Bench:
-    `innolab expbench judge --run`), so its outcome carries the artefacts the run left instead."""
+    """Score a finished run once.
+
+    A task of another benchmark is judged by its own tools (EXP-Bench: `innolab expbench judge
+    --run`), so its outcome carries the artefacts the run left instead.
+
+    Args:
+        outcome: The run loop's outcome.
+        novelty: The back end of N (None: N is not computed).
+
+    Returns:
+        The outcome with the score's valid, score, gain, ratio, novelty and beats_v_star.
+    """
     if scheme_of(RunDir(Path(outcome["run_dir"])).read_config()["task"]) is not None:
         return outcome
     scored = score_run(outcome["run_dir"], novelty_backend=novelty)
@@ -277,8 +362,17 @@ def finish(outcome: dict[str, Any], novelty: str | None) -> dict[str, Any]:
 
 
 def replay(run_dir: Path) -> dict[str, Any]:
-    """Re-run a finished run with every LLM answer taken from its cache (a cache miss is an
-    error)."""
+    """Re-run a finished run with every LLM answer taken from its cache.
+
+    Args:
+        run_dir: The finished run's folder.
+
+    Returns:
+        The replay's outcome (in a new folder beside the run).
+
+    Raises:
+        ValueError: The run has no response cache; a cache miss during the replay is an error too.
+    """
     source = RunDir(Path(run_dir))
     config = load_config(source.root)
     if not source.llm_cache.is_file():
@@ -308,14 +402,29 @@ def run_or_resume(
     heartbeat_s: float = HEARTBEAT_S,
     stale_s: float = STALE_S,
 ) -> dict[str, Any]:
-    """Start the run in run_dir, or continue it when that folder already holds it (a finished run is
-    only reported): what the run notebook does, so that re-executing it never starts a run twice.
+    """Start the run in run_dir, or continue it when that folder already holds it.
 
-    The folder is locked while its run executes (innolab.runlock): a second executor (a sweep's task
-    executed again by Dask while the first is alive, or while a killed one's kernel is still
-    shutting down) waits as long as the holder's heartbeat is fresh, then resumes the run, or takes
-    the lock over from a holder whose heartbeat stayed unchanged for stale_s (stopped, hung, or dead
-    on another machine)."""
+    A finished run is only reported: what the run notebook does, so that re-executing it never
+    starts a run twice. The folder is locked while its run executes (innolab.runlock): a second
+    executor (a sweep's task executed again by Dask while the first is alive, or while a killed
+    one's kernel is still shutting down) waits as long as the holder's heartbeat is fresh, then
+    resumes the run, or takes the lock over from a holder whose heartbeat stayed unchanged for
+    stale_s (stopped, hung, or dead on another machine).
+
+    Args:
+        config: The resolved configuration.
+        run_dir: The run folder.
+        novelty: The back end of N (None: N is not computed).
+        show_progress: Whether to show a progress bar.
+        heartbeat_s: The lock's heartbeat period.
+        stale_s: How long an unchanged heartbeat means a dead holder.
+
+    Returns:
+        The outcome, with V, G, ratio and N.
+
+    Raises:
+        ValueError: The folder holds a run of another configuration.
+    """
     folder = RunDir(Path(run_dir))
     with RunLock(folder.root, heartbeat_s=heartbeat_s, stale_s=stale_s):
         if folder.exists():

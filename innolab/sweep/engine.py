@@ -4,9 +4,8 @@ Dask schedules (a LocalCluster of worker processes by default, or any running sc
 executes notebooks/20_agent_run.ipynb into `DIR/runs/<config id>/`, which starts the run or resumes
 it from its checkpoint. A finished configuration (its run scored) is never submitted again; a task
 whose worker dies is rescheduled by Dask and its run resumes; the run folder's lock
-(innolab.runlock) keeps a dying worker's kernel and its successor
-apart: the successor waits while the holder's heartbeat is fresh, however long, and never fails a
-    live run.
+(innolab.runlock) keeps a dying worker's kernel and its successor apart: the successor waits while
+the holder's heartbeat is fresh, however long, and never fails a live run.
 """
 
 from __future__ import annotations
@@ -34,6 +33,7 @@ LOOPBACK = {"127.0.0.1", "localhost", "::1"}
 
 
 def sweeps_root() -> Path:
+    """The default folder of sweeps: results/sweeps/ of the project."""
     from innolab.paths import project_root
 
     return project_root() / "results" / "sweeps"
@@ -44,8 +44,19 @@ def plan(
     output: Path | None = None,
     overrides: list[str] | None = None,
 ) -> tuple[SweepSpec, Path, list[Configuration]]:
-    """The validated spec, its folder and its configurations (written to the folder's manifest,
-    sweep.json)."""
+    """The validated spec, its folder and its configurations, written to the folder's manifest.
+
+    Args:
+        spec: A spec, a YAML file or a mapping.
+        output: The sweep folder (default results/sweeps/<name>/).
+        overrides: `--set K=V` overrides.
+
+    Returns:
+        The spec, the folder and the configurations (each resolved, with its id).
+
+    Raises:
+        innolab.sweep.spec.SpecError: A bad spec, or a folder holding another sweep.
+    """
     if not isinstance(spec, SweepSpec) or overrides:
         settings = type(spec).settings if isinstance(spec, SweepSpec) else RunSettings
         spec = load_spec(
@@ -67,8 +78,22 @@ def run(
     overrides: list[str] | None = None,
     show_progress: bool = True,
 ) -> Path:
-    """Run every configuration of the spec that has no finished run yet; collect the tables; return
-    the folder."""
+    """Run every configuration of the spec that has no finished run yet, then collect the tables.
+
+    Args:
+        spec: A spec, a YAML file or a mapping.
+        output: The sweep folder (default results/sweeps/<name>/).
+        workers: LocalCluster worker processes (default: `default_workers`).
+        scheduler: The address of a running Dask scheduler (default: a LocalCluster).
+        overrides: `--set K=V` overrides.
+        show_progress: Whether to show a progress bar (and the dashboard's address).
+
+    Returns:
+        The sweep folder.
+
+    Raises:
+        innolab.sweep.spec.SpecError: A bad spec, or a folder holding another sweep.
+    """
     spec, folder, configurations = plan(spec, output, overrides)
     pending = [c for c in configurations if not finished(folder / "runs" / c.config_id)]
     outcomes: dict[str, dict[str, Any]] = {}
@@ -87,8 +112,15 @@ REFERENCE_SPEC = "offline.yaml"
 
 
 def reference_sweep(output: Path | None = None, show_progress: bool = True) -> Path:
-    """`make reproduce`'s offline sweep (data/sweeps/offline.yaml, embedded model) into
-    output/results/sweeps/offline/, with its trajectory also as CSV; returns the folder."""
+    """`make reproduce`'s offline sweep (data/sweeps/offline.yaml, the embedded model).
+
+    Args:
+        output: The root its results/sweeps/offline/ goes under (default: the project).
+        show_progress: Whether to show a progress bar.
+
+    Returns:
+        The sweep folder (its trajectory also written as trajectory.csv).
+    """
     from innolab.paths import data_dir, project_root
     from innolab.results import trajectory
 
@@ -99,15 +131,28 @@ def reference_sweep(output: Path | None = None, show_progress: bool = True) -> P
 
 
 def finished(run_dir: Path) -> bool:
-    """A configuration is done when its run has finished and been scored (score.json is written
-    last)."""
+    """Whether a configuration is done: its run finished and was scored (score.json comes last).
+
+    Args:
+        run_dir: The configuration's run folder.
+
+    Returns:
+        True when the run's score.json exists.
+    """
     return RunDir(run_dir).score.is_file()
 
 
 def default_workers(configurations: list[Configuration]) -> int:
-    """Worker processes for this machine: its cores divided by the CPUs one run may use (a Docker
-    sandbox's limit; one core for the local runtime), at least one and at most one per
-    configuration."""
+    """Worker processes for this machine: its cores divided by the CPUs one run may use.
+
+    A run may use a Docker sandbox's CPU limit, or one core with the local runtime.
+
+    Args:
+        configurations: The configurations to run.
+
+    Returns:
+        At least one worker, and at most one per configuration.
+    """
     from innolab.gym.docker_sandbox import DockerLimits
 
     cores = (
@@ -133,15 +178,25 @@ def run_configuration(
 
     The notebook gets the configuration the sweep resolved and hashed (`config`, config.json's
     fields) and runs it as it is, checking its id; the run's settings (`parameters`) go with it as
-    the notebook's record.
+    the notebook's record. The run folder is the truth, not the task: the task succeeds when the run
+    is finished and scored, whoever finished it (Dask may execute a task twice; the folder's lock
+    keeps two executions apart, the second waiting for the first as long as it lives). A kernel
+    that dies or fails to start (port races, lost messages) is infrastructure: the notebook is
+    executed again and resumes the run. An exception raised by the notebook's own code is the run's
+    failure and is returned, not retried.
 
-    The run folder is the truth, not the task: the task succeeds when the run is finished and
-    scored, whoever finished it (Dask may execute a task twice; the folder's lock keeps two
-    executions apart, the second waiting for the first as long as it lives). A kernel that dies or
-    fails to start (port races, lost messages) is
-    infrastructure: the notebook is executed again and resumes the run. An exception raised by the
-        notebook's own
-    code is the run's failure and is returned, not retried."""
+    Args:
+        parameters: The run's settings (notebook 20's parameters).
+        config: The resolved configuration, as config.json holds it.
+        config_id: Its id (the notebook checks it).
+        novelty: The back end of N (None: N is not computed).
+        run_dir: The configuration's run folder.
+        embedded_url: The sweep's embedded-model server (None: none).
+        kernel_attempts: How many times a dead or unstarted kernel is replaced.
+
+    Returns:
+        The configuration's id and its error (None when the run finished and was scored).
+    """
     from papermill.exceptions import PapermillExecutionError
 
     from innolab.notebooks import execute_run_notebook
@@ -337,8 +392,19 @@ def _record_errors(folder: Path, outcomes: dict[str, dict[str, Any]]) -> None:
 
 
 def status(folder: Path) -> dict[str, Any]:
-    """How far a sweep is: each configuration finished, interrupted (a run folder, not finished),
-    failed (an error recorded) or pending (no run folder yet)."""
+    """How far a sweep is: each configuration finished, interrupted, failed or pending.
+
+    Interrupted: a run folder, not finished; failed: an error recorded; pending: no run folder yet.
+
+    Args:
+        folder: The sweep folder.
+
+    Returns:
+        The sweep's name, each state's count, and each configuration's state, levels and error.
+
+    Raises:
+        innolab.sweep.spec.SpecError: The folder holds no sweep.
+    """
     folder = Path(folder)
     manifest = read_manifest(folder)
     if manifest is None:

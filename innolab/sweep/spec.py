@@ -140,8 +140,19 @@ def spec_class(settings: type[BaseModel] = RunSettings) -> type[SweepSpec]:
 def parse_spec(
     data: dict[str, Any], where: str = "spec", settings: type[BaseModel] = RunSettings
 ) -> SweepSpec:
-    """A validated spec (of the run schema `settings`), or a SpecError naming each bad field and its
-    rule."""
+    """A validated spec.
+
+    Args:
+        data: The spec as a mapping (name, description, base, grid, seeds).
+        where: What the spec is, for messages (its file).
+        settings: The run schema (default `RunSettings`).
+
+    Returns:
+        The spec.
+
+    Raises:
+        SpecError: Naming each bad field and its rule.
+    """
     if not isinstance(data, dict):
         raise SpecError(
             f"{where}: a sweep spec is a mapping (name, base, grid, seeds), "
@@ -167,9 +178,22 @@ def load_spec(
     overrides: list[str] | None = None,
     settings: type[BaseModel] = RunSettings,
 ) -> SweepSpec:
-    """Read a YAML spec (or take a mapping) and apply `--set K=V` overrides: V is read as YAML; K is
-    a base field (which then leaves the grid, if it was a factor), or `name`, `description`,
-    `seeds`. `settings`: the run schema (default `RunSettings`)."""
+    """Read a YAML spec (or take a mapping) and apply `--set K=V` overrides.
+
+    V is read as YAML; K is a base field (which then leaves the grid, if it was a factor), or
+    `name`, `description`, `seeds`. Prior solutions are files relative to the spec's folder.
+
+    Args:
+        source: A YAML file or a mapping.
+        overrides: The `K=V` overrides.
+        settings: The run schema (default `RunSettings`).
+
+    Returns:
+        The spec, with its overrides.
+
+    Raises:
+        SpecError: A missing or unreadable file, or a bad field (its name and rule).
+    """
     factors = tuple(spec_class(settings).fields_model().model_fields)
     if isinstance(source, dict):
         data, where = dict(source), "spec"
@@ -245,8 +269,21 @@ class Configuration:
 
 
 def expand(spec: SweepSpec) -> list[Configuration]:
-    """Every configuration of the spec: the cartesian product of the grid, times the seeds, each
-    with its settled configuration's id."""
+    """Every configuration of the spec, each resolved once and with its id.
+
+    The cartesian product of the grid, times the seeds; each configuration's settings are resolved
+    here (`runner.resolve`) and the resolved configuration travels with it to the worker.
+
+    Args:
+        spec: The spec.
+
+    Returns:
+        The configurations, in the grid's order.
+
+    Raises:
+        SpecError: A configuration that does not resolve (naming its levels), or two grid points
+            with the same configuration.
+    """
     from innolab import runner
 
     base = spec.base.model_dump(exclude_none=True)
