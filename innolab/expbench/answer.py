@@ -1,7 +1,8 @@
-"""The rules of an EXP-Bench answer ({"design": text or texts, "conclusion": text}); also the gym's checker script.
+"""The rules of an EXP-Bench answer ({"design": text(s), "conclusion": text}); the gym's checker.
 
-This file runs as the pristine validator of an EXP-Bench gym task (`python3 -I validate.py ANSWER.json`), so it
-imports nothing but the standard library. The checker gives no score: an EXP-Bench answer is judged after the run.
+This file runs as the pristine validator of an EXP-Bench gym task
+(`python3 -I validate.py ANSWER.json`), so it imports nothing but the standard library. The checker
+gives no score: an EXP-Bench answer is judged after the run.
 """
 
 from __future__ import annotations
@@ -14,7 +15,14 @@ KEYS = ("design", "conclusion")
 
 
 def errors(answer: Any) -> list[str]:
-    """What makes an answer unusable (empty: it is well formed)."""
+    """List what makes an answer unusable.
+
+    Args:
+        answer: The parsed answer.
+
+    Returns:
+        The problems; empty when the answer is well formed.
+    """
     if not isinstance(answer, dict):
         return ["the answer must be a JSON object with the keys design and conclusion"]
     found = []
@@ -31,7 +39,14 @@ def errors(answer: Any) -> list[str]:
 
 
 def check_bytes(content: bytes) -> dict[str, Any]:
-    """The checker's verdict on a candidate file's bytes: valid or not, never a score."""
+    """Give the checker's verdict on a candidate file's bytes: valid or not, never a score.
+
+    Args:
+        content: The file's bytes.
+
+    Returns:
+        {"valid", "score": None, "errors"}.
+    """
     try:
         answer = json.loads(content.decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as error:
@@ -41,6 +56,7 @@ def check_bytes(content: bytes) -> dict[str, Any]:
 
 
 def main() -> None:
+    """Check the file named on the command line; print the verdict as JSON, exit 0 iff valid."""
     with open(sys.argv[1], "rb") as handle:
         verdict = check_bytes(handle.read(5_000_000))
     print(json.dumps(verdict))
