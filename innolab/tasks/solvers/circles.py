@@ -1,4 +1,4 @@
-"""Circle packing by SLSQP: local solve, iterated local search, LP radii for fixed centres, repair."""
+"""Circle packing: SLSQP, iterated local search, LP radii for fixed centres, exact repair."""
 
 from __future__ import annotations
 
