@@ -215,12 +215,26 @@ class RunSettings(BaseModel):
 
 
 def setting_of(field: FieldInfo) -> Setting:
-    """The field's `Setting` (without one: a column of its name, read from policy_args)."""
+    """The field's `Setting`.
+
+    Args:
+        field: A field of the run schema.
+
+    Returns:
+        Its `Setting` (without one: a column of its name, read from policy_args).
+    """
     return next((m for m in field.metadata if isinstance(m, Setting)), Setting())
 
 
 def choices_of(field: FieldInfo) -> list[str] | None:
-    """The allowed values of a field restricted by a registry, else None."""
+    """The allowed values of a field restricted by a registry.
+
+    Args:
+        field: A field of the run schema.
+
+    Returns:
+        The registry's names, or None for an unrestricted field.
+    """
     found = next((m for m in field.metadata if isinstance(m, Choices)), None)
     return found.values() if found else None
 
@@ -466,8 +480,16 @@ def notebook_parameters() -> list[tuple[str, Any, str]]:
 
 
 def parameters_cell(model: type[BaseModel] | None = None) -> str:
-    """The source of notebook 20's parameters cell: one line per setting (its default and
-    description), then the notebook's own parameters."""
+    """The source of notebook 20's parameters cell.
+
+    One line per setting (its default and description), then the notebook's own parameters.
+
+    Args:
+        model: The run schema (default `RunSettings`).
+
+    Returns:
+        The cell's source, without a final newline.
+    """
     model = model or RunSettings
     lines = [
         f"{name} = {_literal(_default(field))}{_comment(field)}"
@@ -484,7 +506,14 @@ def parameters_cell(model: type[BaseModel] | None = None) -> str:
 
 
 def columns(model: type[BaseModel] | None = None) -> list[str]:
-    """The run table's configuration columns, in the schema's order."""
+    """The run table's configuration columns, in the schema's order.
+
+    Args:
+        model: The run schema (default `RunSettings`).
+
+    Returns:
+        The column names.
+    """
     model = model or RunSettings
     names = []
     for name, field in model.model_fields.items():

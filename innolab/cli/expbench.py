@@ -20,7 +20,11 @@ Handler = Callable[[argparse.Namespace], int]
 
 
 def register(commands: Commands) -> None:
-    """Add `expbench stats|list|show|prepare|judge|execute|download|report`."""
+    """Add `expbench stats|list|show|prepare|judge|execute|download|report`.
+
+    Args:
+        commands: The parent parser's subparsers.
+    """
     sub = group(
         commands, "expbench", "EXP-Bench: dataset statistics, tasks, and reports of judged results"
     )

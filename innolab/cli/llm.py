@@ -8,7 +8,11 @@ from innolab.cli.common import Commands, group
 
 
 def register(commands: Commands) -> None:
-    """Add `llm serve|replay`."""
+    """Add `llm serve|replay`.
+
+    Args:
+        commands: The parent parser's subparsers.
+    """
     sub = group(
         commands, "llm", "the LLM layer: serve the embedded model, replay a run from its cache"
     )

@@ -10,7 +10,11 @@ from innolab.cli.common import Commands, fail, group
 
 
 def register(commands: Commands) -> None:
-    """Add `novelty distance|validate|card` (back-end choices from the back-end registry)."""
+    """Add `novelty distance|validate|card` (back-end choices from the back-end registry).
+
+    Args:
+        commands: The parent parser's subparsers.
+    """
     from innolab.novelty.registry import BACKENDS
 
     sub = group(commands, "novelty", "method cards and novelty distances (DAGENT and others)")

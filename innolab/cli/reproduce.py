@@ -10,7 +10,11 @@ from innolab.cli.common import Commands, fail
 
 
 def register(commands: Commands) -> None:
-    """Add `reproduce`."""
+    """Add `reproduce`.
+
+    Args:
+        commands: The parent parser's subparsers.
+    """
     rep = commands.add_parser(
         "reproduce",
         help="run the analysis notebooks with papermill and write results/ and figures/",

@@ -16,7 +16,11 @@ RUN_DEFAULTS: dict[str, str | None] = {"budget": "10m", "task": None, "agent": N
 
 
 def register(commands: Commands) -> None:
-    """Add `run` (its options derived from the run schema), `view` and `score`."""
+    """Add `run` (its options derived from the run schema), `view` and `score`.
+
+    Args:
+        commands: The parent parser's subparsers.
+    """
     from innolab.novelty.registry import BACKENDS
 
     run_cmd = commands.add_parser(

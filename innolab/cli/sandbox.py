@@ -10,7 +10,11 @@ from innolab.runspec import SettingsError, add_options, settings_from_args
 
 
 def register(commands: Commands) -> None:
-    """Add `sandbox build-image|exec|clean`."""
+    """Add `sandbox build-image|exec|clean`.
+
+    Args:
+        commands: The parent parser's subparsers.
+    """
     sub = group(commands, "sandbox", "sandboxes: build the offline image, run a command")
     build = sub.add_parser(
         "build-image", help="build the offline base image (debootstrap + docker import)"

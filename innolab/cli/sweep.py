@@ -11,7 +11,11 @@ from innolab.cli.common import Commands, fail, group
 
 
 def register(commands: Commands) -> None:
-    """Add `sweep run|status|collect`."""
+    """Add `sweep run|status|collect`.
+
+    Args:
+        commands: The parent parser's subparsers.
+    """
     sub = group(
         commands, "sweep", "sweeps of agent runs: run a YAML spec on Dask, status, collect tables"
     )

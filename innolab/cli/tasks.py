@@ -11,7 +11,11 @@ from innolab.cli.common import Commands, group
 
 
 def register(commands: Commands) -> None:
-    """Add `tasks list|show|check|solve|score`."""
+    """Add `tasks list|show|check|solve|score`.
+
+    Args:
+        commands: The parent parser's subparsers.
+    """
     sub = group(commands, "tasks", "improvable tasks: list, show, check, solve, score")
     lst = sub.add_parser("list", help="the runnable tasks (built-in and $INNOLAB_TASK_PATH)")
     lst.add_argument(

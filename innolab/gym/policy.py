@@ -105,16 +105,33 @@ class RunConfig:
             self.llm = LLMSettings.model_validate(self.llm)
 
     def as_dict(self) -> dict[str, Any]:
-        """The configuration as config.json holds it (plain JSON data; the same bytes as before
-        `llm` was typed)."""
+        """The configuration as config.json holds it: plain JSON data.
+
+        Of `llm`, the settings that were given (all but the key for a resolved configuration, those
+        an older file held for one loaded from it): the same bytes, and ids, as before it was typed.
+
+        Returns:
+            The fields, `llm` as a mapping.
+        """
         data = asdict(self)
         data["llm"] = None if self.llm is None else self.llm.model_dump(exclude_unset=True)
         return data
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> RunConfig:
-        """A config.json, including one written before the settings were settled (its `extra` bag is
-        dropped and its model settings move from policy_args to `llm`)."""
+        """A configuration from its config.json, including one written before settings were settled.
+
+        An older file's `extra` bag is dropped; its model settings move from policy_args to `llm`.
+
+        Args:
+            data: config.json's fields.
+
+        Returns:
+            The configuration.
+
+        Raises:
+            ValueError: An unknown field, or model settings that break their rules.
+        """
         data = dict(data)
         data.pop("extra", None)
         args = dict(data.get("policy_args") or {})

@@ -41,9 +41,21 @@ class LLMSettings(BaseModel):
 
     @classmethod
     def from_env(cls, prefix: str = "INNOLAB_LLM", **overrides: Any) -> LLMSettings:
-        """PREFIX_BASE_URL, _API_KEY, _MODEL, _TEMPERATURE, _TOP_P, _SEED, _MAX_TOKENS, _PRICE_IN,
-        _PRICE_OUT (PREFIX is INNOLAB_LLM, or a backbone's own, e.g. OPENAI); explicit (non-None)
-        overrides win."""
+        """Settings from PREFIX_* environment variables, explicit (non-None) overrides winning.
+
+        The variables: PREFIX_BASE_URL, _API_KEY, _MODEL, _TEMPERATURE, _TOP_P, _SEED, _MAX_TOKENS,
+        _PRICE_IN, _PRICE_OUT; PREFIX is INNOLAB_LLM, or a backbone's own (e.g. OPENAI).
+
+        Args:
+            prefix: The variables' prefix.
+            **overrides: Settings given explicitly.
+
+        Returns:
+            The validated settings (api_key_env names PREFIX_API_KEY).
+
+        Raises:
+            ValueError: A prefix that is not a variable name, or a setting that breaks its rule.
+        """
         if not prefix.replace("_", "a").isalnum() or prefix[0].isdigit():
             raise ValueError(
                 f"backbone: {prefix!r} is not an environment-variable prefix (letters, digits, _)"
@@ -66,6 +78,11 @@ class LLMSettings(BaseModel):
         return cls(**{**env, **{k: v for k, v in overrides.items() if v is not None}})
 
     def prices(self) -> tuple[float, float]:
+        """The model's prices in USD per million tokens (input, output).
+
+        Returns:
+            The configured prices, else the model's default ones (zero for unknown models).
+        """
         default = DEFAULT_PRICES.get(self.model, (0.0, 0.0))
         return (
             self.price_in if self.price_in is not None else default[0],
