@@ -211,13 +211,13 @@ def execute(run_dir: Path, resume: bool = False, show_progress: bool = True) -> 
     try:
         if checkpoint is not None:
             state, workspace = checkpoint
-            truncate_to(folder.root, state.trace)
-            trace = TraceWriter(folder.root, next_seq=state.trace["seq"])
-            sandbox.restore(workspace)
             try:
                 policy.load_state(state.policy)
             except ValueError as error:
                 raise RunError(f"{folder.state}: field 'policy': {error}") from None
+            truncate_to(folder.root, state.trace)
+            trace = TraceWriter(folder.root, next_seq=state.trace["seq"])
+            sandbox.restore(workspace)
             state.budget.restart()  # the clock runs on from the checkpoint's used time
             trace.emit(RunResumed(step=state.step, from_checkpoint=state.step))
             entries = [e.entry for e in Trace.read(folder.root).of(ResearchLog)]
