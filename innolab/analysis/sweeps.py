@@ -257,7 +257,8 @@ def anytime(trajectory: pd.DataFrame, runs: pd.DataFrame, by: str | Sequence[str
 def _first_k(part: pd.DataFrame, k: int | None) -> pd.DataFrame:
     """The runs of each task in seed order, the first k of them (all when None).
 
-    What "best of k" chooses from.
+    Returns:
+        What "best of k" chooses from.
     """
     ordered = part.sort_values(["seed"] if "seed" in part else [], kind="stable")
     return ordered if k is None else ordered.groupby("task", sort=False).head(k)
@@ -321,8 +322,9 @@ def _best_of_interval(part: pd.DataFrame, metric: str, k: int | None, estimate: 
                       confidence_level: float, n_resamples: int, rng: Rng) -> tuple[float, float]:
     """Bootstrap the mean over tasks of the best-of-k run's metric, resampling each task's runs.
 
-    The percentile bounds of a best-of statistic lean below it: they are widened to hold
-    `estimate`.
+    Returns:
+        The interval's bounds (NaN when a task has fewer than 2 runs). The percentile bounds of
+        a best-of statistic lean below it: they are widened to hold `estimate`.
     """
     gen = generator(rng)
     totals = np.zeros(n_resamples)
@@ -620,6 +622,9 @@ def _within_units(
 
     Each unit's Spearman ρ of its values against the levels is tested across units; a peak as a
     rise up to the level with the best mean and a fall after it.
+
+    Returns:
+        The verdict, counting units.
     """
     n = len(points)
     if trend == "peak":
@@ -654,6 +659,9 @@ def _peak_within_units(
 
     The level with the best mean value must be inside the range of x; each side is tested across
     units, both at alpha.
+
+    Returns:
+        The verdict, counting units.
     """
     n = len(points)
     means = points.groupby(x)[y].mean()

@@ -45,7 +45,8 @@ def _boot_id() -> str:
 def _start_time(pid: int) -> int | None:
     """The process's start time in clock ticks since boot (field 22 of /proc/PID/stat).
 
-    None when the process is gone.
+    Returns:
+        The start time, or None when the process is gone.
     """
     try:
         text = Path(f"/proc/{pid}/stat").read_text()

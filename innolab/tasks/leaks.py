@@ -163,8 +163,9 @@ def numbers_in(text: str) -> dict[str, list[tuple[Decimal, int]]]:
 def _rounded(hidden: float, exponent: int) -> set[Decimal]:
     """|hidden| rounded (half up, half even) or cut to the digit 10**exponent.
 
-    Both from its repr and from its exact binary value; empty when that digit is finer than any
-    rounding of a float can be written.
+    Returns:
+        The roundings, both from its repr and from its exact binary value; empty when that digit
+        is finer than any rounding of a float can be written.
     """
     quantum = Decimal((0, (1,), exponent))
     out = set()
