@@ -140,6 +140,8 @@ def test_ids_of_config_files_written_before():
     assert (
         loaded.llm.temperature == 0.25 and loaded.as_dict() == written
     )  # typed, written back as it was
+    # config.json as the run loop writes it: the same bytes as the file the run wrote
+    assert json.dumps(loaded.as_dict(), indent=2) == json.dumps(written, indent=2)
     # written before the settings were settled: model settings in policy_args, an `extra` bag
     legacy = {
         "task": "circle-packing-26",
