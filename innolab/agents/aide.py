@@ -29,8 +29,15 @@ PLAN_CHARS = 300
 
 
 def node_schema(max_tokens: int) -> dict:
-    """An AIDE node: a short plan and the whole program (bounded so the reply closes within the
-    token cap)."""
+    """The reply format of an AIDE node: a short plan and the whole program.
+
+    Args:
+        max_tokens: the reply's token cap; the program's length is bounded so the reply closes
+            within it.
+
+    Returns:
+        The response_format (a JSON schema).
+    """
     code = text(payload_chars(max_tokens, PLAN_CHARS))
     return json_schema("aide_node", {"plan": text(PLAN_CHARS), "code": code}, ["plan", "code"])
 
@@ -82,12 +89,23 @@ class AideAgent(LLMAgent):
 
     @property
     def journal(self) -> Journal:
+        """The journal of the nodes tried so far (part of the state)."""
         return self.memory.journal
 
     def prompt(self, stage: str, parent: Node | None, journal: Journal,
                description: str) -> list[dict[str, str]]:
         """The messages of one AIDE step: role, task, the journal's memory, the parent's code and
-        the instruction."""
+        the instruction.
+
+        Args:
+            stage: "draft", "debug" or "improve".
+            parent: the node debugged or improved (None for a draft).
+            journal: the journal, for its memory.
+            description: the task's description.
+
+        Returns:
+            The system and user messages.
+        """
         parts = [description]
         memory = journal.summary()
         if memory:
@@ -106,6 +124,15 @@ class AideAgent(LLMAgent):
     # ------------------------------------------------------------------------------------ the loop
 
     def step(self, observation: Observation) -> Action:
+        """One phase of the newest node: generate a program and run it, have what it wrote
+        validated, or read the verdict (submitting a node that is the best so far).
+
+        Args:
+            observation: the last step's results (the run's or the validation's).
+
+        Returns:
+            The action: run the program, validate, submit, or (a cut program) nothing.
+        """
         self.bound(observation)
         memory = self.memory
         memory.direction = observation.direction

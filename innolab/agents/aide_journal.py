@@ -30,6 +30,7 @@ class Node:
 
     @property
     def buggy(self) -> bool:
+        """Judged by the validator and not valid."""
         return self.evaluated and not self.valid
 
 
@@ -46,17 +47,22 @@ class SearchPolicy:
 
 @dataclass
 class Journal:
+    """The nodes in the order they were made (a node's id is its index), as a tree by parent."""
+
     nodes: list[Node] = field(default_factory=list)
 
     # -------------------------------------------------------------------------- derived structure
 
     def node(self, node_id: int) -> Node:
+        """The node with this id."""
         return self.nodes[node_id]
 
     def children(self, node: Node) -> list[Node]:
+        """The nodes made from this one (debugged or improved)."""
         return [n for n in self.nodes if n.parent == node.id]
 
     def is_leaf(self, node: Node) -> bool:
+        """No node was made from this one."""
         return not self.children(node)
 
     def stage(self, node: Node) -> Stage:
@@ -74,8 +80,14 @@ class Journal:
         return depth
 
     def best(self, direction: str) -> Node | None:
-        """The valid node with the best metric under `direction` (the first of equal ones; None if
-        none)."""
+        """The valid node with the best metric (innolab.metrics' rule).
+
+        Args:
+            direction: the objective's direction, "max" or "min".
+
+        Returns:
+            The first of the valid nodes with the best metric; None when no valid node has one.
+        """
         index = best_index([n.metric if n.valid else None for n in self.nodes], direction)
         return None if index is None else self.nodes[index]
 
@@ -83,7 +95,16 @@ class Journal:
 
     def choose(self, policy: SearchPolicy, direction: str,
                rng: random.Random) -> tuple[Stage, Node | None]:
-        """The next stage and the node it starts from (None for a draft)."""
+        """The next stage by AIDE's search policy.
+
+        Args:
+            policy: the search policy's parameters.
+            direction: the objective's direction, "max" or "min".
+            rng: the run's random numbers for this choice (seeded per node).
+
+        Returns:
+            The stage and the node it starts from (None for a draft).
+        """
         drafts = [n for n in self.nodes if n.parent is None]
         if len(drafts) < policy.num_drafts:
             return "draft", None
@@ -114,10 +135,12 @@ class Journal:
     # --------------------------------------------------------------------------------- plain data
 
     def to_list(self) -> list[dict[str, Any]]:
+        """The nodes as plain JSON data (what the agent's state keeps)."""
         return [asdict(n) for n in self.nodes]
 
     @classmethod
     def from_list(cls, data: list[dict[str, Any]]) -> Journal:
+        """The journal `to_list` wrote (or an older one, whose derived fields are dropped)."""
         known = Node.__dataclass_fields__  # older journals also stored derived fields: dropped
         return cls([Node(**{k: v for k, v in item.items() if k in known}) for item in data])
 

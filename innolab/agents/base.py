@@ -158,12 +158,22 @@ class LLMAgent:
 
     @property
     def client(self) -> LLMClient:
+        """The LLM client, made on first use with the run's response cache."""
         if self._client is None:
             cache = ResponseCache(Path(self.cache_path)) if self.cache_path else None
             self._client = LLMClient(self.settings, cache, replay_only=self.replay_only)
         return self._client
 
     def system_prompt(self, role: str) -> str:
+        """The system message: the scaffold's role, the workspace rules (the task's, else
+        WORKSPACE_RULES), the innovation prompt and the prior solution where asked for.
+
+        Args:
+            role: what the scaffold's model is and how it replies.
+
+        Returns:
+            The message's text.
+        """
         parts = [role, self.workspace_rules or WORKSPACE_RULES]
         if self.innovation_prompt:
             parts.append(INNOVATION_PROMPT)
@@ -173,8 +183,12 @@ class LLMAgent:
         return "\n\n".join(parts)
 
     def bound(self, observation: Observation) -> None:
-        """No model call outlives the run's wall-clock budget; the task's own workspace rules, where
-        it has some."""
+        """Take the task's workspace rules (where it has some) and bound every model call by the
+        run's remaining wall-clock budget.
+
+        Args:
+            observation: the step's observation (its `remaining_s` and `workspace_rules`).
+        """
         import time
 
         self.workspace_rules = observation.workspace_rules
@@ -185,18 +199,40 @@ class LLMAgent:
     def chat(self, messages: list[dict[str, Any]], **options: Any) -> Completion:
         """One model call, numbered: the index lives in the agent's state, so a resumed run asks
         with the same indices (and gets its cached replies) while every new call samples with its
-        own seed."""
+        own seed.
+
+        Args:
+            messages: the conversation to send.
+            **options: the client's options (response_format, tools).
+
+        Returns:
+            The completion.
+
+        Raises:
+            innolab.llm.client.LLMError: the model stayed unreachable after its retries.
+        """
         index = self.memory.llm_calls
         self.memory.llm_calls = index + 1
         return self.client.chat(messages, call_index=index, **options)
 
     def ask(self, messages: list[dict[str, Any]], response_format: dict[str, Any],
             tools: list[dict[str, Any]] | None = None) -> tuple[dict[str, Any] | None, Completion]:
-        """One LLM call; returns the parsed JSON object (None when the reply has none) and the
-        completion. A reply cut at the token cap counts with what it holds: its complete fields and
-        the one it was writing, cut. The fields that were cut (at their maxLength or at the token
-        cap) are left in `self.cut`: a scaffold never writes or runs a cut program (`cut_note` tells
-        the model instead)."""
+        """One model call for a JSON reply. A reply cut at the token cap counts with what it holds:
+        its complete fields and the one it was writing, cut. The fields that were cut (at their
+        maxLength or at the token cap) are left in `self.cut`: a scaffold never writes or runs a
+        cut program (`cut_note` tells the model instead).
+
+        Args:
+            messages: the conversation to send.
+            response_format: the reply's JSON schema (OpenAI's response_format).
+            tools: tool specs offered with it, if any.
+
+        Returns:
+            The parsed JSON object (None when the reply holds none) and the completion.
+
+        Raises:
+            innolab.llm.client.LLMError: the model stayed unreachable after its retries.
+        """
         completion = self.chat(messages, response_format=response_format, tools=tools)
         self.cut = {}
         try:
@@ -212,7 +248,8 @@ class LLMAgent:
 
     @staticmethod
     def cut_note(what: str, chars: int, advice: str) -> str:
-        """What the model is told when its `what` was cut at `chars` characters and so not used."""
+        """What the model is told when its `what` was cut at `chars` characters and so not used,
+        followed by `advice`."""
         return (f"Your {what} was cut at {chars} characters (the longest a reply can hold) and was "
                 f"not used. {advice}")
 
@@ -224,7 +261,17 @@ class LLMAgent:
     def action(self, calls: list[ToolCall], completion: Completion | None, events: list[Event],
                done: bool = False) -> Action:
         """The step's action; its usage and events include the step's helper calls (history
-        summaries)."""
+        summaries).
+
+        Args:
+            calls: the tool calls to run (none: the step only thought).
+            completion: the step's main model call, if it made one.
+            events: the step's trace events (without their step: the run loop stamps it).
+            done: the agent has finished.
+
+        Returns:
+            The action, with the tokens and cost of every model call of the step.
+        """
         tokens = (completion.prompt_tokens + completion.completion_tokens) if completion else 0
         cost = completion.cost_usd if completion else 0.0
         side, self.side_events = self.side_events, []
@@ -236,7 +283,14 @@ class LLMAgent:
     def describe_results(self, results: list[ToolResult]) -> str:
         """Tool results as the model reads them: each output's tail, at most 1/OBSERVATION_SHARE of
         the model's context (OBSERVATION_CHARS at most), so a small model's prompt is not filled by
-        one long output."""
+        one long output.
+
+        Args:
+            results: the last step's tool results.
+
+        Returns:
+            One text, a block per result ("(no observation)" for none).
+        """
         if not results:
             return "(no observation)"
         share = int(self.context_tokens() / OBSERVATION_SHARE * CHARS_PER_TOKEN)
@@ -246,14 +300,25 @@ class LLMAgent:
 
     def repeats(self, text: str) -> bool:
         """Whether this reply makes REPEAT_LIMIT identical replies in a row (small models copy their
-        own turns)."""
+        own turns); the count is kept in the state.
+
+        Args:
+            text: the reply.
+
+        Returns:
+            True when the loop should be broken (`break_repetition`).
+        """
         run = self.memory.repeat_run + 1 if text == self.memory.last_reply else 1
         self.memory.last_reply, self.memory.repeat_run = text, run
         return run >= REPEAT_LIMIT
 
     def break_repetition(self, messages: list[dict[str, Any]]) -> None:
         """Drop the repeated turns (each identical reply after the first, and the observation that
-        followed it) and say so: the next request no longer shows the loop the model was copying."""
+        followed it) and say so: the next request no longer shows the loop the model was copying.
+
+        Args:
+            messages: the conversation, changed in place.
+        """
         last = self.memory.last_reply
         kept, seen, skip = [], False, False
         for message in messages:
@@ -285,7 +350,14 @@ class LLMAgent:
         """The conversation as sent: everything while it fits the model's context; when the history
         outgrows it, the older turns are folded into a summary (a model call, numbered and cached
         like any other) and only the newest turns are sent verbatim. The summary is kept in the
-        state and extended as more turns fold in."""
+        state and extended as more turns fold in.
+
+        Args:
+            messages: the whole conversation (system message and task first).
+
+        Returns:
+            The messages to send.
+        """
         head, turns = messages[:2], messages[2:]
         budget = self.context_tokens() - (self.settings.max_tokens or 1024) - CONTEXT_MARGIN_TOKENS
         if conversation_tokens(messages) <= budget:
@@ -330,8 +402,12 @@ class LLMAgent:
         """Continue from `state()` of an earlier run (or from the untyped state that innolab saved
         before).
 
+        Args:
+            state: the policy state a checkpoint kept.
+
         Raises:
-            ValueError: the state holds a key that is no field of this scaffold's state.
+            ValueError: the state holds a key that is no field of this scaffold's state, or a
+                field that does not read as its type.
         """
         self.memory = self.State.from_json(state)
 

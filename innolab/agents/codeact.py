@@ -26,8 +26,16 @@ PATH_CHARS = 80
 
 
 def action_schema(actions: tuple[str, ...], max_tokens: int) -> dict:
-    """CodeAct's reply: a short thought, the action, the path to submit (empty otherwise) and the
-    code to run (empty for submit and finish), each bounded so the reply closes within the cap."""
+    """CodeAct's reply format: a short thought, the action, the path to submit (empty otherwise)
+    and the code to run (empty for submit and finish).
+
+    Args:
+        actions: the actions offered (finish only once a submission counts).
+        max_tokens: the reply's token cap; each field is bounded so the reply closes within it.
+
+    Returns:
+        The response_format (a JSON schema).
+    """
     return json_schema("codeact_action", {
         "thought": text(THOUGHT_CHARS),
         "action": {"type": "string", "enum": list(actions)},
@@ -72,6 +80,15 @@ class CodeActAgent(LLMAgent):
         self.python_tool = "python_session" if persistent else "python"
 
     def step(self, observation: Observation) -> Action:
+        """One turn: the observation joins the conversation, the model writes one action, and its
+        code runs (or its file is submitted, or it finishes once a submission counts).
+
+        Args:
+            observation: the last turn's tool results.
+
+        Returns:
+            The action: one tool call, none (a reply to answer again), or done.
+        """
         self.bound(observation)
         memory = self.memory
         if not memory.messages:

@@ -45,7 +45,14 @@ ANSWER_CHARS = 600
 
 
 def action_schema(actions: list[str]) -> dict:
-    """A research step's reply, its action one of `actions`."""
+    """A research step's reply format.
+
+    Args:
+        actions: the actions offered.
+
+    Returns:
+        The response_format (a JSON schema): the research fields, one action and its input.
+    """
     return json_schema("mlab_action", {
         "reflection": text(LIMITS["reflection"]),
         "research_plan_and_status": text(LIMITS["research_plan_and_status"]),
@@ -68,8 +75,14 @@ SCHEMA_ACTING = action_schema(ACTING)  # after REFLECTIONS_PER_STEP reflections,
 
 
 def edit_schema(max_tokens: int) -> dict:
-    """Edit Script (AI)'s reply: the whole new script, bounded so the reply closes within the token
-    cap."""
+    """Edit Script (AI)'s reply format: the whole new script.
+
+    Args:
+        max_tokens: the reply's token cap; the script is bounded so the reply closes within it.
+
+    Returns:
+        The response_format (a JSON schema).
+    """
     return json_schema("mlab_edit", {"content": text(payload_chars(max_tokens, 0))}, ["content"])
 
 
@@ -130,6 +143,15 @@ class MlabAgent(LLMAgent):
     memory: MlabState
 
     def step(self, observation: Observation) -> Action:
+        """One research step: complete what the last step started (an answer about a file, its
+        lines, an edit), then ask for the next research step and act on it.
+
+        Args:
+            observation: the last step's tool results.
+
+        Returns:
+            The action: the research step's tool call, or done once a Final Answer was accepted.
+        """
         self.bound(observation)
         memory = self.memory
         if not memory.messages:

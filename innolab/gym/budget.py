@@ -12,7 +12,17 @@ class BudgetError(ValueError):
 
 
 def parse_duration(text: str | float | int) -> float:
-    """'90', '90s', '10m', '1.5h' -> seconds."""
+    """A duration in seconds.
+
+    Args:
+        text: seconds as a number, or a text like '90', '90s', '10m', '1.5h'.
+
+    Returns:
+        The seconds (positive).
+
+    Raises:
+        BudgetError: the text is no duration, or the duration is not positive.
+    """
     if isinstance(text, int | float) and not isinstance(text, bool):
         seconds = float(text)
     else:
@@ -27,7 +37,11 @@ def parse_duration(text: str | float | int) -> float:
 
 @dataclass
 class Budget:
-    """Limits (None = unlimited) and what has been used; plain data, so it checkpoints as JSON."""
+    """Limits (None = unlimited) and what has been used; plain data, so it checkpoints as JSON.
+
+    Raises:
+        BudgetError: a limit that is not positive (on construction).
+    """
 
     wall_clock_s: float | None = None
     max_steps: int | None = None
@@ -50,20 +64,23 @@ class Budget:
         self._started = time.monotonic() - self.used_s
 
     def tick(self) -> None:
+        """Bring `used_s` up to now."""
         self.used_s = time.monotonic() - self._started
 
     def remaining_s(self) -> float | None:
+        """Seconds left on the wall clock (None when it is unlimited; never negative)."""
         self.tick()
         return None if self.wall_clock_s is None else max(0.0, self.wall_clock_s - self.used_s)
 
     def spend(self, steps: int = 0, tokens: int = 0, cost_usd: float = 0.0) -> None:
+        """Count steps, tokens and cost as used (and bring the clock up to now)."""
         self.used_steps += steps
         self.used_tokens += tokens
         self.used_cost_usd += cost_usd
         self.tick()
 
     def exhausted(self) -> str | None:
-        """The name of the first spent budget, or None."""
+        """The name of the first spent budget ("wall_clock", "steps", "tokens", "cost"), or None."""
         self.tick()
         if self.wall_clock_s is not None and self.used_s >= self.wall_clock_s:
             return "wall_clock"
@@ -76,5 +93,6 @@ class Budget:
         return None
 
     def as_dict(self) -> dict[str, float | int | None]:
+        """Limits and use as plain data (what checkpoints and the run_finished event keep)."""
         self.tick()
         return asdict(self)
