@@ -6,14 +6,14 @@ Agents import this module (and the tool call types), never the run loop.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, Protocol, get_args
 
 from innolab.gym.tools import ToolCall, ToolResult
 from innolab.llm.settings import LLMSettings
 from innolab.traces import Event
 
 Runtime = Literal["local", "docker"]
-RUNTIMES: tuple[Runtime, ...] = ("local", "docker")
+RUNTIMES: tuple[Runtime, ...] = get_args(Runtime)  # the runtimes a run may name
 
 
 @dataclass
