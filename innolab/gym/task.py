@@ -10,7 +10,6 @@ from innolab.gym.sandbox import Sandbox
 from innolab.metrics import Direction
 
 Compute = Literal["cpu", "gpu", "gpu-if-available"]
-COMPUTES: tuple[Compute, ...] = ("cpu", "gpu", "gpu-if-available")
 
 
 @runtime_checkable
