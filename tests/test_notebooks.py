@@ -112,5 +112,5 @@ def test_run_notebook_performs_the_run_keeps_its_record_and_never_runs_twice(tmp
         notebooks.execute_run_notebook({**parameters, "base_url": server.base_url}, folder.root)
     assert record == folder.notebook and record.is_file()
     assert json.loads(record.read_text())["metadata"]["papermill"]["parameters"]["temperature"] == 0.5
-    assert folder.read_score()["valid"] and first[0]["config"]["llm"]["temperature"] == 0.5
+    assert folder.read_score()["valid"] and first[0].config["llm"]["temperature"] == 0.5
     assert len(traces.read_events(folder.root)) == len(first)  # the second execution only reported the run
