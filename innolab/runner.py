@@ -200,7 +200,10 @@ def agent_config(
             "agent_options": options,
         }
     )
-    return _resolve(run, initial_solution, prior_name, llm=settings)  # type: ignore[arg-type]
+    config = _resolve(run, initial_solution, prior_name, llm=settings)  # type: ignore[arg-type]
+    if isinstance(budget_s, int) and not isinstance(budget_s, bool):
+        config.wall_clock_s = budget_s  # as written before the schema: an int budget keeps its config id
+    return config
 
 
 # Notebook 01's and older callers' names: the schema's defaults, and settings given as a mapping.
