@@ -46,8 +46,9 @@ def _docker_engine() -> tuple[Any, str | None]:
 def _require_docker() -> Any:
     client, problem = _docker_engine()
     if problem is not None:
-        _absent("INNOLAB_REQUIRE_DOCKER", problem,
-                "CI sets INNOLAB_REQUIRE_DOCKER=1 and provides one")
+        _absent(
+            "INNOLAB_REQUIRE_DOCKER", problem, "CI sets INNOLAB_REQUIRE_DOCKER=1 and provides one"
+        )
     return client
 
 
@@ -64,13 +65,18 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     docker_marked = item.get_closest_marker("docker") is not None
     used = sorted(DOCKER_FIXTURES.intersection(getattr(item, "fixturenames", ())))
     if used and not docker_marked:
-        pytest.fail(f"{item.nodeid} uses {', '.join(used)} but is not marked docker: "
-                    "add @pytest.mark.docker")
+        pytest.fail(
+            f"{item.nodeid} uses {', '.join(used)} but is not marked docker: "
+            "add @pytest.mark.docker"
+        )
     if docker_marked:
         _require_docker()
     if item.get_closest_marker("chromium") is not None and chromium() is None:
-        _absent("INNOLAB_REQUIRE_CHROMIUM", "chromium is not installed",
-                "no chromium here (.ci/run installs Debian's)")
+        _absent(
+            "INNOLAB_REQUIRE_CHROMIUM",
+            "chromium is not installed",
+            "no chromium here (.ci/run installs Debian's)",
+        )
 
 
 @pytest.fixture(scope="session")
@@ -87,8 +93,11 @@ def base_image(docker_client):
     try:
         docker_client.images.get(BASE_IMAGE)
     except docker.errors.ImageNotFound:
-        _absent("INNOLAB_REQUIRE_DOCKER", f"base image {BASE_IMAGE} missing",
-                "build it with `innolab sandbox build-image` (root, debootstrap)")
+        _absent(
+            "INNOLAB_REQUIRE_DOCKER",
+            f"base image {BASE_IMAGE} missing",
+            "build it with `innolab sandbox build-image` (root, debootstrap)",
+        )
     return BASE_IMAGE
 
 
@@ -105,5 +114,8 @@ def expbench_data_dir():
         problem = f"INNOLAB_EXPBENCH_DIR={folder} has no readable outputs/logs folder"
     else:
         return Path(folder)
-    _absent("INNOLAB_REQUIRE_EXPBENCH_DATA", f"the real EXP-Bench data cannot be read: {problem}",
-            "CI requires them where the shared copy exists")
+    _absent(
+        "INNOLAB_REQUIRE_EXPBENCH_DATA",
+        f"the real EXP-Bench data cannot be read: {problem}",
+        "CI requires them where the shared copy exists",
+    )

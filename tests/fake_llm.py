@@ -26,18 +26,38 @@ def play(request: dict[str, Any], code: str = SOLUTION_CODE) -> dict[str, Any]:
     schema = (request.get("response_format") or {}).get("json_schema", {}).get("name")
     turn = sum(m["role"] == "assistant" for m in request["messages"])
     if schema == "codeact_action":
-        reply = [{"thought": "write the grid packing", "action": "python", "code": code},
-                 {"thought": "submit it", "action": "submit", "path": "submission.json", "code": ""}]
-        content = reply[turn] if turn < len(reply) else {"thought": "done", "action": "finish", "code": ""}
+        reply = [
+            {"thought": "write the grid packing", "action": "python", "code": code},
+            {"thought": "submit it", "action": "submit", "path": "submission.json", "code": ""},
+        ]
+        content = (
+            reply[turn]
+            if turn < len(reply)
+            else {"thought": "done", "action": "finish", "code": ""}
+        )
         return {"role": "assistant", "content": json.dumps(content)}
     if schema == "mlab_action":
-        steps = [("Edit Script (AI)", "solve.py", "write a program that packs the circles on a grid"),
-                 ("Execute Script", "solve.py", ""), ("Validate", "submission.json", ""),
-                 ("Final Answer", "submission.json", "")]
+        steps = [
+            ("Edit Script (AI)", "solve.py", "write a program that packs the circles on a grid"),
+            ("Execute Script", "solve.py", ""),
+            ("Validate", "submission.json", ""),
+            ("Final Answer", "submission.json", ""),
+        ]
         action, file, request_text = steps[min(turn, len(steps) - 1)]
-        reply = {"reflection": "ok", "research_plan_and_status": "1. grid packing", "fact_check": "none",
-                 "thought": action, "action": action, "action_input": {
-                     "file": file, "other_file": "", "request": request_text, "start_line": 1, "end_line": 0}}
+        reply = {
+            "reflection": "ok",
+            "research_plan_and_status": "1. grid packing",
+            "fact_check": "none",
+            "thought": action,
+            "action": action,
+            "action_input": {
+                "file": file,
+                "other_file": "",
+                "request": request_text,
+                "start_line": 1,
+                "end_line": 0,
+            },
+        }
         return {"role": "assistant", "content": json.dumps(reply)}
     if schema == "mlab_edit":
         return {"role": "assistant", "content": json.dumps({"content": code})}
@@ -45,35 +65,80 @@ def play(request: dict[str, Any], code: str = SOLUTION_CODE) -> dict[str, Any]:
         return {"role": "assistant", "content": json.dumps({"answer": "a scripted answer"})}
     if schema == "dagent_scores":
         text = request["messages"][-1]["content"]
-        score = 0 if text.count("Method A:\n") and text.split("Method B:\n")[0].split("Method A:\n")[1].strip() \
-            == text.split("Method B:\n")[1].strip() else 2
+        score = (
+            0
+            if text.count("Method A:\n")
+            and text.split("Method B:\n")[0].split("Method A:\n")[1].strip()
+            == text.split("Method B:\n")[1].strip()
+            else 2
+        )
         reply = {f"d{i}": {"score": score, "justification": "scripted"} for i in range(1, 7)}
         return {"role": "assistant", "content": json.dumps(reply)}
     if schema == "method_card":
-        return {"role": "assistant", "content": json.dumps({"summary": "equal circles on a grid",
-                                                             "pseudocode": "place circles on a 6 x 5 grid"})}
+        return {
+            "role": "assistant",
+            "content": json.dumps(
+                {
+                    "summary": "equal circles on a grid",
+                    "pseudocode": "place circles on a 6 x 5 grid",
+                }
+            ),
+        }
     if schema == "aide_node":
-        return {"role": "assistant", "content": json.dumps({"plan": "equal circles on a grid",
-                                                             "code": code})}
+        return {
+            "role": "assistant",
+            "content": json.dumps({"plan": "equal circles on a grid", "code": code}),
+        }
     if request.get("tools"):
-        calls = [{"id": "call_1", "type": "function", "function": {"name": "python", "arguments": json.dumps(
-            {"code": code})}}] if turn == 0 else [{"id": "call_2", "type": "function", "function": {
-                "name": "submit", "arguments": json.dumps({"path": "submission.json"})}}] if turn == 1 else []
-        return {"role": "assistant", "content": None if calls else "done", "tool_calls": calls or None}
+        calls = (
+            [
+                {
+                    "id": "call_1",
+                    "type": "function",
+                    "function": {"name": "python", "arguments": json.dumps({"code": code})},
+                }
+            ]
+            if turn == 0
+            else [
+                {
+                    "id": "call_2",
+                    "type": "function",
+                    "function": {
+                        "name": "submit",
+                        "arguments": json.dumps({"path": "submission.json"}),
+                    },
+                }
+            ]
+            if turn == 1
+            else []
+        )
+        return {
+            "role": "assistant",
+            "content": None if calls else "done",
+            "tool_calls": calls or None,
+        }
     return {"role": "assistant", "content": "hello"}
 
 
 class FakeLLM:
     """Serve on 127.0.0.1; `faults` is consumed one per request before normal replies."""
 
-    def __init__(self, faults: list[str] | None = None, slow_s: float = 3.0, program_sleep_s: float = 0.0,
-                 replies: dict[str, list[dict[str, Any]]] | None = None, in_call_order: bool = False) -> None:
+    def __init__(
+        self,
+        faults: list[str] | None = None,
+        slow_s: float = 3.0,
+        program_sleep_s: float = 0.0,
+        replies: dict[str, list[dict[str, Any]]] | None = None,
+        in_call_order: bool = False,
+    ) -> None:
         self.faults = list(faults or [])
         # per response schema: the JSON object of each assistant turn (or of each call, with in_call_order)
         self.replies = replies or {}
         self.in_call_order = in_call_order
         self.calls: dict[str, int] = {}
-        self.code = (f"import time\ntime.sleep({program_sleep_s})\n" if program_sleep_s else "") + SOLUTION_CODE
+        self.code = (
+            f"import time\ntime.sleep({program_sleep_s})\n" if program_sleep_s else ""
+        ) + SOLUTION_CODE
         self.slow_s = slow_s
         self.requests: list[dict[str, Any]] = []
         self._lock = threading.Lock()
@@ -93,10 +158,19 @@ class FakeLLM:
                     fault = owner.faults.pop(0) if owner.faults else None
                 if fault == "429":
                     return self._send(429, {"error": {"message": "rate limited"}})
-                if fault == "400":  # a request the model refuses for itself (here: too long for its context)
-                    return self._send(400, {"error": {"message": "This model's maximum context length is 4096 "
-                                                                 "tokens; the messages take 5120 tokens",
-                                                      "type": "invalid_request_error"}})
+                if (
+                    fault == "400"
+                ):  # a request the model refuses for itself (here: too long for its context)
+                    return self._send(
+                        400,
+                        {
+                            "error": {
+                                "message": "This model's maximum context length is 4096 "
+                                "tokens; the messages take 5120 tokens",
+                                "type": "invalid_request_error",
+                            }
+                        },
+                    )
                 if fault == "500":
                     return self._send(500, {"error": {"message": "boom"}})
                 if fault == "timeout":
@@ -107,10 +181,21 @@ class FakeLLM:
                     self.connection.shutdown(2)
                     return None
                 message = owner.reply(body)
-                return self._send(200, {
-                    "id": "chatcmpl-fake", "object": "chat.completion", "created": 0, "model": body["model"],
-                    "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
-                    "usage": {"prompt_tokens": 100, "completion_tokens": 50, "total_tokens": 150}})
+                return self._send(
+                    200,
+                    {
+                        "id": "chatcmpl-fake",
+                        "object": "chat.completion",
+                        "created": 0,
+                        "model": body["model"],
+                        "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
+                        "usage": {
+                            "prompt_tokens": 100,
+                            "completion_tokens": 50,
+                            "total_tokens": 150,
+                        },
+                    },
+                )
 
             def _send(self, status: int, payload: dict[str, Any]) -> None:
                 self._raw(status, json.dumps(payload).encode())

@@ -9,7 +9,9 @@ from innolab.gym.policy import Action, Observation
 from innolab.gym.tools import ToolCall
 
 # A valid circle-packing-26 submission: 26 equal circles on a 6 × 5 grid.
-GRID = [[(2 * c + 1) / 12, (2 * k + 1) / 12, 1 / 12 * (1 - 1e-12)] for k in range(5) for c in range(6)][:26]
+GRID = [
+    [(2 * c + 1) / 12, (2 * k + 1) / 12, 1 / 12 * (1 - 1e-12)] for k in range(5) for c in range(6)
+][:26]
 
 
 class ScriptedPolicy:
@@ -17,8 +19,15 @@ class ScriptedPolicy:
 
     name = "scripted"
 
-    def __init__(self, steps: int = 6, sleep_s: float = 0.0, submit: bool = True, calls_per_step: int = 1) -> None:
-        self.steps, self.sleep_s, self.submit, self.calls_per_step = steps, sleep_s, submit, calls_per_step
+    def __init__(
+        self, steps: int = 6, sleep_s: float = 0.0, submit: bool = True, calls_per_step: int = 1
+    ) -> None:
+        self.steps, self.sleep_s, self.submit, self.calls_per_step = (
+            steps,
+            sleep_s,
+            submit,
+            calls_per_step,
+        )
         self.next = 0
         self.seen: list[int] = []
 
@@ -30,15 +39,32 @@ class ScriptedPolicy:
         self.seen.append(k)
         self.next += 1
         if self.submit and k == self.steps - 2:
-            return Action([ToolCall(f"c{k}-w", "write_file", {"path": "packing.json",
-                                                             "content": json.dumps({"circles": GRID})})], tokens=10)
+            return Action(
+                [
+                    ToolCall(
+                        f"c{k}-w",
+                        "write_file",
+                        {"path": "packing.json", "content": json.dumps({"circles": GRID})},
+                    )
+                ],
+                tokens=10,
+            )
         if self.submit and k == self.steps - 1:
-            return Action([ToolCall(f"c{k}-v", "validate", {"path": "packing.json"}),
-                           ToolCall(f"c{k}-s", "submit", {"path": "packing.json"})], tokens=10)
+            return Action(
+                [
+                    ToolCall(f"c{k}-v", "validate", {"path": "packing.json"}),
+                    ToolCall(f"c{k}-s", "submit", {"path": "packing.json"}),
+                ],
+                tokens=10,
+            )
         count = "$(ls step-*.txt 2>/dev/null | wc -l)"
         command = f"test {count} -eq {k} && sleep {self.sleep_s} && echo {k} > step-{k}.txt"
-        calls = [ToolCall(f"c{k}-{i}", "bash", {"command": command if i == 0 else f"sleep {self.sleep_s}"})
-                 for i in range(self.calls_per_step)]
+        calls = [
+            ToolCall(
+                f"c{k}-{i}", "bash", {"command": command if i == 0 else f"sleep {self.sleep_s}"}
+            )
+            for i in range(self.calls_per_step)
+        ]
         return Action(calls, tokens=10)
 
     def state(self) -> dict[str, Any]:

@@ -17,15 +17,22 @@ from innolab.gym.tools import ToolResult
 
 DATA = Path(__file__).parent / "data"
 LEGACY = json.loads((DATA / "legacy_checkpoints.json").read_text(encoding="utf-8"))
-AGENTS = {"aide": AideAgent, "mlab": MlabAgent, "codeact": CodeActAgent,
-          "codeact_native": CodeActAgent}
+AGENTS = {
+    "aide": AideAgent,
+    "mlab": MlabAgent,
+    "codeact": CodeActAgent,
+    "codeact_native": CodeActAgent,
+}
 SETTINGS = {"base_url": "http://127.0.0.1:9/v1", "model": "fake", "backoff_s": 0.0}
 DEFAULTS = (None, 0, False, "", [], {})
 
 
 def legacy_states() -> list[tuple[str, int, dict]]:
-    return [(name, i, checkpoint["policy"]) for name, checkpoints in LEGACY.items()
-            for i, checkpoint in enumerate(checkpoints)]
+    return [
+        (name, i, checkpoint["policy"])
+        for name, checkpoints in LEGACY.items()
+        for i, checkpoint in enumerate(checkpoints)
+    ]
 
 
 @pytest.mark.parametrize(("name", "index", "saved"), legacy_states(), ids=lambda v: str(v)[:20])
@@ -67,8 +74,19 @@ def test_typed_fields_are_read_from_the_saved_keys():
 
 
 def test_aide_nodes_of_an_older_journal_drop_the_fields_now_derived():
-    node = {"id": 0, "parent": None, "stage": "draft", "plan": "p", "code": "c", "output": "",
-            "ran": True, "valid": True, "metric": 3, "buggy": False, "debug_depth": 0}
+    node = {
+        "id": 0,
+        "parent": None,
+        "stage": "draft",
+        "plan": "p",
+        "code": "c",
+        "output": "",
+        "ran": True,
+        "valid": True,
+        "metric": 3,
+        "buggy": False,
+        "debug_depth": 0,
+    }
     saved = {"phase": "generate", "journal": [node]}
     agent = AideAgent(settings=SETTINGS)
     agent.load_state(saved)

@@ -22,9 +22,21 @@ def start(config, tmp_path, **options):
 
 
 def fake_config(agent, url, runtime="local", **extra):
-    return agent_config(agent, "circle-packing-26", budget_s=300, runtime=runtime, max_steps=12,
-                        settings={"base_url": url, "model": "fake", "backoff_s": 0.0, "timeout_s": 2.0,
-                                  "max_retries": 6}, **extra)
+    return agent_config(
+        agent,
+        "circle-packing-26",
+        budget_s=300,
+        runtime=runtime,
+        max_steps=12,
+        settings={
+            "base_url": url,
+            "model": "fake",
+            "backoff_s": 0.0,
+            "timeout_s": 2.0,
+            "max_retries": 6,
+        },
+        **extra,
+    )
 
 
 def check_valid_scored_run(run_dir):
@@ -40,7 +52,9 @@ def check_valid_scored_run(run_dir):
 @pytest.mark.parametrize("agent", AGENTS)
 def test_scaffold_reaches_a_valid_scored_submission_local(agent, tmp_path):
     with FakeLLM() as server:
-        outcome = runner.start(fake_config(agent, server.base_url), tmp_path / "run", show_progress=False)
+        outcome = runner.start(
+            fake_config(agent, server.base_url), tmp_path / "run", show_progress=False
+        )
     run_dir = Path(outcome["run_dir"])
     events = check_valid_scored_run(run_dir)
     if agent == "aide":
@@ -50,7 +64,9 @@ def test_scaffold_reaches_a_valid_scored_submission_local(agent, tmp_path):
 
 @pytest.mark.docker
 @pytest.mark.parametrize("agent", AGENTS)
-def test_scaffold_reaches_a_valid_scored_submission_docker(agent, tmp_path, docker_client, base_image):
+def test_scaffold_reaches_a_valid_scored_submission_docker(
+    agent, tmp_path, docker_client, base_image
+):
     with FakeLLM() as server:
         run_dir = start(fake_config(agent, server.base_url, runtime="docker"), tmp_path)
     check_valid_scored_run(run_dir)
@@ -65,7 +81,9 @@ def test_codeact_with_native_tool_calls(tmp_path):
 @pytest.mark.parametrize("agent", AGENTS)
 def test_faults_are_retried_and_traced(agent, tmp_path):
     with FakeLLM(["429", "500", "timeout", "malformed", "drop"], slow_s=3.0) as server:
-        outcome = runner.start(fake_config(agent, server.base_url), tmp_path / "run", show_progress=False)
+        outcome = runner.start(
+            fake_config(agent, server.base_url), tmp_path / "run", show_progress=False
+        )
     run_dir = Path(outcome["run_dir"])
     events = check_valid_scored_run(run_dir)
     retried = [a for e in events if e.type == "llm_call" for a in e.attempts]
@@ -79,7 +97,9 @@ def test_unreachable_model_ends_the_run_cleanly(tmp_path):
         outcome = runner.start(config, tmp_path / "run", show_progress=False)
     events = traces.read_events(Path(outcome["run_dir"]))
     assert outcome["reason"] == "llm_error" and not outcome["valid"]
-    assert events[-2].type == "run_finished" and any(e.failed for e in events if e.type == "llm_call")
+    assert events[-2].type == "run_finished" and any(
+        e.failed for e in events if e.type == "llm_call"
+    )
 
 
 def test_kill_and_resume_repeats_no_llm_call(tmp_path):
@@ -92,13 +112,17 @@ def test_kill_and_resume_repeats_no_llm_call(tmp_path):
         run_dir = runner.create_run(config, tmp_path / "run")
         env = {**os.environ, "PYTHONPATH": str(ROOT)}
         command = [sys.executable, "-m", "innolab.gym.run", str(run_dir), "--quiet"]
-        process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        process = subprocess.Popen(
+            command, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+        )
         trace = run_dir / "trace.jsonl"
         while not trace.exists() or trace.read_bytes().count(b'"llm_call"') < 2:
             time.sleep(0.01)
         process.send_signal(signal.SIGKILL)
         process.wait()
-        done = subprocess.run([*command, "--resume"], cwd=ROOT, env=env, capture_output=True, text=True)
+        done = subprocess.run(
+            [*command, "--resume"], cwd=ROOT, env=env, capture_output=True, text=True
+        )
         assert done.returncode == 0, done.stderr[-2000:]
     events = traces.read_events(run_dir)
     calls = [e for e in events if e.type == "llm_call"]
@@ -110,7 +134,9 @@ def test_kill_and_resume_repeats_no_llm_call(tmp_path):
 
 def test_replay_needs_no_endpoint(tmp_path):
     with FakeLLM() as server:
-        first = runner.start(fake_config("codeact", server.base_url), tmp_path / "run", show_progress=False)
+        first = runner.start(
+            fake_config("codeact", server.base_url), tmp_path / "run", show_progress=False
+        )
         run_dir = Path(first["run_dir"])
     outcome = replay(run_dir)  # the server is gone: every answer must come from the cache
     assert outcome["score"] == first["score"]
@@ -118,7 +144,11 @@ def test_replay_needs_no_endpoint(tmp_path):
     assert all(e.cached for e in events if e.type == "llm_call")
 
 
-EMBEDDED_SEEDS = {"aide": 0, "mlab": 5, "codeact": 2}  # mlab seed 5 once spent every call inside one string field
+EMBEDDED_SEEDS = {
+    "aide": 0,
+    "mlab": 5,
+    "codeact": 2,
+}  # mlab seed 5 once spent every call inside one string field
 
 
 @pytest.mark.parametrize("agent", AGENTS)
@@ -132,8 +162,13 @@ def test_every_scaffold_takes_real_steps_on_the_embedded_model(agent, tmp_path):
     result = measure(agent, EMBEDDED_SEEDS[agent], tmp_path, budget_s=60)
     assert not result.reason.startswith("error"), result.reason
     events = traces.read_events(result.run_dir)
-    assert events[0].type == "run_started" and [e.type for e in events[-2:]] == ["run_finished", "score"]
+    assert events[0].type == "run_started" and [e.type for e in events[-2:]] == [
+        "run_finished",
+        "score",
+    ]
     assert result.tool_calls >= 3, (result, traces.summary(result.run_dir))
     calls = [e for e in events if e.type == "llm_call" and not e.failed]
     assert calls and not any(e.cached for e in calls)
-    assert len({e.call_index for e in calls}) == len(calls) and len({e.seed for e in calls}) == len(calls)
+    assert len({e.call_index for e in calls}) == len(calls) and len({e.seed for e in calls}) == len(
+        calls
+    )

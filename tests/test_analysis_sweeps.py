@@ -16,13 +16,24 @@ from innolab.analysis import sweeps as sw
 from innolab.paths import data_dir, notebooks_dir
 from tests.fake_llm import FakeLLM
 
-SWEEP_NOTEBOOKS = ["21_time_budget", "22_backbone", "23_temperature", "24_prior_solution", "25_success_and_prompt"]
+SWEEP_NOTEBOOKS = [
+    "21_time_budget",
+    "22_backbone",
+    "23_temperature",
+    "24_prior_solution",
+    "25_success_and_prompt",
+]
 
 
 def run_table(**columns) -> pd.DataFrame:
     n = len(next(iter(columns.values())))
-    base = {"config_id": [f"c{i}" for i in range(n)], "task": ["t"] * n, "seed": list(range(n)),
-            "valid": [True] * n, "budget_s": [100.0] * n}
+    base = {
+        "config_id": [f"c{i}" for i in range(n)],
+        "task": ["t"] * n,
+        "seed": list(range(n)),
+        "valid": [True] * n,
+        "budget_s": [100.0] * n,
+    }
     return pd.DataFrame({**base, **columns})
 
 
@@ -30,7 +41,9 @@ def run_table(**columns) -> pd.DataFrame:
 
 
 def test_success_rates_use_wilson_intervals_from_statsmodels():
-    runs = run_table(agent=["a"] * 5 + ["b"] * 3, valid=[True, True, False, False, False, True, True, True])
+    runs = run_table(
+        agent=["a"] * 5 + ["b"] * 3, valid=[True, True, False, False, False, True, True, True]
+    )
     table = sw.success_rates(runs, "agent", confidence_level=0.9)
     assert list(table.columns) == ["agent", "n", "successes", "rate", "ci_low", "ci_high"]
     a, b = table.itertuples(index=False)
@@ -51,18 +64,27 @@ def trajectory_rows(rows: list[tuple[str, float, bool, float, float]]) -> pd.Dat
 
 def test_anytime_is_the_best_so_far_with_the_papers_imputation():
     runs = run_table(agent=["x", "x", "x"])
-    trajectory = trajectory_rows([
-        ("c0", 10, True, -0.5, 40.0), ("c0", 20, True, -0.6, 90.0),  # worse later: the best stays -0.5 (N 40)
-        ("c0", 30, True, -0.2, 20.0),
-        ("c1", 5, False, -0.1, 0.0),  # invalid by the hidden evaluator: never counts
-        ("c1", 50, True, -0.3, 60.0),
-    ])  # c2 has no candidate: -1 and N 0 throughout
+    trajectory = trajectory_rows(
+        [
+            ("c0", 10, True, -0.5, 40.0),
+            ("c0", 20, True, -0.6, 90.0),  # worse later: the best stays -0.5 (N 40)
+            ("c0", 30, True, -0.2, 20.0),
+            ("c1", 5, False, -0.1, 0.0),  # invalid by the hidden evaluator: never counts
+            ("c1", 50, True, -0.3, 60.0),
+        ]
+    )  # c2 has no candidate: -1 and N 0 throughout
     curve = sw.anytime(trajectory, runs, None, [0, 10, 25, 30, 60], n_resamples=200)
     assert list(curve.columns) == ["t_s", "n", "mean_ratio", "ci_low", "ci_high", "mean_novelty"]
     ratio, novelty, _ = sw.anytime_values(trajectory, runs, [0, 10, 25, 30, 60])
-    assert ratio.tolist() == [[-1, -0.5, -0.5, -0.2, -0.2], [-1, -1, -1, -1, -0.3], [-1, -1, -1, -1, -1]]
+    assert ratio.tolist() == [
+        [-1, -0.5, -0.5, -0.2, -0.2],
+        [-1, -1, -1, -1, -0.3],
+        [-1, -1, -1, -1, -1],
+    ]
     assert novelty.tolist() == [[0, 40, 40, 20, 20], [0, 0, 0, 0, 60], [0, 0, 0, 0, 0]]
-    assert curve["mean_ratio"].tolist() == pytest.approx([-1, -2.5 / 3, -2.5 / 3, -2.2 / 3, -1.5 / 3])
+    assert curve["mean_ratio"].tolist() == pytest.approx(
+        [-1, -2.5 / 3, -2.5 / 3, -2.2 / 3, -1.5 / 3]
+    )
     assert (np.diff(curve["mean_ratio"]) >= 0).all()  # best-so-far: monotone
     assert (curve["ci_low"] <= curve["mean_ratio"] + 1e-6).all()
     assert (curve["mean_ratio"] <= curve["ci_high"] + 1e-6).all()
@@ -75,7 +97,11 @@ def test_anytime_counts_each_run_up_to_its_own_budget():
     assert curve["n"].tolist() == [2, 1]
     assert curve["mean_ratio"].tolist() == pytest.approx([(-0.4 - 1) / 2, -0.1])
     by_level = sw.anytime(trajectory, runs, "level", [5, 50], n_resamples=200)
-    assert set(zip(by_level["level"], by_level["t_s"], strict=True)) == {("long", 5), ("long", 50), ("short", 5)}
+    assert set(zip(by_level["level"], by_level["t_s"], strict=True)) == {
+        ("long", 5),
+        ("long", 50),
+        ("short", 5),
+    }
     with pytest.raises(sw.AnalysisError, match="increasing"):
         sw.anytime(trajectory, runs, None, [50, 5])
 
@@ -85,18 +111,24 @@ def test_anytime_runs_are_the_per_run_values_within_each_budget():
     trajectory = trajectory_rows([("c0", 5, True, -0.4, 10.0), ("c1", 50, True, -0.1, 30.0)])
     rows = sw.anytime_runs(trajectory, runs, [5, 50])
     assert list(rows.columns) == ["config_id", "t_s", "ratio", "novelty"]
-    assert list(rows.itertuples(index=False, name=None)) == [("c0", 5.0, -0.4, 10.0), ("c1", 5.0, -1.0, 0.0),
-                                                             ("c1", 50.0, -0.1, 30.0)]
+    assert list(rows.itertuples(index=False, name=None)) == [
+        ("c0", 5.0, -0.4, 10.0),
+        ("c1", 5.0, -1.0, 0.0),
+        ("c1", 50.0, -0.1, 30.0),
+    ]
 
 
 # ------------------------------------------------------------------------------------------------ factors
 
 
 def test_factor_effect_per_run_and_best_of_k():
-    runs = run_table(task=["a", "a", "b", "b", "a", "a", "b", "b"], temperature=[0.2] * 4 + [0.8] * 4,
-                     seed=[0, 1, 0, 1, 0, 1, 0, 1],
-                     ratio=[-0.5, -0.1, -0.9, -1.0, -0.3, -0.3, -0.2, -0.6],
-                     novelty=[10.0, 30.0, 50.0, 0.0, 60.0, 70.0, 80.0, 20.0])
+    runs = run_table(
+        task=["a", "a", "b", "b", "a", "a", "b", "b"],
+        temperature=[0.2] * 4 + [0.8] * 4,
+        seed=[0, 1, 0, 1, 0, 1, 0, 1],
+        ratio=[-0.5, -0.1, -0.9, -1.0, -0.3, -0.3, -0.2, -0.6],
+        novelty=[10.0, 30.0, 50.0, 0.0, 60.0, 70.0, 80.0, 20.0],
+    )
     effect = sw.factor_effect(runs, "temperature", "novelty", n_resamples=500)
     assert list(effect.columns) == ["temperature", "kind", "mean", "ci_low", "ci_high", "n"]
     per_run = effect[effect["kind"] == "per_run"].set_index("temperature")
@@ -110,12 +142,20 @@ def test_factor_effect_per_run_and_best_of_k():
 
 
 def test_trade_off_finds_the_pareto_set_and_the_best_level():
-    runs = run_table(temperature=[0.0, 0.25, 0.5, 0.75, 1.0], ratio=[-0.1, -0.2, -0.25, -0.3, -0.9],
-                     novelty=[10.0, 30.0, 60.0, 25.0, 80.0])
+    runs = run_table(
+        temperature=[0.0, 0.25, 0.5, 0.75, 1.0],
+        ratio=[-0.1, -0.2, -0.25, -0.3, -0.9],
+        novelty=[10.0, 30.0, 60.0, 25.0, 80.0],
+    )
     result = sw.trade_off(runs, "temperature")
     # 0.75 is dominated by 0.25 (better ratio and better N); the others are on the frontier
-    assert result.table.set_index("temperature")["pareto"].to_dict() == {0.0: True, 0.25: True, 0.5: True,
-                                                                         0.75: False, 1.0: True}
+    assert result.table.set_index("temperature")["pareto"].to_dict() == {
+        0.0: True,
+        0.25: True,
+        0.5: True,
+        0.75: False,
+        1.0: True,
+    }
     assert result.best_level == 0.5  # ratio_norm 0.8125 x novelty_norm 0.714: the largest product
     assert "Pareto" in result.rule
 
@@ -129,24 +169,45 @@ def paired_runs(shift: float, tasks: int = 2, seeds: int = 15, seed: int = 0) ->
     for task in range(tasks):
         for s in range(seeds):
             base = rng.normal(50, 10)
-            rows.append({"task": f"t{task}", "seed": s, "innovation_prompt": False, "novelty": base})
-            rows.append({"task": f"t{task}", "seed": s, "innovation_prompt": True,
-                         "novelty": base + shift + rng.normal(0, 1)})
+            rows.append(
+                {"task": f"t{task}", "seed": s, "innovation_prompt": False, "novelty": base}
+            )
+            rows.append(
+                {
+                    "task": f"t{task}",
+                    "seed": s,
+                    "innovation_prompt": True,
+                    "novelty": base + shift + rng.normal(0, 1),
+                }
+            )
     return pd.DataFrame(rows)
 
 
 def test_paired_effect_finds_a_planted_shift_and_not_a_null_one():
     shifted = sw.paired_effect(paired_runs(5.0), "innovation_prompt", "novelty", n_resamples=2000)
-    assert list(shifted.columns) == ["task", "level_a", "level_b", "mean_diff", "ci_low", "ci_high", "p_value",
-                                     "p_holm", "n_pairs"]
+    assert list(shifted.columns) == [
+        "task",
+        "level_a",
+        "level_b",
+        "mean_diff",
+        "ci_low",
+        "ci_high",
+        "p_value",
+        "p_holm",
+        "n_pairs",
+    ]
     assert shifted["task"].tolist() == ["t0", "t1", "all"]
     assert (shifted["p_value"] < 0.01).all() and (shifted.loc[:1, "p_holm"] < 0.01).all()
     overall = shifted.set_index("task").loc["all"]
     assert overall["n_pairs"] == 30 and overall["ci_low"] < 5.0 < overall["ci_high"]
-    null = sw.paired_effect(paired_runs(0.0, seed=1), "innovation_prompt", "novelty", n_resamples=2000)
+    null = sw.paired_effect(
+        paired_runs(0.0, seed=1), "innovation_prompt", "novelty", n_resamples=2000
+    )
     assert (null["p_value"] > 0.05).all()
     p = null.loc[:1, "p_value"].to_numpy()
-    holm = np.minimum(1, np.maximum.accumulate(np.sort(p) * np.array([2, 1])))  # Holm over the two tasks
+    holm = np.minimum(
+        1, np.maximum.accumulate(np.sort(p) * np.array([2, 1]))
+    )  # Holm over the two tasks
     assert sorted(null.loc[:1, "p_holm"]) == pytest.approx(sorted(holm))
     with pytest.raises(sw.AnalysisError, match="name the two"):
         sw.paired_effect(run_table(level=[1, 2, 3], novelty=[1.0, 2.0, 3.0]), "level", "novelty")
@@ -157,10 +218,19 @@ def test_paired_effect_finds_a_planted_shift_and_not_a_null_one():
 
 def test_prior_trajectory_keeps_improving_candidates_of_runs_from_a_prior():
     runs = run_table(prior_solution=["p", None], agent=["aide", "aide"])
-    trajectory = pd.DataFrame({
-        "config_id": ["c0", "c0", "c0", "c1"], "t_s": [9.0, 1.0, 5.0, 2.0], "step": [3, 1, 2, 1],
-        "improving": [True, True, False, True], "valid": [True] * 4, "gain": [0.3, 0.1, 0.0, 0.2],
-        "ratio": [0.3, 0.1, 0.0, 0.2], "novelty": [40.0, 20.0, 0.0, 10.0], "novelty_vs_prior": [35.0, 5.0, 0, 9]})
+    trajectory = pd.DataFrame(
+        {
+            "config_id": ["c0", "c0", "c0", "c1"],
+            "t_s": [9.0, 1.0, 5.0, 2.0],
+            "step": [3, 1, 2, 1],
+            "improving": [True, True, False, True],
+            "valid": [True] * 4,
+            "gain": [0.3, 0.1, 0.0, 0.2],
+            "ratio": [0.3, 0.1, 0.0, 0.2],
+            "novelty": [40.0, 20.0, 0.0, 10.0],
+            "novelty_vs_prior": [35.0, 5.0, 0, 9],
+        }
+    )
     rows = sw.prior_trajectory(trajectory, runs)
     assert rows["config_id"].tolist() == ["c0", "c0"] and rows["t_s"].tolist() == [1.0, 9.0]
     assert rows["candidate"].tolist() == [0, 1] and rows["novelty_vs_prior"].tolist() == [5.0, 35.0]
@@ -170,23 +240,40 @@ def test_prior_trajectory_keeps_improving_candidates_of_runs_from_a_prior():
 def test_trend_checks_say_holds_does_not_hold_or_not_enough_data():
     x = np.repeat([0.25, 0.5, 0.75, 1.0], 5)
     noise = np.random.default_rng(0).normal(0, 0.02, x.size)
-    data = pd.DataFrame({"run": range(x.size), "t": x, "up": x + noise, "hump": -(x - 0.6) ** 2 + noise})
+    data = pd.DataFrame(
+        {"run": range(x.size), "t": x, "up": x + noise, "hump": -((x - 0.6) ** 2) + noise}
+    )
     up = sw.trend_holds(data, "t", "up", "increasing", unit="run")
-    assert (up.verdict, up.test, up.unit, up.n_units, up.n) == ("holds", "Spearman rho over units", "run", 20, 20)
+    assert (up.verdict, up.test, up.unit, up.n_units, up.n) == (
+        "holds",
+        "Spearman rho over units",
+        "run",
+        20,
+        20,
+    )
     assert sw.trend_holds(data, "t", "up", "decreasing", unit="run").verdict == "does not hold"
     assert sw.trend_holds(data, "t", "hump", "peak", unit="run").verdict == "holds"
     assert sw.trend_holds(data, "t", "up", "peak", unit="run").verdict == "does not hold"
     two_levels = data[data["t"] <= 0.5]
-    assert sw.trend_holds(two_levels, "t", "up", "increasing", unit="run").verdict == "not enough data"
+    assert (
+        sw.trend_holds(two_levels, "t", "up", "increasing", unit="run").verdict == "not enough data"
+    )
     with pytest.raises(sw.AnalysisError, match="trend must be"):
         sw.trend_holds(data, "t", "up", "sideways", unit="run")
 
 
-def best_so_far_runs(improvements: dict[str, tuple[float, float, float]], grid: np.ndarray) -> pd.DataFrame:
+def best_so_far_runs(
+    improvements: dict[str, tuple[float, float, float]], grid: np.ndarray
+) -> pd.DataFrame:
     """Each run's best-so-far ratio on the grid: `before` until it improves at `t`, then `after`."""
-    return pd.DataFrame([(run, t, after if t >= at else before)
-                         for run, (at, before, after) in improvements.items() for t in grid],
-                        columns=["config_id", "t_s", "ratio"])
+    return pd.DataFrame(
+        [
+            (run, t, after if t >= at else before)
+            for run, (at, before, after) in improvements.items()
+            for t in grid
+        ],
+        columns=["config_id", "t_s", "ratio"],
+    )
 
 
 def test_two_runs_that_each_improve_once_show_no_significant_trend():
@@ -201,7 +288,12 @@ def test_two_runs_that_each_improve_once_show_no_significant_trend():
     with pytest.raises(sw.AnalysisError, match=r"repeat config_id .*pass unit='config_id'"):
         sw.trend_holds(rows, "t_s", "ratio", "increasing")
     with pytest.raises(sw.AnalysisError, match="needs unit="):
-        sw.trend_holds(rows.drop(columns="config_id").assign(run=rows["config_id"]), "t_s", "ratio", "increasing")
+        sw.trend_holds(
+            rows.drop(columns="config_id").assign(run=rows["config_id"]),
+            "t_s",
+            "ratio",
+            "increasing",
+        )
     with pytest.raises(sw.AnalysisError, match="must name the unit of every row"):
         sw.trend_holds(rows.assign(config_id=None), "t_s", "ratio", "increasing", unit="config_id")
 
@@ -209,32 +301,68 @@ def test_two_runs_that_each_improve_once_show_no_significant_trend():
 def test_twenty_runs_whose_gain_rises_with_the_budget_hold_it():
     rng = np.random.default_rng(4)
     budgets = np.array([60.0, 120.0, 240.0, 480.0])
-    rows = pd.DataFrame([(f"r{i}", b, 0.1 * np.log2(b) + rng.normal(0, 0.05), -(np.log2(b / 60) - 1) ** 2
-                          + rng.normal(0, 0.2)) for i in range(20) for b in budgets],
-                        columns=["config_id", "budget_s", "gain", "hump"])
+    rows = pd.DataFrame(
+        [
+            (
+                f"r{i}",
+                b,
+                0.1 * np.log2(b) + rng.normal(0, 0.05),
+                -((np.log2(b / 60) - 1) ** 2) + rng.normal(0, 0.2),
+            )
+            for i in range(20)
+            for b in budgets
+        ],
+        columns=["config_id", "budget_s", "gain", "hump"],
+    )
     check = sw.trend_holds(rows, "budget_s", "gain", "increasing", unit="config_id")
     assert (check.verdict, check.n_units, check.n) == ("holds", 20, 80) and check.p_value < 1e-4
-    assert sw.trend_holds(rows, "budget_s", "gain", "decreasing", unit="config_id").verdict == "does not hold"
+    assert (
+        sw.trend_holds(rows, "budget_s", "gain", "decreasing", unit="config_id").verdict
+        == "does not hold"
+    )
     # a peak: the best mean inside the range, a rise before it and a fall after it, each across runs
     peak = sw.trend_holds(rows, "budget_s", "hump", "peak", unit="config_id")
     assert peak.verdict == "holds" and "best mean at budget_s = 120" in peak.detail
-    edge = sw.trend_holds(rows, "budget_s", "gain", "peak", unit="config_id")  # rising to the end: no peak
+    edge = sw.trend_holds(
+        rows, "budget_s", "gain", "peak", unit="config_id"
+    )  # rising to the end: no peak
     assert edge.verdict == "does not hold" and "edge" in edge.detail
     # a single run with values at every budget is still one unit: no trend across runs
-    one = sw.trend_holds(rows[rows["config_id"] == "r0"], "budget_s", "gain", "increasing", unit="config_id")
+    one = sw.trend_holds(
+        rows[rows["config_id"] == "r0"], "budget_s", "gain", "increasing", unit="config_id"
+    )
     assert one.verdict == "not enough data" and one.n_units == 1
 
 
 def test_regression_recovers_a_planted_slope_with_task_clustered_errors():
     rng = np.random.default_rng(0)
     n = 120
-    runs = pd.DataFrame({"task": rng.choice(["a", "b", "c", "d"], n), "temperature": rng.uniform(0, 1, n),
-                         "agent": rng.choice(["aide", "mlab"], n)})
+    runs = pd.DataFrame(
+        {
+            "task": rng.choice(["a", "b", "c", "d"], n),
+            "temperature": rng.uniform(0, 1, n),
+            "agent": rng.choice(["aide", "mlab"], n),
+        }
+    )
     task_effect = runs["task"].map({"a": 0.0, "b": 0.3, "c": -0.2, "d": 0.1})
-    runs["ratio"] = -0.5 * runs["temperature"] + 0.2 * (runs["agent"] == "mlab") + task_effect + rng.normal(0, 0.05, n)
+    runs["ratio"] = (
+        -0.5 * runs["temperature"]
+        + 0.2 * (runs["agent"] == "mlab")
+        + task_effect
+        + rng.normal(0, 0.05, n)
+    )
     table = sw.regression(runs, "ratio ~ temperature + C(agent)")
-    assert list(table.columns) == ["term", "estimate", "std_error", "statistic", "p_value", "ci_low", "ci_high", "n",
-                                   "method"]
+    assert list(table.columns) == [
+        "term",
+        "estimate",
+        "std_error",
+        "statistic",
+        "p_value",
+        "ci_low",
+        "ci_high",
+        "n",
+        "method",
+    ]
     slope = table.set_index("term").loc["temperature"]
     assert slope["ci_low"] < -0.5 < slope["ci_high"] and slope["p_value"] < 1e-6
     assert table["method"].iloc[0] == "OLS, errors clustered by task"
@@ -245,17 +373,31 @@ def test_regression_recovers_a_planted_slope_with_task_clustered_errors():
 
 
 def test_main_results_from_runs_reuse_the_published_tables_code():
-    runs = pd.DataFrame({
-        "task": ["t1"] * 4 + ["t2"] * 4, "agent": ["aide", "aide", "mlab", "mlab"] * 2, "seed": [0, 1] * 4,
-        "valid": [True, False, True, True, False, False, True, False],
-        "ratio": [-0.4, -1.0, -0.2, -0.1, -1.0, -1.0, -0.5, -1.0], "novelty": [20.0, 0, 50, 30, 0, 0, 40, 0]})
+    runs = pd.DataFrame(
+        {
+            "task": ["t1"] * 4 + ["t2"] * 4,
+            "agent": ["aide", "aide", "mlab", "mlab"] * 2,
+            "seed": [0, 1] * 4,
+            "valid": [True, False, True, True, False, False, True, False],
+            "ratio": [-0.4, -1.0, -0.2, -0.1, -1.0, -1.0, -0.5, -1.0],
+            "novelty": [20.0, 0, 50, 30, 0, 0, 40, 0],
+        }
+    )
     result = sw.main_results(runs, n_resamples=500)
     scores = result.scores.set_index(["task", "framework"])
-    assert scores.loc[("t1", "MLAB"), "ratio"] == -0.1 and scores.loc[("t1", "MLAB"), "novelty"] == 30.0
+    assert (
+        scores.loc[("t1", "MLAB"), "ratio"] == -0.1
+        and scores.loc[("t1", "MLAB"), "novelty"] == 30.0
+    )
     assert not scores.loc[("t2", "AIDE"), "valid"]
     means = result.means.set_index("framework")
-    assert means.loc["AIDE", "mean_ratio"] == pytest.approx((-0.4 - 1.0) / 2)  # the failed task imputed to -1
-    assert means.loc["MLAB", "mean_ratio"] == pytest.approx((-0.1 - 0.5) / 2) and means.loc["MLAB", "n_valid"] == 2
+    assert means.loc["AIDE", "mean_ratio"] == pytest.approx(
+        (-0.4 - 1.0) / 2
+    )  # the failed task imputed to -1
+    assert (
+        means.loc["MLAB", "mean_ratio"] == pytest.approx((-0.1 - 0.5) / 2)
+        and means.loc["MLAB", "n_valid"] == 2
+    )
     assert set(result.paired["metric"]) == {"ratio", "novelty"}
     one_task = sw.main_results(runs[runs["task"] == "t1"], n_resamples=500)
     assert one_task.paired.empty and "at least 2" in one_task.note
@@ -269,11 +411,26 @@ def scripted_sweep(tmp_path_factory):
     """2 agents x 2 temperatures x innovation prompt off/on, from innolab's prior, on the scripted server."""
     folder = tmp_path_factory.mktemp("scripted") / "sweep"
     with FakeLLM() as server:
-        spec = {"name": "scripted", "base": {
-            "task": "circle-packing-26", "runtime": "local", "budget": "60s", "max_steps": 8,
-            "base_url": server.base_url, "model": "fake", "novelty": "ast",
-            "prior_solution": str(data_dir() / "sweeps" / "priors" / "circle-packing-26-row-lattice.py")},
-            "grid": {"agent": ["aide", "codeact"], "temperature": [0.25, 1.0], "innovation_prompt": [False, True]}}
+        spec = {
+            "name": "scripted",
+            "base": {
+                "task": "circle-packing-26",
+                "runtime": "local",
+                "budget": "60s",
+                "max_steps": 8,
+                "base_url": server.base_url,
+                "model": "fake",
+                "novelty": "ast",
+                "prior_solution": str(
+                    data_dir() / "sweeps" / "priors" / "circle-packing-26-row-lattice.py"
+                ),
+            },
+            "grid": {
+                "agent": ["aide", "codeact"],
+                "temperature": [0.25, 1.0],
+                "innovation_prompt": [False, True],
+            },
+        }
         sweep.run(spec, output=folder, workers=2, show_progress=False)
     return folder
 
@@ -285,11 +442,21 @@ def test_sweep_notebooks_run_on_a_scripted_sweep(name, scripted_sweep, tmp_path)
     assert len(runs) == 8 and runs["complete"].all() and runs["valid"].any()
     source = notebooks_dir() / f"{name}.ipynb"
     executed = tmp_path / f"{name}.ipynb"
-    notebooks.execute(source, executed, {"sweep_dir": str(scripted_sweep), "results_dir": str(tmp_path / "results"),
-                                         "figures_dir": str(tmp_path / "figures"), "n_resamples": 500})
+    notebooks.execute(
+        source,
+        executed,
+        {
+            "sweep_dir": str(scripted_sweep),
+            "results_dir": str(tmp_path / "results"),
+            "figures_dir": str(tmp_path / "figures"),
+            "n_resamples": 500,
+        },
+    )
     assert json.loads(executed.read_text())["metadata"]["papermill"]["exception"] is None
     figures = list((tmp_path / "figures" / name).glob("*.png"))
-    assert figures and all(f.stat().st_size > 5_000 and f.with_suffix(".pdf").is_file() for f in figures)
+    assert figures and all(
+        f.stat().st_size > 5_000 and f.with_suffix(".pdf").is_file() for f in figures
+    )
     assert list((tmp_path / "results" / name).glob("*.csv"))
     if name == "25_success_and_prompt":
         prompt = pd.read_csv(tmp_path / "results" / name / "innovation_prompt.csv")
@@ -316,13 +483,22 @@ def test_trade_off_names_no_best_level_when_levels_tie():
 
 
 def test_check_trends_tests_each_stated_trend_with_its_column():
-    stated = pd.DataFrame({"quantity": ["gain", "novelty", "trade_off"], "trend": ["increasing", "decreasing", "peak"],
-                           "detail": ["up", "down", "best in the middle"]})
+    stated = pd.DataFrame(
+        {
+            "quantity": ["gain", "novelty", "trade_off"],
+            "trend": ["increasing", "decreasing", "peak"],
+            "detail": ["up", "down", "best in the middle"],
+        }
+    )
     x = np.repeat([1.0, 2.0, 3.0, 4.0], 4)
     data = pd.DataFrame({"t": x, "g": x + np.random.default_rng(1).normal(0, 0.01, x.size), "n": x})
-    checks = sw.check_trends(stated, data.assign(run=range(len(data))), "t", {"gain": "g", "novelty": "n"},
-                             unit="run")
-    assert checks["quantity"].tolist() == ["gain", "novelty"]  # trade_off has no column: the caller's
+    checks = sw.check_trends(
+        stated, data.assign(run=range(len(data))), "t", {"gain": "g", "novelty": "n"}, unit="run"
+    )
+    assert checks["quantity"].tolist() == [
+        "gain",
+        "novelty",
+    ]  # trade_off has no column: the caller's
     assert checks["this sweep"].tolist() == ["holds", "does not hold"]
     assert checks["unit"].tolist() == ["run", "run"] and checks["n_units"].tolist() == [16, 16]
     with pytest.raises(sw.AnalysisError, match="needs unit="):

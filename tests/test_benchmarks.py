@@ -26,14 +26,21 @@ def test_gym_benchmark_runs_its_real_path():
 
 
 def headers(output: str) -> list[str]:
-    return [line.removeprefix(run.HEADER) for line in output.splitlines() if line.startswith(run.HEADER)]
+    return [
+        line.removeprefix(run.HEADER) for line in output.splitlines() if line.startswith(run.HEADER)
+    ]
 
 
 def test_make_bench_prints_each_benchmark_once_though_dask_workers_import_it_again():
     """bench_sweep starts a LocalCluster whose spawned workers import run.py again (as __mp_main__, with the same
     argv, printing into the same output): under its __main__ guard they run nothing, so its header appears once."""
-    done = subprocess.run([sys.executable, str(RUN), "--only", "bench_sweep", "--quick"], capture_output=True,
-                          text=True, timeout=900, cwd=RUN.parents[2])
+    done = subprocess.run(
+        [sys.executable, str(RUN), "--only", "bench_sweep", "--quick"],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        cwd=RUN.parents[2],
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     assert headers(done.stdout) == ["bench_sweep"], done.stdout
     assert "ratio sweep/warm" in done.stdout and "in a warm process" in done.stdout
@@ -42,14 +49,18 @@ def test_make_bench_prints_each_benchmark_once_though_dask_workers_import_it_aga
 
 def test_run_py_imported_by_a_spawned_process_runs_nothing(capsys, monkeypatch):
     monkeypatch.setattr(sys, "argv", [str(RUN), "--only", "bench_viewer", "--quick"])
-    runpy.run_path(str(RUN), run_name="__mp_main__")  # what multiprocessing's spawn does in each child
+    runpy.run_path(
+        str(RUN), run_name="__mp_main__"
+    )  # what multiprocessing's spawn does in each child
     assert capsys.readouterr().out == ""
 
 
 def test_every_benchmark_is_listed_once(capsys):
     run.main(["--list"])
     listed = capsys.readouterr().out.split()
-    assert listed == sorted(p.stem for p in RUN.parent.glob("bench_*.py")) and len(listed) == len(set(listed))
+    assert listed == sorted(p.stem for p in RUN.parent.glob("bench_*.py")) and len(listed) == len(
+        set(listed)
+    )
     with pytest.raises(SystemExit, match="no benchmark named bench_nothing"):
         run.main(["--only", "bench_nothing"])
 

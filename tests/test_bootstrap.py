@@ -19,8 +19,14 @@ def ratios():
 
 def test_interval_matches_scipy_percentile_bootstrap(ratios):
     ours = b.bootstrap_ci(ratios, n_resamples=20_000, rng=1)
-    ref = stats.bootstrap((ratios,), np.mean, n_resamples=20_000, method="percentile",
-                          confidence_level=0.95, random_state=np.random.default_rng(2))
+    ref = stats.bootstrap(
+        (ratios,),
+        np.mean,
+        n_resamples=20_000,
+        method="percentile",
+        confidence_level=0.95,
+        random_state=np.random.default_rng(2),
+    )
     assert ours.mean == pytest.approx(ratios.mean())
     assert ours.ci_low == pytest.approx(ref.confidence_interval.low, abs=0.01)
     assert ours.ci_high == pytest.approx(ref.confidence_interval.high, abs=0.01)
@@ -31,7 +37,9 @@ def test_matrix_columns_match_single_columns(ratios):
     matrix = np.column_stack([ratios, ratios * 2])
     both = b.bootstrap_ci(matrix, rng=3)
     single = b.bootstrap_ci(ratios, rng=3)
-    assert both[0].ci_low == pytest.approx(single.ci_low) and both[0].ci_high == pytest.approx(single.ci_high)
+    assert both[0].ci_low == pytest.approx(single.ci_low) and both[0].ci_high == pytest.approx(
+        single.ci_high
+    )
     assert both[1].ci_low == pytest.approx(2 * both[0].ci_low)
 
 
@@ -46,8 +54,13 @@ def test_seeded_and_reproducible(ratios):
 def test_paired_interval_matches_scipy_on_differences(ratios):
     other = ratios - 0.2 + np.random.default_rng(9).normal(0, 0.05, size=ratios.size)
     ours = b.paired_bootstrap(ratios, other, n_resamples=20_000, rng=1)
-    ref = stats.bootstrap((ratios - other,), np.mean, n_resamples=20_000, method="percentile",
-                          random_state=np.random.default_rng(4))
+    ref = stats.bootstrap(
+        (ratios - other,),
+        np.mean,
+        n_resamples=20_000,
+        method="percentile",
+        random_state=np.random.default_rng(4),
+    )
     assert ours.mean == pytest.approx(0.2, abs=0.03) and ours.n == ratios.size
     assert ours.ci_low == pytest.approx(ref.confidence_interval.low, abs=0.005)
     assert ours.ci_high == pytest.approx(ref.confidence_interval.high, abs=0.005)
@@ -78,7 +91,10 @@ def test_paired_is_antisymmetric(ratios):
     ("call", "message"),
     [
         (lambda: b.bootstrap_ci([0.1, np.nan, 0.3]), "finite"),
-        (lambda: b.bootstrap_ci([0.1, 0.2], n_resamples=10), "n_resamples must be an integer >= 100"),
+        (
+            lambda: b.bootstrap_ci([0.1, 0.2], n_resamples=10),
+            "n_resamples must be an integer >= 100",
+        ),
         (lambda: b.bootstrap_ci([0.1, 0.2], n_resamples=1000.0), "n_resamples must be an integer"),
         (lambda: b.bootstrap_ci([0.1, 0.2], confidence_level=1.5), "confidence_level must lie in"),
         (lambda: b.bootstrap_ci([0.1, 0.2], rng=-1), "rng must be"),
@@ -111,8 +127,15 @@ def test_macro_average_imputes_failures():
 
 
 def test_macro_average_refuses_valid_rows_without_values():
-    scores = pd.DataFrame({"framework": ["A", "A"], "task": ["t1", "t2"], "valid": [True, True],
-                           "ratio": [0.1, np.nan], "novelty": [1.0, 2.0]})
+    scores = pd.DataFrame(
+        {
+            "framework": ["A", "A"],
+            "task": ["t1", "t2"],
+            "valid": [True, True],
+            "ratio": [0.1, np.nan],
+            "novelty": [1.0, 2.0],
+        }
+    )
     with pytest.raises(b.BootstrapError, match="rows \\[1\\]"):
         b.macro_average(scores)
 
@@ -134,7 +157,9 @@ def test_fewer_than_two_units_give_nan_bounds_and_masks_leave_cells_out():
     assert (first.n, first.mean, second.n, second.mean) == (4, 2.5, 1, 5.0)
     assert first.ci_low < 2.5 < first.ci_high and np.isnan(second.ci_low)
     full = b.bootstrap_ci(matrix[:, :1], mask=np.ones((4, 1), dtype=bool), n_resamples=500)[0]
-    assert full == b.bootstrap_ci(matrix[:, :1], n_resamples=500)[0]  # an all-true mask changes nothing
+    assert (
+        full == b.bootstrap_ci(matrix[:, :1], n_resamples=500)[0]
+    )  # an all-true mask changes nothing
     with pytest.raises(b.BootstrapError, match="finite where counted"):
         b.bootstrap_ci(matrix)
 
@@ -153,7 +178,9 @@ def test_resampled_means_are_double_precision():
 def test_a_percentile_bound_that_misses_its_estimate_is_widened_to_it():
     low, high = b.percentile_bounds(np.array([[1.0], [1.1], [1.2]]), np.array([2.0]), 0.95)
     assert low[0] == pytest.approx(1.005) and high[0] == 2.0
-    low, high = b.hold_estimate(np.array([0.5, np.nan]), np.array([0.6, np.nan]), np.array([0.7, np.nan]))
+    low, high = b.hold_estimate(
+        np.array([0.5, np.nan]), np.array([0.6, np.nan]), np.array([0.7, np.nan])
+    )
     assert low.tolist()[0] == 0.5 and high.tolist()[0] == 0.7 and np.isnan(low[1])
 
 
@@ -171,53 +198,97 @@ def holds(estimate, low, high) -> bool:
     estimate, low, high = (np.asarray(v, dtype=float) for v in (estimate, low, high))
     defined = ~np.isnan(low)
     assert np.array_equal(defined, ~np.isnan(high))
-    return bool((low[defined] <= estimate[defined]).all() and (estimate[defined] <= high[defined]).all())
+    return bool(
+        (low[defined] <= estimate[defined]).all() and (estimate[defined] <= high[defined]).all()
+    )
 
 
 @PROPERTY
-@given(st.integers(1, 5).flatmap(lambda columns: st.lists(st.lists(finite, min_size=columns, max_size=columns),
-                                                           min_size=1, max_size=30)),
-       st.data(), levels, resamples, seeds)
+@given(
+    st.integers(1, 5).flatmap(
+        lambda columns: st.lists(
+            st.lists(finite, min_size=columns, max_size=columns), min_size=1, max_size=30
+        )
+    ),
+    st.data(),
+    levels,
+    resamples,
+    seeds,
+)
 def test_bootstrap_intervals_hold_their_estimate(rows, data, confidence_level, n_resamples, rng):
     matrix = np.array(rows)
-    mask = np.array(data.draw(st.lists(st.lists(st.booleans(), min_size=matrix.shape[1], max_size=matrix.shape[1]),
-                                       min_size=len(rows), max_size=len(rows))))
+    mask = np.array(
+        data.draw(
+            st.lists(
+                st.lists(st.booleans(), min_size=matrix.shape[1], max_size=matrix.shape[1]),
+                min_size=len(rows),
+                max_size=len(rows),
+            )
+        )
+    )
     for given_mask in (None, mask):
-        intervals = b.bootstrap_ci(matrix, confidence_level=confidence_level, n_resamples=n_resamples, rng=rng,
-                                   mask=given_mask)
+        intervals = b.bootstrap_ci(
+            matrix,
+            confidence_level=confidence_level,
+            n_resamples=n_resamples,
+            rng=rng,
+            mask=given_mask,
+        )
         for interval in intervals:
             assert holds(interval.mean, interval.ci_low, interval.ci_high), interval
             assert np.isnan(interval.ci_low) == (interval.n < 2)
-    single = b.bootstrap_ci(matrix[:, 0], confidence_level=confidence_level, n_resamples=n_resamples, rng=rng)
+    single = b.bootstrap_ci(
+        matrix[:, 0], confidence_level=confidence_level, n_resamples=n_resamples, rng=rng
+    )
     assert single.mean == np.mean(matrix[:, 0]) or np.isclose(single.mean, np.mean(matrix[:, 0]))
     assert holds(single.mean, single.ci_low, single.ci_high), single
 
 
 @PROPERTY
-@given(st.lists(st.tuples(finite, finite), min_size=2, max_size=30), levels, resamples, seeds,
-       st.sampled_from(["percentile", "shift"]))
+@given(
+    st.lists(st.tuples(finite, finite), min_size=2, max_size=30),
+    levels,
+    resamples,
+    seeds,
+    st.sampled_from(["percentile", "shift"]),
+)
 def test_paired_intervals_hold_their_estimate(pairs, confidence_level, n_resamples, rng, p_method):
     a, c = np.array(pairs).T
-    test = b.paired_bootstrap(a, c, confidence_level=confidence_level, n_resamples=n_resamples, rng=rng,
-                              p_method=p_method)
+    test = b.paired_bootstrap(
+        a, c, confidence_level=confidence_level, n_resamples=n_resamples, rng=rng, p_method=p_method
+    )
     assert holds(test.mean, test.ci_low, test.ci_high), test
     assert 0 < test.p_value <= 1
 
 
 def run_rows(draw, columns: dict) -> pd.DataFrame:
     n = draw(st.integers(1, 24))
-    frame = pd.DataFrame({name: draw(st.lists(strategy, min_size=n, max_size=n)) for name, strategy in columns.items()})
+    frame = pd.DataFrame(
+        {
+            name: draw(st.lists(strategy, min_size=n, max_size=n))
+            for name, strategy in columns.items()
+        }
+    )
     frame["config_id"] = [f"c{i}" for i in range(n)]
     return frame
 
 
 @st.composite
 def sweep_runs(draw) -> pd.DataFrame:
-    runs = run_rows(draw, {"task": st.sampled_from(["t1", "t2", "t3"]), "agent": st.sampled_from(["aide", "mlab"]),
-                           "temperature": st.sampled_from([0.25, 0.75]), "seed": st.integers(0, 3),
-                           "innovation_prompt": st.booleans(), "valid": st.booleans(),
-                           "ratio": st.floats(-1, 1, allow_subnormal=False), "novelty": st.floats(0, 100),
-                           "budget_s": st.sampled_from([10.0, 20.0])})
+    runs = run_rows(
+        draw,
+        {
+            "task": st.sampled_from(["t1", "t2", "t3"]),
+            "agent": st.sampled_from(["aide", "mlab"]),
+            "temperature": st.sampled_from([0.25, 0.75]),
+            "seed": st.integers(0, 3),
+            "innovation_prompt": st.booleans(),
+            "valid": st.booleans(),
+            "ratio": st.floats(-1, 1, allow_subnormal=False),
+            "novelty": st.floats(0, 100),
+            "budget_s": st.sampled_from([10.0, 20.0]),
+        },
+    )
     runs.loc[~runs["valid"], ["ratio", "novelty"]] = [-1.0, 0.0]
     return runs.drop_duplicates(["task", "agent", "seed", "innovation_prompt", "temperature"])
 
@@ -234,14 +305,26 @@ def test_sweep_intervals_hold_their_estimate(runs, confidence_level, n_resamples
         assert holds(effect["mean"], effect["ci_low"], effect["ci_high"]), effect
         if runs["innovation_prompt"].nunique() == 2:
             try:
-                paired = sw.paired_effect(runs, "innovation_prompt", metric, pair_on=("task", "agent", "seed"),
-                                          **settings_)
+                paired = sw.paired_effect(
+                    runs,
+                    "innovation_prompt",
+                    metric,
+                    pair_on=("task", "agent", "seed"),
+                    **settings_,
+                )
             except sw.AnalysisError as error:
                 assert "pair up" in str(error)  # no run has a partner: refused, not reported
             else:
                 assert holds(paired["mean_diff"], paired["ci_low"], paired["ci_high"]), paired
-    trajectory = pd.DataFrame({"config_id": runs["config_id"], "t_s": 5.0 + runs["seed"], "valid": runs["valid"],
-                               "ratio": runs["ratio"], "novelty": runs["novelty"]})
+    trajectory = pd.DataFrame(
+        {
+            "config_id": runs["config_id"],
+            "t_s": 5.0 + runs["seed"],
+            "valid": runs["valid"],
+            "ratio": runs["ratio"],
+            "novelty": runs["novelty"],
+        }
+    )
     curve = sw.anytime(trajectory, runs, "agent", [0.0, 6.0, 15.0, 20.0], **settings_)
     assert holds(curve["mean_ratio"], curve["ci_low"], curve["ci_high"]), curve
     if not runs.groupby("task")["agent"].nunique().eq(runs["agent"].nunique()).all():

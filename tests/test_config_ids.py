@@ -24,7 +24,10 @@ def test_ids_of_resolved_configurations(tmp_path, monkeypatch):
     assert runner.config_id(runner.agent_config("aide", "circle-packing-26")) == "decb886a2a14"
     assert runner.config_id(runner.config_from_parameters({})) == "dd95061a5f44"
     # an int budget was written as given (300, not 300.0), so its id stays that of the int
-    assert runner.config_id(runner.agent_config("aide", "circle-packing-26", budget_s=300)) == "87e009a09049"
+    assert (
+        runner.config_id(runner.agent_config("aide", "circle-packing-26", budget_s=300))
+        == "87e009a09049"
+    )
     assert (
         runner.config_id(
             runner.agent_config(

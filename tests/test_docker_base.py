@@ -8,15 +8,23 @@ pytestmark = pytest.mark.docker
 def test_base_image_runs_python_with_numpy_and_scipy_offline(docker_client, base_image):
     out = docker_client.containers.run(
         base_image,
-        ["python3", "-c", "import numpy, scipy.optimize; print(numpy.ones(3).sum(), scipy.__name__)"],
-        network_disabled=True, remove=True, user="agent",
+        [
+            "python3",
+            "-c",
+            "import numpy, scipy.optimize; print(numpy.ones(3).sum(), scipy.__name__)",
+        ],
+        network_disabled=True,
+        remove=True,
+        user="agent",
     )
     assert out.decode().split() == ["3.0", "scipy"]
 
 
 def test_no_network_inside(docker_client, base_image):
     # With networking disabled the container has the loopback interface only: nothing can leave it.
-    out = docker_client.containers.run(base_image, ["ls", "/sys/class/net"], network_mode="none", remove=True)
+    out = docker_client.containers.run(
+        base_image, ["ls", "/sys/class/net"], network_mode="none", remove=True
+    )
     assert out.decode().split() == ["lo"]
 
 

@@ -28,7 +28,12 @@ def box(docker_client, base_image):
 
 def test_exec_files_and_timeout(box):
     assert box.exec("id -un").stdout.strip() == "agent"
-    assert set(box.exec("ls").stdout.split()) == {"description.md", "task.json", "taskkit", "validate.py"}
+    assert set(box.exec("ls").stdout.split()) == {
+        "description.md",
+        "task.json",
+        "taskkit",
+        "validate.py",
+    }
     box.write_file("dir/a.txt", b"hello")
     assert box.read_file("dir/a.txt") == b"hello"
     slow = box.exec("sleep 10", timeout_s=1)
@@ -63,8 +68,14 @@ def test_gpu_request_without_gpu_runtime_is_a_clear_error(docker_client, base_im
 
 
 def test_scripted_run_in_docker(docker_client, base_image, tmp_path):
-    config = RunConfig(task="circle-packing-26", policy="tests.gym_policies:ScriptedPolicy",
-                       policy_args={"steps": 4}, runtime="docker", image=base_image, max_steps=20)
+    config = RunConfig(
+        task="circle-packing-26",
+        policy="tests.gym_policies:ScriptedPolicy",
+        policy_args={"steps": 4},
+        runtime="docker",
+        image=base_image,
+        max_steps=20,
+    )
     outcome = runner.start(config, tmp_path / "run", show_progress=False)
     assert outcome["valid"] and outcome["score"] == pytest.approx(26 / 12, rel=1e-9)
     assert traces.load(outcome["run_dir"])["type"].tolist()[-2:] == ["run_finished", "score"]
@@ -76,17 +87,36 @@ def test_cli_sandbox_exec_docker(docker_client, base_image):
     from pathlib import Path
 
     innolab = str(Path(sys.executable).parent / "innolab")
-    done = subprocess.run([innolab, "sandbox", "exec", "--task", "circle-packing-26", "--runtime", "docker", "--",
-                           "bash", "-c", "id -un; ls /sys/class/net; exit 4"], capture_output=True, text=True)
+    done = subprocess.run(
+        [
+            innolab,
+            "sandbox",
+            "exec",
+            "--task",
+            "circle-packing-26",
+            "--runtime",
+            "docker",
+            "--",
+            "bash",
+            "-c",
+            "id -un; ls /sys/class/net; exit 4",
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert done.returncode == 4 and done.stdout.split() == ["agent", "lo"]
 
 
 def test_a_killed_runs_container_and_volume_are_reaped(docker_client, base_image):
     import docker
 
-    code = ("import sys, time\nfrom innolab.gym.docker_sandbox import DockerSandbox\nbox = DockerSandbox(sys.argv[1])\n"
-            "print(box.container.id, box.volume.name, flush=True)\ntime.sleep(300)")
-    process = subprocess.Popen([sys.executable, "-c", code, base_image], cwd=ROOT, stdout=subprocess.PIPE, text=True)
+    code = (
+        "import sys, time\nfrom innolab.gym.docker_sandbox import DockerSandbox\nbox = DockerSandbox(sys.argv[1])\n"
+        "print(box.container.id, box.volume.name, flush=True)\ntime.sleep(300)"
+    )
+    process = subprocess.Popen(
+        [sys.executable, "-c", code, base_image], cwd=ROOT, stdout=subprocess.PIPE, text=True
+    )
     container_id, volume = process.stdout.readline().split()
     process.kill()
     process.wait()

@@ -74,8 +74,17 @@ def test_snapshot_restore_round_trip(sandbox):
 
 
 def test_tool_specs_are_openai_function_schemas():
-    assert set(TOOL_NAMES) == {"bash", "python", "python_session", "read_file", "write_file", "edit_file",
-                               "list_files", "validate", "submit"}
+    assert set(TOOL_NAMES) == {
+        "bash",
+        "python",
+        "python_session",
+        "read_file",
+        "write_file",
+        "edit_file",
+        "list_files",
+        "validate",
+        "submit",
+    }
     for spec in TOOL_SPECS:
         assert spec["type"] == "function"
         assert spec["function"]["parameters"]["type"] == "object"
@@ -87,8 +96,12 @@ def test_tools_run_against_the_sandbox(toolbox):
     box = toolbox
     box.on_submit = lambda content, verdict, call_id=None: submitted.append(verdict)
     run = box.run
-    assert run(ToolCall("1", "write_file", {"path": "x.py", "content": "print(1)\nprint(2)\n"}), 10).ok
-    assert run(ToolCall("2", "edit_file", {"path": "x.py", "old": "print(2)", "new": "print(3)"}), 10).ok
+    assert run(
+        ToolCall("1", "write_file", {"path": "x.py", "content": "print(1)\nprint(2)\n"}), 10
+    ).ok
+    assert run(
+        ToolCall("2", "edit_file", {"path": "x.py", "old": "print(2)", "new": "print(3)"}), 10
+    ).ok
     assert "1\n3" in run(ToolCall("3", "bash", {"command": "python3 x.py"}), 10).output
     assert not run(ToolCall("4", "edit_file", {"path": "x.py", "old": "print", "new": "p"}), 10).ok
     assert "x.py" in run(ToolCall("5", "list_files", {}), 10).output
@@ -96,7 +109,10 @@ def test_tools_run_against_the_sandbox(toolbox):
     bad = run(ToolCall("7", "validate", {"path": "x.py"}), 10)
     assert not bad.ok and "not valid JSON" in bad.output
     assert not run(ToolCall("8", "rm_rf", {}), 10).ok
-    assert "unknown arguments" in run(ToolCall("9", "bash", {"command": "ls", "sudo": True}), 10).output
+    assert (
+        "unknown arguments"
+        in run(ToolCall("9", "bash", {"command": "ls", "sudo": True}), 10).output
+    )
     run(ToolCall("10", "submit", {"path": "x.py"}), 10)
     assert submitted and submitted[0]["valid"] is False
 
@@ -109,25 +125,39 @@ def test_long_outputs_are_truncated_with_a_marker():
 
 def test_calls_of_one_step_run_concurrently_and_return_in_order(toolbox):
     # Each call waits until all eight have started: only concurrent execution can finish before the timeout.
-    barrier = ("touch started-$ID; for i in $(seq 100); do [ $(ls started-* | wc -l) -ge 8 ] && exit 0; sleep 0.1; "
-               "done; exit 1")
-    calls = [ToolCall(f"id{i}", "bash", {"command": barrier.replace("$ID", str(i))}) for i in range(8)]
+    barrier = (
+        "touch started-$ID; for i in $(seq 100); do [ $(ls started-* | wc -l) -ge 8 ] && exit 0; sleep 0.1; "
+        "done; exit 1"
+    )
+    calls = [
+        ToolCall(f"id{i}", "bash", {"command": barrier.replace("$ID", str(i))}) for i in range(8)
+    ]
     results = dispatch_sync(toolbox, calls, {"bash": 30})
     assert [r.call_id for r in results] == [f"id{i}" for i in range(8)]
     assert all(r.ok for r in results), [r.output for r in results]
 
 
 def test_per_call_timeout_and_cancellation_at_the_deadline(toolbox):
-    results = dispatch_sync(toolbox, [ToolCall("a", "bash", {"command": "sleep 10"})], {"bash": 0.5})
+    results = dispatch_sync(
+        toolbox, [ToolCall("a", "bash", {"command": "sleep 10"})], {"bash": 0.5}
+    )
     assert not results[0].ok and "killed after" in results[0].output
-    results = dispatch_sync(toolbox, [ToolCall("b", "bash", {"command": "sleep 5"}),
-                                               ToolCall("c", "bash", {"command": "echo quick"})],
-                            {"bash": 30}, deadline_s=0.5)
+    results = dispatch_sync(
+        toolbox,
+        [
+            ToolCall("b", "bash", {"command": "sleep 5"}),
+            ToolCall("c", "bash", {"command": "echo quick"}),
+        ],
+        {"bash": 30},
+        deadline_s=0.5,
+    )
     assert "cancelled" in results[0].output and results[1].ok
 
 
 def test_budgets():
-    assert parse_duration("10m") == 600 and parse_duration("1.5h") == 5400 and parse_duration(90) == 90
+    assert (
+        parse_duration("10m") == 600 and parse_duration("1.5h") == 5400 and parse_duration(90) == 90
+    )
     with pytest.raises(BudgetError, match="duration"):
         parse_duration("ten minutes")
     budget = Budget(max_steps=2, max_tokens=100)
@@ -140,8 +170,13 @@ def test_budgets():
 
 
 def scripted_config(**changes):
-    args = {"task": "circle-packing-26", "policy": "tests.gym_policies:ScriptedPolicy",
-            "policy_args": {"steps": 6}, "max_steps": 50, "wall_clock_s": 300}
+    args = {
+        "task": "circle-packing-26",
+        "policy": "tests.gym_policies:ScriptedPolicy",
+        "policy_args": {"steps": 6},
+        "max_steps": 50,
+        "wall_clock_s": 300,
+    }
     return RunConfig(**{**args, **changes})
 
 
@@ -151,8 +186,16 @@ def test_scripted_run_is_traced_and_scored(tmp_path):
     assert outcome["valid"] and outcome["score"] == pytest.approx(26 / 12, rel=1e-9)
     frame = traces.load(run_dir)
     types = set(frame["type"])
-    assert {"run_started", "tool_call", "tool_result", "checkpoint", "submission", "validation", "score",
-            "run_finished"} <= types
+    assert {
+        "run_started",
+        "tool_call",
+        "tool_result",
+        "checkpoint",
+        "submission",
+        "validation",
+        "score",
+        "run_finished",
+    } <= types
     assert frame["seq"].tolist() == list(range(len(frame)))
     line = traces.summary(run_dir)
     assert "circle-packing-26" in line and "6 steps" in line and "agent_finished" in line
@@ -163,8 +206,11 @@ def test_scripted_run_is_traced_and_scored(tmp_path):
 
 
 def test_step_budget_ends_the_run_and_keeps_the_best_submission(tmp_path):
-    outcome = runner.start(scripted_config(max_steps=6, policy_args={"steps": 20}), tmp_path / "run",
-                           show_progress=False)
+    outcome = runner.start(
+        scripted_config(max_steps=6, policy_args={"steps": 20}),
+        tmp_path / "run",
+        show_progress=False,
+    )
     run_dir = Path(outcome["run_dir"])
     assert outcome["reason"] == "steps" and not outcome["valid"]
     frame = traces.load(run_dir)
@@ -197,16 +243,22 @@ def _steps_are_complete(run_dir: Path, steps: int) -> None:
 
 
 def _start(run_dir: Path, resume: bool) -> subprocess.Popen:
-    command = [sys.executable, "-m", "innolab.gym.run", str(run_dir), "--quiet"] + (["--resume"] if resume else [])
+    command = [sys.executable, "-m", "innolab.gym.run", str(run_dir), "--quiet"] + (
+        ["--resume"] if resume else []
+    )
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    return subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    return subprocess.Popen(
+        command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
 
 
 @pytest.mark.parametrize("trial", range(5))
 def test_sigkill_and_resume_leaves_no_missing_or_duplicated_step(tmp_path, trial):
     rng = random.Random(trial)
     steps = 8
-    run_dir = create_run(scripted_config(policy_args={"steps": steps, "sleep_s": 0.3}), tmp_path / "run")
+    run_dir = create_run(
+        scripted_config(policy_args={"steps": steps, "sleep_s": 0.3}), tmp_path / "run"
+    )
     kills, process = 0, _start(run_dir, resume=False)
     while True:
         try:
@@ -229,9 +281,13 @@ def test_sigkill_and_resume_leaves_no_missing_or_duplicated_step(tmp_path, trial
 def test_budget_end_keeps_the_best_submission(tmp_path):
     from tests.gym_policies import GRID
 
-    calls = [["write_file", {"path": "p.json", "content": json.dumps({"circles": GRID})}],
-             ["submit", {"path": "p.json"}]] + [["bash", {"command": "true"}]] * 20
-    config = scripted_config(policy="tests.gym_policies:CallPolicy", policy_args={"calls": calls}, max_steps=5)
+    calls = [
+        ["write_file", {"path": "p.json", "content": json.dumps({"circles": GRID})}],
+        ["submit", {"path": "p.json"}],
+    ] + [["bash", {"command": "true"}]] * 20
+    config = scripted_config(
+        policy="tests.gym_policies:CallPolicy", policy_args={"calls": calls}, max_steps=5
+    )
     outcome = runner.start(config, tmp_path / "run", show_progress=False)
     assert outcome["reason"] == "steps" and outcome["valid"]
 
@@ -240,21 +296,41 @@ INNOLAB = str(Path(sys.executable).parent / "innolab")
 
 
 def test_cli_sandbox_exec_local():
-    done = subprocess.run([INNOLAB, "sandbox", "exec", "--task", "circle-packing-26", "--", "bash", "-c",
-                           "ls; exit 3"], capture_output=True, text=True)
+    done = subprocess.run(
+        [
+            INNOLAB,
+            "sandbox",
+            "exec",
+            "--task",
+            "circle-packing-26",
+            "--",
+            "bash",
+            "-c",
+            "ls; exit 3",
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert done.returncode == 3 and "validate.py" in done.stdout
 
 
 def test_cli_resume_continues_a_killed_run(tmp_path):
-    run_dir = create_run(scripted_config(policy_args={"steps": 5, "sleep_s": 0.2}), tmp_path / "run")
+    run_dir = create_run(
+        scripted_config(policy_args={"steps": 5, "sleep_s": 0.2}), tmp_path / "run"
+    )
     process = _start(run_dir, resume=False)
     while not (run_dir / "checkpoint" / "state.json").exists():
         time.sleep(0.05)
     process.send_signal(signal.SIGKILL)
     process.wait()
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    done = subprocess.run([INNOLAB, "run", "--resume", str(run_dir)], capture_output=True, text=True, env=env,
-                          cwd=ROOT)
+    done = subprocess.run(
+        [INNOLAB, "run", "--resume", str(run_dir)],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=ROOT,
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.strip().splitlines()[-1] == str(run_dir)
     _steps_are_complete(run_dir, 5)
@@ -268,29 +344,93 @@ def test_trace_events_are_typed_on_write_and_on_read(tmp_path):
     with pytest.raises(ValidationError, match="colour"):
         traces.Checkpoint(step=2, colour="red")
     with pytest.raises(traces.TraceError, match="submission event, field 'dev_valid'"):
-        traces.parse_event({"v": 2, "seq": 1, "time": 1.0, "type": "submission", "step": 1, "file": "x",
-                            "dev_score": 1.0})
+        traces.parse_event(
+            {
+                "v": 2,
+                "seq": 1,
+                "time": 1.0,
+                "type": "submission",
+                "step": 1,
+                "file": "x",
+                "dev_score": 1.0,
+            }
+        )
     with pytest.raises(traces.TraceError, match="unknown event type 'party'"):
         traces.parse_event({"type": "party", "step": 2})
     writer.close()
     with (tmp_path / "trace.jsonl").open("a") as handle:
-        handle.write('{"v": 2, "seq": 1, "time": 1.0, "type": "tool_call", "step": 1, "call_id": "a"}\n')
+        handle.write(
+            '{"v": 2, "seq": 1, "time": 1.0, "type": "tool_call", "step": 1, "call_id": "a"}\n'
+        )
         handle.write('{"v": 2, "seq": 2, "time": 1.0, "type": "checkpoint", "step": 2}\n')
     with pytest.raises(traces.TraceError, match="line 2: tool_call event, field 'tool'"):
         traces.read_events(tmp_path)
 
 
 V1_TRACE = [
-    {"v": 1, "seq": 0, "time": 1.0, "type": "run_started", "step": 0, "config": {"task": "circle-packing-26"}},
-    {"v": 1, "seq": 1, "time": 2.0, "type": "submission", "step": 0, "file": "submission/step00000-000.json",
-     "valid": True, "dev_score": 2.1},
-    {"v": 1, "seq": 2, "time": 3.0, "type": "score", "step": None, "valid": True, "score": 2.1, "v_star": 2.6,
-     "gain": -0.5, "ratio": -0.19, "errors": [], "file": "submission/step00000-000.json"},
-    {"v": 1, "seq": 3, "time": 4.0, "type": "run_finished", "step": None, "reason": "steps", "budget": {},
-     "valid": True, "score": 2.1, "ratio": -0.19},
-    {"v": 1, "seq": 4, "time": 5.0, "type": "score", "step": None, "valid": True, "score": 2.1, "v_star": 2.6,
-     "gain": -0.5, "ratio": -0.19, "errors": [], "backend": "tfidf", "novelty": 40.0, "nearest_known": "a",
-     "d_a": 40.0, "d_b": 60.0, "rescored": True},
+    {
+        "v": 1,
+        "seq": 0,
+        "time": 1.0,
+        "type": "run_started",
+        "step": 0,
+        "config": {"task": "circle-packing-26"},
+    },
+    {
+        "v": 1,
+        "seq": 1,
+        "time": 2.0,
+        "type": "submission",
+        "step": 0,
+        "file": "submission/step00000-000.json",
+        "valid": True,
+        "dev_score": 2.1,
+    },
+    {
+        "v": 1,
+        "seq": 2,
+        "time": 3.0,
+        "type": "score",
+        "step": None,
+        "valid": True,
+        "score": 2.1,
+        "v_star": 2.6,
+        "gain": -0.5,
+        "ratio": -0.19,
+        "errors": [],
+        "file": "submission/step00000-000.json",
+    },
+    {
+        "v": 1,
+        "seq": 3,
+        "time": 4.0,
+        "type": "run_finished",
+        "step": None,
+        "reason": "steps",
+        "budget": {},
+        "valid": True,
+        "score": 2.1,
+        "ratio": -0.19,
+    },
+    {
+        "v": 1,
+        "seq": 4,
+        "time": 5.0,
+        "type": "score",
+        "step": None,
+        "valid": True,
+        "score": 2.1,
+        "v_star": 2.6,
+        "gain": -0.5,
+        "ratio": -0.19,
+        "errors": [],
+        "backend": "tfidf",
+        "novelty": 40.0,
+        "nearest_known": "a",
+        "d_a": 40.0,
+        "d_b": 60.0,
+        "rescored": True,
+    },
 ]
 
 
@@ -306,8 +446,12 @@ def test_a_trace_of_schema_version_1_still_loads(tmp_path):
 
 # ------------------------------------------------------------------ the local sandbox's user, links and leftovers
 
-BOTH_MODES = [pytest.param(True, marks=pytest.mark.skipif(os.geteuid() != 0, reason="needs root"), id="own-user"),
-              pytest.param(False, id="innolab-user")]
+BOTH_MODES = [
+    pytest.param(
+        True, marks=pytest.mark.skipif(os.geteuid() != 0, reason="needs root"), id="own-user"
+    ),
+    pytest.param(False, id="innolab-user"),
+]
 
 
 @pytest.mark.parametrize("separate_user", BOTH_MODES)
@@ -315,7 +459,9 @@ def test_local_sandbox_user_links_and_close(separate_user):
     box = LocalSandbox(separate_user=separate_user)
     try:
         assert box.exec("id -u").stdout.strip() == str(box.uid if separate_user else os.geteuid())
-        box.write_file("d/a.txt", b"1")  # what innolab writes, the agent's commands can change, and back
+        box.write_file(
+            "d/a.txt", b"1"
+        )  # what innolab writes, the agent's commands can change, and back
         assert box.exec("echo 2 >> d/a.txt && echo 3 > d/b.txt").returncode == 0
         assert box.read_file("d/a.txt") == b"12\n" and box.read_file("d/b.txt") == b"3\n"
         box.exec("ln -s /etc e && ln -s /etc/hostname h")  # a link in the path is never followed
@@ -329,7 +475,9 @@ def test_local_sandbox_user_links_and_close(separate_user):
             assert box.exec(f"touch {ROOT}/innolab-planted").returncode != 0
             assert not (ROOT / "innolab-planted").exists()
         box.restore(box.snapshot())
-        assert box.exec("echo 4 > d/a.txt && test ! -e e").returncode == 0  # still the agent's; links dropped
+        assert (
+            box.exec("echo 4 > d/a.txt && test ! -e e").returncode == 0
+        )  # still the agent's; links dropped
         assert box.exec("nohup sleep 60 >/dev/null 2>&1 &").returncode == 0
         assert sandbox_pids(box.uid, box.marker)
     finally:
@@ -345,15 +493,20 @@ def test_cli_sandbox_clean_reaps_what_an_ended_run_left(tmp_path):
     leftover = tmp_path / "innolab-ws-ended"
     (leftover / "workspace").mkdir(parents=True)
     (leftover / OWNER_FILE).write_text(json.dumps({**token, "uid": None, "marker": "feedc0de"}))
-    straggler = subprocess.Popen(["sleep", "60"], env={**os.environ, MARKER_VARIABLE: "feedc0de"},
-                                 start_new_session=True)
+    straggler = subprocess.Popen(
+        ["sleep", "60"], env={**os.environ, MARKER_VARIABLE: "feedc0de"}, start_new_session=True
+    )
     alive = tmp_path / "innolab-validator-alive"  # owned by this test's process: kept
     alive.mkdir()
     mark(alive)
     unmarked = tmp_path / "innolab-ws-unmarked"  # no owner mark: not ours to judge
     unmarked.mkdir()
-    done = subprocess.run([INNOLAB, "sandbox", "clean"], env={**os.environ, "TMPDIR": str(tmp_path)},
-                          capture_output=True, text=True)
+    done = subprocess.run(
+        [INNOLAB, "sandbox", "clean"],
+        env={**os.environ, "TMPDIR": str(tmp_path)},
+        capture_output=True,
+        text=True,
+    )
     assert done.returncode == 0, done.stderr
     assert f"removed {leftover}" in done.stdout and "1 folders, 1 processes" in done.stdout
     assert not leftover.exists() and alive.exists() and unmarked.exists()
@@ -368,8 +521,18 @@ def test_a_planted_mark_kills_nothing(tmp_path):
     ended.wait()
     planted = tmp_path / "innolab-ws-planted"
     planted.mkdir()
-    (planted / OWNER_FILE).write_text(json.dumps({"pid": ended.pid, "start": 1, "boot": "", "uid": 54321,
-                                                  "marker": None, "host": owner_token()["host"]}))
+    (planted / OWNER_FILE).write_text(
+        json.dumps(
+            {
+                "pid": ended.pid,
+                "start": 1,
+                "boot": "",
+                "uid": 54321,
+                "marker": None,
+                "host": owner_token()["host"],
+            }
+        )
+    )
     os.chown(planted, 54321, 54321)
     os.chown(planted / OWNER_FILE, 54321, 54321)
     try:

@@ -32,9 +32,11 @@ def test_a_cycle_is_found_however_long():
     graph.add_import(importer="pkg.d", imported="pkg.c")
     assert import_cycles(graph) == []
     graph.add_import(importer="pkg.c", imported="pkg.a")
-    assert import_cycles(graph) == [["pkg.a", "pkg.b", "pkg.c", "pkg.a"],
-                                    ["pkg.b", "pkg.c", "pkg.a", "pkg.b"],
-                                    ["pkg.c", "pkg.a", "pkg.b", "pkg.c"]]
+    assert import_cycles(graph) == [
+        ["pkg.a", "pkg.b", "pkg.c", "pkg.a"],
+        ["pkg.b", "pkg.c", "pkg.a", "pkg.b"],
+        ["pkg.c", "pkg.a", "pkg.b", "pkg.c"],
+    ]
 
 
 @pytest.mark.parametrize("lazy", [False, True])

@@ -20,42 +20,42 @@ V_STAR_TEXT = "2.6359830849"
 
 ATTEMPTS = {
     "read the evaluator's code": "find / -xdev -path '*innolab/tasks/evaluation.py' 2>/dev/null | grep -q . "
-                                 "&& echo ESCAPED || echo BLOCKED",
+    "&& echo ESCAPED || echo BLOCKED",
     "find known solutions": "find / -xdev \\( -name solution.json -o -name score.json -o -name pseudocode.tex \\) "
-                            "2>/dev/null | grep -q . && echo ESCAPED || echo BLOCKED",
+    "2>/dev/null | grep -q . && echo ESCAPED || echo BLOCKED",
     "find task.yaml with V*": "find / -xdev -name task.yaml 2>/dev/null | grep -q . && echo ESCAPED || echo BLOCKED",
     "grep the file system for V*": f"grep -rIl --exclude-dir=proc --exclude-dir=sys {V_STAR_TEXT} / 2>/dev/null "
-                                   "| grep -q . && echo ESCAPED || echo BLOCKED",
-    "a network interface besides loopback": "[ \"$(ls /sys/class/net)\" = lo ] && echo BLOCKED || echo ESCAPED",
+    "| grep -q . && echo ESCAPED || echo BLOCKED",
+    "a network interface besides loopback": '[ "$(ls /sys/class/net)" = lo ] && echo BLOCKED || echo ESCAPED',
     "a route out": "[ $(wc -l < /proc/net/route) -le 1 ] && echo BLOCKED || echo ESCAPED",
-    "the host's loopback services": "python3 -c \"import socket; s=socket.socket(); s.settimeout(2); "
-                                    "s.connect(('127.0.0.1', 22))\" 2>/dev/null && echo ESCAPED || echo BLOCKED",
-    "the Docker socket": "python3 -c \"import socket; s=socket.socket(socket.AF_UNIX); "
-                         "s.connect('/var/run/docker.sock')\" 2>/dev/null && echo ESCAPED || echo BLOCKED",
+    "the host's loopback services": 'python3 -c "import socket; s=socket.socket(); s.settimeout(2); '
+    "s.connect(('127.0.0.1', 22))\" 2>/dev/null && echo ESCAPED || echo BLOCKED",
+    "the Docker socket": 'python3 -c "import socket; s=socket.socket(socket.AF_UNIX); '
+    "s.connect('/var/run/docker.sock')\" 2>/dev/null && echo ESCAPED || echo BLOCKED",
     "the host's Docker state": "ls /var/lib/docker 2>/dev/null | grep -q . && echo ESCAPED || echo BLOCKED",
     "read /etc/shadow": "cat /etc/shadow >/dev/null 2>&1 && echo ESCAPED || echo BLOCKED",
     "write outside the workspace": "(touch /etc/pwned || touch /usr/local/bin/pwned || touch /pwned) 2>/dev/null "
-                                   "&& echo ESCAPED || echo BLOCKED",
+    "&& echo ESCAPED || echo BLOCKED",
     "become root": "(sudo -n true || su -c true) >/dev/null 2>&1 && echo ESCAPED || "
-                   "([ $(id -u) -ne 0 ] && echo BLOCKED || echo ESCAPED)",
+    "([ $(id -u) -ne 0 ] && echo BLOCKED || echo ESCAPED)",
     "hold capabilities": "grep -q 'CapEff:\\s*0000000000000000' /proc/self/status && echo BLOCKED || echo ESCAPED",
     "mount a file system": "mount -t tmpfs none /tmp/m 2>/dev/null && echo ESCAPED || echo BLOCKED",
     "trigger sysrq": "(echo h > /proc/sysrq-trigger) 2>/dev/null && echo ESCAPED || echo BLOCKED",
     "see host processes": "ps -e -o comm= | grep -qE 'dockerd|containerd|pytest' && echo ESCAPED || echo BLOCKED",
     "read host secrets from the environment": "env | grep -q INNOLAB_ISOLATION_CANARY && echo ESCAPED || echo BLOCKED",
     "exhaust the disk": "dd if=/dev/zero of=big bs=1M count=4096 2>/dev/null; s=$(du -m big | cut -f1); rm -f big; "
-                        "[ $s -lt 1024 ] && echo BLOCKED || echo ESCAPED",
+    "[ $s -lt 1024 ] && echo BLOCKED || echo ESCAPED",
     "exhaust /tmp": "dd if=/dev/zero of=/tmp/big bs=1M count=4096 2>/dev/null; s=$(du -m /tmp/big | cut -f1); "
-                    "rm -f /tmp/big; [ $s -lt 1024 ] && echo BLOCKED || echo ESCAPED",
+    "rm -f /tmp/big; [ $s -lt 1024 ] && echo BLOCKED || echo ESCAPED",
     "exhaust memory": "python3 -c 'a = bytearray(6 * 1024**3); print(len(a))' >/dev/null 2>&1 "
-                      "&& echo ESCAPED || echo BLOCKED",
-    "exhaust processes": "python3 -c \"import os, time\npids = []\nfor _ in range(600):\n    try:\n"
-                         "        pid = os.fork()\n    except OSError:\n        break\n    if pid == 0:\n"
-                         "        time.sleep(2)\n        os._exit(0)\n    pids.append(pid)\n"
-                         "for pid in pids:\n    os.waitpid(pid, 0)\n"
-                         "print('BLOCKED' if len(pids) < 400 else 'ESCAPED')\"",
+    "&& echo ESCAPED || echo BLOCKED",
+    "exhaust processes": 'python3 -c "import os, time\npids = []\nfor _ in range(600):\n    try:\n'
+    "        pid = os.fork()\n    except OSError:\n        break\n    if pid == 0:\n"
+    "        time.sleep(2)\n        os._exit(0)\n    pids.append(pid)\n"
+    "for pid in pids:\n    os.waitpid(pid, 0)\n"
+    "print('BLOCKED' if len(pids) < 400 else 'ESCAPED')\"",
     "reach the host through /proc/1/root": "ls /proc/1/root/var/lib/docker /proc/1/root/run/docker.sock 2>/dev/null "
-                                           "&& echo ESCAPED || echo BLOCKED",
+    "&& echo ESCAPED || echo BLOCKED",
 }
 
 BAD_PACKING = json.dumps({"circles": [[0.1 + 0.03 * i, 0.5, 0.09] for i in range(26)]})
@@ -81,15 +81,27 @@ def test_adversarial_agent_cannot_escape(docker_client, base_image, tmp_path, ho
         ["submit", {"path": "bad.json"}],
     ]
     before = {c.id for c in docker_client.containers.list(all=True)}
-    outcome = runner.start(RunConfig(task="circle-packing-26", policy="tests.gym_policies:CallPolicy",
-                                     policy_args={"calls": calls}, runtime="docker", max_steps=100,
-                                     wall_clock_s=900, agent="adversary"), tmp_path / "run", show_progress=False)
+    outcome = runner.start(
+        RunConfig(
+            task="circle-packing-26",
+            policy="tests.gym_policies:CallPolicy",
+            policy_args={"calls": calls},
+            runtime="docker",
+            max_steps=100,
+            wall_clock_s=900,
+            agent="adversary",
+        ),
+        tmp_path / "run",
+        show_progress=False,
+    )
     run_dir = Path(outcome["run_dir"])
 
     events = traces.read_events(run_dir)
     results = [e for e in events if e.type == "tool_result"]
     verdicts = dict(zip(ATTEMPTS, (r.output for r in results[: len(ATTEMPTS)]), strict=True))
-    escaped = {name: out for name, out in verdicts.items() if "ESCAPED" in out or "BLOCKED" not in out}
+    escaped = {
+        name: out for name, out in verdicts.items() if "ESCAPED" in out or "BLOCKED" not in out
+    }
     assert not escaped, escaped
     assert len(ATTEMPTS) >= 20
 
@@ -98,7 +110,11 @@ def test_adversarial_agent_cannot_escape(docker_client, base_image, tmp_path, ho
     sneaky = results[len(ATTEMPTS) + 1]
     assert not sneaky.ok and ("link" in sneaky.output or "regular file" in sneaky.output)
     submissions = [e for e in events if e.type == "submission"]
-    assert len(submissions) == 1 and submissions[0].dev_valid is False and submissions[0].dev_score is None
+    assert (
+        len(submissions) == 1
+        and submissions[0].dev_valid is False
+        and submissions[0].dev_score is None
+    )
     assert "overlap" in " ".join(submissions[0].dev_errors)
     score = next(e for e in events if e.type == "score")
     assert score.valid is False and score.ratio == -1.0 and not outcome["valid"]

@@ -55,7 +55,9 @@ def test_cache_repeats_no_call_and_replay_needs_no_endpoint(tmp_path):
         second = client.chat(MESSAGES)
         assert len(server.requests) == 1
     assert not first.cached and second.cached and second.text == first.text
-    replay = LLMClient(settings("http://127.0.0.1:9/v1"), ResponseCache(tmp_path / "c.sqlite"), replay_only=True)
+    replay = LLMClient(
+        settings("http://127.0.0.1:9/v1"), ResponseCache(tmp_path / "c.sqlite"), replay_only=True
+    )
     assert replay.chat(MESSAGES).text == "hello"
     with pytest.raises(LLMError, match="replay"):
         replay.chat([{"role": "user", "content": "something new"}])
@@ -63,7 +65,9 @@ def test_cache_repeats_no_call_and_replay_needs_no_endpoint(tmp_path):
 
 def test_cost_from_the_price_table():
     with FakeLLM() as server:
-        completion = LLMClient(settings(server.base_url, price_in=2.0, price_out=10.0)).chat(MESSAGES)
+        completion = LLMClient(settings(server.base_url, price_in=2.0, price_out=10.0)).chat(
+            MESSAGES
+        )
     assert completion.cost_usd == pytest.approx((100 * 2.0 + 50 * 10.0) / 1e6)
 
 
@@ -84,7 +88,7 @@ def test_settings_from_environment(monkeypatch):
         ('Sure! ```json\n{"a": "x}y"}\n``` done', {"a": "x}y"}),
         ('prefix {"a": {"b": [1, 2]}} suffix {"c": 3}', {"a": {"b": [1, 2]}}),
         ('{"a": "quote \\" inside"}', {"a": 'quote " inside'}),
-        ("{broken} then {\"ok\": true}", {"ok": True}),
+        ('{broken} then {"ok": true}', {"ok": True}),
     ],
 )
 def test_robust_json_parser(text, expected):
@@ -94,8 +98,10 @@ def test_robust_json_parser(text, expected):
 @pytest.mark.parametrize(
     ("text", "expected"),
     [
-        ('{"thought": "x", "action": "python", "code": "print(10111', {"thought": "x", "action": "python",
-                                                                     "code": "print(10111"}),
+        (
+            '{"thought": "x", "action": "python", "code": "print(10111',
+            {"thought": "x", "action": "python", "code": "print(10111"},
+        ),
         ('{"a": {"file": "x.py", "req', {"a": {"file": "x.py"}}),
         ("no object", None),
         ('{"', None),
@@ -112,19 +118,36 @@ def test_parser_says_when_there_is_no_object():
 
 # ------------------------------------------------------------------------------- bounded string fields
 
-BOUNDED = json_schema("probe", {"thought": text(40), "action": {"type": "string", "enum": ["python", "bash"]}},
-                      ["thought", "action"])
-RAMBLE = [{"role": "user", "content": "In thought, count from 1 to 500 in full: 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, ..."}]
+BOUNDED = json_schema(
+    "probe",
+    {"thought": text(40), "action": {"type": "string", "enum": ["python", "bash"]}},
+    ["thought", "action"],
+)
+RAMBLE = [
+    {
+        "role": "user",
+        "content": "In thought, count from 1 to 500 in full: 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, ...",
+    }
+]
 
 
 def test_string_limits_and_payload_sizes():
     assert text(40, "why") == {"type": "string", "maxLength": 40, "description": "why"}
     with pytest.raises(ValueError, match="max_chars"):
         text(0)
-    assert payload_chars(4096, 160) > payload_chars(512, 160) > payload_chars(512, 1000) >= MIN_PAYLOAD_CHARS
-    nested = json_schema("n", {"a": text(10), "b": {"type": "object", "properties": {"c": text(5)}}}, ["a", "b"])
+    assert (
+        payload_chars(4096, 160)
+        > payload_chars(512, 160)
+        > payload_chars(512, 1000)
+        >= MIN_PAYLOAD_CHARS
+    )
+    nested = json_schema(
+        "n", {"a": text(10), "b": {"type": "object", "properties": {"c": text(5)}}}, ["a", "b"]
+    )
     assert [f["maxLength"] for f in string_fields(nested)] == [10, 5] and has_lengths(nested)
-    assert not has_lengths(without_lengths(nested)) and has_lengths(nested)  # a copy: the original keeps them
+    assert not has_lengths(without_lengths(nested)) and has_lengths(
+        nested
+    )  # a copy: the original keeps them
 
 
 def test_the_embedded_server_enforces_max_length():
@@ -138,7 +161,10 @@ def test_the_embedded_server_enforces_max_length():
     assert len(reply["thought"]) <= 40 and reply["action"] in ("python", "bash")
     assert bounded.completion_tokens < 80
     free = client.chat(RAMBLE, response_format=without_lengths(BOUNDED))
-    assert free.completion_tokens > bounded.completion_tokens and len(free.text) > len(bounded.text) + 40
+    assert (
+        free.completion_tokens > bounded.completion_tokens
+        and len(free.text) > len(bounded.text) + 40
+    )
 
 
 class NoLengthsEndpoint:
@@ -157,14 +183,35 @@ class NoLengthsEndpoint:
                 owner.requests.append(body)
                 schema = body.get("response_format")
                 if schema and (reject_every_schema or "maxLength" in json.dumps(schema)):
-                    reason = ("response_format is not supported" if reject_every_schema
-                              else "'maxLength' is not permitted")
-                    return self._send(400, {"error": {"message": f"Invalid schema for response_format: {reason}",
-                                                      "type": "invalid_request_error"}})
-                message = {"role": "assistant", "content": json.dumps({"thought": "ok", "action": "bash"})}
-                return self._send(200, {"id": "x", "object": "chat.completion", "created": 0, "model": "fake",
-                                        "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
-                                        "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}})
+                    reason = (
+                        "response_format is not supported"
+                        if reject_every_schema
+                        else "'maxLength' is not permitted"
+                    )
+                    return self._send(
+                        400,
+                        {
+                            "error": {
+                                "message": f"Invalid schema for response_format: {reason}",
+                                "type": "invalid_request_error",
+                            }
+                        },
+                    )
+                message = {
+                    "role": "assistant",
+                    "content": json.dumps({"thought": "ok", "action": "bash"}),
+                }
+                return self._send(
+                    200,
+                    {
+                        "id": "x",
+                        "object": "chat.completion",
+                        "created": 0,
+                        "model": "fake",
+                        "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
+                        "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
+                    },
+                )
 
             def _send(self, status: int, payload: dict) -> None:
                 data = json.dumps(payload).encode()
@@ -194,8 +241,13 @@ def test_an_endpoint_rejecting_max_length_gets_the_schema_without_it(reject_ever
         endpoint.close()
     assert parse_json_object(first.text) == {"thought": "ok", "action": "bash"}
     sent = [r.get("response_format") for r in endpoint.requests]
-    if reject_every_schema:  # without limits first, then without a schema: two refusals, then plain requests
-        assert [a["error"] for a in first.attempts] == ["maxLength unsupported", "response_format unsupported"]
+    if (
+        reject_every_schema
+    ):  # without limits first, then without a schema: two refusals, then plain requests
+        assert [a["error"] for a in first.attempts] == [
+            "maxLength unsupported",
+            "response_format unsupported",
+        ]
         assert sent[1] == without_lengths(BOUNDED) and sent[2:] == [None, None]
     else:  # the schema stays, only its limits go, for the rest of the client's calls
         assert [a["error"] for a in first.attempts] == ["maxLength unsupported"]
@@ -207,7 +259,9 @@ def test_the_embedded_model_threads_are_fixed_unless_set(monkeypatch):
 
     monkeypatch.delenv("INNOLAB_LOCAL_MODEL_THREADS", raising=False)
     monkeypatch.setattr(local.os, "getloadavg", lambda: (0.1, 0.1, 0.1))
-    assert local.default_threads() == 1  # whatever the load: a seed's replies depend on the thread count
+    assert (
+        local.default_threads() == 1
+    )  # whatever the load: a seed's replies depend on the thread count
     monkeypatch.setenv("INNOLAB_LOCAL_MODEL_THREADS", "2")
     assert local.default_threads() == 2
     for wrong in ("0", "two"):

@@ -32,7 +32,9 @@ def test_equal_split_restores_the_printed_averages(filled):
 
 
 def test_reported_mean_is_another_assumption():
-    alt = mr.fill_unreported(paper.load("table2"), paper.load("table2_averages"), method="reported_mean")
+    alt = mr.fill_unreported(
+        paper.load("table2"), paper.load("table2_averages"), method="reported_mean"
+    )
     cell = alt[(alt["framework"] == "MLAB") & (alt["task"] == "NPR")]
     assert cell["ratio"].iloc[0] == pytest.approx(-1.80 / 5)
     with pytest.raises(mr.MainResultsError, match="method"):
@@ -42,8 +44,9 @@ def test_reported_mean_is_another_assumption():
 def test_round_as_printed_is_half_away_from_zero():
     import pandas as pd
 
-    assert mr.round_as_printed(pd.Series([-0.615, 0.125, 39.585, -0.8140000000000001])).tolist() == [
-        -0.62, 0.13, 39.59, -0.81]
+    assert mr.round_as_printed(
+        pd.Series([-0.615, 0.125, 39.585, -0.8140000000000001])
+    ).tolist() == [-0.62, 0.13, 39.59, -0.81]
 
 
 def test_intervals_and_paired_tests(filled):

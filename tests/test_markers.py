@@ -13,7 +13,7 @@ from xml.etree import ElementTree
 import pytest
 
 HERE = Path(__file__).resolve().parent
-PROBES = '''
+PROBES = """
 import pytest
 
 
@@ -33,7 +33,7 @@ def test_unmarked_docker_fixture(docker_client):
 
 def test_plain():
     pass
-'''
+"""
 
 
 def outcomes(folder: Path, *args: str, **env: str) -> dict[str, str]:
@@ -42,9 +42,23 @@ def outcomes(folder: Path, *args: str, **env: str) -> dict[str, str]:
     environment = {k: v for k, v in os.environ.items() if not k.startswith("INNOLAB_REQUIRE_")}
     environment.update(env)
     report = folder / "report.xml"
-    subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                    f"--junitxml={report}", *args],
-                   cwd=folder, env=environment, capture_output=True, text=True, timeout=120)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            f"--junitxml={report}",
+            *args,
+        ],
+        cwd=folder,
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     found = {}
     for case in ElementTree.parse(report).iter("testcase"):
         kinds = [child.tag for child in case if child.tag in ("skipped", "failure", "error")]
@@ -75,8 +89,9 @@ def test_marked_tests_skip_where_their_tool_is_absent(probes):
 
 
 def test_marked_tests_fail_where_ci_requires_their_tool(probes):
-    found = outcomes(probes, **no_tools(probes), INNOLAB_REQUIRE_DOCKER="1",
-                     INNOLAB_REQUIRE_CHROMIUM="1")
+    found = outcomes(
+        probes, **no_tools(probes), INNOLAB_REQUIRE_DOCKER="1", INNOLAB_REQUIRE_CHROMIUM="1"
+    )
     assert found["test_marked_docker"] == "error" and found["test_marked_chromium"] == "error"
     assert found["test_plain"] == "passed"
 

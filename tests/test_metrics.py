@@ -142,7 +142,9 @@ def test_complex_plane_failed_solution_maps_to_origin_and_back():
 
 @given(
     rows=st.lists(
-        st.tuples(st.floats(min_value=-1, max_value=1), distance, st.booleans()), min_size=1, max_size=20
+        st.tuples(st.floats(min_value=-1, max_value=1), distance, st.booleans()),
+        min_size=1,
+        max_size=20,
     )
 )
 def test_imputation_keeps_valid_and_pins_failed(rows):

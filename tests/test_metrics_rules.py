@@ -11,31 +11,51 @@ from hypothesis import strategies as st
 from innolab import metrics as m
 
 NAN = float("nan")
-maybe = st.one_of(st.none(), st.just(NAN),
-                  st.floats(min_value=-1e6, max_value=1e6, allow_nan=False))
+maybe = st.one_of(
+    st.none(), st.just(NAN), st.floats(min_value=-1e6, max_value=1e6, allow_nan=False)
+)
 
 
-@pytest.mark.parametrize(("a", "b", "direction", "expected"), [
-    (2.0, 1.0, "max", True), (1.0, 2.0, "max", False),
-    (1.0, 2.0, "min", True), (2.0, 1.0, "min", False),
-    (1.0, 1.0, "max", False), (1.0, 1.0, "min", False),  # a tie is not better
-    (1.0, None, "max", True), (1.0, None, "min", True), (-5.0, NAN, "max", True),  # nothing to beat
-    (None, 1.0, "max", False), (NAN, 1.0, "min", False),
-    (None, None, "max", False), (NAN, None, "min", False),
-    (np.float64(0.3), 0.2, "max", True), (3, 2.5, "min", False),
-])
+@pytest.mark.parametrize(
+    ("a", "b", "direction", "expected"),
+    [
+        (2.0, 1.0, "max", True),
+        (1.0, 2.0, "max", False),
+        (1.0, 2.0, "min", True),
+        (2.0, 1.0, "min", False),
+        (1.0, 1.0, "max", False),
+        (1.0, 1.0, "min", False),  # a tie is not better
+        (1.0, None, "max", True),
+        (1.0, None, "min", True),
+        (-5.0, NAN, "max", True),  # nothing to beat
+        (None, 1.0, "max", False),
+        (NAN, 1.0, "min", False),
+        (None, None, "max", False),
+        (NAN, None, "min", False),
+        (np.float64(0.3), 0.2, "max", True),
+        (3, 2.5, "min", False),
+    ],
+)
 def test_better_known_answers(a, b, direction, expected):
     assert m.better(a, b, direction) is expected
 
 
-@pytest.mark.parametrize(("values", "direction", "expected"), [
-    ([0.3, 0.7, 0.5], "max", 1), ([0.3, 0.7, 0.5], "min", 0),
-    ([0.7, 0.2, 0.7, 0.2], "max", 0), ([0.7, 0.2, 0.7, 0.2], "min", 1),  # ties: the first wins
-    # None and NaN are never best
-    ([None, 0.4, NAN, 0.9], "max", 3), ([NAN, 0.4, None, 0.9], "min", 1),
-    ([None, NAN], "max", None), ([], "min", None),
-    (np.array([2.0, -1.0, np.nan]), "min", 1), ((-math.inf, -3.0), "max", 1),
-])
+@pytest.mark.parametrize(
+    ("values", "direction", "expected"),
+    [
+        ([0.3, 0.7, 0.5], "max", 1),
+        ([0.3, 0.7, 0.5], "min", 0),
+        ([0.7, 0.2, 0.7, 0.2], "max", 0),
+        ([0.7, 0.2, 0.7, 0.2], "min", 1),  # ties: the first wins
+        # None and NaN are never best
+        ([None, 0.4, NAN, 0.9], "max", 3),
+        ([NAN, 0.4, None, 0.9], "min", 1),
+        ([None, NAN], "max", None),
+        ([], "min", None),
+        (np.array([2.0, -1.0, np.nan]), "min", 1),
+        ((-math.inf, -3.0), "max", 1),
+    ],
+)
 def test_best_index_known_answers(values, direction, expected):
     assert m.best_index(values, direction) == expected
 
@@ -53,8 +73,9 @@ def test_best_index_agrees_with_better(values, direction):
     assert all(values[i] != values[best] for i in present if i < best)
 
 
-@pytest.mark.parametrize("call", [lambda: m.better(1.0, 2.0, "up"),
-                                  lambda: m.best_index([1.0], "maximum")])
+@pytest.mark.parametrize(
+    "call", [lambda: m.better(1.0, 2.0, "up"), lambda: m.best_index([1.0], "maximum")]
+)
 def test_rules_name_a_bad_direction(call):
     with pytest.raises(m.MetricError, match="direction must be 'max' or 'min'"):
         call()

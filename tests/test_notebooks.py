@@ -24,7 +24,9 @@ def reproduced(tmp_path_factory):
 @pytest.mark.parametrize("path", ALL_NOTEBOOKS, ids=lambda p: p.stem)
 def test_notebook_has_parameters_cell_and_executes(path, reproduced, tmp_path):
     cells = json.loads(path.read_text())["cells"]
-    assert any("parameters" in c.get("metadata", {}).get("tags", []) for c in cells), "no cell tagged parameters"
+    assert any("parameters" in c.get("metadata", {}).get("tags", []) for c in cells), (
+        "no cell tagged parameters"
+    )
     out, executed = reproduced
     if path.name not in executed:  # opted out of `reproduce`: run it here on its own
         with FakeLLM() as server:
@@ -33,12 +35,26 @@ def test_notebook_has_parameters_cell_and_executes(path, reproduced, tmp_path):
             if path.name == "02_explore_run.ipynb":  # a run to look at, made by the scripted server
                 from innolab import runner
 
-                config = runner.agent_config("codeact", "circle-packing-26", budget_s=120, max_steps=6, settings={
-                    "base_url": server.base_url, "model": "fake", "backoff_s": 0.0})
-                runner.start(config, tmp_path / "runs" / "codeact", novelty="ast", show_progress=False)
+                config = runner.agent_config(
+                    "codeact",
+                    "circle-packing-26",
+                    budget_s=120,
+                    max_steps=6,
+                    settings={"base_url": server.base_url, "model": "fake", "backoff_s": 0.0},
+                )
+                runner.start(
+                    config, tmp_path / "runs" / "codeact", novelty="ast", show_progress=False
+                )
                 extra = {"run_dir": str(tmp_path / "runs" / "codeact")}
-            notebooks.execute(path, tmp_path / path.name, {"results_dir": str(tmp_path / "results"),
-                                                          "figures_dir": str(tmp_path / "figures"), **extra})
+            notebooks.execute(
+                path,
+                tmp_path / path.name,
+                {
+                    "results_dir": str(tmp_path / "results"),
+                    "figures_dir": str(tmp_path / "figures"),
+                    **extra,
+                },
+            )
         executed_copy = tmp_path / path.name
     else:
         executed_copy = out / "results" / "notebooks" / path.name
@@ -53,24 +69,55 @@ def test_main_results_files_and_columns(reproduced):
     results = out / "results" / "paper"
     t4 = pd.read_csv(results / "table4_means.csv")
     assert list(t4.columns) == ["framework", "mean_ratio", "mean_novelty", "n_valid"]
-    assert t4.set_index("framework")["mean_ratio"].to_dict() == {"MLAB": -0.62, "CodeAct": -0.81, "AIDE": -0.82}
+    assert t4.set_index("framework")["mean_ratio"].to_dict() == {
+        "MLAB": -0.62,
+        "CodeAct": -0.81,
+        "AIDE": -0.82,
+    }
     ci = pd.read_csv(results / "bootstrap_ci.csv")
     assert list(ci.columns) == ["framework", "metric", "mean", "ci_low", "ci_high"]
-    assert set(ci["framework"]) == {"MLAB", "CodeAct", "AIDE"} and set(ci["metric"]) == {"ratio", "novelty"}
+    assert set(ci["framework"]) == {"MLAB", "CodeAct", "AIDE"} and set(ci["metric"]) == {
+        "ratio",
+        "novelty",
+    }
     tests = pd.read_csv(results / "paired_tests.csv")
-    assert list(tests.columns) == ["framework_a", "framework_b", "metric", "mean_diff", "ci_low", "ci_high", "p_value"]
-    assert set(zip(tests["framework_a"], tests["framework_b"], strict=True)) == {("MLAB", "CodeAct"), ("MLAB", "AIDE")}
-    for figure in ("paper/table2.png", "paper/bootstrap_ci.png", "metrics/gain_novelty_plane.png",
-                   "metrics/complex_plane.png"):
+    assert list(tests.columns) == [
+        "framework_a",
+        "framework_b",
+        "metric",
+        "mean_diff",
+        "ci_low",
+        "ci_high",
+        "p_value",
+    ]
+    assert set(zip(tests["framework_a"], tests["framework_b"], strict=True)) == {
+        ("MLAB", "CodeAct"),
+        ("MLAB", "AIDE"),
+    }
+    for figure in (
+        "paper/table2.png",
+        "paper/bootstrap_ci.png",
+        "metrics/gain_novelty_plane.png",
+        "metrics/complex_plane.png",
+    ):
         assert (out / "figures" / figure).stat().st_size > 10_000
 
 
 @pytest.mark.notebook
 def test_teaching_notebook_follows_its_parameters(tmp_path):
     source = notebooks_dir() / "00_innovation_metrics.ipynb"
-    notebooks.execute(source, tmp_path / "nb.ipynb", {
-        "results_dir": str(tmp_path / "results"), "figures_dir": str(tmp_path / "figures"),
-        "v": 12.0, "v_star": 12.889, "direction": "min", "distances": [30.0, 90.0]})
+    notebooks.execute(
+        source,
+        tmp_path / "nb.ipynb",
+        {
+            "results_dir": str(tmp_path / "results"),
+            "figures_dir": str(tmp_path / "figures"),
+            "v": 12.0,
+            "v_star": 12.889,
+            "direction": "min",
+            "distances": [30.0, 90.0],
+        },
+    )
     examples = pd.read_csv(tmp_path / "results" / "metrics" / "examples.csv").set_index("label")
     assert examples.at["parameters", "G"] == pytest.approx(0.889)
     assert examples.at["parameters", "N"] == 30.0
@@ -91,10 +138,19 @@ def test_analysis_notebooks_are_discovered():
 @pytest.mark.notebook
 def test_demo_runs_keep_their_notebook_and_summaries(tmp_path):
     with FakeLLM() as server:
-        table = notebooks.run_demos(tmp_path, budget="60s", agents=["aide", "codeact"], show_progress=False,
-                                    extra_parameters={"base_url": server.base_url, "max_steps": 8})
+        table = notebooks.run_demos(
+            tmp_path,
+            budget="60s",
+            agents=["aide", "codeact"],
+            show_progress=False,
+            extra_parameters={"base_url": server.base_url, "max_steps": 8},
+        )
     demo = pd.read_csv(table)
-    assert demo["complete"].all() and demo["valid"].all() and list(demo["agent"]) == ["aide", "codeact"]
+    assert (
+        demo["complete"].all()
+        and demo["valid"].all()
+        and list(demo["agent"]) == ["aide", "codeact"]
+    )
     for run in demo["run"]:
         assert (tmp_path / "results" / "runs" / run / "run.ipynb").is_file()
 
@@ -105,12 +161,24 @@ def test_run_notebook_performs_the_run_keeps_its_record_and_never_runs_twice(tmp
     from innolab.rundir import RunDir
 
     folder = RunDir(tmp_path / "runs" / "r1")
-    parameters = {"agent": "codeact", "budget": "60s", "max_steps": 8, "temperature": 0.5, "seed": 2}
+    parameters = {
+        "agent": "codeact",
+        "budget": "60s",
+        "max_steps": 8,
+        "temperature": 0.5,
+        "seed": 2,
+    }
     with FakeLLM() as server:
-        record = notebooks.execute_run_notebook({**parameters, "base_url": server.base_url}, folder.root)
+        record = notebooks.execute_run_notebook(
+            {**parameters, "base_url": server.base_url}, folder.root
+        )
         first = traces.read_events(folder.root)
         notebooks.execute_run_notebook({**parameters, "base_url": server.base_url}, folder.root)
     assert record == folder.notebook and record.is_file()
-    assert json.loads(record.read_text())["metadata"]["papermill"]["parameters"]["temperature"] == 0.5
+    assert (
+        json.loads(record.read_text())["metadata"]["papermill"]["parameters"]["temperature"] == 0.5
+    )
     assert folder.read_score()["valid"] and first[0].config["llm"]["temperature"] == 0.5
-    assert len(traces.read_events(folder.root)) == len(first)  # the second execution only reported the run
+    assert len(traces.read_events(folder.root)) == len(
+        first
+    )  # the second execution only reported the run

@@ -8,7 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from innolab.novelty.backends import EmbeddingBackend, LLMJudge, NoveltyError, Scorer, TfidfBackend, cosine_to_distance
+from innolab.novelty.backends import (
+    EmbeddingBackend,
+    LLMJudge,
+    NoveltyError,
+    Scorer,
+    TfidfBackend,
+    cosine_to_distance,
+)
 from innolab.novelty.cards import MethodCard
 from innolab.novelty.scoring import diversity, ensemble, novelty
 from innolab.novelty.structure import StructuralBackend
@@ -67,7 +74,9 @@ def test_embedding_distance_orders_paraphrase_before_unrelated():
 
 def test_llm_judge_follows_the_dagent_formula(tmp_path):
     with FakeLLM() as server:
-        judge = LLMJudge({"base_url": server.base_url, "model": "fake"}, cache_path=str(tmp_path / "c.sqlite"))
+        judge = LLMJudge(
+            {"base_url": server.base_url, "model": "fake"}, cache_path=str(tmp_path / "c.sqlite")
+        )
         verdict = judge.judge("method one", "method two")
         assert verdict["scores"] == [2] * 6 and verdict["distance"] == pytest.approx(2 / 4 * 100)
         assert judge.distance("same", "same") == 0.0
@@ -75,12 +84,18 @@ def test_llm_judge_follows_the_dagent_formula(tmp_path):
 
 def test_novelty_and_diversity_of_a_task(tmp_path):
     task = get_task("circle-packing-26")
-    with FakeLLM() as server:  # like with like: the same extractor makes the run's card and the known ones
+    with (
+        FakeLLM() as server
+    ):  # like with like: the same extractor makes the run's card and the known ones
         settings = {"base_url": server.base_url, "model": "fake"}
         scorer = Scorer(TfidfBackend(), tmp_path / "d.sqlite")
         card = MethodCard("Place equal circles on a grid.", "for each cell: put a circle")
         result = novelty(card, True, task, scorer, settings, str(tmp_path / "llm.sqlite"))
-    assert set(result.distances) == {"baseline-grid", "ils-slsqp", "lp-hex-pattern"}  # baselines are known too
+    assert set(result.distances) == {
+        "baseline-grid",
+        "ils-slsqp",
+        "lp-hex-pattern",
+    }  # baselines are known too
     assert result.novelty == min(result.distances.values()) and 0 <= result.novelty <= 100
     assert novelty(card, False, task, scorer, settings, str(tmp_path / "llm.sqlite")).novelty == 0
     div = diversity(task, Scorer(StructuralBackend()))
@@ -95,8 +110,9 @@ def test_cached_rerun_makes_no_model_call(tmp_path):
         second = validation_table(["llm", "tfidf"], tmp_path, llm_limit=3, llm_settings=settings)
     assert first["model_calls"].sum() == requests == 12  # 3 triplets x 2 pairs x 2 kinds
     assert second["model_calls"].sum() == 0 and second["pairs_computed"].sum() == 0
-    assert first[["mean_closer", "mean_farther", "agreement"]].equals(second[["mean_closer", "mean_farther",
-                                                                                  "agreement"]])
+    assert first[["mean_closer", "mean_farther", "agreement"]].equals(
+        second[["mean_closer", "mean_farther", "agreement"]]
+    )
 
 
 def test_validation_reports_agreement_and_ensemble_alpha(tmp_path):
@@ -112,8 +128,11 @@ def test_cli_distance(tmp_path):
     a, b = tmp_path / "a.txt", tmp_path / "b.txt"
     a.write_text("merge sort on a list")
     b.write_text("binary search on a sorted list")
-    done = subprocess.run([INNOLAB, "novelty", "distance", "--backend", "tfidf", str(a), str(b)],
-                          capture_output=True, text=True)
+    done = subprocess.run(
+        [INNOLAB, "novelty", "distance", "--backend", "tfidf", str(a), str(b)],
+        capture_output=True,
+        text=True,
+    )
     assert done.returncode == 0 and 0 < float(done.stdout) <= 100
 
 
@@ -124,13 +143,25 @@ def test_run_is_scored_once_with_n_in_its_trace_and_table(tmp_path):
 
     with FakeLLM() as server:
         settings = {"base_url": server.base_url, "model": "fake"}
-        config = runner.agent_config("codeact", "circle-packing-26", budget_s=120, max_steps=6, settings=settings)
-        outcome = runner.start(config, tmp_path / "runs" / "r1", novelty="tfidf", show_progress=False)
+        config = runner.agent_config(
+            "codeact", "circle-packing-26", budget_s=120, max_steps=6, settings=settings
+        )
+        outcome = runner.start(
+            config, tmp_path / "runs" / "r1", novelty="tfidf", show_progress=False
+        )
         run_dir = RunDir(outcome["run_dir"])
         again = score_run(run_dir.root, novelty_backend="embedding")
     row = run_dir.read_score()
-    assert row["valid"] and 0 < row["novelty"] <= 100 and math.isclose(row["score"], 26 / 12, rel_tol=1e-9)
-    assert row["novelty_backend"] == "tfidf" and again["already_scored"] and again["novelty"] == row["novelty"]
+    assert (
+        row["valid"]
+        and 0 < row["novelty"] <= 100
+        and math.isclose(row["score"], 26 / 12, rel_tol=1e-9)
+    )
+    assert (
+        row["novelty_backend"] == "tfidf"
+        and again["already_scored"]
+        and again["novelty"] == row["novelty"]
+    )
     scores = [e for e in traces.read_events(run_dir.root) if e.type == "score"]
     assert len(scores) == 1 and scores[0].novelty == row["novelty"]
     table = run_dir.scores_table.read_text().splitlines()

@@ -15,8 +15,10 @@ def test_the_names_are_the_registered_factories():
     assert all(compares_cards(n) for n in registry.BACKENDS if n not in CODE_BACKENDS)
 
 
-@pytest.mark.parametrize(("name", "kind"), [("ast", StructuralBackend), ("tfidf", TfidfBackend),
-                                            ("embedding", EmbeddingBackend)])
+@pytest.mark.parametrize(
+    ("name", "kind"),
+    [("ast", StructuralBackend), ("tfidf", TfidfBackend), ("embedding", EmbeddingBackend)],
+)
 def test_each_code_backend_is_made_under_its_own_name(name, kind):
     backend = registry.make_backend(name)
     assert type(backend) is kind and backend.name == name
@@ -27,12 +29,15 @@ def test_options_reach_the_backend():
     assert (backend.base_url, backend.model) == ("http://127.0.0.1:9/v1", "m")
 
 
-@pytest.mark.parametrize(("name", "options", "message"), [
-    ("cosine", {}, "backend must be one of ast, tfidf, embedding, llm, got 'cosine'"),
-    ("", {}, "got ''"),
-    ("ast", {"model": "m"}, "backend 'ast' takes no options, got \\['model'\\]"),
-    ("tfidf", {"cache_path": "x"}, "backend 'tfidf' takes no options"),
-])
+@pytest.mark.parametrize(
+    ("name", "options", "message"),
+    [
+        ("cosine", {}, "backend must be one of ast, tfidf, embedding, llm, got 'cosine'"),
+        ("", {}, "got ''"),
+        ("ast", {"model": "m"}, "backend 'ast' takes no options, got \\['model'\\]"),
+        ("tfidf", {"cache_path": "x"}, "backend 'tfidf' takes no options"),
+    ],
+)
 def test_bad_names_and_options_are_named(name, options, message):
     with pytest.raises(NoveltyError, match=message):
         registry.make_backend(name, **options)
@@ -42,4 +47,3 @@ def test_the_ast_backend_falls_back_to_tfidf_on_text():
     text_a, text_b = "a greedy packing of circles", "a genetic search over packings"
     expected = TfidfBackend().distance(text_a, text_b)
     assert registry.make_backend("ast").distance(text_a, text_b) == expected
-

@@ -26,16 +26,23 @@ INNOLAB = str(Path(sys.executable).parent / "innolab")
 
 
 def fake_config(agent, url, **extra):
-    return runner.agent_config(agent, "circle-packing-26", budget_s=300, max_steps=12,
-                               settings={"base_url": url, "model": "fake", "backoff_s": 0.0, "timeout_s": 2.0},
-                               **extra)
+    return runner.agent_config(
+        agent,
+        "circle-packing-26",
+        budget_s=300,
+        max_steps=12,
+        settings={"base_url": url, "model": "fake", "backoff_s": 0.0, "timeout_s": 2.0},
+        **extra,
+    )
 
 
 @pytest.mark.parametrize("agent", ["aide", "mlab", "codeact"])
 def test_the_scored_submission_keeps_the_program_that_wrote_it(agent, tmp_path, monkeypatch):
     monkeypatch.delenv("INNOLAB_LLM_BASE_URL", raising=False)
     with FakeLLM() as server:
-        outcome = runner.start(fake_config(agent, server.base_url), tmp_path / "run", show_progress=False)
+        outcome = runner.start(
+            fake_config(agent, server.base_url), tmp_path / "run", show_progress=False
+        )
     folder = RunDir(outcome["run_dir"])
     events = traces.read_events(folder.root)
     submissions = [e for e in events if e.type == "submission"]
@@ -80,7 +87,9 @@ def test_structural_back_end_sees_through_cosmetic_change():
 
 
 def test_normalisation_is_canonical():
-    source = "def f(x, y):\n    '''doc'''\n    total = x + y  # add\n    return total * 2.5\n\nK = 'a'\n"
+    source = (
+        "def f(x, y):\n    '''doc'''\n    total = x + y  # add\n    return total * 2.5\n\nK = 'a'\n"
+    )
     variant = cosmetic_variant(source, style="short", reorder=True)
     assert normalise(source) == normalise(variant)
     assert structural_distance(source, variant) == pytest.approx(0.0, abs=1e-9)
@@ -95,7 +104,9 @@ def test_cli_distance_uses_the_offline_default(tmp_path, monkeypatch):
     a.write_text(base.base)
     b.write_text(base.closer)
     env = {k: v for k, v in __import__("os").environ.items() if k != "INNOLAB_LLM_BASE_URL"}
-    done = subprocess.run([INNOLAB, "novelty", "distance", str(a), str(b)], capture_output=True, text=True, env=env)
+    done = subprocess.run(
+        [INNOLAB, "novelty", "distance", str(a), str(b)], capture_output=True, text=True, env=env
+    )
     assert done.returncode == 0 and "back end: ast" in done.stderr
     assert float(done.stdout.strip().splitlines()[-1]) < 1
 
@@ -104,9 +115,27 @@ def test_cli_validate_writes_the_agreement_table_with_alpha(tmp_path):
     with FakeLLM() as server:
         env = {**__import__("os").environ, "INNOLAB_LLM_BASE_URL": server.base_url}
         output = tmp_path / "validation.csv"
-        done = subprocess.run([INNOLAB, "novelty", "validate", "--backend", "ast", "--backend", "llm",
-                               "--models", "judge-a,judge-b", "--limit", "3", "--output", str(output)],
-                              capture_output=True, text=True, env=env, timeout=600)
+        done = subprocess.run(
+            [
+                INNOLAB,
+                "novelty",
+                "validate",
+                "--backend",
+                "ast",
+                "--backend",
+                "llm",
+                "--models",
+                "judge-a,judge-b",
+                "--limit",
+                "3",
+                "--output",
+                str(output),
+            ],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=600,
+        )
     assert done.returncode == 0, done.stderr[-2000:]
     import pandas as pd
 
@@ -124,8 +153,12 @@ def test_n_over_time_is_cached_so_a_rescoring_makes_no_model_call(tmp_path):
 
     with FakeLLM() as server:
         settings = {"base_url": server.base_url, "model": "fake"}
-        outcome = runner.start(fake_config("aide", server.base_url), tmp_path / "run", novelty="llm",
-                               show_progress=False)
+        outcome = runner.start(
+            fake_config("aide", server.base_url),
+            tmp_path / "run",
+            novelty="llm",
+            show_progress=False,
+        )
         folder = RunDir(outcome["run_dir"])
         first = folder.read_score()
     assert first["novelty_backend"] == "llm:fake" and first["candidates"]
@@ -133,6 +166,8 @@ def test_n_over_time_is_cached_so_a_rescoring_makes_no_model_call(tmp_path):
     folder.score.unlink()  # score again with the endpoint gone: every card and distance comes from the caches
     again = score_run(folder.root, novelty_backend="llm", settings=settings)
     assert again["novelty"] == first["novelty"]
-    assert [c["novelty"] for c in again["candidates"]] == [c["novelty"] for c in first["candidates"]]
+    assert [c["novelty"] for c in again["candidates"]] == [
+        c["novelty"] for c in first["candidates"]
+    ]
     assert math.isfinite(again["novelty"]) and not np.isnan(again["novelty"])
     assert json.loads(folder.score.read_text())["novelty"] == first["novelty"]

@@ -25,12 +25,19 @@ def test_table2_has_every_cell_and_explicit_unknowns():
     assert set(t2["status"]) == {"valid", "failed", "valid_unreported", "derived"}
     unreported = t2[t2["status"] == "valid_unreported"]
     assert set(zip(unreported["task"], unreported["framework"], strict=True)) == {
-        ("NPR", "MLAB"), ("NPR", "CodeAct"), ("TrojanDetection", "MLAB"), ("TrojanDetection", "CodeAct")}
+        ("NPR", "MLAB"),
+        ("NPR", "CodeAct"),
+        ("TrojanDetection", "MLAB"),
+        ("TrojanDetection", "CodeAct"),
+    }
     assert unreported[["gain", "ratio", "novelty"]].isna().all().all()
     assert (unreported["note"].str.len() > 0).all()
     assert t2.loc[t2["status"] == "failed", ["gain", "ratio", "novelty"]].isna().all().all()
     assert t2.groupby("framework")["status"].apply(lambda s: (s == "failed").sum()).to_dict() == {
-        "MLAB": 3, "CodeAct": 4, "AIDE": 5}
+        "MLAB": 3,
+        "CodeAct": 4,
+        "AIDE": 5,
+    }
 
 
 def test_table2_printed_cells_are_consistent_with_v_star():

@@ -24,7 +24,10 @@ BAD_PACKING = json.dumps({"circles": [[0.1 + 0.03 * i, 0.5, 0.09] for i in range
 TAMPERING = [
     ["write_file", {"path": "validate.py", "content": FAKE_VALIDATOR}],
     ["write_file", {"path": "taskkit/core.py", "content": FAKE_CORE}],
-    ["bash", {"command": "python3 validate.py anything.json", "timeout": 10}],  # the workspace copy is fooled
+    [
+        "bash",
+        {"command": "python3 validate.py anything.json", "timeout": 10},
+    ],  # the workspace copy is fooled
     ["write_file", {"path": "bad.json", "content": BAD_PACKING}],
     ["validate", {"path": "bad.json"}],
     ["submit", {"path": "bad.json"}],
@@ -33,23 +36,36 @@ TAMPERING = [
 ]
 
 
-def tampered_run(tmp_path: Path, runtime: str, image: str | None = None) -> tuple[list[traces.AnyEvent], dict]:
-    config = RunConfig(task="circle-packing-26", policy="tests.gym_policies:CallPolicy",
-                       policy_args={"calls": TAMPERING},
-                       runtime=runtime, image=image, max_steps=20, wall_clock_s=300, agent="tamperer")
+def tampered_run(
+    tmp_path: Path, runtime: str, image: str | None = None
+) -> tuple[list[traces.AnyEvent], dict]:
+    config = RunConfig(
+        task="circle-packing-26",
+        policy="tests.gym_policies:CallPolicy",
+        policy_args={"calls": TAMPERING},
+        runtime=runtime,
+        image=image,
+        max_steps=20,
+        wall_clock_s=300,
+        agent="tamperer",
+    )
     outcome = runner.start(config, tmp_path / "run", novelty=None, show_progress=False)
     return traces.read_events(Path(outcome["run_dir"])), outcome
 
 
 def check_pristine(events: list[traces.AnyEvent], outcome: dict) -> None:
     results = [e for e in events if e.type == "tool_result"]
-    assert '"score": 99.0' in results[2].output  # the agent's own copy now says what the agent wants
+    assert (
+        '"score": 99.0' in results[2].output
+    )  # the agent's own copy now says what the agent wants
     validations = [e for e in events if e.type == "validation"]
     assert validations[0].valid is False and validations[0].score is None
     assert "overlap" in " ".join(validations[0].errors)
     submissions = [e for e in events if e.type == "submission"]
     assert [s.dev_valid for s in submissions] == [False, True]
-    assert submissions[0].dev_score is None and submissions[1].dev_score == pytest.approx(26 / 12, rel=1e-9)
+    assert submissions[0].dev_score is None and submissions[1].dev_score == pytest.approx(
+        26 / 12, rel=1e-9
+    )
     finished = next(e for e in events if e.type == "run_finished")
     assert finished.final_submission == submissions[1].file  # chosen by the pristine dev score
     assert outcome["valid"] and outcome["score"] == pytest.approx(26 / 12, rel=1e-9)
@@ -66,21 +82,27 @@ def test_tampered_validator_steers_nothing_local(tmp_path):
 def test_tampered_validator_steers_nothing_docker(tmp_path, docker_client, base_image):
     events, outcome = tampered_run(tmp_path, "docker", base_image)
     check_pristine(events, outcome)
-    assert not [c for c in docker_client.containers.list(all=True) if c.labels.get("innolab") == "validator"]
+    assert not [
+        c for c in docker_client.containers.list(all=True) if c.labels.get("innolab") == "validator"
+    ]
 
 
 # ----------------------------------------------------------------- the checker's folder, attacked from the shell
 
 GOOD = json.dumps({"circles": GRID})
-ROOT_ONLY = pytest.mark.skipif(os.geteuid() != 0, reason="a separate user for the agent needs innolab to run as root")
+ROOT_ONLY = pytest.mark.skipif(
+    os.geteuid() != 0, reason="a separate user for the agent needs innolab to run as root"
+)
 
 
 def attack(validator_root: Path) -> str:
     """The agent's shell: make the validator's folder writable, then overwrite (or plant) its validate.py."""
     fake = shlex.quote(FAKE_VALIDATOR)
-    return (f"V={shlex.quote(str(validator_root))}; chmod -R u+w \"$V\"; "
-            f"for f in \"$V/checker/validate.py\" \"$V/validate.py\" $(find \"$V\" -name validate.py); do "
-            f"mkdir -p \"$(dirname \"$f\")\" && printf '%s' {fake} > \"$f\" && echo \"overwrote $f\"; done; true")
+    return (
+        f'V={shlex.quote(str(validator_root))}; chmod -R u+w "$V"; '
+        f'for f in "$V/checker/validate.py" "$V/validate.py" $(find "$V" -name validate.py); do '
+        f'mkdir -p "$(dirname "$f")" && printf \'%s\' {fake} > "$f" && echo "overwrote $f"; done; true'
+    )
 
 
 @contextmanager
@@ -102,8 +124,10 @@ def local_toolbox(separate_user: bool):
 
 
 def dev_scores(toolbox: Toolbox) -> list[tuple[bool, float | None]]:
-    verdicts = [toolbox.run(ToolCall(f"v-{p}", "validate", {"path": p}), 60).extra["verdict"]
-                for p in ("good.json", "bad.json")]
+    verdicts = [
+        toolbox.run(ToolCall(f"v-{p}", "validate", {"path": p}), 60).extra["verdict"]
+        for p in ("good.json", "bad.json")
+    ]
     return [(v["valid"], v["score"]) for v in verdicts]
 
 
@@ -117,22 +141,33 @@ def test_chmod_and_overwrite_from_the_agents_shell_steers_nothing_local(separate
             assert sandbox.uid is not None and "overwrote" not in done.output
             assert "Operation not permitted" in done.output or "Permission denied" in done.output
         else:  # same user: the attack writes, and the next check copies the checker afresh anyway
-            assert "overwrote" in done.output and (validator.root / "checker" / "validate.py").is_file()
+            assert (
+                "overwrote" in done.output
+                and (validator.root / "checker" / "validate.py").is_file()
+            )
         assert dev_scores(toolbox) == before
-        assert toolbox.run(ToolCall("s", "submit", {"path": "good.json"}), 60).extra["verdict"]["score"] == \
-            before[0][1]
+        assert (
+            toolbox.run(ToolCall("s", "submit", {"path": "good.json"}), 60).extra["verdict"][
+                "score"
+            ]
+            == before[0][1]
+        )
 
 
 @ROOT_ONLY
 def test_a_racing_writer_never_reaches_the_checks_copy():
     """A background loop of the agent's keeps overwriting every copy it can find while checks run."""
     with local_toolbox(separate_user=True) as (_, validator, toolbox):
-        loop = (f"V={shlex.quote(str(validator.root))}; (while true; do for d in \"$V\"/check-*; do "
-                f"printf '%s' {shlex.quote(FAKE_VALIDATOR)} > \"$d/checker/validate.py\"; done 2>/dev/null; "
-                "done) >/dev/null 2>&1 & echo started")
+        loop = (
+            f'V={shlex.quote(str(validator.root))}; (while true; do for d in "$V"/check-*; do '
+            f"printf '%s' {shlex.quote(FAKE_VALIDATOR)} > \"$d/checker/validate.py\"; done 2>/dev/null; "
+            "done) >/dev/null 2>&1 & echo started"
+        )
         assert "started" in toolbox.run(ToolCall("loop", "bash", {"command": loop}), 10).output
-        assert all(dev_scores(toolbox) == [(True, pytest.approx(26 / 12, rel=1e-9)), (False, None)]
-                   for _ in range(3))
+        assert all(
+            dev_scores(toolbox) == [(True, pytest.approx(26 / 12, rel=1e-9)), (False, None)]
+            for _ in range(3)
+        )
 
 
 def test_a_copy_altered_before_use_is_refused(monkeypatch):
@@ -150,7 +185,9 @@ def test_a_copy_altered_before_use_is_refused(monkeypatch):
         verdict = validator.check(GOOD.encode(), 60)
         assert verdict["valid"] is False and verdict["score"] is None
         assert "validate.py" in verdict["errors"][0] and "altered" in verdict["errors"][0]
-        assert [p.name for p in validator.root.iterdir()] == [".innolab-owner"]  # each check's folder is gone
+        assert [p.name for p in validator.root.iterdir()] == [
+            ".innolab-owner"
+        ]  # each check's folder is gone
     finally:
         validator.close()
     assert not validator.root.exists()
@@ -171,6 +208,8 @@ def test_a_copy_altered_before_use_is_refused_docker(docker_client, base_image):
     task = get_task("circle-packing-26")
     validator = DockerValidator(task.validator_files(), base_image, docker_client)
     assert validator.check(GOOD.encode(), 60)["valid"]
-    validator.files["validate.py"] = FAKE_VALIDATOR.encode()  # what reaches the container is not what was hashed
+    validator.files["validate.py"] = (
+        FAKE_VALIDATOR.encode()
+    )  # what reaches the container is not what was hashed
     verdict = validator.check(GOOD.encode(), 60)
     assert verdict["valid"] is False and "altered" in verdict["errors"][0]

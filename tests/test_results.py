@@ -18,8 +18,11 @@ EXPECTED = json.loads((DATA / "expected.json").read_text(encoding="utf-8"))
 
 def plain(frame: pd.DataFrame) -> dict:
     values = frame.astype(object).where(frame.notna(), None).values.tolist()
-    return {"columns": list(frame.columns), "dtypes": [t.kind for t in frame.dtypes],
-            "rows": json.loads(json.dumps(values))}
+    return {
+        "columns": list(frame.columns),
+        "dtypes": [t.kind for t in frame.dtypes],
+        "rows": json.loads(json.dumps(values)),
+    }
 
 
 @pytest.mark.parametrize("folder", ["runs", "sweep"])
@@ -33,11 +36,35 @@ def test_each_column_is_declared_once_with_its_source():
     assert [c.name for c in results.RUN_TABLE_COLUMNS] == results.RUN_COLUMNS
     assert len(set(results.RUN_COLUMNS)) == len(results.RUN_COLUMNS)
     assert results.RUN_COLUMNS[:13] == [
-        "config_id", "run_dir", "task", "agent", "backbone", "model", "temperature", "top_p",
-        "seed", "budget_s", "runtime", "innovation_prompt", "prior_solution"]
+        "config_id",
+        "run_dir",
+        "task",
+        "agent",
+        "backbone",
+        "model",
+        "temperature",
+        "top_p",
+        "seed",
+        "budget_s",
+        "runtime",
+        "innovation_prompt",
+        "prior_solution",
+    ]
     assert results.TRAJECTORY_COLUMNS == [
-        "config_id", "t_s", "step", "file", "dev_valid", "dev_score", "improving", "valid",
-        "score", "gain", "ratio", "novelty", "novelty_vs_prior"]
+        "config_id",
+        "t_s",
+        "step",
+        "file",
+        "dev_valid",
+        "dev_score",
+        "improving",
+        "valid",
+        "score",
+        "gain",
+        "ratio",
+        "novelty",
+        "novelty_vs_prior",
+    ]
 
 
 def test_a_run_without_a_trace_or_a_folder_is_imputed_by_the_metrics_rule():

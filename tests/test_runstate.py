@@ -30,18 +30,41 @@ LEGACY = json.loads((DATA / "legacy_checkpoints.json").read_text(encoding="utf-8
 OLD_LAYOUT = {
     "step": 2,
     "policy": {"next": 2, "seen": [0, 1]},
-    "budget": {"wall_clock_s": 300, "max_steps": 50, "max_tokens": None, "max_cost_usd": None,
-               "used_s": 4.5, "used_steps": 2, "used_tokens": 20, "used_cost_usd": 0.0},
-    "submissions": [{"file": "submission/step00001-000.json",
-                     "source": "submission/step00001-000.source.py",
-                     "dev_valid": True, "dev_score": 2, "dev_errors": []}],
+    "budget": {
+        "wall_clock_s": 300,
+        "max_steps": 50,
+        "max_tokens": None,
+        "max_cost_usd": None,
+        "used_s": 4.5,
+        "used_steps": 2,
+        "used_tokens": 20,
+        "used_cost_usd": 0.0,
+    },
+    "submissions": [
+        {
+            "file": "submission/step00001-000.json",
+            "source": "submission/step00001-000.source.py",
+            "dev_valid": True,
+            "dev_score": 2,
+            "dev_errors": [],
+        }
+    ],
     "trace": {"seq": 9, "bytes": 2048},
-    "code_log": [{"step": 0, "kind": "bash", "code": "ls"},
-                 {"step": 1, "kind": "script", "file": "solve.py", "code": "print(1)\n"},
-                 {"step": 1, "kind": "session", "code": "x = 1"}],
-    "results": [{"call_id": "c1-0", "name": "submit", "output": "recorded", "ok": True,
-                 "duration_s": 0.25,
-                 "extra": {"verdict": {"valid": True, "score": 2, "errors": []}}}],
+    "code_log": [
+        {"step": 0, "kind": "bash", "code": "ls"},
+        {"step": 1, "kind": "script", "file": "solve.py", "code": "print(1)\n"},
+        {"step": 1, "kind": "session", "code": "x = 1"},
+    ],
+    "results": [
+        {
+            "call_id": "c1-0",
+            "name": "submit",
+            "output": "recorded",
+            "ok": True,
+            "duration_s": 0.25,
+            "extra": {"verdict": {"valid": True, "score": 2, "errors": []}},
+        }
+    ],
     "workspace": "workspace-2.tar",
 }
 
@@ -56,8 +79,11 @@ def test_a_checkpoint_of_the_old_layout_loads_and_is_written_back_the_same():
     assert state.trace["seq"] == 9
     assert isinstance(state.budget, Budget) and state.budget.used_steps == 2
     assert state.budget.used_s >= 4.5
-    assert state.submissions == [SubmissionRecord(
-        "submission/step00001-000.json", "submission/step00001-000.source.py", True, 2, [])]
+    assert state.submissions == [
+        SubmissionRecord(
+            "submission/step00001-000.json", "submission/step00001-000.source.py", True, 2, []
+        )
+    ]
     assert state.code_log[1] == CodeAction(1, "script", "print(1)\n", file="solve.py")
     assert state.results == [ToolResult(**OLD_LAYOUT["results"][0])]
     assert state.session_code() == ["x = 1"] and not state.pending and state.idle == 0
@@ -68,8 +94,9 @@ def test_a_checkpoint_of_the_old_layout_loads_and_is_written_back_the_same():
     assert list(written) == list(without_workspace(OLD_LAYOUT))  # the same keys, in the same order
 
 
-@pytest.mark.parametrize(("name", "index"),
-                         [(n, i) for n, c in LEGACY.items() for i in range(len(c))])
+@pytest.mark.parametrize(
+    ("name", "index"), [(n, i) for n, c in LEGACY.items() for i in range(len(c))]
+)
 def test_checkpoints_written_by_the_untyped_loop_round_trip(name, index):
     saved = LEGACY[name][index]
     state = RunState.from_checkpoint(saved)
@@ -82,20 +109,28 @@ def test_checkpoints_written_by_the_untyped_loop_round_trip(name, index):
 def test_older_checkpoints_without_a_code_log_or_with_the_first_submission_form_load():
     data = without_workspace(OLD_LAYOUT)
     del data["code_log"]
-    data["submissions"] = [{"file": "submission/step00001-000.json", "valid": True,
-                            "dev_score": 2.5}]
+    data["submissions"] = [
+        {"file": "submission/step00001-000.json", "valid": True, "dev_score": 2.5}
+    ]
     state = RunState.from_checkpoint(data)
     assert state.code_log == [] and state.session_code() == []
     assert state.submissions == [
-        SubmissionRecord("submission/step00001-000.json", None, True, 2.5, [])]
+        SubmissionRecord("submission/step00001-000.json", None, True, 2.5, [])
+    ]
 
 
-@pytest.mark.parametrize(("change", "field"), [
-    ({"budget": None}, "budget"), ({"budget": {"max_steps": 0}}, "budget"),
-    ({"step": "two"}, "step"),
-    ({"trace": {"seq": 1}}, "trace"), ({"submissions": [{"dev_valid": True}]}, "submissions"),
-    ({"results": [{"call_id": "x"}]}, "results"), ({"code_log": [{"kind": "bash"}]}, "code_log"),
-])
+@pytest.mark.parametrize(
+    ("change", "field"),
+    [
+        ({"budget": None}, "budget"),
+        ({"budget": {"max_steps": 0}}, "budget"),
+        ({"step": "two"}, "step"),
+        ({"trace": {"seq": 1}}, "trace"),
+        ({"submissions": [{"dev_valid": True}]}, "submissions"),
+        ({"results": [{"call_id": "x"}]}, "results"),
+        ({"code_log": [{"kind": "bash"}]}, "code_log"),
+    ],
+)
 def test_a_malformed_checkpoint_names_the_field(change, field):
     with pytest.raises(CheckpointError, match=f"field '{field}'"):
         RunState.from_checkpoint({**OLD_LAYOUT, **change})
@@ -107,9 +142,13 @@ def test_a_malformed_checkpoint_names_the_field(change, field):
 
 
 def test_best_submission_follows_the_direction_and_keeps_the_first_of_equals():
-    records = [SubmissionRecord("a", None, True, 2.0), SubmissionRecord("b", None, False, 9.0),
-               SubmissionRecord("c", None, True, 1.0), SubmissionRecord("d", None, True, 2.0),
-               SubmissionRecord("e", None, True, None)]
+    records = [
+        SubmissionRecord("a", None, True, 2.0),
+        SubmissionRecord("b", None, False, 9.0),
+        SubmissionRecord("c", None, True, 1.0),
+        SubmissionRecord("d", None, True, 2.0),
+        SubmissionRecord("e", None, True, None),
+    ]
     assert best_submission(records, "max").file == "a"
     assert best_submission(records, "min").file == "c"
     assert best_submission(records[1:2] + records[4:], "max") is None
@@ -118,8 +157,9 @@ def test_best_submission_follows_the_direction_and_keeps_the_first_of_equals():
 
 def test_program_text_keeps_the_code_in_order_with_bash_as_comments():
     log = RunState.from_checkpoint(OLD_LAYOUT).code_log
-    assert program_text(log) == ("# bash: ls\n\n# --- step 1: script solve.py\nprint(1)\n\n\n"
-                                 "# --- step 1: session\nx = 1\n")
+    assert program_text(log) == (
+        "# bash: ls\n\n# --- step 1: script solve.py\nprint(1)\n\n\n# --- step 1: session\nx = 1\n"
+    )
 
 
 def test_a_run_killed_at_an_old_layout_checkpoint_resumes_where_it_stopped(tmp_path):
@@ -127,8 +167,13 @@ def test_a_run_killed_at_an_old_layout_checkpoint_resumes_where_it_stopped(tmp_p
     trace cut back to its last checkpoint, the checkpoint rewritten in the oldest layout, without a
     code log), then resumed: the policy continues at step 3 (it checks the step it is shown) and the
     run completes every step once."""
-    config = RunConfig(task="circle-packing-26", policy="tests.gym_policies:ScriptedPolicy",
-                       policy_args={"steps": 6}, max_steps=3, wall_clock_s=300)
+    config = RunConfig(
+        task="circle-packing-26",
+        policy="tests.gym_policies:ScriptedPolicy",
+        policy_args={"steps": 6},
+        max_steps=3,
+        wall_clock_s=300,
+    )
     run_dir = create_run(config, tmp_path / "run")
     assert execute(run_dir, show_progress=False)["reason"] == "steps"
     state_file = run_dir / "checkpoint" / "state.json"
@@ -156,12 +201,22 @@ def test_a_checkpointed_policy_state_the_scaffold_cannot_read_is_a_run_error(tmp
     from innolab.gym.run import RunError, save_checkpoint
     from innolab.runner import agent_config
 
-    config = agent_config("codeact", "circle-packing-26", budget_s=60, max_steps=3,
-                          settings={"base_url": "http://127.0.0.1:9/v1", "model": "fake"})
+    config = agent_config(
+        "codeact",
+        "circle-packing-26",
+        budget_s=60,
+        max_steps=3,
+        settings={"base_url": "http://127.0.0.1:9/v1", "model": "fake"},
+    )
     run_dir = create_run(config, tmp_path / "run")
-    state = RunState.from_checkpoint({**without_workspace(OLD_LAYOUT), "submissions": [],
-                                      "policy": {"turn": 2, "colour": "red"},
-                                      "trace": {"seq": 0, "bytes": 0}})
+    state = RunState.from_checkpoint(
+        {
+            **without_workspace(OLD_LAYOUT),
+            "submissions": [],
+            "policy": {"turn": 2, "colour": "red"},
+            "trace": {"seq": 0, "bytes": 0},
+        }
+    )
     empty = io.BytesIO()
     tarfile.open(fileobj=empty, mode="w").close()
     save_checkpoint(run_dir, state, empty.getvalue())

@@ -23,31 +23,52 @@ BUGGY = "raise RuntimeError('not yet')\n"
 BETTER = SOLUTION_CODE.replace("(1 - 1e-12)", "(1 - 1e-13)")
 
 
-def scripted_config(agent: str, url: str, runtime: str = "local", image: str | None = None, **options):
-    return agent_config(agent, "circle-packing-26", budget_s=300, runtime=runtime, image=image, max_steps=12,
-                        settings={"base_url": url, "model": "fake", "backoff_s": 0.0, "timeout_s": 5.0}, **options)
+def scripted_config(
+    agent: str, url: str, runtime: str = "local", image: str | None = None, **options
+):
+    return agent_config(
+        agent,
+        "circle-packing-26",
+        budget_s=300,
+        runtime=runtime,
+        image=image,
+        max_steps=12,
+        settings={"base_url": url, "model": "fake", "backoff_s": 0.0, "timeout_s": 5.0},
+        **options,
+    )
 
 
 @pytest.mark.parametrize("runtime", ["local", pytest.param("docker", marks=pytest.mark.docker)])
 def test_aide_drafts_debugs_and_improves_with_the_journal_as_memory(runtime, tmp_path, request):
     image = request.getfixturevalue("base_image") if runtime == "docker" else None
-    nodes = [{"plan": "plan A: a buggy first try", "code": BUGGY},
-             {"plan": "plan B: fix it with a grid", "code": SOLUTION_CODE},
-             {"plan": "plan C: shrink the margin", "code": BETTER}]
+    nodes = [
+        {"plan": "plan A: a buggy first try", "code": BUGGY},
+        {"plan": "plan B: fix it with a grid", "code": SOLUTION_CODE},
+        {"plan": "plan C: shrink the margin", "code": BETTER},
+    ]
     with FakeLLM(replies={"aide_node": nodes}, in_call_order=True) as server:
-        config = scripted_config("aide", server.base_url, runtime, image, num_drafts=1, debug_prob=1.0)
+        config = scripted_config(
+            "aide", server.base_url, runtime, image, num_drafts=1, debug_prob=1.0
+        )
         config.max_steps = 9  # 3 nodes: generate/run, validate, (submit or generate)
         outcome = runner.start(config, tmp_path / "run", novelty=None, show_progress=False)
-        prompts = [r["messages"][-1]["content"] for r in server.requests
-                   if (r.get("response_format") or {}).get("json_schema", {}).get("name") == "aide_node"]
+        prompts = [
+            r["messages"][-1]["content"]
+            for r in server.requests
+            if (r.get("response_format") or {}).get("json_schema", {}).get("name") == "aide_node"
+        ]
     events = traces.read_events(Path(outcome["run_dir"]))
     tree = [(e.id, e.parent, e.stage, e.valid) for e in events if e.type == "node"]
     assert tree[:3] == [(0, None, "draft", False), (1, 0, "debug", True), (2, 1, "improve", True)]
     assert outcome["valid"]
     assert "Memory" not in prompts[0]
-    assert "plan A: a buggy first try -> buggy" in prompts[1] and BUGGY.strip() in prompts[1]  # debug: its code
+    assert (
+        "plan A: a buggy first try -> buggy" in prompts[1] and BUGGY.strip() in prompts[1]
+    )  # debug: its code
     assert "RuntimeError" in prompts[1]  # and its output
-    assert "plan A" in prompts[2] and "plan B: fix it with a grid -> valid, score 2.1666" in prompts[2]
+    assert (
+        "plan A" in prompts[2] and "plan B: fix it with a grid -> valid, score 2.1666" in prompts[2]
+    )
     assert SOLUTION_CODE.strip().splitlines()[1] in prompts[2]  # improve: the best node's code
     assert all("Circle packing" in p for p in prompts)  # the task description every time
 
@@ -64,39 +85,64 @@ def test_search_policy_follows_aide():
     assert (stage, parent.id) == ("improve", 2)  # greedy: the best valid node
     assert journal.choose(SearchPolicy(num_drafts=1, debug_prob=0.0), "min", rng)[1].id == 1
     assert journal.stage(journal.node(1)) == "debug" and journal.debug_depth(journal.node(1)) == 1
-    chain = Journal([Node(0, None, "", "", evaluated=True), Node(1, 0, "", "", evaluated=True),
-                     Node(2, 1, "", "", evaluated=True)])
+    chain = Journal(
+        [
+            Node(0, None, "", "", evaluated=True),
+            Node(1, 0, "", "", evaluated=True),
+            Node(2, 1, "", "", evaluated=True),
+        ]
+    )
     assert chain.debug_depth(chain.node(2)) == 2
     deep = SearchPolicy(num_drafts=1, debug_prob=1.0, max_debug_depth=2)
-    assert chain.choose(deep, "max", rng) == ("draft", None)  # the only buggy leaf is too deep; nothing valid
+    assert chain.choose(deep, "max", rng) == (
+        "draft",
+        None,
+    )  # the only buggy leaf is too deep; nothing valid
     again = Journal.from_list(json.loads(json.dumps(journal.to_list())))
     assert again == journal and "stage" not in journal.to_list()[0]
 
 
-def mlab_step(action: str, file: str = "", request: str = "", other: str = "", start: int = 1, end: int = 0):
-    return {"reflection": f"reflecting before {action}", "research_plan_and_status": f"PLAN: next {action}",
-            "fact_check": "checked", "thought": f"do {action}", "action": action,
-            "action_input": {"file": file, "other_file": other, "request": request, "start_line": start,
-                             "end_line": end}}
+def mlab_step(
+    action: str, file: str = "", request: str = "", other: str = "", start: int = 1, end: int = 0
+):
+    return {
+        "reflection": f"reflecting before {action}",
+        "research_plan_and_status": f"PLAN: next {action}",
+        "fact_check": "checked",
+        "thought": f"do {action}",
+        "action": action,
+        "action_input": {
+            "file": file,
+            "other_file": other,
+            "request": request,
+            "start_line": start,
+            "end_line": end,
+        },
+    }
 
 
 @pytest.mark.parametrize("runtime", ["local", pytest.param("docker", marks=pytest.mark.docker)])
 def test_mlab_drives_every_action_and_keeps_a_research_log(runtime, tmp_path, request):
     image = request.getfixturevalue("base_image") if runtime == "docker" else None
-    steps = [mlab_step("List Files", "."),
-             mlab_step("Edit Script (AI)", "solve.py", "write a grid packing"),
-             mlab_step("Inspect Script Lines", "solve.py", start=2, end=3),
-             mlab_step("Understand File", "solve.py", "what file does it write?"),
-             mlab_step("Copy File", "solve.py", other="copy.py"),
-             mlab_step("Reflection", request="what next?"),
-             mlab_step("Execute Script", "solve.py"),
-             mlab_step("Validate", "submission.json"),
-             mlab_step("Edit Script (AI)", "solve.py", "break it"),
-             mlab_step("Undo Edit Script", "solve.py"),
-             mlab_step("Execute Script", "solve.py"),
-             mlab_step("Final Answer", "submission.json")]
-    replies = {"mlab_action": steps, "mlab_edit": [{"content": SOLUTION_CODE}, {"content": BUGGY}],
-               "mlab_answer": [{"answer": "it writes submission.json"}, {"answer": "REFLECTED: run it"}]}
+    steps = [
+        mlab_step("List Files", "."),
+        mlab_step("Edit Script (AI)", "solve.py", "write a grid packing"),
+        mlab_step("Inspect Script Lines", "solve.py", start=2, end=3),
+        mlab_step("Understand File", "solve.py", "what file does it write?"),
+        mlab_step("Copy File", "solve.py", other="copy.py"),
+        mlab_step("Reflection", request="what next?"),
+        mlab_step("Execute Script", "solve.py"),
+        mlab_step("Validate", "submission.json"),
+        mlab_step("Edit Script (AI)", "solve.py", "break it"),
+        mlab_step("Undo Edit Script", "solve.py"),
+        mlab_step("Execute Script", "solve.py"),
+        mlab_step("Final Answer", "submission.json"),
+    ]
+    replies = {
+        "mlab_action": steps,
+        "mlab_edit": [{"content": SOLUTION_CODE}, {"content": BUGGY}],
+        "mlab_answer": [{"answer": "it writes submission.json"}, {"answer": "REFLECTED: run it"}],
+    }
     with FakeLLM(replies=replies, in_call_order=True) as server:
         config = scripted_config("mlab", server.base_url, runtime, image)
         config.max_steps = 30
@@ -105,8 +151,21 @@ def test_mlab_drives_every_action_and_keeps_a_research_log(runtime, tmp_path, re
     run_dir = Path(outcome["run_dir"])
     events = traces.read_events(run_dir)
     tools = [e.tool for e in events if e.type == "tool_call"]
-    assert tools == ["list_files", "read_file", "write_file", "read_file", "read_file", "bash", "bash", "validate",
-                     "read_file", "write_file", "write_file", "bash", "submit"]
+    assert tools == [
+        "list_files",
+        "read_file",
+        "write_file",
+        "read_file",
+        "read_file",
+        "bash",
+        "bash",
+        "validate",
+        "read_file",
+        "write_file",
+        "write_file",
+        "bash",
+        "submit",
+    ]
     assert outcome["valid"] and outcome["reason"] == "agent_finished"
 
     def schema(r):
@@ -114,7 +173,9 @@ def test_mlab_drives_every_action_and_keeps_a_research_log(runtime, tmp_path, re
 
     research = [r["messages"][-1]["content"] for r in requests if schema(r) == "mlab_action"]
     assert "Lines 2-3 of solve.py" in research[3] and "2: " in research[3]  # Inspect Script Lines
-    assert "it writes submission.json" in research[4]  # Understand File: the model's answer is the observation
+    assert (
+        "it writes submission.json" in research[4]
+    )  # Understand File: the model's answer is the observation
     assert "+++ solve.py (after)" in research[2]  # Edit Script (AI): the diff
     assert "REFLECTED: run it" in research[6]  # Reflection: a model call, its answer observed
     assert "PLAN: next Copy File" in research[5]  # the research plan and status carried forward
@@ -134,18 +195,31 @@ def test_history_outgrowing_the_context_is_summarised_not_dropped(tmp_path):
     from innolab.agents.codeact import CodeActAgent
 
     with FakeLLM() as server:
-        agent = CodeActAgent(settings={"base_url": server.base_url, "model": "fake", "max_tokens": 100,
-                                       "backoff_s": 0.0}, cache_path=str(tmp_path / "cache.sqlite"))
+        agent = CodeActAgent(
+            settings={
+                "base_url": server.base_url,
+                "model": "fake",
+                "max_tokens": 100,
+                "backoff_s": 0.0,
+            },
+            cache_path=str(tmp_path / "cache.sqlite"),
+        )
         agent.memory.context_tokens = 600  # as if the endpoint reported a small context
         messages = [{"role": "system", "content": "sys"}, {"role": "user", "content": "task"}]
-        messages += [{"role": "assistant" if i % 2 else "user", "content": f"turn {i} " + "x" * 300}
-                     for i in range(12)]
+        messages += [
+            {"role": "assistant" if i % 2 else "user", "content": f"turn {i} " + "x" * 300}
+            for i in range(12)
+        ]
         sent = agent.context(messages)
-        assert sent[:2] == messages[:2] and sent[2]["content"].startswith("Summary of the earlier turns")
+        assert sent[:2] == messages[:2] and sent[2]["content"].startswith(
+            "Summary of the earlier turns"
+        )
         assert sent[-1] == messages[-1] and len(sent) < len(messages)
         assert agent.memory.summary.turns == len(messages) - 2 - (len(sent) - 3)
         calls = len(server.requests)
-        assert agent.context(messages) == sent and len(server.requests) == calls  # the summary is kept
+        assert (
+            agent.context(messages) == sent and len(server.requests) == calls
+        )  # the summary is kept
         assert agent.context(messages[:3]) == messages[:3]  # what fits goes as it is
         action = agent.action([], None, [])
         assert [e.purpose for e in action.events] == ["summarise history"] and action.tokens > 0
@@ -160,27 +234,37 @@ def test_a_loop_of_identical_replies_is_broken(tmp_path):
         config.max_steps = 5
         outcome = runner.start(config, tmp_path / "run", novelty=None, show_progress=False)
         requests = [r["messages"] for r in server.requests]
-    responses = [e.response for e in traces.read_events(Path(outcome["run_dir"])) if e.type == "llm_call"]
+    responses = [
+        e.response for e in traces.read_events(Path(outcome["run_dir"])) if e.type == "llm_call"
+    ]
     longest = max(sum(1 for _ in group) for _, group in itertools.groupby(responses))
     assert longest <= 3
     fourth = requests[3]
     assert fourth[-1]["content"].startswith("Your last replies were identical")
-    assert sum(m["role"] == "assistant" and "undefined" in m["content"] for m in fourth) == 1  # the loop is gone
+    assert (
+        sum(m["role"] == "assistant" and "undefined" in m["content"] for m in fourth) == 1
+    )  # the loop is gone
 
 
 # ------------------------------------------------------------------------------------ task-neutral prompts
 
 # Words that belong to one problem family; no scaffold text may hold them, so a run reads only its own task's.
-FAMILY_WORDS = {"circle-packing-26": ("circle", "radius", "radii", "packing"),
-                "job-shop-taillard-41-50": ("job", "machine", "schedul", "makespan"),
-                "kissing-number-11": ("kissing", "sphere", "vector"),
-                "expbench": ("experiment", "conclusion", "reproduce_exp_bench")}
+FAMILY_WORDS = {
+    "circle-packing-26": ("circle", "radius", "radii", "packing"),
+    "job-shop-taillard-41-50": ("job", "machine", "schedul", "makespan"),
+    "kissing-number-11": ("kissing", "sphere", "vector"),
+    "expbench": ("experiment", "conclusion", "reproduce_exp_bench"),
+}
 AGENT_MODULES = ["base", "aide", "aide_journal", "mlab", "codeact"]
 
 
 def words_in(text: str) -> dict[str, list[str]]:
     lower = text.lower()
-    return {family: hits for family, words in FAMILY_WORDS.items() if (hits := [w for w in words if w in lower])}
+    return {
+        family: hits
+        for family, words in FAMILY_WORDS.items()
+        if (hits := [w for w in words if w in lower])
+    }
 
 
 def observations(data: Path) -> dict[str, Observation]:
@@ -192,9 +276,14 @@ def observations(data: Path) -> dict[str, Observation]:
 
     found = {}
     for family in FAMILY_WORDS:
-        task = (ExpBenchGymTask(get(load(data), "confA/111/0"), Path("unused")) if family == "expbench"
-                else get_task(family))
-        found[family] = Observation(0, task.description, [], 300.0, task.direction, task.workspace_rules)
+        task = (
+            ExpBenchGymTask(get(load(data), "confA/111/0"), Path("unused"))
+            if family == "expbench"
+            else get_task(family)
+        )
+        found[family] = Observation(
+            0, task.description, [], 300.0, task.direction, task.workspace_rules
+        )
     return found
 
 
@@ -205,7 +294,11 @@ def drive(agent_name: str, observation: Observation, url: str, tmp_path: Path) -
     from innolab.agents.mlab import MlabAgent
 
     settings = {"base_url": url, "model": "fake", "backoff_s": 0.0, "timeout_s": 5.0}
-    options = {"settings": settings, "cache_path": str(tmp_path / f"{agent_name}.sqlite"), "innovation_prompt": True}
+    options = {
+        "settings": settings,
+        "cache_path": str(tmp_path / f"{agent_name}.sqlite"),
+        "innovation_prompt": True,
+    }
     if agent_name == "codeact":
         agent = CodeActAgent(**options)
         agent.step(observation)  # finish before any submission, then a malformed reply
@@ -219,33 +312,56 @@ def drive(agent_name: str, observation: Observation, url: str, tmp_path: Path) -
         return
     agent = AideAgent(num_drafts=1, debug_prob=1.0, **options)
     agent.step(observation)  # draft
-    agent.step(replace(observation, step=1, results=[ToolResult("n0", "python", "Traceback: boom", False)]))
-    verdict = ToolResult("n0-v", "validate", "invalid", False, extra={"verdict": {"valid": False, "errors": ["x"]}})
-    agent.step(replace(observation, step=2, results=[verdict]))  # debug: its code, output and the instruction
+    agent.step(
+        replace(observation, step=1, results=[ToolResult("n0", "python", "Traceback: boom", False)])
+    )
+    verdict = ToolResult(
+        "n0-v", "validate", "invalid", False, extra={"verdict": {"valid": False, "errors": ["x"]}}
+    )
+    agent.step(
+        replace(observation, step=2, results=[verdict])
+    )  # debug: its code, output and the instruction
 
 
 @pytest.mark.parametrize("agent_name", ["aide", "mlab", "codeact"])
 def test_every_scaffold_message_comes_from_the_task_it_runs(agent_name, dataset, tmp_path):  # noqa: F811
     seen = observations(dataset)
-    for family, observation in seen.items():  # the test can tell: each description holds its own words only
+    for (
+        family,
+        observation,
+    ) in seen.items():  # the test can tell: each description holds its own words only
         assert set(words_in(observation.task_description)) == {family}, family
-    replies = {"codeact_action": [{"thought": "stop", "action": "finish", "code": ""}, {"thought": "?"}],
-               "mlab_action": [mlab_step("Reflection", request="what next?"), {"thought": "?"},
-                               mlab_step("Edit Script (AI)", "solve.py", "print more")],
-               "mlab_answer": [{"answer": "try a program"}], "mlab_edit": [{"content": "print('more')\n"}],
-               "aide_node": [{"plan": "a first program", "code": "print(1)\n"}]}
+    replies = {
+        "codeact_action": [{"thought": "stop", "action": "finish", "code": ""}, {"thought": "?"}],
+        "mlab_action": [
+            mlab_step("Reflection", request="what next?"),
+            {"thought": "?"},
+            mlab_step("Edit Script (AI)", "solve.py", "print more"),
+        ],
+        "mlab_answer": [{"answer": "try a program"}],
+        "mlab_edit": [{"content": "print('more')\n"}],
+        "aide_node": [{"plan": "a first program", "code": "print(1)\n"}],
+    }
     for family, observation in seen.items():
         with FakeLLM(replies=replies, in_call_order=True) as server:
             drive(agent_name, observation, server.base_url, tmp_path / family)
             requests = list(server.requests)
         shown = "\n".join(m.get("content") or "" for r in requests for m in r["messages"])
         assert set(words_in(shown)) == {family}, (family, words_in(shown))
-        reached = {"codeact": ["Nothing has been submitted yet", "Reply with one JSON object"],  # a refused finish
-                   "mlab": ["Research log", "Answer with one JSON object", "Edit instruction: print more"],
-                   "aide": ["Write a first complete program", "This program failed", "Traceback: boom"]}
+        reached = {
+            "codeact": [
+                "Nothing has been submitted yet",
+                "Reply with one JSON object",
+            ],  # a refused finish
+            "mlab": ["Research log", "Answer with one JSON object", "Edit instruction: print more"],
+            "aide": ["Write a first complete program", "This program failed", "Traceback: boom"],
+        }
         assert all(text in shown for text in reached[agent_name]), (agent_name, shown[-2000:])
         for request in requests:  # every free-text field the model fills is bounded
-            assert all("maxLength" in f or "enum" in f for f in string_fields(request.get("response_format") or {}))
+            assert all(
+                "maxLength" in f or "enum" in f
+                for f in string_fields(request.get("response_format") or {})
+            )
 
 
 def test_no_scaffold_text_names_a_problem_family():
@@ -269,20 +385,35 @@ def test_a_reply_that_fills_every_field_fits_the_token_cap(max_tokens):
     from innolab.agents import aide, codeact, mlab
     from innolab.llm.client import CHARS_PER_TOKEN, PAYLOAD_CHARS_PER_TOKEN, STRUCTURE_TOKENS
 
-    formats = {"codeact": codeact.action_schema(codeact.ACTIONS, max_tokens), "aide": aide.node_schema(max_tokens),
-               "mlab": mlab.SCHEMA, "mlab edit": mlab.edit_schema(max_tokens), "mlab answer": mlab.ANSWER_SCHEMA}
+    formats = {
+        "codeact": codeact.action_schema(codeact.ACTIONS, max_tokens),
+        "aide": aide.node_schema(max_tokens),
+        "mlab": mlab.SCHEMA,
+        "mlab edit": mlab.edit_schema(max_tokens),
+        "mlab answer": mlab.ANSWER_SCHEMA,
+    }
     for name, response_format in formats.items():
         properties = response_format["json_schema"]["schema"]["properties"]
         payload = [properties[key]["maxLength"] for key in ("code", "content") if key in properties]
         fields = [f for f in string_fields(response_format) if "enum" not in f]
         assert all("maxLength" in f for f in fields), name
-        short = [f["maxLength"] for f in fields][: len(fields) - len(payload)]  # the program comes last
+        short = [f["maxLength"] for f in fields][
+            : len(fields) - len(payload)
+        ]  # the program comes last
         assert all(limit <= 600 for limit in short), name
-        tokens = STRUCTURE_TOKENS + sum(short) / CHARS_PER_TOKEN + sum(payload) / PAYLOAD_CHARS_PER_TOKEN
+        tokens = (
+            STRUCTURE_TOKENS + sum(short) / CHARS_PER_TOKEN + sum(payload) / PAYLOAD_CHARS_PER_TOKEN
+        )
         assert tokens <= max_tokens, (name, tokens)
-    assert codeact.action_schema(codeact.ACTIONS, 4096)["json_schema"]["schema"]["properties"]["code"][
-        "maxLength"] > 4 * codeact.action_schema(codeact.ACTIONS, 512)["json_schema"]["schema"]["properties"]["code"][
-        "maxLength"]  # a model with room for long programs may write them
+    assert (
+        codeact.action_schema(codeact.ACTIONS, 4096)["json_schema"]["schema"]["properties"]["code"][
+            "maxLength"
+        ]
+        > 4
+        * codeact.action_schema(codeact.ACTIONS, 512)["json_schema"]["schema"]["properties"][
+            "code"
+        ]["maxLength"]
+    )  # a model with room for long programs may write them
 
 
 def test_mlab_acts_after_a_reflection(tmp_path):
@@ -292,14 +423,29 @@ def test_mlab_acts_after_a_reflection(tmp_path):
     from innolab.tasks import get_task
 
     task = get_task("circle-packing-26")
-    replies = {"mlab_action": [mlab_step("Reflection", request="why?"), mlab_step("Reflection", request="again?"),
-                               mlab_step("List Files", ".")], "mlab_answer": [{"answer": "act now"}]}
+    replies = {
+        "mlab_action": [
+            mlab_step("Reflection", request="why?"),
+            mlab_step("Reflection", request="again?"),
+            mlab_step("List Files", "."),
+        ],
+        "mlab_answer": [{"answer": "act now"}],
+    }
     with FakeLLM(replies=replies, in_call_order=True) as server:
-        agent = MlabAgent(settings={"base_url": server.base_url, "model": "fake", "backoff_s": 0.0},
-                          cache_path=str(tmp_path / "cache.sqlite"))
+        agent = MlabAgent(
+            settings={"base_url": server.base_url, "model": "fake", "backoff_s": 0.0},
+            cache_path=str(tmp_path / "cache.sqlite"),
+        )
         action = agent.step(Observation(0, task.description, [], 60.0, task.direction))
-        requests = [r for r in server.requests if r["response_format"]["json_schema"]["name"] == "mlab_action"]
-    offered = [r["response_format"]["json_schema"]["schema"]["properties"]["action"]["enum"] for r in requests]
+        requests = [
+            r
+            for r in server.requests
+            if r["response_format"]["json_schema"]["name"] == "mlab_action"
+        ]
+    offered = [
+        r["response_format"]["json_schema"]["schema"]["properties"]["action"]["enum"]
+        for r in requests
+    ]
     assert ["Reflection" in actions for actions in offered] == [True, False, False]
     assert "must be one of" in requests[2]["messages"][-1]["content"]
     assert [c.name for c in action.tool_calls] == ["list_files"]
@@ -315,17 +461,29 @@ def test_a_reply_cut_at_the_token_cap_acts_on_what_it_holds(max_tokens, tmp_path
     from innolab.tasks import get_task
 
     cut = '{\n  "thought": "count",\n  "action": "python",\n  "code": "print(1011111111111'
-    monkeypatch.setattr(fake_llm, "play", lambda request, code="": {"role": "assistant", "content": cut})
+    monkeypatch.setattr(
+        fake_llm, "play", lambda request, code="": {"role": "assistant", "content": cut}
+    )
     task = get_task("circle-packing-26")
     with FakeLLM() as server:
-        agent = CodeActAgent(settings={"base_url": server.base_url, "model": "fake", "backoff_s": 0.0,
-                                       "max_tokens": max_tokens}, cache_path=str(tmp_path / "cache.sqlite"))
+        agent = CodeActAgent(
+            settings={
+                "base_url": server.base_url,
+                "model": "fake",
+                "backoff_s": 0.0,
+                "max_tokens": max_tokens,
+            },
+            cache_path=str(tmp_path / "cache.sqlite"),
+        )
         action = agent.step(Observation(0, task.description, [], 60.0, task.direction))
     if max_tokens == 50:  # the program it was writing is cut: not run, and the model is told
         assert not action.tool_calls
         assert "Your code was cut at 19 characters" in agent.memory.messages[-1]["content"]
     else:
-        assert not action.tool_calls and "Reply with one JSON object" in agent.memory.messages[-1]["content"]
+        assert (
+            not action.tool_calls
+            and "Reply with one JSON object" in agent.memory.messages[-1]["content"]
+        )
 
 
 def test_an_mlab_step_reaches_its_action_within_the_token_cap():
@@ -347,7 +505,9 @@ def test_cut_fields_names_a_field_at_its_limit_or_cut_at_the_token_cap():
     schema = json_schema("s", {"plan": text(5), "code": text(10)}, ["plan", "code"])
     assert cut_fields({"plan": "ab", "code": "x" * 10}, schema) == {"code": 10}
     assert cut_fields({"plan": "abcde", "code": "x" * 9}, schema) == {"plan": 5}
-    assert cut_fields({"plan": "ab", "code": "x" * 11}, schema) == {}  # not enforced: longer, and whole
+    assert (
+        cut_fields({"plan": "ab", "code": "x" * 11}, schema) == {}
+    )  # not enforced: longer, and whole
     assert cut_fields({"plan": "ab", "code": "x = 1"}, schema, capped=True) == {"code": 5}
     assert cut_fields({"plan": "ab"}, schema, capped=True) == {"plan": 2}
     assert cut_fields(None, schema, capped=True) == {}
@@ -364,18 +524,31 @@ def test_codeact_does_not_run_code_cut_at_its_limit(tmp_path):
     from innolab.tasks import get_task
 
     code = full(action_schema(ACTIONS, 512), "code")
-    replies = {"codeact_action": [{"thought": "t", "action": "python", "code": code},
-                                  {"thought": "t", "action": "python", "code": "print(2)"}]}
+    replies = {
+        "codeact_action": [
+            {"thought": "t", "action": "python", "code": code},
+            {"thought": "t", "action": "python", "code": "print(2)"},
+        ]
+    }
     task = get_task("circle-packing-26")
     with FakeLLM(replies=replies, in_call_order=True) as server:
-        agent = CodeActAgent(settings={"base_url": server.base_url, "model": "fake", "backoff_s": 0.0,
-                                       "max_tokens": 512}, cache_path=str(tmp_path / "cache.sqlite"))
+        agent = CodeActAgent(
+            settings={
+                "base_url": server.base_url,
+                "model": "fake",
+                "backoff_s": 0.0,
+                "max_tokens": 512,
+            },
+            cache_path=str(tmp_path / "cache.sqlite"),
+        )
         first = agent.step(Observation(0, task.description, [], 60.0, task.direction))
         note = agent.memory.messages[-1]["content"]
         second = agent.step(Observation(1, task.description, [], 60.0, task.direction))
     assert not first.tool_calls and f"Your code was cut at {len(code)} characters" in note
     assert "Write shorter code" in note
-    assert [(c.name, c.arguments) for c in second.tool_calls] == [("python_session", {"code": "print(2)"})]
+    assert [(c.name, c.arguments) for c in second.tool_calls] == [
+        ("python_session", {"code": "print(2)"})
+    ]
 
 
 def test_codeact_submits_by_its_short_path_field_whatever_its_code_holds(tmp_path):
@@ -388,11 +561,20 @@ def test_codeact_submits_by_its_short_path_field_whatever_its_code_holds(tmp_pat
     assert schema["properties"]["path"]["maxLength"] == PATH_CHARS <= 80
     assert list(schema["properties"]) == ["thought", "action", "path", "code"]
     digits = full(action_schema(ACTIONS, 512), "code").replace("print(1)", "0.1, 0.1")
-    replies = {"codeact_action": [{"thought": "t", "action": "submit", "path": "out.json", "code": digits}]}
+    replies = {
+        "codeact_action": [{"thought": "t", "action": "submit", "path": "out.json", "code": digits}]
+    }
     task = get_task("circle-packing-26")
     with FakeLLM(replies=replies, in_call_order=True) as server:
-        agent = CodeActAgent(settings={"base_url": server.base_url, "model": "fake", "backoff_s": 0.0,
-                                       "max_tokens": 512}, cache_path=str(tmp_path / "cache.sqlite"))
+        agent = CodeActAgent(
+            settings={
+                "base_url": server.base_url,
+                "model": "fake",
+                "backoff_s": 0.0,
+                "max_tokens": 512,
+            },
+            cache_path=str(tmp_path / "cache.sqlite"),
+        )
         action = agent.step(Observation(0, task.description, [], 60.0, task.direction))
     assert [(c.name, c.arguments) for c in action.tool_calls] == [("submit", {"path": "out.json"})]
 
@@ -405,15 +587,24 @@ def test_aide_records_a_cut_program_as_a_buggy_node_without_running_it(tmp_path)
     replies = {"aide_node": [{"plan": "long", "code": code}, {"plan": "short", "code": "print(2)"}]}
     task = get_task("circle-packing-26")
     with FakeLLM(replies=replies, in_call_order=True) as server:
-        agent = AideAgent(settings={"base_url": server.base_url, "model": "fake", "backoff_s": 0.0,
-                                    "max_tokens": 512}, cache_path=str(tmp_path / "cache.sqlite"))
+        agent = AideAgent(
+            settings={
+                "base_url": server.base_url,
+                "model": "fake",
+                "backoff_s": 0.0,
+                "max_tokens": 512,
+            },
+            cache_path=str(tmp_path / "cache.sqlite"),
+        )
         first = agent.step(Observation(0, task.description, [], 60.0, task.direction))
         second = agent.step(Observation(1, task.description, [], 60.0, task.direction))
     node = agent.journal.nodes[0]
     assert not first.tool_calls and node.buggy and not node.ran
     assert f"Your program was cut at {len(code)} characters" in node.output
     assert any(e.type == "node" for e in first.events)  # the node's journal event
-    assert [c.name for c in second.tool_calls] == ["python"] and "print(2)" in second.tool_calls[0].arguments["code"]
+    assert [c.name for c in second.tool_calls] == ["python"] and "print(2)" in second.tool_calls[
+        0
+    ].arguments["code"]
 
 
 def test_mlab_does_not_save_an_edit_cut_at_its_limit(tmp_path):
@@ -421,18 +612,36 @@ def test_mlab_does_not_save_an_edit_cut_at_its_limit(tmp_path):
     from innolab.tasks import get_task
 
     content = full(edit_schema(512), "content")
-    replies = {"mlab_action": [mlab_step("Edit Script (AI)", "solve.py", "rewrite it"), mlab_step("List Files", ".")],
-               "mlab_edit": [{"content": content}]}
+    replies = {
+        "mlab_action": [
+            mlab_step("Edit Script (AI)", "solve.py", "rewrite it"),
+            mlab_step("List Files", "."),
+        ],
+        "mlab_edit": [{"content": content}],
+    }
     task = get_task("circle-packing-26")
     with FakeLLM(replies=replies, in_call_order=True) as server:
-        agent = MlabAgent(settings={"base_url": server.base_url, "model": "fake", "backoff_s": 0.0,
-                                    "max_tokens": 512}, cache_path=str(tmp_path / "cache.sqlite"))
+        agent = MlabAgent(
+            settings={
+                "base_url": server.base_url,
+                "model": "fake",
+                "backoff_s": 0.0,
+                "max_tokens": 512,
+            },
+            cache_path=str(tmp_path / "cache.sqlite"),
+        )
         read = agent.step(Observation(0, task.description, [], 60.0, task.direction))
         assert [c.name for c in read.tool_calls] == ["read_file"]
         source = ToolResult(read.tool_calls[0].id, "read_file", "print(1)\n", True)
         action = agent.step(Observation(1, task.description, [source], 60.0, task.direction))
-        last = [r for r in server.requests if r["response_format"]["json_schema"]["name"] == "mlab_action"][-1]
-    assert [c.name for c in action.tool_calls] == ["list_files"]  # no write_file: the cut script is not saved
+        last = [
+            r
+            for r in server.requests
+            if r["response_format"]["json_schema"]["name"] == "mlab_action"
+        ][-1]
+    assert [c.name for c in action.tool_calls] == [
+        "list_files"
+    ]  # no write_file: the cut script is not saved
     observed = last["messages"][-1]["content"]
     assert f"edited script for solve.py was cut at {len(content)} characters" in observed
     assert "The file is unchanged" in observed and not agent.memory.backups

@@ -25,22 +25,34 @@ ROOT = Path(__file__).resolve().parents[1]
 
 # Two python actions that only work together: the second uses what the first defined (json, r), then submit.
 DEFINE = "import json\nr = 1 / 12 * (1 - 1e-12)\nprint('defined r')"
-USE = ("import time\ntime.sleep({sleep})\n"
-       "circles = [[(2 * c + 1) / 12, (2 * k + 1) / 12, r] for k in range(5) for c in range(6)][:26]\n"
-       "json.dump({{'circles': circles}}, open('submission.json', 'w'))\nprint('wrote', len(circles))")
+USE = (
+    "import time\ntime.sleep({sleep})\n"
+    "circles = [[(2 * c + 1) / 12, (2 * k + 1) / 12, r] for k in range(5) for c in range(6)][:26]\n"
+    "json.dump({{'circles': circles}}, open('submission.json', 'w'))\nprint('wrote', len(circles))"
+)
 
 
 def script(sleep: float = 0.0) -> dict:
-    return {"codeact_action": [
-        {"thought": "define", "action": "python", "code": DEFINE},
-        {"thought": "use it", "action": "python", "code": USE.format(sleep=sleep)},
-        {"thought": "submit", "action": "submit", "path": "submission.json", "code": ""},
-        {"thought": "done", "action": "finish", "code": ""}]}
+    return {
+        "codeact_action": [
+            {"thought": "define", "action": "python", "code": DEFINE},
+            {"thought": "use it", "action": "python", "code": USE.format(sleep=sleep)},
+            {"thought": "submit", "action": "submit", "path": "submission.json", "code": ""},
+            {"thought": "done", "action": "finish", "code": ""},
+        ]
+    }
 
 
 def config(url: str, runtime: str, image: str | None = None):
-    return agent_config("codeact", "circle-packing-26", budget_s=300, runtime=runtime, image=image, max_steps=10,
-                        settings={"base_url": url, "model": "fake", "backoff_s": 0.0, "timeout_s": 5.0})
+    return agent_config(
+        "codeact",
+        "circle-packing-26",
+        budget_s=300,
+        runtime=runtime,
+        image=image,
+        max_steps=10,
+        settings={"base_url": url, "model": "fake", "backoff_s": 0.0, "timeout_s": 5.0},
+    )
 
 
 def session_checks(sandbox) -> None:
@@ -51,8 +63,9 @@ def session_checks(sandbox) -> None:
         output, ok, extra = session.run("import time\nwhile True:\n    time.sleep(0.05)", 3)
         assert not ok and extra["status"] == "interrupted" and "keeps its state" in output
         assert session.run("print(x)", 10)[0] == "42\n"  # the interrupt lost nothing
-        output, ok, extra = session.run("import signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\n"
-                                        "while True:\n    pass", 3)
+        output, ok, extra = session.run(
+            "import signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\nwhile True:\n    pass", 3
+        )
         assert not ok and extra["restarted"] and "variables are lost" in output
         assert session.run("print('x' in globals())", 10)[0] == "False\n"
         assert "NameError" in session.run("print(undefined_name)", 10)[0]
@@ -86,8 +99,12 @@ def test_session_in_docker(docker_client, base_image):
 def test_codeact_keeps_variables_between_actions(runtime, tmp_path, request):
     image = request.getfixturevalue("base_image") if runtime == "docker" else None
     with FakeLLM(replies=script()) as server:
-        outcome = runner.start(config(server.base_url, runtime, image), tmp_path / "run", novelty=None,
-                               show_progress=False)
+        outcome = runner.start(
+            config(server.base_url, runtime, image),
+            tmp_path / "run",
+            novelty=None,
+            show_progress=False,
+        )
     assert outcome["valid"] and outcome["score"] == pytest.approx(26 / 12, rel=1e-9)
     calls = [e for e in traces.read_events(Path(outcome["run_dir"])) if e.type == "tool_call"]
     assert [c.tool for c in calls[:2]] == ["python_session", "python_session"]
@@ -98,14 +115,22 @@ def test_a_resumed_run_rebuilds_the_interpreter_by_replay(tmp_path):
         run_dir = runner.create_run(config(server.base_url, "local"), tmp_path / "run")
         env = {**os.environ, "PYTHONPATH": str(ROOT)}
         command = [sys.executable, "-m", "innolab.gym.run", str(run_dir), "--quiet"]
-        process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        process = subprocess.Popen(
+            command, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+        )
         trace = run_dir / "trace.jsonl"
         deadline = time.monotonic() + 120
-        while (not trace.exists() or trace.read_bytes().count(b'"tool_call"') < 2) and time.monotonic() < deadline:
+        while (
+            not trace.exists() or trace.read_bytes().count(b'"tool_call"') < 2
+        ) and time.monotonic() < deadline:
             time.sleep(0.02)
-        process.send_signal(signal.SIGKILL)  # inside the second action (it sleeps 3 s), after the first's checkpoint
+        process.send_signal(
+            signal.SIGKILL
+        )  # inside the second action (it sleeps 3 s), after the first's checkpoint
         process.wait()
-        done = subprocess.run([*command, "--resume"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+        done = subprocess.run(
+            [*command, "--resume"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300
+        )
         assert done.returncode == 0, done.stderr[-2000:]
     events = traces.read_events(run_dir)
     assert any(e.type == "run_resumed" for e in events)
@@ -142,8 +167,11 @@ def wardens_of(pid: int) -> list[int]:
     for entry in Path("/proc").iterdir():
         try:
             status = (entry / "stat").read_text()
-            if entry.name.isdigit() and int(status[status.rindex(")") + 2 :].split()[1]) == pid \
-                    and b"innolab.gym.leftovers" in (entry / "cmdline").read_bytes():
+            if (
+                entry.name.isdigit()
+                and int(status[status.rindex(")") + 2 :].split()[1]) == pid
+                and b"innolab.gym.leftovers" in (entry / "cmdline").read_bytes()
+            ):
                 found.append(int(entry.name))
         except (OSError, ValueError):
             continue
@@ -157,26 +185,54 @@ def wait_for(condition, timeout_s: float = 30.0) -> bool:
     return condition()
 
 
-@pytest.mark.parametrize("warden_killed", [False, True], ids=["run-killed", "run-and-warden-killed"])
-def test_a_codeact_run_killed_mid_action_leaves_no_process_and_no_folder(tmp_path, private_tmp, warden_killed):
+@pytest.mark.parametrize(
+    "warden_killed", [False, True], ids=["run-killed", "run-and-warden-killed"]
+)
+def test_a_codeact_run_killed_mid_action_leaves_no_process_and_no_folder(
+    tmp_path, private_tmp, warden_killed
+):
     """`innolab run --agent codeact` killed with SIGKILL while its second python_session action runs: the warden
     ends the interpreter and removes the folders at once; what a killed warden leaves, the resume reaps; the
     resumed run, closed, leaves nothing of its own."""
     run_dir = tmp_path / "run"
     with FakeLLM(replies=script(sleep=8.0)) as server:
-        env = {**os.environ, "INNOLAB_LLM_BASE_URL": server.base_url, "INNOLAB_LLM_MODEL": "fake",
-               "INNOLAB_LLM_API_KEY": "test", "TMPDIR": str(private_tmp)}
+        env = {
+            **os.environ,
+            "INNOLAB_LLM_BASE_URL": server.base_url,
+            "INNOLAB_LLM_MODEL": "fake",
+            "INNOLAB_LLM_API_KEY": "test",
+            "TMPDIR": str(private_tmp),
+        }
         base = [INNOLAB, "run", "--novelty", "none"]
-        process = subprocess.Popen([*base, "--agent", "codeact", "--task", "circle-packing-26", "--budget", "5m",
-                                    "--max-steps", "10", "--run-dir", str(run_dir)],
-                                   env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        process = subprocess.Popen(
+            [
+                *base,
+                "--agent",
+                "codeact",
+                "--task",
+                "circle-packing-26",
+                "--budget",
+                "5m",
+                "--max-steps",
+                "10",
+                "--run-dir",
+                str(run_dir),
+            ],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+        )
         trace = run_dir / "trace.jsonl"
-        assert wait_for(lambda: trace.exists() and trace.read_bytes().count(b'"tool_call"') >= 2, 120)
+        assert wait_for(
+            lambda: trace.exists() and trace.read_bytes().count(b'"tool_call"') >= 2, 120
+        )
         folders = owned_folders(private_tmp, process.pid)
         assert sorted(f.name.split("-")[1] for f in folders) == ["validator", "ws"]
         mark = next(m for f, m in folders.items() if f.name.startswith("innolab-ws-"))
         uid, marker = mark["uid"], mark["marker"]
-        assert wait_for(lambda: len(sandbox_pids(uid, marker)) >= 2)  # the interpreter, the action's client
+        assert wait_for(
+            lambda: len(sandbox_pids(uid, marker)) >= 2
+        )  # the interpreter, the action's client
         if warden_killed:
             wardens = wardens_of(process.pid)
             assert len(wardens) == 2
@@ -184,18 +240,29 @@ def test_a_codeact_run_killed_mid_action_leaves_no_process_and_no_folder(tmp_pat
                 os.kill(warden, signal.SIGKILL)
         process.send_signal(signal.SIGKILL)
         process.wait()
-        if warden_killed:  # left behind: the interpreter runs on, the folders stay, until the resume
+        if (
+            warden_killed
+        ):  # left behind: the interpreter runs on, the folders stay, until the resume
             time.sleep(1.0)
             assert sandbox_pids(uid, marker) and all(f.exists() for f in folders)
         else:  # the wardens end the interpreter and remove the folders at once
-            assert wait_for(lambda: not sandbox_pids(uid, marker) and not [f for f in folders if f.exists()])
-        resumed = subprocess.Popen([*base, "--resume", str(run_dir)], env=env, stdout=subprocess.PIPE,
-                                   stderr=subprocess.PIPE, text=True)
+            assert wait_for(
+                lambda: not sandbox_pids(uid, marker) and not [f for f in folders if f.exists()]
+            )
+        resumed = subprocess.Popen(
+            [*base, "--resume", str(run_dir)],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         _, err = resumed.communicate(timeout=300)
         assert resumed.returncode == 0, err[-2000:]
     assert not sandbox_pids(uid, marker)
     assert not [f for f in folders if f.exists()]
-    assert not owned_folders(private_tmp, resumed.pid)  # the resumed run's own sandbox and validator, closed with it
+    assert not owned_folders(
+        private_tmp, resumed.pid
+    )  # the resumed run's own sandbox and validator, closed with it
     events = traces.read_events(run_dir)
     assert any(e.type == "run_resumed" for e in events)
     assert next(e for e in events if e.type == "run_finished").dev_valid

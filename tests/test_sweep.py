@@ -41,14 +41,26 @@ def spec_error(data: dict, overrides: list[str] | None = None) -> str:
 
 def test_bad_specs_name_the_field_and_the_rule():
     assert "base.agent" in spec_error({"name": "x", "base": {**BASE, "agent": "gpt"}})
-    assert "grid.temperature" in spec_error({"name": "x", "base": BASE, "grid": {"temperature": [0.5, 3.0]}})
-    assert "temperature[1]" in spec_error({"name": "x", "base": BASE, "grid": {"temperature": [0.5, 3.0]}})
-    assert "'colour' is not a run field" in spec_error({"name": "x", "base": BASE, "grid": {"colour": [1]}})
-    assert "at least one level" in spec_error({"name": "x", "base": BASE, "grid": {"temperature": []}})
-    assert "listed twice" in spec_error({"name": "x", "base": BASE, "grid": {"temperature": [0.5, 0.5]}})
+    assert "grid.temperature" in spec_error(
+        {"name": "x", "base": BASE, "grid": {"temperature": [0.5, 3.0]}}
+    )
+    assert "temperature[1]" in spec_error(
+        {"name": "x", "base": BASE, "grid": {"temperature": [0.5, 3.0]}}
+    )
+    assert "'colour' is not a run field" in spec_error(
+        {"name": "x", "base": BASE, "grid": {"colour": [1]}}
+    )
+    assert "at least one level" in spec_error(
+        {"name": "x", "base": BASE, "grid": {"temperature": []}}
+    )
+    assert "listed twice" in spec_error(
+        {"name": "x", "base": BASE, "grid": {"temperature": [0.5, 0.5]}}
+    )
     assert "seeds" in spec_error({"name": "x", "base": BASE, "seeds": [1, 1]})
     assert "base.task: required" in spec_error({"name": "x", "base": {"agent": "aide"}})
-    assert "also fixed in base" in spec_error({"name": "x", "base": BASE, "grid": {"agent": ["aide", "mlab"]}})
+    assert "also fixed in base" in spec_error(
+        {"name": "x", "base": BASE, "grid": {"agent": ["aide", "mlab"]}}
+    )
     assert "base.budget" in spec_error({"name": "x", "base": {**BASE, "budget": "12 parsecs"}})
     assert "base.colour" in spec_error({"name": "x", "base": {**BASE, "colour": "red"}})
     assert "name" in spec_error({"name": "a b/c", "base": BASE})
@@ -70,10 +82,23 @@ def test_spec_file_errors(tmp_path):
 
 def test_set_overrides_a_base_field_and_pins_a_factor(tmp_path):
     path = tmp_path / "t.yaml"
-    path.write_text(yaml.safe_dump({"name": "t", "base": {**BASE, "budget": "12h"},
-                                    "grid": {"temperature": [0.25, 0.5, 0.75, 1.0]}, "seeds": [0, 1, 2]}))
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "name": "t",
+                "base": {**BASE, "budget": "12h"},
+                "grid": {"temperature": [0.25, 0.5, 0.75, 1.0]},
+                "seeds": [0, 1, 2],
+            }
+        )
+    )
     spec = load_spec(path, ["budget=20s", "temperature=0.5", "seeds=[4]"])
-    assert spec.base.budget == "20s" and spec.base.temperature == 0.5 and spec.grid == {} and spec.seeds == [4]
+    assert (
+        spec.base.budget == "20s"
+        and spec.base.temperature == 0.5
+        and spec.grid == {}
+        and spec.seeds == [4]
+    )
     full = load_spec(path)
     configurations = sweep.expand(full)
     assert len(configurations) == 12
@@ -87,7 +112,11 @@ def test_a_prior_solution_is_a_file_beside_the_spec_never_a_known_solution(tmp_p
     (tmp_path / "priors").mkdir()
     (tmp_path / "priors" / "start.py").write_text("print('prior')\n")
     path = tmp_path / "p.yaml"
-    path.write_text(yaml.safe_dump({"name": "p", "base": BASE, "grid": {"prior_solution": [None, "priors/start.py"]}}))
+    path.write_text(
+        yaml.safe_dump(
+            {"name": "p", "base": BASE, "grid": {"prior_solution": [None, "priors/start.py"]}}
+        )
+    )
     scratch, prior = sweep.expand(load_spec(path))
     assert scratch.parameters["prior_solution"] is None
     assert Path(prior.parameters["prior_solution"]) == (tmp_path / "priors" / "start.py").resolve()
@@ -98,7 +127,14 @@ def test_a_prior_solution_is_a_file_beside_the_spec_never_a_known_solution(tmp_p
 def test_shipped_specs_are_valid(tmp_path):
     shipped = sorted((Path(__file__).parents[1] / "data" / "sweeps").glob("*.yaml"))
     names = {p.stem for p in shipped}
-    assert {"time_budget", "backbone", "temperature", "prior_solution", "innovation_prompt", "main_results"} <= names
+    assert {
+        "time_budget",
+        "backbone",
+        "temperature",
+        "prior_solution",
+        "innovation_prompt",
+        "main_results",
+    } <= names
     for path in shipped:
         spec = load_spec(path)
         assert spec.name == path.stem
@@ -112,7 +148,11 @@ def test_backbones_map_to_endpoints_by_prefix(tmp_path, monkeypatch):
         monkeypatch.delenv(f"{name}_BASE_URL", raising=False)
     with pytest.raises(SpecError, match="set GEMINI_25_PRO_BASE_URL and GEMINI_25_PRO_MODEL"):
         sweep.expand(spec)
-    for name, model in (("GEMINI_25_PRO", "gemini-2.5-pro"), ("GPT_5", "gpt-5"), ("DEEPSEEK_V31", "deepseek-v3.1")):
+    for name, model in (
+        ("GEMINI_25_PRO", "gemini-2.5-pro"),
+        ("GPT_5", "gpt-5"),
+        ("DEEPSEEK_V31", "deepseek-v3.1"),
+    ):
         monkeypatch.setenv(f"{name}_BASE_URL", f"http://{name.lower()}.invalid/v1")
         monkeypatch.setenv(f"{name}_MODEL", model)
         monkeypatch.setenv(f"{name}_API_KEY", "sk-secret")
@@ -141,15 +181,24 @@ print("released", flush=True)
 def holding(run_dir: Path, seconds: float) -> subprocess.Popen:
     """Another process that holds run_dir's lock (heartbeat every 0.4 s, stale after 4 s) for `seconds`, once it
     printed "held"."""
-    process = subprocess.Popen([sys.executable, "-c", HOLDER, str(run_dir), str(seconds)], stdout=subprocess.PIPE,
-                               text=True, cwd=Path(__file__).resolve().parent.parent)
+    process = subprocess.Popen(
+        [sys.executable, "-c", HOLDER, str(run_dir), str(seconds)],
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=Path(__file__).resolve().parent.parent,
+    )
     assert process.stdout is not None and process.stdout.readline().strip() == "held"
     return process
 
 
 def scripted_run() -> RunConfig:
-    return RunConfig(task="circle-packing-26", policy="tests.gym_policies:ScriptedPolicy",
-                     policy_args={"steps": 3}, max_steps=10, wall_clock_s=120)
+    return RunConfig(
+        task="circle-packing-26",
+        policy="tests.gym_policies:ScriptedPolicy",
+        policy_args={"steps": 3},
+        max_steps=10,
+        wall_clock_s=120,
+    )
 
 
 def test_a_waiting_executor_never_fails_a_live_run(tmp_path, caplog):
@@ -160,8 +209,9 @@ def test_a_waiting_executor_never_fails_a_live_run(tmp_path, caplog):
     run_dir = tmp_path / "run"
     holder = holding(run_dir, 10.0)
     began = time.monotonic()
-    outcome = runner.run_or_resume(scripted_run(), run_dir, novelty=None, show_progress=False, heartbeat_s=0.4,
-                                   stale_s=4.0)
+    outcome = runner.run_or_resume(
+        scripted_run(), run_dir, novelty=None, show_progress=False, heartbeat_s=0.4, stale_s=4.0
+    )
     waited = time.monotonic() - began
     assert holder.wait(timeout=30) == 0 and holder.stdout.read().strip() == "released"
     assert waited > 9.0 and outcome["valid"], outcome
@@ -181,7 +231,9 @@ def test_a_stopped_holder_is_taken_over_and_ends_when_it_wakes(tmp_path, caplog)
             assert 4.0 <= time.monotonic() - began < 30
             assert "took over" in caplog.text and "it still holds flock" in caplog.text
             assert json.loads((tmp_path / "heartbeat.json").read_text())["pid"] == os.getpid()
-            os.kill(holder.pid, signal.SIGCONT)  # it wakes, finds its lock taken over at its next beat, and ends
+            os.kill(
+                holder.pid, signal.SIGCONT
+            )  # it wakes, finds its lock taken over at its next beat, and ends
             assert holder.wait(timeout=20) == -signal.SIGKILL
             assert holder.stdout.read() == "" and lock.owned()
             time.sleep(1.0)
@@ -192,7 +244,9 @@ def test_a_stopped_holder_is_taken_over_and_ends_when_it_wakes(tmp_path, caplog)
             holder.wait()
 
 
-def test_a_holder_on_another_machine_is_waited_for_while_it_beats_and_taken_over_when_it_stops(tmp_path, caplog):
+def test_a_holder_on_another_machine_is_waited_for_while_it_beats_and_taken_over_when_it_stops(
+    tmp_path, caplog
+):
     """Where flock does not reach (another machine on a shared folder) the heartbeat alone decides."""
     caplog.set_level(logging.WARNING, logger="innolab.runlock")
     folder = RunDir(tmp_path)
@@ -204,8 +258,18 @@ def test_a_holder_on_another_machine_is_waited_for_while_it_beats_and_taken_over
         beat = 0
         while not stop.is_set():
             last.append(time.monotonic())
-            folder.heartbeat.write_text(json.dumps({"pid": 4242, "host": "elsewhere", "boot": "another-kernel",
-                                                    "time": time.time() - 3600, "beat": beat, "token": "t"}))
+            folder.heartbeat.write_text(
+                json.dumps(
+                    {
+                        "pid": 4242,
+                        "host": "elsewhere",
+                        "boot": "another-kernel",
+                        "time": time.time() - 3600,
+                        "beat": beat,
+                        "token": "t",
+                    }
+                )
+            )
             beat += 1
             time.sleep(0.3)
 
@@ -218,7 +282,10 @@ def test_a_holder_on_another_machine_is_waited_for_while_it_beats_and_taken_over
             now = time.monotonic()
             assert stop.is_set() and 2.9 <= now - began < 30  # waited while it beat...
             assert now - last[-1] >= 3.0  # ...and then for stale_s more
-            assert "pid 4242 on host elsewhere" in caplog.text and "flock does not reach" in caplog.text
+            assert (
+                "pid 4242 on host elsewhere" in caplog.text
+                and "flock does not reach" in caplog.text
+            )
     finally:
         stop.set()
         beating.join()
@@ -228,7 +295,9 @@ def test_a_dead_holder_on_this_machine_frees_the_folder_at_once(tmp_path):
     holder = holding(tmp_path, 60.0)
     holder.kill()
     holder.wait()
-    assert json.loads((tmp_path / "heartbeat.json").read_text())["pid"] == holder.pid  # fresh, but flock is free
+    assert (
+        json.loads((tmp_path / "heartbeat.json").read_text())["pid"] == holder.pid
+    )  # fresh, but flock is free
     began = time.monotonic()
     with RunLock(tmp_path, heartbeat_s=5.0, stale_s=60.0):
         assert time.monotonic() - began < 5
@@ -242,9 +311,13 @@ def test_a_holder_rewrites_a_removed_heartbeat_and_ends_when_another_holder_name
         assert wait_for(folder.heartbeat.is_file, 10)
         assert lock.owned() and not lost.is_set()
         mine = json.loads(folder.heartbeat.read_text())
-        folder.heartbeat.write_text(json.dumps({**mine, "host": "elsewhere", "token": "theirs"}))  # taken over
+        folder.heartbeat.write_text(
+            json.dumps({**mine, "host": "elsewhere", "token": "theirs"})
+        )  # taken over
         assert lost.wait(timeout=5) and not lock.owned()
-        assert json.loads(folder.heartbeat.read_text())["token"] == "theirs"  # its heartbeat left alone
+        assert (
+            json.loads(folder.heartbeat.read_text())["token"] == "theirs"
+        )  # its heartbeat left alone
         time.sleep(1.0)
         assert json.loads(folder.heartbeat.read_text())["token"] == "theirs"
 
@@ -284,7 +357,9 @@ def test_a_holder_whose_beats_fail_for_a_while_keeps_its_lock(tmp_path, monkeypa
         first = json.loads(RunDir(tmp_path).heartbeat.read_text())["beat"]
         monkeypatch.setattr(runlock, "write_atomic", failing_write)
         monkeypatch.setattr(RunLock, "owned", failing_owned)
-        assert wait_for(lambda: json.loads(RunDir(tmp_path).heartbeat.read_text())["beat"] > first, 15)
+        assert wait_for(
+            lambda: json.loads(RunDir(tmp_path).heartbeat.read_text())["beat"] > first, 15
+        )
         assert failures == {"write": 0, "check": 0} and not lost.is_set() and lock.owned()
 
 
@@ -304,7 +379,9 @@ def run_events(folder: Path) -> list[AnyEvent]:
 
 def assert_exactly_once(folder: Path, count: int, server: FakeLLM) -> pd.DataFrame:
     table = results.runs(folder)
-    assert len(table) == count and table["complete"].all(), table[["config_id", "complete", "error"]]
+    assert len(table) == count and table["complete"].all(), table[
+        ["config_id", "complete", "error"]
+    ]
     run_dirs = sorted(p.name for p in (folder / "runs").iterdir() if p.is_dir())
     assert run_dirs == sorted(table["config_id"])  # one folder per configuration, named by its id
     for run_dir in run_dirs:
@@ -319,9 +396,18 @@ def assert_exactly_once(folder: Path, count: int, server: FakeLLM) -> pd.DataFra
 
 def test_local_cluster_sweep_runs_each_configuration_once(tmp_path):
     with FakeLLM() as server:
-        spec = {"name": "six", "base": {"task": "circle-packing-26", "budget": "8s", "runtime": "local",
-                                        "base_url": server.base_url, "model": "fake", "novelty": "ast"},
-                "grid": {"agent": ["aide", "mlab", "codeact"], "temperature": [0.25, 0.75]}}
+        spec = {
+            "name": "six",
+            "base": {
+                "task": "circle-packing-26",
+                "budget": "8s",
+                "runtime": "local",
+                "base_url": server.base_url,
+                "model": "fake",
+                "novelty": "ast",
+            },
+            "grid": {"agent": ["aide", "mlab", "codeact"], "temperature": [0.25, 0.75]},
+        }
         folder = sweep.run(spec, output=tmp_path / "six", workers=2, show_progress=False)
         table = assert_exactly_once(folder, 6, server)
         assert set(results.RUN_COLUMNS) <= set(table.columns)
@@ -329,7 +415,9 @@ def test_local_cluster_sweep_runs_each_configuration_once(tmp_path):
         for row in table.itertuples():
             calls = [e for e in run_events(folder / row.run_dir) if e.type == "llm_call"]
             assert calls and {e.temperature for e in calls} == {row.temperature}
-        assert table["valid"].all() and (table["ratio"] > -1).all() and table["novelty"].notna().all()
+        assert (
+            table["valid"].all() and (table["ratio"] > -1).all() and table["novelty"].notna().all()
+        )
         trajectory = results.trajectory(folder)
         assert set(results.TRAJECTORY_COLUMNS) <= set(trajectory.columns)
         assert set(trajectory["config_id"]) == set(table["config_id"])
@@ -357,17 +445,31 @@ def kernel_holding(run_dir: Path) -> psutil.Process | None:
 
 def test_a_worker_killed_mid_run_still_gives_exactly_once(tmp_path):
     with FakeLLM(program_sleep_s=6) as server:
-        spec = {"name": "kill", "base": {"task": "circle-packing-26", "agent": "codeact", "budget": "60s",
-                                         "runtime": "local", "base_url": server.base_url, "model": "fake",
-                                         "novelty": "ast"},
-                "grid": {"temperature": [0.25, 0.75]}}
+        spec = {
+            "name": "kill",
+            "base": {
+                "task": "circle-packing-26",
+                "agent": "codeact",
+                "budget": "60s",
+                "runtime": "local",
+                "base_url": server.base_url,
+                "model": "fake",
+                "novelty": "ast",
+            },
+            "grid": {"temperature": [0.25, 0.75]},
+        }
         done: dict = {}
-        thread = threading.Thread(target=lambda: done.setdefault(
-            "folder", sweep.run(spec, output=tmp_path / "kill", workers=2, show_progress=False)))
+        thread = threading.Thread(
+            target=lambda: done.setdefault(
+                "folder", sweep.run(spec, output=tmp_path / "kill", workers=2, show_progress=False)
+            )
+        )
         thread.start()
         victim_run, worker = None, None
         deadline = time.monotonic() + 120
-        while worker is None and time.monotonic() < deadline:  # the first run whose program is executing
+        while (
+            worker is None and time.monotonic() < deadline
+        ):  # the first run whose program is executing
             for run_dir in sorted((tmp_path / "kill" / "runs").glob("*")):
                 trace = run_dir / "trace.jsonl"
                 if trace.is_file() and '"tool_call"' in trace.read_text():
@@ -390,37 +492,94 @@ def test_a_worker_killed_mid_run_still_gives_exactly_once(tmp_path):
 
 def test_an_external_scheduler_through_the_cli(tmp_path):
     scheduler_file = tmp_path / "scheduler.json"
-    scheduler = subprocess.Popen([str(BIN / "dask"), "scheduler", "--host", "127.0.0.1", "--port", "0",
-                                  "--no-dashboard", "--scheduler-file", str(scheduler_file)],
-                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    scheduler = subprocess.Popen(
+        [
+            str(BIN / "dask"),
+            "scheduler",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            "0",
+            "--no-dashboard",
+            "--scheduler-file",
+            str(scheduler_file),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     worker = None
     try:
         deadline = time.monotonic() + 60
         address = None
-        while address is None and time.monotonic() < deadline:  # the scheduler writes the file in more than one go
+        while (
+            address is None and time.monotonic() < deadline
+        ):  # the scheduler writes the file in more than one go
             try:
                 address = json.loads(scheduler_file.read_text())["address"]
             except (OSError, ValueError, KeyError):
                 time.sleep(0.2)
         assert address, "the dask scheduler wrote no address within 60 s"
-        worker = subprocess.Popen([str(BIN / "dask"), "worker", address, "--nthreads", "1", "--nworkers", "1",
-                                   "--no-dashboard", "--host", "127.0.0.1"],
-                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        worker = subprocess.Popen(
+            [
+                str(BIN / "dask"),
+                "worker",
+                address,
+                "--nthreads",
+                "1",
+                "--nworkers",
+                "1",
+                "--no-dashboard",
+                "--host",
+                "127.0.0.1",
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         with FakeLLM() as server:
             spec = tmp_path / "external.yaml"
-            spec.write_text(yaml.safe_dump({
-                "name": "external", "base": {"task": "circle-packing-26", "runtime": "local", "budget": "60s",
-                                             "base_url": server.base_url, "model": "fake", "novelty": "ast"},
-                "grid": {"agent": ["codeact", "mlab"]}}))
-            done = subprocess.run([str(BIN / "innolab"), "sweep", "run", str(spec), "--scheduler", address,
-                                   "--output", str(tmp_path / "out"), "--set", "budget=30s"],
-                                  capture_output=True, text=True, timeout=300)
+            spec.write_text(
+                yaml.safe_dump(
+                    {
+                        "name": "external",
+                        "base": {
+                            "task": "circle-packing-26",
+                            "runtime": "local",
+                            "budget": "60s",
+                            "base_url": server.base_url,
+                            "model": "fake",
+                            "novelty": "ast",
+                        },
+                        "grid": {"agent": ["codeact", "mlab"]},
+                    }
+                )
+            )
+            done = subprocess.run(
+                [
+                    str(BIN / "innolab"),
+                    "sweep",
+                    "run",
+                    str(spec),
+                    "--scheduler",
+                    address,
+                    "--output",
+                    str(tmp_path / "out"),
+                    "--set",
+                    "budget=30s",
+                ],
+                capture_output=True,
+                text=True,
+                timeout=300,
+            )
             assert done.returncode == 0, done.stderr[-3000:]
             assert done.stdout.strip().splitlines()[-1] == str((tmp_path / "out").resolve())
             table = assert_exactly_once(tmp_path / "out", 2, server)
             assert set(table["budget_s"]) == {30.0}
-            status = subprocess.run([str(BIN / "innolab"), "sweep", "status", str(tmp_path / "out")],
-                                    capture_output=True, text=True, timeout=60)
+            status = subprocess.run(
+                [str(BIN / "innolab"), "sweep", "status", str(tmp_path / "out")],
+                capture_output=True,
+                text=True,
+                timeout=60,
+            )
             assert "2 finished" in status.stdout
     finally:
         for process in (worker, scheduler):
@@ -431,29 +590,64 @@ def test_an_external_scheduler_through_the_cli(tmp_path):
 
 def test_bad_spec_through_the_cli(tmp_path):
     spec = tmp_path / "bad.yaml"
-    spec.write_text("name: bad\nbase: {task: circle-packing-26, agent: aide}\ngrid: {temperature: [0.5, 9]}\n")
-    done = subprocess.run([str(BIN / "innolab"), "sweep", "run", str(spec), "--output", str(tmp_path / "o")],
-                          capture_output=True, text=True, timeout=120)
-    assert done.returncode == 2 and "grid.temperature" in done.stderr and "less than or equal to 2" in done.stderr
+    spec.write_text(
+        "name: bad\nbase: {task: circle-packing-26, agent: aide}\ngrid: {temperature: [0.5, 9]}\n"
+    )
+    done = subprocess.run(
+        [str(BIN / "innolab"), "sweep", "run", str(spec), "--output", str(tmp_path / "o")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert (
+        done.returncode == 2
+        and "grid.temperature" in done.stderr
+        and "less than or equal to 2" in done.stderr
+    )
     assert not (tmp_path / "o").exists()
 
 
 def test_embedded_model_sweep_end_to_end(tmp_path):
     """The issue's must-show: 2 agents x 2 temperatures, 20 s, local runtime, the embedded model, 2 workers."""
     spec = tmp_path / "embedded.yaml"
-    spec.write_text(yaml.safe_dump({"name": "embedded", "base": {"task": "circle-packing-26", "runtime": "local",
-                                                                 "budget": "12h", "novelty": "ast"},
-                                    "grid": {"agent": ["codeact", "mlab"], "temperature": [0.25, 0.75]}}))
+    spec.write_text(
+        yaml.safe_dump(
+            {
+                "name": "embedded",
+                "base": {
+                    "task": "circle-packing-26",
+                    "runtime": "local",
+                    "budget": "12h",
+                    "novelty": "ast",
+                },
+                "grid": {"agent": ["codeact", "mlab"], "temperature": [0.25, 0.75]},
+            }
+        )
+    )
     env = {k: v for k, v in os.environ.items() if not k.startswith("INNOLAB_LLM_")}
-    command = [str(BIN / "innolab"), "sweep", "run", str(spec), "--workers", "2", "--output", str(tmp_path / "d"),
-               "--set", "budget=20s"]
+    command = [
+        str(BIN / "innolab"),
+        "sweep",
+        "run",
+        str(spec),
+        "--workers",
+        "2",
+        "--output",
+        str(tmp_path / "d"),
+        "--set",
+        "budget=20s",
+    ]
     done = subprocess.run(command, capture_output=True, text=True, timeout=600, env=env)
     assert done.returncode == 0, done.stderr[-3000:]
     table = pd.read_parquet(tmp_path / "d" / "runs.parquet")
     assert len(table) == 4 and table["complete"].all()
     assert set(results.RUN_COLUMNS) <= set(table.columns)
     assert sorted(zip(table["agent"], table["temperature"], strict=True)) == [
-        ("codeact", 0.25), ("codeact", 0.75), ("mlab", 0.25), ("mlab", 0.75)]
+        ("codeact", 0.25),
+        ("codeact", 0.75),
+        ("mlab", 0.25),
+        ("mlab", 0.75),
+    ]
     assert table["model"].notna().all()
     for row in table.itertuples():
         calls = [e for e in read_events(tmp_path / "d" / row.run_dir) if e.type == "llm_call"]
@@ -463,8 +657,12 @@ def test_embedded_model_sweep_end_to_end(tmp_path):
     again = subprocess.run(command, capture_output=True, text=True, timeout=600, env=env)
     assert again.returncode == 0
     assert len([p for p in (tmp_path / "d" / "runs").iterdir() if p.is_dir()]) == 4
-    scores = pd.read_csv(tmp_path / "d" / "runs" / "scores.csv")  # appended by concurrent runs: one header
-    assert sorted(scores["run"]) == sorted(p.name for p in (tmp_path / "d" / "runs").iterdir() if p.is_dir())
+    scores = pd.read_csv(
+        tmp_path / "d" / "runs" / "scores.csv"
+    )  # appended by concurrent runs: one header
+    assert sorted(scores["run"]) == sorted(
+        p.name for p in (tmp_path / "d" / "runs").iterdir() if p.is_dir()
+    )
 
 
 def test_a_local_cluster_leaves_the_callers_environment_as_it_was(monkeypatch):
@@ -474,5 +672,7 @@ def test_a_local_cluster_leaves_the_callers_environment_as_it_was(monkeypatch):
     monkeypatch.delenv("OPENBLAS_NUM_THREADS", raising=False)
     before = dict(os.environ)
     with engine._client(None, 1, []) as client:
-        assert client.submit(os.environ.get, "OPENBLAS_NUM_THREADS").result() == "1"  # the workers' own setting
+        assert (
+            client.submit(os.environ.get, "OPENBLAS_NUM_THREADS").result() == "1"
+        )  # the workers' own setting
     assert dict(os.environ) == before

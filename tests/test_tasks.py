@@ -16,9 +16,19 @@ from innolab.tasks.evaluation import evaluate
 from innolab.tasks.solutions import solutions
 
 INNOLAB = shutil.which("innolab", path=str(Path(sys.executable).parent))
-EXPECTED = {"circle-packing-26", "circle-packing-32", "circles-in-rectangle-21", "min-max-distance-ratio-16",
-            "heilbronn-triangle-11", "heilbronn-convex-13", "erdos-minimum-overlap", "first-autocorrelation",
-            "second-autocorrelation", "kissing-number-11", "job-shop-taillard-41-50"}
+EXPECTED = {
+    "circle-packing-26",
+    "circle-packing-32",
+    "circles-in-rectangle-21",
+    "min-max-distance-ratio-16",
+    "heilbronn-triangle-11",
+    "heilbronn-convex-13",
+    "erdos-minimum-overlap",
+    "first-autocorrelation",
+    "second-autocorrelation",
+    "kissing-number-11",
+    "job-shop-taillard-41-50",
+}
 
 
 def cli(*args, timeout=600):
@@ -37,24 +47,40 @@ def test_visible_part_holds_only_the_validator_and_the_description():
     for task in list_tasks():
         files = task.visible_files()
         family = task.spec.problem.family
-        assert set(files) == {"description.md", "validate.py", "task.json", "taskkit/__init__.py",
-                              "taskkit/core.py", f"taskkit/{family}.py"}
+        assert set(files) == {
+            "description.md",
+            "validate.py",
+            "task.json",
+            "taskkit/__init__.py",
+            "taskkit/core.py",
+            f"taskkit/{family}.py",
+        }
         blob = b"".join(files.values())
         for solution in solutions(task):
-            assert solution.name.encode() not in blob, f"{task.id}: {solution.name} leaks into the sandbox"
+            assert solution.name.encode() not in blob, (
+                f"{task.id}: {solution.name} leaks into the sandbox"
+            )
 
 
 def test_visible_validator_runs_standalone(tmp_path):
     task = get_task("circle-packing-26")
     task.write_visible(tmp_path)
     good = solutions(task)[0].output
-    run = subprocess.run([sys.executable, "-I", "validate.py", str(good)], cwd=tmp_path, capture_output=True,
-                         text=True)
+    run = subprocess.run(
+        [sys.executable, "-I", "validate.py", str(good)],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+    )
     assert run.returncode == 0 and json.loads(run.stdout)["valid"] is True
     bad = tmp_path / "bad.json"
     bad.write_text('{"circles": [[0.5, 0.5, NaN]]}')
-    run = subprocess.run([sys.executable, "-I", "validate.py", str(bad)], cwd=tmp_path, capture_output=True,
-                         text=True)
+    run = subprocess.run(
+        [sys.executable, "-I", "validate.py", str(bad)],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+    )
     assert run.returncode == 1 and "NaN" in json.loads(run.stdout)["errors"][0]
 
 
@@ -132,7 +158,11 @@ def test_minimisation_task_scores_direction_aware():
     baseline = next(s for s in solutions(task) if s.recorded.kind == "baseline")
     verdict = evaluate(task, baseline.output)
     assert verdict.valid and verdict.score == 18.0
-    assert verdict.gain == pytest.approx(task.v_star - 18.0) and verdict.ratio < 0 and not verdict.beats_v_star
+    assert (
+        verdict.gain == pytest.approx(task.v_star - 18.0)
+        and verdict.ratio < 0
+        and not verdict.beats_v_star
+    )
 
 
 def test_cli_list_show_score(tmp_path):
@@ -143,7 +173,9 @@ def test_cli_list_show_score(tmp_path):
     assert "2.6359830849" in shown.stdout and "lp-hex-pattern" in shown.stdout
     output = solutions(get_task("circle-packing-26"))[0].output
     scored = json.loads(cli("tasks", "score", "circle-packing-26", str(output), "--json").stdout)
-    assert {"valid", "score", "v_star", "gain", "ratio", "errors"} <= set(scored) and scored["valid"]
+    assert {"valid", "score", "v_star", "gain", "ratio", "errors"} <= set(scored) and scored[
+        "valid"
+    ]
     bad = tmp_path / "bad.json"
     bad.write_text('{"circles": []}')
     result = cli("tasks", "score", "circle-packing-26", str(bad), "--json")
@@ -154,8 +186,16 @@ def test_cli_list_show_score(tmp_path):
 
 
 def test_cli_solve_quick(tmp_path):
-    result = cli("tasks", "solve", "kissing-number-11", "--solution", "root-system-d11", "--quick",
-                 "--out", str(Path(tmp_path) / "kiss.json"))
+    result = cli(
+        "tasks",
+        "solve",
+        "kissing-number-11",
+        "--solution",
+        "root-system-d11",
+        "--quick",
+        "--out",
+        str(Path(tmp_path) / "kiss.json"),
+    )
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout)["score"] == 220.0
 
@@ -185,7 +225,9 @@ def test_all_standardisation_checks_pass():
 
 
 def test_diversity_of_known_solutions():
-    diversity = task_diversity(get_task("job-shop-taillard-41-50"))  # three known solutions, baseline included
+    diversity = task_diversity(
+        get_task("job-shop-taillard-41-50")
+    )  # three known solutions, baseline included
     assert diversity.pairs == 3 and 0 < diversity.value <= 100 and "code" in diversity.detail
 
 
@@ -230,8 +272,11 @@ def test_no_construction_equal_to_v_star_is_announced_as_a_record(task_id):
 
     task = get_task(task_id)
     sign = 1 if task.direction == "max" else -1
-    candidates = [task.v_star, task.spec.v_star_reproduced or task.v_star,
-                  task.v_star + sign * decimal_half_unit(task.v_star)]
+    candidates = [
+        task.v_star,
+        task.spec.v_star_reproduced or task.v_star,
+        task.v_star + sign * decimal_half_unit(task.v_star),
+    ]
     for value in candidates:
         gain = score_solution(True, value, task.v_star, task.direction).gain
         assert not beats_v_star(task, gain), (value, gain)
@@ -241,7 +286,9 @@ def test_no_construction_equal_to_v_star_is_announced_as_a_record(task_id):
 
 def test_v_star_is_the_published_frontier_with_the_reproduced_value_beside_it():
     first = get_task("first-autocorrelation").spec
-    assert first.v_star.value == 1.5028609073611405 and first.v_star_reproduced == 1.5028628587053101
+    assert (
+        first.v_star.value == 1.5028609073611405 and first.v_star_reproduced == 1.5028628587053101
+    )
     kissing = get_task("kissing-number-11").spec
     assert kissing.v_star.value == 604 and kissing.v_star_reproduced == 593
     second = get_task("second-autocorrelation").spec
@@ -252,9 +299,11 @@ def test_v_star_is_the_published_frontier_with_the_reproduced_value_beside_it():
 
 
 def test_a_v_star_below_a_published_entry_is_refused(tmp_path):
-    text = GOOD_YAML.replace("v_star: {value: 1.0, entries: [{value: 1.0, who: me, source: here, status: reported}]}",
-                             "v_star: {value: 1.0, entries: [{value: 1.0, who: me, source: here, status: verified}, "
-                             "{value: 1.5, who: you, source: there, status: reported}]}\nv_star_reproduced: 1.0")
+    text = GOOD_YAML.replace(
+        "v_star: {value: 1.0, entries: [{value: 1.0, who: me, source: here, status: reported}]}",
+        "v_star: {value: 1.0, entries: [{value: 1.0, who: me, source: here, status: verified}, "
+        "{value: 1.5, who: you, source: there, status: reported}]}\nv_star_reproduced: 1.0",
+    )
     with pytest.raises(TaskError, match="must be the best published entry"):
         load_task(_write_task(tmp_path, text))
 
@@ -266,7 +315,9 @@ def test_the_published_593_vector_kissing_configuration_scores_593():
     assert len(vectors) == 593 and max(abs(x) for row in vectors for x in row) > 8e12
     verdict = evaluate(get_task("kissing-number-11"), published)
     assert verdict.valid and verdict.score == 593.0 and verdict.errors == []
-    assert not verdict.beats_v_star and verdict.gain == -11.0  # V* = 604, the best published (reported) value
+    assert (
+        not verdict.beats_v_star and verdict.gain == -11.0
+    )  # V* = 604, the best published (reported) value
 
 
 @pytest.mark.parametrize("task_id", sorted(EXPECTED))
@@ -277,7 +328,11 @@ def test_every_recorded_score_comes_from_a_recorded_run_of_its_own_solver(task_i
         recording = solution.recorded.recording
         assert recording is not None, f"{solution.name}: score.json has no recording"
         assert set(RECORDING_FIELDS) <= set(recording), solution.name
-        assert isinstance(recording["seed"], int) and recording["wall_s"] > 0 and recording["cores"] >= 1
+        assert (
+            isinstance(recording["seed"], int)
+            and recording["wall_s"] > 0
+            and recording["cores"] >= 1
+        )
 
 
 def test_scores_are_computed_with_the_pinned_blas_kernels(monkeypatch):
@@ -287,7 +342,10 @@ def test_scores_are_computed_with_the_pinned_blas_kernels(monkeypatch):
 
     monkeypatch.setattr(numerics.platform, "machine", lambda: "x86_64")
     monkeypatch.setattr(numerics, "_has_avx2", lambda: True)
-    assert numerics.numeric_env({"PATH": "/bin"}) == {"PATH": "/bin", "OPENBLAS_CORETYPE": "Haswell"}
+    assert numerics.numeric_env({"PATH": "/bin"}) == {
+        "PATH": "/bin",
+        "OPENBLAS_CORETYPE": "Haswell",
+    }
     monkeypatch.setattr(numerics.platform, "machine", lambda: "aarch64")
     assert numerics.pinned_coretype() is None
     assert numerics.numeric_env({"PATH": "/bin"}) == {"PATH": "/bin"}

@@ -63,10 +63,24 @@ def test_the_trace_view_reads_the_facts_once(tmp_path):
     writer.emit(ToolCallEvent(step=1, call_id="b", tool="submit", arguments={}))
     verdicts = ((True, 3.0), (False, 1.0), (True, 3.0), (True, 2.0), (True, None), (True, 1.0))
     for dev_valid, dev_score in verdicts:
-        writer.emit(Submission(step=1, file=f"submission/{dev_score}-{dev_valid}.json",
-                               source="s.py", dev_valid=dev_valid, dev_score=dev_score))
-    writer.emit(RunFinished(reason="steps", budget={"used_s": 9.5, "used_steps": 2},
-                            final_submission=None, dev_valid=False, dev_score=None))
+        writer.emit(
+            Submission(
+                step=1,
+                file=f"submission/{dev_score}-{dev_valid}.json",
+                source="s.py",
+                dev_valid=dev_valid,
+                dev_score=dev_score,
+            )
+        )
+    writer.emit(
+        RunFinished(
+            reason="steps",
+            budget={"used_s": 9.5, "used_steps": 2},
+            final_submission=None,
+            dev_valid=False,
+            dev_score=None,
+        )
+    )
     writer.close()
     trace = Trace.read(tmp_path)
     assert trace.config["agent"] == "codeact" and trace.started_at == trace.events[0].time

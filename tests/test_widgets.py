@@ -47,26 +47,46 @@ def test_parse_distances():
         parse_distances("1, x")
 
 
-@pytest.mark.parametrize("v, v_star", [(54.86, 83.45), (2.6359830849176076, 2.635983), (12.0, 12.889),
-                                       (19481.0, 19481.5), (0.0415, 0.05), (-3.25, -1.5)])
+@pytest.mark.parametrize(
+    "v, v_star",
+    [
+        (54.86, 83.45),
+        (2.6359830849176076, 2.635983),
+        (12.0, 12.889),
+        (19481.0, 19481.5),
+        (0.0415, 0.05),
+        (-3.25, -1.5),
+    ],
+)
 def test_the_explorer_keeps_the_value_it_was_given(v, v_star):
     box = metrics_explorer(v, v_star, "max", [40.0])
-    assert box.controls["v"].value == v and box.controls["v_star"].value == v_star  # exactly, not snapped
+    assert (
+        box.controls["v"].value == v and box.controls["v_star"].value == v_star
+    )  # exactly, not snapped
     assert box.summary["V"] == v and box.summary["V*"] == v_star
-    assert f"<td class=\"summary-V\">{v!r}</td>" in box.children[-2].value
+    assert f'<td class="summary-V">{v!r}</td>' in box.children[-2].value
     low, high, step, places = slider_grid([v, v_star])
     for given, slider in ((v, box.sliders["v"]), (v_star, box.sliders["v_star"])):
         assert (slider.min, slider.max, slider.step) == (low, high, step) and low <= given <= high
         assert not slider.continuous_update and not slider.readout  # drawing it sends nothing back
         # the browser snaps to min + k·step: where the value has no more decimals than the grid, it is a grid point
         if decimals(given, 99) <= places:
-            assert math.isclose(low + round((given - low) / step) * step, given, rel_tol=0, abs_tol=step * 1e-6)
-    box.sliders["v"].value = v + step * 7 + 1e-14  # a slider's value, with the browser's float noise
-    assert box.controls["v"].value == round(v + step * 7, places) and box.summary["V"] == box.controls["v"].value
+            assert math.isclose(
+                low + round((given - low) / step) * step, given, rel_tol=0, abs_tol=step * 1e-6
+            )
+    box.sliders["v"].value = (
+        v + step * 7 + 1e-14
+    )  # a slider's value, with the browser's float noise
+    assert (
+        box.controls["v"].value == round(v + step * 7, places)
+        and box.summary["V"] == box.controls["v"].value
+    )
 
 
 def test_the_explorer_starts_from_every_parameter_given():
-    box = metrics_explorer(54.86, 83.45, "max", [70.83], valid=False, gain_tolerance=0.025, novelty_threshold=37.5)
+    box = metrics_explorer(
+        54.86, 83.45, "max", [70.83], valid=False, gain_tolerance=0.025, novelty_threshold=37.5
+    )
     assert box.controls["valid"].value is False and box.summary["ratio"] == -1.0
     tolerance, threshold = box.controls["gain_tolerance"], box.controls["novelty_threshold"]
     assert (tolerance.value, tolerance.step, tolerance.readout_format) == (0.025, 0.001, ".3f")
@@ -74,7 +94,12 @@ def test_the_explorer_starts_from_every_parameter_given():
 
 
 def test_slider_grid_and_decimals():
-    assert decimals(54.86) == 2 and decimals(120.0) == 0 and decimals(1e-9) == 6 and decimals(2.5e3) == 0
+    assert (
+        decimals(54.86) == 2
+        and decimals(120.0) == 0
+        and decimals(1e-9) == 6
+        and decimals(2.5e3) == 0
+    )
     assert slider_grid([54.86, 83.45]) == (0.0, 167.0, 0.01, 2)
     assert slider_grid([0.0415, 0.05]) == (0.0, 1.0, 0.0001, 4)
     with pytest.raises(ValueError, match="not a finite number"):
@@ -86,19 +111,32 @@ def test_a_redraw_in_a_kernel_sends_widget_state_and_no_output(tmp_path):
     must be widget state only. An output message under a comm message lands in JupyterLab's log console."""
     from jupyter_client.manager import start_new_kernel
 
-    env = {k: v for k, v in os.environ.items() if k != "MPLBACKEND"}  # the kernel's own inline backend
+    env = {
+        k: v for k, v in os.environ.items() if k != "MPLBACKEND"
+    }  # the kernel's own inline backend
     found: list[dict] = []
-    manager, client = start_new_kernel(kernel_name="python3", env=env, cwd=str(tmp_path), startup_timeout=120)
+    manager, client = start_new_kernel(
+        kernel_name="python3", env=env, cwd=str(tmp_path), startup_timeout=120
+    )
     try:
-        client.execute_interactive("from innolab.widgets import metrics_explorer\n"
-                                   "box = metrics_explorer(54.86, 83.45, 'max', [70.83, 75.0])\n"
-                                   "display(box)", timeout=120)
-        reply = client.execute_interactive("print(box.controls['v'].model_id)", timeout=60,
-                                           output_hook=lambda m: found.append(m))
+        client.execute_interactive(
+            "from innolab.widgets import metrics_explorer\n"
+            "box = metrics_explorer(54.86, 83.45, 'max', [70.83, 75.0])\n"
+            "display(box)",
+            timeout=120,
+        )
+        reply = client.execute_interactive(
+            "print(box.controls['v'].model_id)", timeout=60, output_hook=lambda m: found.append(m)
+        )
         assert reply["content"]["status"] == "ok"
         model_id = next(m["content"]["text"].strip() for m in found if m["msg_type"] == "stream")
-        update = client.session.msg("comm_msg", {"comm_id": model_id, "data": {
-            "method": "update", "state": {"value": 95.0}, "buffer_paths": []}})
+        update = client.session.msg(
+            "comm_msg",
+            {
+                "comm_id": model_id,
+                "data": {"method": "update", "state": {"value": 95.0}, "buffer_paths": []},
+            },
+        )
         client.shell_channel.send(update)
         under = []
         while True:
@@ -109,13 +147,27 @@ def test_a_redraw_in_a_kernel_sends_widget_state_and_no_output(tmp_path):
                 break
             under.append(message)
         kinds = {m["msg_type"] for m in under}
-        outputs = {"display_data", "update_display_data", "clear_output", "stream", "execute_result", "error"}
+        outputs = {
+            "display_data",
+            "update_display_data",
+            "clear_output",
+            "stream",
+            "execute_result",
+            "error",
+        }
         assert not kinds & outputs, kinds
-        states = [m["content"]["data"].get("state", {}) for m in under if m["msg_type"] == "comm_msg"]
-        assert any("breakthrough innovation" in str(s.get("value", "")) for s in states)  # the summary redrew
+        states = [
+            m["content"]["data"].get("state", {}) for m in under if m["msg_type"] == "comm_msg"
+        ]
+        assert any(
+            "breakthrough innovation" in str(s.get("value", "")) for s in states
+        )  # the summary redrew
         assert sum("value" in s for s in states) >= 3  # and both images
-        check = client.execute_interactive("import matplotlib.pyplot as plt\nprint(plt.get_fignums(), "
-                                           "box.summary['V'])", timeout=60, output_hook=lambda m: found.append(m))
+        check = client.execute_interactive(
+            "import matplotlib.pyplot as plt\nprint(plt.get_fignums(), box.summary['V'])",
+            timeout=60,
+            output_hook=lambda m: found.append(m),
+        )
         assert check["content"]["status"] == "ok"
         printed = [m["content"]["text"].strip() for m in found if m["msg_type"] == "stream"]
         assert printed[-1] == "[] 95.0"  # no figure left open for the inline backend to show again
@@ -162,10 +214,22 @@ def widget_renderer(request) -> Path:
         return script
     npm = shutil.which("npm")
     if npm is None:
-        pytest.skip("npm is needed to fetch @jupyter-widgets/html-manager (the page's widget renderer)")
+        pytest.skip(
+            "npm is needed to fetch @jupyter-widgets/html-manager (the page's widget renderer)"
+        )
     folder.mkdir(parents=True, exist_ok=True)
-    done = subprocess.run([npm, "pack", f"@jupyter-widgets/html-manager@{version}", "--pack-destination",
-                           str(folder)], capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [
+            npm,
+            "pack",
+            f"@jupyter-widgets/html-manager@{version}",
+            "--pack-destination",
+            str(folder),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     packed = sorted(folder.glob("*.tgz"))
     if done.returncode != 0 or not packed:
         message = f"npm pack @jupyter-widgets/html-manager@{version} failed: {done.stderr[-1000:]}"
@@ -186,12 +250,32 @@ def shown_in_chromium(box, renderer: Path, folder: Path) -> list[dict]:
     from ipywidgets.embed import embed_minimal_html
 
     page = folder / "explorer.html"
-    embed_minimal_html(str(page), views=[box], title="metrics explorer", requirejs=False,
-                       embed_url=renderer.as_uri(), cors=False)
-    page.write_text(page.read_text(encoding="utf-8").replace("</body>", PROBE + "</body>"), encoding="utf-8")
-    done = subprocess.run([chromium(), "--headless", "--no-sandbox", "--disable-gpu",
-                           f"--user-data-dir={folder / 'profile'}", "--virtual-time-budget=15000", "--dump-dom",
-                           page.as_uri()], capture_output=True, text=True, timeout=120)
+    embed_minimal_html(
+        str(page),
+        views=[box],
+        title="metrics explorer",
+        requirejs=False,
+        embed_url=renderer.as_uri(),
+        cors=False,
+    )
+    page.write_text(
+        page.read_text(encoding="utf-8").replace("</body>", PROBE + "</body>"), encoding="utf-8"
+    )
+    done = subprocess.run(
+        [
+            chromium(),
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            f"--user-data-dir={folder / 'profile'}",
+            "--virtual-time-budget=15000",
+            "--dump-dom",
+            page.as_uri(),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     match = re.search(r'data-shown="([^"]*)"', done.stdout)
     assert match, f"the widgets were not drawn: {done.stderr[-2000:]}"
     return json.loads(html.unescape(match.group(1)))
@@ -200,14 +284,18 @@ def shown_in_chromium(box, renderer: Path, folder: Path) -> list[dict]:
 @pytest.mark.chromium
 @pytest.mark.parametrize("v, v_star", [(54.86, 83.45), (2.6359830849176076, 2.635983)])
 def test_the_explorer_shows_the_given_value_in_chromium(v, v_star, widget_renderer, tmp_path):
-    shown = shown_in_chromium(metrics_explorer(v, v_star, "max", [70.83, 75.0]), widget_renderer, tmp_path)
+    shown = shown_in_chromium(
+        metrics_explorer(v, v_star, "max", [70.83, 75.0]), widget_renderer, tmp_path
+    )
     labels = [w["label"] for w in shown]
     assert labels[:4] == ["V", "", "V*", ""], shown  # each number field, then its slider
     field, slider = shown[0], shown[1]
     assert field["input"] == repr(v)  # the value given, every digit of it
     assert slider["readout"] is None  # the field is the one place V is written
     places = slider_grid([v, v_star])[3]
-    assert round(float(slider["slider"]), places) == round(v, places)  # the handle sits at V (no snap away)
+    assert round(float(slider["slider"]), places) == round(
+        v, places
+    )  # the handle sits at V (no snap away)
     assert shown[2]["input"] == repr(v_star)
     # nothing on the page shows another V
     assert all(w["readout"] is None for w in shown[:4])

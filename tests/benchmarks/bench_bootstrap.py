@@ -15,7 +15,9 @@ TARGET_S = 0.1
 PAIRS = (("MLAB", "CodeAct"), ("MLAB", "AIDE"))
 
 
-def vectorised(matrices: dict[str, dict[str, np.ndarray]], n_resamples: int) -> list[tuple[float, float]]:
+def vectorised(
+    matrices: dict[str, dict[str, np.ndarray]], n_resamples: int
+) -> list[tuple[float, float]]:
     """innolab's implementation: one interval per framework and metric, then both paired tests per metric."""
     out = []
     for columns in matrices.values():
@@ -27,7 +29,9 @@ def vectorised(matrices: dict[str, dict[str, np.ndarray]], n_resamples: int) -> 
     return out
 
 
-def _loop_interval(values: list[float], n_resamples: int, rng: random.Random) -> tuple[float, float]:
+def _loop_interval(
+    values: list[float], n_resamples: int, rng: random.Random
+) -> tuple[float, float]:
     n = len(values)
     means = []
     for _ in range(n_resamples):
@@ -39,7 +43,9 @@ def _loop_interval(values: list[float], n_resamples: int, rng: random.Random) ->
     return means[int(0.025 * (n_resamples - 1))], means[int(0.975 * (n_resamples - 1))]
 
 
-def plain_loop(matrices: dict[str, dict[str, np.ndarray]], n_resamples: int) -> list[tuple[float, float]]:
+def plain_loop(
+    matrices: dict[str, dict[str, np.ndarray]], n_resamples: int
+) -> list[tuple[float, float]]:
     """The same statistics with Python loops: the baseline the ratio is measured against."""
     rng = random.Random(0)
     out = []
@@ -54,8 +60,10 @@ def plain_loop(matrices: dict[str, dict[str, np.ndarray]], n_resamples: int) -> 
 
 def inputs() -> dict[str, dict[str, np.ndarray]]:
     filled = mr.fill_unreported(paper.load("table2"), paper.load("table2_averages"))
-    return {metric: {f: col.to_numpy() for f, col in mr.framework_matrix(filled, metric).items()}
-            for metric in mr.METRICS}
+    return {
+        metric: {f: col.to_numpy() for f, col in mr.framework_matrix(filled, metric).items()}
+        for metric in mr.METRICS
+    }
 
 
 def best_time(fn, *args, repeats: int) -> float:
@@ -75,14 +83,23 @@ def main(n_resamples: int = 10_000, repeats: int = 5) -> dict[str, float]:
     ours, loop = np.array(vectorised(data, n_resamples)), np.array(plain_loop(data, n_resamples))
     widths = (ours[:, 1] - ours[:, 0])[:, None]
     agreement = float(np.max(np.abs(ours - loop) / widths))  # in units of each interval's width
-    print(f"bootstrap: 6 intervals + 4 paired tests (2 pairs x 2 metrics), 10 tasks x 3 frameworks, "
-          f"{n_resamples} resamples")
-    print(f"  vectorised  {fast * 1000:8.1f} ms   (target <= {TARGET_S * 1000:.0f} ms: "
-          f"{'met' if fast <= TARGET_S else 'MISSED'})")
+    print(
+        f"bootstrap: 6 intervals + 4 paired tests (2 pairs x 2 metrics), 10 tasks x 3 frameworks, "
+        f"{n_resamples} resamples"
+    )
+    print(
+        f"  vectorised  {fast * 1000:8.1f} ms   (target <= {TARGET_S * 1000:.0f} ms: "
+        f"{'met' if fast <= TARGET_S else 'MISSED'})"
+    )
     print(f"  plain loop  {slow * 1000:8.1f} ms")
     print(f"  ratio loop/vectorised = {slow / fast:.1f}x")
     print(f"  CI bounds of the two agree within {agreement:.1%} of the interval width")
-    return {"vectorised_s": fast, "loop_s": slow, "ratio": slow / fast, "max_ci_difference": agreement}
+    return {
+        "vectorised_s": fast,
+        "loop_s": slow,
+        "ratio": slow / fast,
+        "max_ci_difference": agreement,
+    }
 
 
 if __name__ == "__main__":

@@ -24,8 +24,12 @@ def main(time_limit_s: float = 540.0) -> dict[str, float]:
         out = Path(tmp) / "packing.json"
         marks = ",".join(f"{m:g}" for m in MARKS_S)
         start = time.monotonic()
-        run = solution.run(out, time_limit_s=time_limit_s, timeout_s=LIMIT_S + 120,
-                           extra_args=["--snapshot-dir", tmp, "--snapshot-at", marks])
+        run = solution.run(
+            out,
+            time_limit_s=time_limit_s,
+            timeout_s=LIMIT_S + 120,
+            extra_args=["--snapshot-dir", tmp, "--snapshot-at", marks],
+        )
         elapsed = time.monotonic() - start
         if run.returncode != 0:
             raise SystemExit(f"ils-slsqp failed: {run.stderr[-500:]}")
@@ -36,15 +40,27 @@ def main(time_limit_s: float = 540.0) -> dict[str, float]:
         verdict = evaluate(task, out)
     value = verdict.score or 0.0
     curve[time_limit_s] = value if verdict.valid else None
-    print(f"circle-packing-26, ils-slsqp from scratch, 2 processes, time limit {time_limit_s:.0f} s "
-          f"(every point scored by the hidden evaluator; V* = {task.v_star!r})")
+    print(
+        f"circle-packing-26, ils-slsqp from scratch, 2 processes, time limit {time_limit_s:.0f} s "
+        f"(every point scored by the hidden evaluator; V* = {task.v_star!r})"
+    )
     for mark, reached in curve.items():
-        shown = f"{reached!r}  value / V* = {reached / task.v_star:.10f}" if reached else "no valid packing yet"
+        shown = (
+            f"{reached!r}  value / V* = {reached / task.v_star:.10f}"
+            if reached
+            else "no valid packing yet"
+        )
         print(f"  at {mark:5.0f} s: {shown}")
-    print(f"  wall time {elapsed:.1f} s   (target: >= {TARGET} within {LIMIT_S:.0f} s: "
-          f"{'met' if verdict.valid and value >= TARGET and elapsed <= LIMIT_S else 'MISSED'})")
-    return {"value": value, "ratio_to_v_star": value / task.v_star, "elapsed_s": elapsed,
-            **{f"at_{m:g}s": v or 0.0 for m, v in curve.items()}}
+    print(
+        f"  wall time {elapsed:.1f} s   (target: >= {TARGET} within {LIMIT_S:.0f} s: "
+        f"{'met' if verdict.valid and value >= TARGET and elapsed <= LIMIT_S else 'MISSED'})"
+    )
+    return {
+        "value": value,
+        "ratio_to_v_star": value / task.v_star,
+        "elapsed_s": elapsed,
+        **{f"at_{m:g}s": v or 0.0 for m, v in curve.items()},
+    }
 
 
 if __name__ == "__main__":

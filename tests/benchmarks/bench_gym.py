@@ -73,12 +73,18 @@ def concurrency(n: int = 8, seconds: float = 1.0) -> tuple[float, float]:
 
 def resume_seconds() -> float:
     with tempfile.TemporaryDirectory() as tmp:
-        config = RunConfig(task="circle-packing-26", policy="tests.gym_policies:ScriptedPolicy",
-                           policy_args={"steps": 40, "sleep_s": 0.05}, max_steps=100)
+        config = RunConfig(
+            task="circle-packing-26",
+            policy="tests.gym_policies:ScriptedPolicy",
+            policy_args={"steps": 40, "sleep_s": 0.05},
+            max_steps=100,
+        )
         run_dir = create_run(config, Path(tmp) / "run")
         env = {**os.environ, "PYTHONPATH": str(ROOT)}
         command = [sys.executable, "-m", "innolab.gym.run", str(run_dir), "--quiet"]
-        process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        process = subprocess.Popen(
+            command, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        )
         while not (run_dir / "checkpoint" / "state.json").exists():
             time.sleep(0.05)
         time.sleep(1.0)
@@ -86,8 +92,13 @@ def resume_seconds() -> float:
         process.wait()
         # Resume time: from the command to the first event the resumed run writes (run_resumed).
         start = time.perf_counter()
-        resumed = subprocess.Popen([*command, "--resume"], cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
-                                   stderr=subprocess.DEVNULL)
+        resumed = subprocess.Popen(
+            [*command, "--resume"],
+            cwd=ROOT,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         trace = run_dir / "trace.jsonl"
         while b'"run_resumed"' not in trace.read_bytes():
             time.sleep(0.005)
@@ -102,16 +113,24 @@ def main() -> None:
     print(f"  local   {local:7.1f} ms   (target <= 10 ms: {'met' if local <= 10 else 'MISSED'})")
     docker = overhead_ms("docker")
     if docker is not None:
-        print(f"  docker  {docker:7.1f} ms   (target <= 100 ms: {'met' if docker <= 100 else 'MISSED'})")
-    print("validate tool (pristine checker on a copy of the candidate, circle-packing-26, median of 10)")
+        print(
+            f"  docker  {docker:7.1f} ms   (target <= 100 ms: {'met' if docker <= 100 else 'MISSED'})"
+        )
+    print(
+        "validate tool (pristine checker on a copy of the candidate, circle-packing-26, median of 10)"
+    )
     for runtime in ("local", "docker"):
         validating = overhead_ms(runtime, calls=10, tool="validate")
         if validating is not None:
             print(f"  {runtime:7} {validating:7.1f} ms")
     together, one_by_one = concurrency()
-    print(f"8 concurrent 1-second calls: {together:.2f} s (target <= 1.3 s: {'met' if together <= 1.3 else 'MISSED'});"
-          f" one after another {one_by_one:.2f} s; ratio {one_by_one / together:.1f}x")
-    print(f"resume a killed run: {resume_seconds():.2f} s from the resume command to its first event")
+    print(
+        f"8 concurrent 1-second calls: {together:.2f} s (target <= 1.3 s: {'met' if together <= 1.3 else 'MISSED'});"
+        f" one after another {one_by_one:.2f} s; ratio {one_by_one / together:.1f}x"
+    )
+    print(
+        f"resume a killed run: {resume_seconds():.2f} s from the resume command to its first event"
+    )
 
 
 if __name__ == "__main__":

@@ -9,10 +9,42 @@ from innolab.novelty.backends import EmbeddingBackend
 
 TARGET = 20.0
 WORDS = [
-    "sample", "gradient", "search", "lattice", "radius", "constraint", "solver", "penalty", "restart",
-    "schedule", "tree", "node", "improve", "debug", "draft", "validate", "feature", "model", "ensemble",
-    "boosting", "kernel", "annealing", "tabu", "neighbourhood", "swap", "greedy", "dynamic", "programme",
-    "relaxation", "linear", "quadratic", "projection", "sieve", "hash", "merge", "partition",
+    "sample",
+    "gradient",
+    "search",
+    "lattice",
+    "radius",
+    "constraint",
+    "solver",
+    "penalty",
+    "restart",
+    "schedule",
+    "tree",
+    "node",
+    "improve",
+    "debug",
+    "draft",
+    "validate",
+    "feature",
+    "model",
+    "ensemble",
+    "boosting",
+    "kernel",
+    "annealing",
+    "tabu",
+    "neighbourhood",
+    "swap",
+    "greedy",
+    "dynamic",
+    "programme",
+    "relaxation",
+    "linear",
+    "quadratic",
+    "projection",
+    "sieve",
+    "hash",
+    "merge",
+    "partition",
 ]
 
 
@@ -33,8 +65,10 @@ def main(n: int = 128) -> dict[str, float]:
     elapsed = time.perf_counter() - start
     rate = n / elapsed
     print(f"embedding back end (all-MiniLM-L6-v2 int8 ONNX, batches of 16): {n} cards of 150 words")
-    print(f"  {rate:.1f} texts/s   (target >= {TARGET:.0f}: {'met' if rate >= TARGET else 'MISSED'}); "
-          f"{vectors.shape[1]}-d vectors, {elapsed:.2f} s")
+    print(
+        f"  {rate:.1f} texts/s   (target >= {TARGET:.0f}: {'met' if rate >= TARGET else 'MISSED'}); "
+        f"{vectors.shape[1]}-d vectors, {elapsed:.2f} s"
+    )
     return {"texts_per_s": rate}
 
 

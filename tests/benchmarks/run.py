@@ -30,7 +30,9 @@ def run(names: list[str] | None = None, quick: bool = False) -> None:
     known = [path.stem for path in benchmarks()]
     unknown = sorted(set(names or []) - set(known))
     if unknown:
-        raise SystemExit(f"--only: no benchmark named {', '.join(unknown)}; known: {', '.join(known)}")
+        raise SystemExit(
+            f"--only: no benchmark named {', '.join(unknown)}; known: {', '.join(known)}"
+        )
     sys.path.insert(0, str(HERE.parent.parent))
     began = time.perf_counter()
     for path in benchmarks():
@@ -47,10 +49,18 @@ def run(names: list[str] | None = None, quick: bool = False) -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description="Run innolab's benchmarks, each printing its figures once.")
-    parser.add_argument("--only", action="append", metavar="NAME", help="run this benchmark only (repeatable)")
-    parser.add_argument("--quick", action="store_true", help="small sizes (each benchmark's QUICK settings)")
-    parser.add_argument("--list", action="store_true", help="print the benchmarks' names and run nothing")
+    parser = argparse.ArgumentParser(
+        description="Run innolab's benchmarks, each printing its figures once."
+    )
+    parser.add_argument(
+        "--only", action="append", metavar="NAME", help="run this benchmark only (repeatable)"
+    )
+    parser.add_argument(
+        "--quick", action="store_true", help="small sizes (each benchmark's QUICK settings)"
+    )
+    parser.add_argument(
+        "--list", action="store_true", help="print the benchmarks' names and run nothing"
+    )
     options = parser.parse_args(argv)
     if options.list:
         print("\n".join(path.stem for path in benchmarks()))
