@@ -54,9 +54,9 @@ def cli(*args, env=None, timeout=300, last_line=True):
 
 @pytest.mark.docker
 def test_a_scaffold_on_an_expbench_task_in_docker_then_judged_and_executed(
-    dataset,
-    clone,
-    tmp_path,  # noqa: F811
+    dataset,  # noqa: F811
+    clone,  # noqa: F811
+    tmp_path,
     base_image,
 ):
     with FakeLLM(replies={"codeact_action": STEPS}, in_call_order=True) as server:
@@ -193,7 +193,7 @@ def test_a_scaffold_on_an_expbench_task_in_docker_then_judged_and_executed(
 
 
 def test_aide_answers_an_expbench_task_locally_and_a_missing_answer_is_recorded(
-    dataset,
+    dataset,  # noqa: F811
     clone,  # noqa: F811
     tmp_path,
 ):

@@ -18,7 +18,6 @@ import json
 import shutil
 import tarfile
 import tempfile
-from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 from typing import Any, Literal
@@ -56,17 +55,6 @@ WORKSPACE_RULES = (
     "conclusion, and the last valid submission is your answer, judged after the run together with "
     "your code changes and reproduce_exp_bench.sh."
 )
-
-
-@dataclass(frozen=True)
-class GymSpec:
-    """A task's specification as callers that read `task.spec.compute` see it.
-
-    Attributes:
-        compute: EXP-Bench experiments get the machine's GPUs where it has them.
-    """
-
-    compute: Compute = "gpu-if-available"
 
 
 def resolve_options(
@@ -132,7 +120,6 @@ class ExpBenchGymTask(GymTask):
     """
 
     direction: Literal["max", "min"] = "max"
-    spec = GymSpec()
     workspace_rules: str | None = WORKSPACE_RULES
 
     def __init__(self, task: ExpTask, repo: Path) -> None:
@@ -146,7 +133,7 @@ class ExpBenchGymTask(GymTask):
     @property
     def compute(self) -> Compute:
         """The machine's GPUs where it has them."""
-        return self.spec.compute
+        return "gpu-if-available"
 
     @property
     def description(self) -> str:

@@ -279,7 +279,7 @@ def _needs_gpu(configuration: Configuration) -> bool:
 
     parameters = configuration.parameters
     return (
-        get_task(parameters["task"], parameters.get("task_options") or None).spec.compute == "gpu"
+        get_task(parameters["task"], parameters.get("task_options") or None).compute == "gpu"
     )
 
 

@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 from scipy import stats
 
+from innolab.metrics import better
 from innolab.tasks.evaluation import evaluate
 from innolab.tasks.leaks import scan, shipped_priors
 from innolab.tasks.model import Task
@@ -38,10 +39,6 @@ class CheckResult:
     check: str
     passed: bool
     detail: str
-
-
-def _better(a: float, b: float, direction: str) -> bool:
-    return a > b if direction == "max" else a < b
 
 
 def run_checks(
@@ -90,7 +87,7 @@ def run_checks(
         for reference in references:
             b, r = baseline.recorded.score, reference.recorded.score
             record(f"baseline {baseline.name} worse than {reference.name}",
-                   _better(r, b, task.direction),
+                   better(r, b, task.direction),
                    f"{b:.10g} vs {r:.10g} ({task.direction}imise)")
     return results
 
