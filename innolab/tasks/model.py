@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime
 import json
 from functools import cached_property
 from pathlib import Path
@@ -10,9 +11,12 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from innolab.tasks import taskkit
+from innolab.tasks import frontier, taskkit
 from innolab.tasks.data import DataError, ProblemData
 from innolab.tasks.data import load as load_data
+from innolab.tasks.frontier import PAPER_DATE, LedgerEntry, VStarAsOf
+
+__all__ = ["PAPER_DATE", "LedgerEntry", "Task", "TaskError", "TaskSpec", "VStarAsOf"]
 
 TASK_ID_PATTERN = r"^[a-z0-9]+(-[a-z0-9]+)*$"
 
@@ -30,32 +34,103 @@ class Objective(Strict):
     direction: Literal["max", "min"]
 
 
-class LeaderboardEntry(Strict):
-    value: float
-    who: str = Field(min_length=1)
-    year: int | None = Field(default=None, ge=1900, le=2100)
-    source: str = Field(min_length=1)
-    # refuted: published, but fails a strict check
-    status: Literal["verified", "reported", "refuted"]
-
-
 class VStar(Strict):
-    value: float
-    entries: list[LeaderboardEntry] = Field(min_length=1)
+    """The task's ledger (`entries`: records and proven bounds, dated) and a note on it.
+
+    `value` may be declared; V* itself is derived from the ledger (V* as of today), so a declared
+    value must equal it. The old form of an entry (`who`, `year`) still loads: `who` is the
+    holder, a year a year-precision date (innolab.tasks.frontier).
+    """
+
+    value: float | None = None
+    entries: list[LedgerEntry] = Field(min_length=1)
     note: str = ""
+
+    @model_validator(mode="before")
+    @classmethod
+    def migrate(cls, raw: Any) -> Any:
+        """Read entries of the old form: `who` becomes `holder`, `year` a year-precision date.
+
+        Args:
+            raw: The v_star mapping as given.
+
+        Returns:
+            The mapping with its entries in the current form.
+
+        Raises:
+            ValueError: An old entry with both `who` and `holder`, or `year` and `date`.
+        """
+        if not isinstance(raw, dict) or not isinstance(raw.get("entries"), list):
+            return raw
+        entries = []
+        for i, entry in enumerate(raw["entries"]):
+            if isinstance(entry, dict) and ("who" in entry or "year" in entry):
+                entry = dict(entry)
+                for old, new in (("who", "holder"), ("year", "date")):
+                    if old in entry:
+                        if new in entry:
+                            raise ValueError(
+                                f"entries.{i}: '{old}' (the old form) and '{new}' both given"
+                            )
+                        entry[new] = entry.pop(old)
+                if entry.get("date") is None:
+                    raise ValueError(
+                        f"entries.{i}.date: required (YYYY-MM-DD, YYYY-MM or YYYY: when the value "
+                        "was first published or seen)"
+                    )
+            entries.append(entry)
+        return {**raw, "entries": entries}
 
     @field_validator("value")
     @classmethod
-    def nonzero(cls, value: float) -> float:
-        if value == 0 or value != value:
+    def nonzero(cls, value: float | None) -> float | None:
+        """A declared V* is a non-zero number (the ratio divides by |V*|).
+
+        Args:
+            value: The declared V*, or None.
+
+        Returns:
+            The value.
+
+        Raises:
+            ValueError: Zero or NaN.
+        """
+        if value is not None and (value == 0 or value != value):
             raise ValueError("V* must be a non-zero number (the ratio divides by |V*|)")
         return value
 
 
 class Bounds(Strict):
-    upper: float | None = None
-    lower: float | None = None
+    """Words on bounds that are not ledger entries (trivial ones, or why none is known).
+
+    Proven bounds with a source and a date are ledger entries of kind lower_bound/upper_bound.
+    """
+
     note: str = ""
+
+    @model_validator(mode="before")
+    @classmethod
+    def no_numbers(cls, raw: Any) -> Any:
+        """Reject the old form's numbers: a bound is now a dated ledger entry.
+
+        Args:
+            raw: The bounds mapping as given.
+
+        Returns:
+            The mapping.
+
+        Raises:
+            ValueError: `upper` or `lower` given.
+        """
+        if isinstance(raw, dict):
+            for name in ("upper", "lower"):
+                if raw.get(name) is not None:
+                    raise ValueError(
+                        f"bounds.{name}: a proven bound is a ledger entry now: add it to "
+                        f"v_star.entries with kind {name}_bound, its source and its date "
+                        "(a trivial bound belongs in bounds.note)"
+                    )
+        return raw
 
 
 class Problem(Strict):
@@ -89,6 +164,8 @@ class DataSpec(Strict):
 
 
 class TaskSpec(Strict):
+    """A task.yaml, validated: identity, objective, check, ledger (v_star), limits and data."""
+
     id: str = Field(pattern=TASK_ID_PATTERN)
     title: str = Field(min_length=1)
     domain: str = Field(min_length=1)
@@ -106,27 +183,35 @@ class TaskSpec(Strict):
 
     @model_validator(mode="after")
     def v_star_is_the_published_frontier(self) -> TaskSpec:
-        """V* is the best published value (reported or reproduced), the best reproduced one beside.
+        """The ledger holds together; V* (as of today) is its best record, checked if declared.
+
+        The best reproduced value is the best verified record.
 
         Returns:
             The specification itself.
 
         Raises:
-            ValueError: A V* that is not the best entry, or a reproduced value not the best
-                verified entry.
+            ValueError: A ledger rule broken (innolab.tasks.frontier.check_ledger), a declared
+                V* that is not the best record, or a reproduced value not the best verified
+                record.
         """
-        values = [e.value for e in self.v_star.entries if e.status != "refuted"]
-        best = max if self.objective.direction == "max" else min
-        if self.v_star.value not in values:
-            raise ValueError(
-                f"v_star.value {self.v_star.value!r} must be one of its leaderboard entries"
-            )
-        if self.v_star.value != best(values):
+        entries, direction = self.v_star.entries, self.objective.direction
+        try:
+            frontier.check_ledger(entries, direction)
+        except frontier.FrontierError as error:
+            named = str(error).replace("field 'entries", "field 'v_star.entries")
+            raise ValueError(named) from None
+        records = [e for e in entries if e.kind == "record" and e.status != "refuted"]
+        best = max if direction == "max" else min
+        v_star = best(e.value for e in records)
+        if v_star == 0:
+            raise ValueError("V* (the best record) must be non-zero (the ratio divides by |V*|)")
+        if self.v_star.value is not None and self.v_star.value != v_star:
             raise ValueError(
                 f"v_star.value {self.v_star.value!r} must be the best published entry "
-                f"({best(values)!r}, {self.objective.direction}imise)"
+                f"({v_star!r}, {direction}imise); leave it out: V* is derived from the ledger"
             )
-        verified = [e.value for e in self.v_star.entries if e.status == "verified"]
+        verified = [e.value for e in records if e.status == "verified"]
         if verified and self.v_star_reproduced != best(verified):
             raise ValueError(
                 f"v_star_reproduced must be the best verified entry, {best(verified)!r}"
@@ -210,7 +295,10 @@ class Task:
         except ValidationError as error:
             first = error.errors()[0]
             field = ".".join(str(p) for p in first["loc"]) or "(top level)"
-            raise TaskError(f"{spec_file}: field '{field}': {first['msg']}") from None
+            message = first["msg"].removeprefix("Value error, ")
+            if message.startswith("field '"):  # a rule on the whole spec names its own field
+                raise TaskError(f"{spec_file}: {message}") from None
+            raise TaskError(f"{spec_file}: field '{field}': {message}") from None
         if spec.id != root.name:
             raise TaskError(
                 f"{spec_file}: field 'id': {spec.id!r} must equal the folder name {root.name!r}"
@@ -235,9 +323,109 @@ class Task:
         return self.spec.compute
 
     @property
+    def ledger(self) -> list[LedgerEntry]:
+        """The dated ledger: every record and proven bound, as written in task.yaml."""
+        return list(self.spec.v_star.entries)
+
+    @property
+    def ledger_hash(self) -> str:
+        """sha256 of the ledger's canonical JSON, 12 hex digits (innolab.tasks.frontier)."""
+        return frontier.ledger_hash(self.spec.v_star.entries)
+
+    def v_star_as_of(self, date: datetime.date | str) -> VStarAsOf:
+        """V* as of a date: the best non-refuted record dated on or before it.
+
+        A month- or year-precision date counts from the first day of its period (the rule in
+        innolab.tasks.frontier); among equal values the earliest entry holds V*.
+
+        Args:
+            date: The date: a `datetime.date`, an ISO date (YYYY-MM-DD, YYYY-MM, YYYY) or
+                "today".
+
+        Returns:
+            V*, the date asked and the entry that holds it.
+
+        Raises:
+            TaskError: Not a date, or a date before the ledger's first record.
+        """
+        try:
+            day = frontier.as_date(date)
+        except frontier.FrontierError as error:
+            raise TaskError(f"{self.id}: {error}") from None
+        entry = frontier.best_as_of(self.spec.v_star.entries, "record", self.direction, day)
+        if entry is None:
+            first = min(e.date for e in self.spec.v_star.entries if e.kind == "record")
+            raise TaskError(
+                f"{self.id}: field 'as_of': no record is dated on or before {day} "
+                f"(the ledger starts {first})"
+            )
+        return VStarAsOf(entry.value, day, entry)
+
+    @property
     def v_star(self) -> float:
-        """V*, the best published value."""
-        return self.spec.v_star.value
+        """V*, the best published value: V* as of today."""
+        return self.v_star_as_of(datetime.date.today()).value
+
+    def bound_as_of(self, date: datetime.date | str) -> LedgerEntry | None:
+        """The tightest proven bound on the far side of V* dated on or before a date.
+
+        Args:
+            date: The date (as in `v_star_as_of`).
+
+        Returns:
+            The bound's entry (an upper bound when maximising, a lower one when minimising), or
+            None when none is known.
+
+        Raises:
+            TaskError: Not a date.
+        """
+        try:
+            day = frontier.as_date(date)
+        except frontier.FrontierError as error:
+            raise TaskError(f"{self.id}: {error}") from None
+        side = frontier.far_side(self.direction)
+        return frontier.best_as_of(self.spec.v_star.entries, side, self.direction, day)
+
+    @property
+    def bound(self) -> LedgerEntry | None:
+        """The proven bound on the far side of V* as of today (None: none known)."""
+        return self.bound_as_of(datetime.date.today())
+
+    def headroom_closed(self, v: float, as_of: datetime.date | str | None = None) -> float:
+        """(V − V*) / (B − V*): the share of the headroom to the proven bound B that V closes.
+
+        Args:
+            v: The value V.
+            as_of: The date of V* and B (None: today).
+
+        Returns:
+            The share; NaN with no bound or no headroom left (B = V*).
+        """
+        day = datetime.date.today() if as_of is None else as_of
+        bound = self.bound_as_of(day)
+        return frontier.headroom_closed(
+            v, self.v_star_as_of(day).value, None if bound is None else bound.value
+        )
+
+    def no_headroom(self, as_of: datetime.date | str | None = None) -> list[str]:
+        """What has no headroom left: the task, or the parts (instances) whose V* is the bound.
+
+        Args:
+            as_of: The date (None: today).
+
+        Returns:
+            The task's id when V* equals the bound, else the names of the parts where the entry
+            holding V* equals the bound's part (e.g. ta45 of job-shop-taillard-41-50); [] when
+            no bound is known.
+        """
+        day = datetime.date.today() if as_of is None else as_of
+        bound, v_star = self.bound_as_of(day), self.v_star_as_of(day)
+        if bound is None:
+            return []
+        if bound.value == v_star.value:
+            return [self.id]
+        mine, theirs = v_star.entry.parts or {}, bound.parts or {}
+        return [name for name, value in mine.items() if theirs.get(name) == value]
 
     @property
     def description(self) -> str:
