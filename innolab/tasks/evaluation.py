@@ -52,8 +52,9 @@ class Evaluation:
 def tie_margin(task: Task) -> float:
     """Return the gain at or below which a solution ties with V* rather than beating it.
 
-    It is min_improvement · |V*|: V* is published with finite precision, e.g. to about 1e-9 for
-    the circle packings and to six digits for second-autocorrelation.
+    It is the larger of min_improvement · |V*| and half a unit of V*'s last published digit
+    (`Task.tie_margin`): V* is published with finite precision, e.g. to about 1e-9 for the circle
+    packings and to six decimals for the arena's records.
 
     Args:
         task: The task.
@@ -61,7 +62,7 @@ def tie_margin(task: Task) -> float:
     Returns:
         The tie margin, in the objective's units.
     """
-    return task.spec.min_improvement * abs(task.v_star)
+    return task.tie_margin()
 
 
 def beats_v_star(task: Task, gain: float) -> bool:

@@ -1,8 +1,9 @@
 r"""The leak scan: no leaderboard number, V*, bound or known solution's score in what agents see.
 
-A task's *hidden numbers* are V* and every leaderboard entry, the reproduced V*, the paper's V*, the
-bounds, the numbers its data source publishes about its instances (job-shop bounds) and every known
-solution's recorded scores. A solution whose recorded score cannot be read is an error (the scan
+A task's *hidden numbers* are V* (as of today and as of the paper's date), every ledger entry
+(records and proven bounds, with the parts of a sum), the reproduced V*, the paper's V*, the
+numbers its data source publishes about its instances (job-shop bounds) and every known solution's
+recorded scores. A solution whose recorded score cannot be read is an error (the scan
 would otherwise pass blind).
 
 What is scanned: every file that enters a sandbox (`Task.visible_files`, the description among
@@ -31,11 +32,13 @@ check all of them). The key names in HIDDEN_KEYS are searched too.
 
 from __future__ import annotations
 
+import contextlib
 import re
 from dataclasses import dataclass
 from decimal import ROUND_DOWN, ROUND_HALF_EVEN, ROUND_HALF_UP, Context, Decimal, InvalidOperation
 from pathlib import Path
 
+from innolab.tasks.frontier import PAPER_DATE
 from innolab.tasks.model import Task, TaskError
 
 HIDDEN_KEYS = ("v_star", "leaderboard", "upper_bound", "lower_bound", "best_known")
@@ -241,7 +244,8 @@ def hidden_numbers(task: Task) -> dict[str, float]:
         task: The task.
 
     Returns:
-        Each hidden number by where it comes from (e.g. "v_star", "bounds.upper").
+        Each hidden number by where it comes from (e.g. "v_star", "ledger lower_bound 7 (White,
+        2023)").
 
     Raises:
         TaskError: A known solution's recorded score cannot be read (naming its score.json).
@@ -249,15 +253,17 @@ def hidden_numbers(task: Task) -> dict[str, float]:
     from innolab.tasks.solutions import solutions
 
     spec = task.spec
-    found: dict[str, float] = {"v_star": spec.v_star.value}
+    found: dict[str, float] = {"v_star": task.v_star}
+    with contextlib.suppress(TaskError):  # a user task's ledger may start after the paper
+        found[f"v_star as of the paper's date ({PAPER_DATE})"] = task.v_star_as_of(PAPER_DATE).value
     for i, entry in enumerate(spec.v_star.entries):
-        found[f"leaderboard entry {i} ({entry.who})"] = entry.value
+        where = f"ledger {entry.kind} {i} ({entry.holder}, {entry.date_text})"
+        found[where] = entry.value
+        for part, value in (entry.parts or {}).items():
+            found[f"{where} part {part}"] = value
     for name in ("v_star_reproduced", "paper_v_star"):
         if getattr(spec, name) is not None:
             found[name] = getattr(spec, name)
-    for name in ("upper", "lower"):
-        if getattr(spec.bounds, name) is not None:
-            found[f"bounds.{name}"] = getattr(spec.bounds, name)
     for where, value in task.problem_data.published_numbers.items():
         found[f"data {where}"] = value
     for solution in solutions(task):

@@ -366,6 +366,21 @@ class Task:
         """V*, the best published value: V* as of today."""
         return self.v_star_as_of(datetime.date.today()).value
 
+    def tie_margin(self, as_of: datetime.date | str | None = None) -> float:
+        """The gain at or below which a value ties with V* rather than beating it.
+
+        The larger of min_improvement · |V*| and half a unit of V*'s last published digit (a
+        value published to six decimals ties within 5e-7).
+
+        Args:
+            as_of: The date of V* (None: today).
+
+        Returns:
+            The tie margin, in the objective's units.
+        """
+        v_star = self.v_star_as_of(datetime.date.today() if as_of is None else as_of)
+        return max(self.spec.min_improvement * abs(v_star.value), v_star.entry.tie_margin)
+
     def bound_as_of(self, date: datetime.date | str) -> LedgerEntry | None:
         """The tightest proven bound on the far side of V* dated on or before a date.
 
