@@ -6,17 +6,21 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from innolab.cli.common import Commands, group
 
+if TYPE_CHECKING:
+    from innolab.tasks import LedgerEntry, Task
+
 
 def register(commands: Commands) -> None:
-    """Add `tasks list|show|check|solve|score`.
+    """Add `tasks list|show|check|solve|frontier|score`.
 
     Args:
         commands: The parent parser's subparsers.
     """
-    sub = group(commands, "tasks", "improvable tasks: list, show, check, solve, score")
+    sub = group(commands, "tasks", "improvable tasks: list, show, check, solve, frontier, score")
     lst = sub.add_parser("list", help="the runnable tasks (built-in and $INNOLAB_TASK_PATH)")
     lst.add_argument(
         "--ibench", action="store_true", help="list the paper's 18 iBench tasks instead"
@@ -56,6 +60,10 @@ def register(commands: Commands) -> None:
         "--kind", choices=["reference", "baseline"], help="with --full, for a new solution"
     )
     solve_cmd.set_defaults(handler=solve)
+    frontier = sub.add_parser("frontier", help="a task's dated ledger: records and proven bounds")
+    frontier.add_argument("task", metavar="ID")
+    frontier.add_argument("--json", action="store_true", help="print one JSON object")
+    frontier.set_defaults(handler=show_frontier)
     score_cmd = sub.add_parser("score", help="score a submission file with the hidden evaluator")
     score_cmd.add_argument("task", metavar="ID")
     score_cmd.add_argument("file", metavar="FILE")
@@ -87,7 +95,7 @@ def list_tasks(args: argparse.Namespace) -> int:
 def show_task(args: argparse.Namespace) -> int:
     """A task's metadata, V* entries, known solutions, Div(T) and description."""
     from innolab.novelty.scoring import task_diversity
-    from innolab.tasks import get_task
+    from innolab.tasks import PAPER_DATE, get_task
 
     task = get_task(args.task)
     spec = task.spec
@@ -98,22 +106,27 @@ def show_task(args: argparse.Namespace) -> int:
         f"compute {spec.compute}; default budget {spec.default_budget_s} s"
     )
     print(
-        f"  V* = {spec.v_star.value!r} (the best published value)"
+        f"  V* = {task.v_star!r} (the best published value)"
         + (
             f"; best reproduced {spec.v_star_reproduced!r}"
             if spec.v_star_reproduced is not None
             else ""
         )
         + (f"; paper V* {spec.paper_v_star}" if spec.paper_v_star else "")
-        + f"; tie margin {spec.min_improvement:g}·|V*|"
+        + f"; tie margin {task.tie_margin():.3g} (the larger of {spec.min_improvement:g}·|V*| and "
+        "half a unit of V*'s last published digit)"
     )
-    for entry in spec.v_star.entries:
-        print(
-            f"    {entry.value!r:>22}  {entry.who} ({entry.year or '?'}), {entry.status}; "
-            f"{entry.source}"
-        )
-    if spec.bounds.upper is not None or spec.bounds.lower is not None:
-        print(f"  bounds: lower {spec.bounds.lower}, upper {spec.bounds.upper} {spec.bounds.note}")
+    today, paper = task.v_star_as_of("today"), paper_v_star(task)
+    print(
+        f"  V* as of today ({today.as_of}): {today.value!r}, held by {today.entry.holder} since "
+        f"{today.entry.date_text}; as of the paper's date ({PAPER_DATE}): {paper}"
+    )
+    print(f"  ledger (hash {task.ledger_hash}; `innolab tasks frontier {task.id}` for all of it):")
+    for entry in sorted(task.ledger, key=lambda e: e.date):
+        print(f"    {entry_line(entry)}")
+    print(f"  {bound_line(task)}")
+    if spec.bounds.note:
+        print(f"  bounds: {spec.bounds.note}")
     print(f"  known solutions: {', '.join(task.solution_names()) or 'none'}")
     div = task_diversity(task)
     shown = (
@@ -124,6 +137,112 @@ def show_task(args: argparse.Namespace) -> int:
     print(f"  Div(T): {shown}")
     print()
     print(task.description)
+    return 0
+
+
+def paper_v_star(task: Task) -> float | None:
+    """V* as of the paper's date (arXiv 2512.01822 v1, 2025-12-01).
+
+    Args:
+        task: The task.
+
+    Returns:
+        The value, or None when the ledger has no record dated that early.
+    """
+    from innolab.tasks import PAPER_DATE, TaskError
+
+    try:
+        return task.v_star_as_of(PAPER_DATE).value
+    except TaskError:
+        return None
+
+
+def entry_line(entry: LedgerEntry) -> str:
+    """One ledger entry on one line: date, kind, value, digits, status, holder, source, note.
+
+    Args:
+        entry: The entry.
+
+    Returns:
+        The line.
+    """
+    digits = "?" if entry.digits is None else str(entry.digits)
+    note = f" ({entry.note})" if entry.note else ""
+    return (
+        f"{entry.date_text:10} {entry.kind:11} {entry.value!r:>22} {digits:>2}d {entry.status:8} "
+        f"{entry.holder}; {entry.source}{note}"
+    )
+
+
+def bound_line(task: Task) -> str:
+    """The proven bound beyond V*, the headroom left and what has none.
+
+    Args:
+        task: The task.
+
+    Returns:
+        A line (more lines, indented, when V* and the bound are sums over parts).
+    """
+    bound = task.bound
+    if bound is None:
+        return "proven bound beyond V*: none known (headroom_closed is NaN)"
+    v_star = task.v_star_as_of("today")
+    side = "V* >= B" if bound.kind == "lower_bound" else "V* <= B"
+    lines = [
+        f"proven bound beyond V*: B = {bound.value!r} ({bound.kind}, {side}; {bound.holder}, "
+        f"{bound.source}, {bound.date_text}); headroom |B - V*| = "
+        f"{abs(bound.value - v_star.value):.6g}"
+    ]
+    closed = task.no_headroom()
+    if closed == [task.id]:
+        lines.append("  NO HEADROOM: V* equals the proven bound; the task cannot be improved")
+    mine, theirs = v_star.entry.parts or {}, bound.parts or {}
+    if mine and theirs:
+        lines.append(
+            f"  V* and B are sums over {len(mine)} instances: V* = {v_star.value:g} "
+            f"(sum of the best upper bounds), B = {bound.value:g} (sum of the lower bounds)"
+        )
+        for name, value in mine.items():
+            gap = value - theirs[name] if name in theirs else float("nan")
+            flag = "  NO HEADROOM (proven optimal)" if name in closed else ""
+            lines.append(f"    {name:6} V* {value:>10g}  B {theirs.get(name, float('nan')):>10g}  "
+                         f"headroom {gap:g}{flag}")
+    if closed and closed != [task.id]:
+        lines.append(f"  no headroom on: {', '.join(closed)} (V* = B there)")
+    return "\n".join(lines)
+
+
+def show_frontier(args: argparse.Namespace) -> int:
+    """A task's dated ledger, oldest first, with the steps of the record and the bound."""
+    from innolab.tasks import PAPER_DATE, get_task
+    from innolab.tasks.frontier import record_steps
+
+    task = get_task(args.task)
+    today = task.v_star_as_of("today")
+    steps = record_steps(task.ledger, task.direction)
+    ledger = sorted(task.ledger, key=lambda e: e.date)
+    if args.json:
+        bound = task.bound
+        print(json.dumps({
+            "task": task.id, "direction": task.direction, "ledger_hash": task.ledger_hash,
+            "as_of": today.as_of.isoformat(), "v_star": today.value,
+            "v_star_entry": today.entry.as_json(),
+            "paper_date": PAPER_DATE.isoformat(), "v_star_paper": paper_v_star(task),
+            "bound": bound.as_json() if bound else None, "no_headroom": task.no_headroom(),
+            "entries": [{**e.as_json(), "sets_v_star": e in steps} for e in ledger],
+        }, indent=1))
+        return 0
+    print(f"{task.id}: {task.spec.objective.name} ({task.direction}imise); ledger hash "
+          f"{task.ledger_hash}")
+    print("  dates: YYYY-MM and YYYY count from the first day of the month or year")
+    print(f"  {'date':10} {'kind':11} {'value':>22} dig status   holder; source")
+    for entry in ledger:
+        mark = "*" if entry in steps else " "
+        print(f"{mark} {entry_line(entry)}")
+    print("  * sets a new V* (the record over time); V* as of a date is the last * on or before it")
+    print(f"  V* today ({today.as_of}): {today.value!r}; as of the paper's date ({PAPER_DATE}): "
+          f"{paper_v_star(task)}")
+    print(f"  {bound_line(task)}")
     return 0
 
 

@@ -72,6 +72,7 @@ def run_checks(
            "; ".join(str(leak) for leak in leaks[:10]) if leaks else
            f"scanned {len(visible)} visible file(s), {len(priors)} shipped prior(s), "
            f"{len(prompts or {})} prompt text(s)")
+    results.append(headroom(task))
     known = solutions(task)
     references = [s for s in known if s.recorded.kind == "reference"]
     baselines = [s for s in known if s.recorded.kind == "baseline"]
@@ -90,6 +91,34 @@ def run_checks(
                    better(r, b, task.direction),
                    f"{b:.10g} vs {r:.10g} ({task.direction}imise)")
     return results
+
+
+def headroom(task: Task) -> CheckResult:
+    """Whether headroom is left between V* and the proven bound beyond it (as of today).
+
+    A task with none is not improvable and fails; parts (instances) with none are named, and the
+    check passes while the task as a whole keeps headroom.
+
+    Args:
+        task: The task.
+
+    Returns:
+        The check's result, naming what has no headroom.
+    """
+    check = "headroom left between V* and the proven bound"
+    bound = task.bound
+    if bound is None:
+        return CheckResult(task.id, check, True, "no proven bound beyond V* is known")
+    v_star, closed = task.v_star_as_of("today"), task.no_headroom()
+    span = f"V* {v_star.value:.10g}, bound {bound.value:.10g} ({bound.holder}, {bound.date_text})"
+    if closed == [task.id]:
+        return CheckResult(task.id, check, False,
+                           f"no headroom: {span}; the task cannot be improved")
+    if closed:
+        sums = " (V* and the bound are sums over the instances)" if bound.parts else ""
+        return CheckResult(task.id, check, True,
+                           f"{span}{sums}; no headroom on {', '.join(closed)} (V* = bound)")
+    return CheckResult(task.id, check, True, span)
 
 
 def _reproduction(task: Task, solution: Solution, quick: bool) -> list[CheckResult]:

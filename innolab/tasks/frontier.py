@@ -409,3 +409,24 @@ def check_ledger(entries: list[LedgerEntry], direction: Literal["max", "min"],
                 f"field 'entries.{i}.value': {entry.value!r} lies beyond the proven {side} "
                 f"{bound.value!r} ({bound.holder}); mark it refuted or fix the bound"
             )
+
+
+def record_steps(
+    entries: list[LedgerEntry], direction: Literal["max", "min"]
+) -> list[LedgerEntry]:
+    """The record over time: the entries at which V* changed, oldest first.
+
+    V* as of any date is the value of the last step dated on or before it (a step chart).
+
+    Args:
+        entries: The ledger.
+        direction: The objective's direction.
+
+    Returns:
+        The entries that each set a new V* when they appeared (ties and refuted entries left out).
+    """
+    steps: list[LedgerEntry] = []
+    for entry in counted(entries, "record", datetime.date.max):
+        if not steps or better(entry.value, steps[-1].value, direction):
+            steps.append(entry)
+    return steps
