@@ -5,11 +5,18 @@ comes from. A sweep folder holds `runs/<config id>/` and a manifest of its confi
 (`sweep.json`); a plain folder of single runs (results/runs/) is read the same way. Failed or
 unfinished runs get the paper's pessimistic imputation (`metrics.impute`: `valid` false, `ratio`
 -1, `novelty` 0) with the raw values kept in `ratio_raw` and `novelty_raw`.
+
+Every table reads its runs as of a date (`as_of`, innolab.scoring.AsOf): None reads each score as
+recorded; "run" (the day each run started), "today" or an ISO date re-read `v_star`,
+`v_star_as_of`, `gain`, `ratio`, `beats_v_star` and `headroom_closed` against the task's V* of
+that date (innolab.scoring.reread). `headroom_closed` = (V − V*)/(B − V*) is NaN with no proven
+bound, for an invalid run and for a score recorded before it was (as recorded).
 """
 
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
@@ -22,6 +29,8 @@ from innolab import runspec
 from innolab.gym.policy import RunConfig
 from innolab.metrics import impute
 from innolab.rundir import RunDir, write_atomic
+from innolab.scoring import AsOf, reread, resolve_as_of
+from innolab.tasks.registry import get_task, scheme_of
 from innolab.traces import Submission, Trace, TraceError
 
 RUNS_TABLE = "runs.parquet"
@@ -40,12 +49,14 @@ class RunSource:
     relative_to: Path | None = None
 
     @classmethod
-    def read(cls, run_dir: Path, relative_to: Path | None = None) -> RunSource:
+    def read(cls, run_dir: Path, relative_to: Path | None = None,
+             as_of: AsOf = None) -> RunSource:
         """A run folder read once; a missing or broken trace reads as an empty one.
 
         Args:
             run_dir: the run folder (it holds a config.json).
             relative_to: the folder the `run_dir` column is written relative to (None: absolute).
+            as_of: the date its score is read as of (None: as recorded; see `read_as_of`).
 
         Returns:
             The run's sources.
@@ -56,7 +67,8 @@ class RunSource:
             trace = Trace.read(folder.root)
         except (TraceError, OSError):
             trace = Trace([])
-        return cls(folder, config, trace, folder.read_score(), relative_to)
+        score = read_as_of(folder.read_score(), config.task, trace, as_of)
+        return cls(folder, config, trace, score, relative_to)
 
     @cached_property
     def config_id(self) -> str:
@@ -79,6 +91,12 @@ class RunSource:
     @property
     def valid(self) -> bool:
         return bool(self.score and self.score.get("valid"))
+
+    @property
+    def headroom_closed(self) -> float:
+        """The share of the headroom to the proven bound the run closed (NaN: not known)."""
+        value = self.recorded("headroom_closed")
+        return math.nan if value is None else float(value)
 
     @cached_property
     def imputed(self) -> tuple[float, float]:
@@ -121,8 +139,12 @@ RUN_TABLE_COLUMNS: list[Column] = [
     Column("end_reason", lambda r: r.trace.end_reason),
     Column("valid", lambda r: r.valid, lambda entry: False),
     Column("score", lambda r: r.recorded("score")),
+    Column("v_star", lambda r: r.recorded("v_star")),
+    Column("v_star_as_of", lambda r: r.recorded("v_star_as_of")),
     Column("gain", lambda r: r.recorded("gain")),
     Column("ratio", lambda r: r.imputed[0], lambda entry: FAILED[0]),
+    Column("beats_v_star", lambda r: bool(r.recorded("beats_v_star")), lambda entry: False),
+    Column("headroom_closed", lambda r: r.headroom_closed, lambda entry: math.nan),
     Column("novelty", lambda r: r.imputed[1], lambda entry: FAILED[1]),
     Column("ratio_raw", lambda r: r.recorded("ratio")),
     Column("novelty_raw", lambda r: r.recorded("novelty")),
@@ -149,6 +171,7 @@ class Candidate:
     trace: Trace
     event: Submission
     hidden: dict[str, Any] | None  # the score's record of this candidate (None: not improving)
+    v_star: float | None = None  # the V* the run's score was read against
 
 
 TRAJECTORY_TABLE_COLUMNS: list[Column] = [
@@ -161,8 +184,40 @@ TRAJECTORY_TABLE_COLUMNS: list[Column] = [
     Column("improving", lambda c: c.hidden is not None),
     *(Column(name, lambda c, name=name: (c.hidden or {}).get(name))
       for name in ("valid", "score", "gain", "ratio", "novelty", "novelty_vs_prior")),
+    Column("v_star", lambda c: c.v_star if c.hidden is not None else None),
+    Column("beats_v_star", lambda c: (c.hidden or {}).get("beats_v_star")),
+    Column("headroom_closed", lambda c: _number((c.hidden or {}).get("headroom_closed"))),
 ]
 TRAJECTORY_COLUMNS = [c.name for c in TRAJECTORY_TABLE_COLUMNS]
+
+
+def _number(value: Any) -> float:
+    """A value that may be missing, as a float (NaN: missing)."""
+    return math.nan if value is None else float(value)
+
+
+def read_as_of(score: dict[str, Any] | None, task_ref: str, trace: Trace,
+               as_of: AsOf) -> dict[str, Any] | None:
+    """A run's score as recorded (as_of None) or read against its task's V* as of a date.
+
+    A run not scored, or of another benchmark's task (no ledger), reads as recorded.
+
+    Args:
+        score: The run's score.json (None: not scored).
+        task_ref: The run's task.
+        trace: The run's trace (for as_of "run").
+        as_of: "run", "today", an ISO date, a date, or None (innolab.scoring.resolve_as_of).
+
+    Returns:
+        The score (innolab.scoring.reread), or None for a run not scored.
+
+    Raises:
+        innolab.scoring.ScoringError: A date that is none of these, or no record on it.
+    """
+    if score is None or as_of is None or scheme_of(task_ref) is not None:
+        return score
+    day = resolve_as_of(as_of, trace)
+    return score if day is None else reread(score, get_task(task_ref), day)
 
 
 def _config_id(config: RunConfig) -> str:
@@ -178,40 +233,47 @@ def run_folders(path: Path) -> list[Path]:
     return sorted(p for p in root.iterdir() if RunDir(p).exists()) if root.is_dir() else []
 
 
-def run_row(run_dir: Path, relative_to: Path | None = None) -> dict[str, Any]:
-    """One run as one row: its configuration, how it ended, its scores (imputed when missing) and
-    its costs.
+def run_row(run_dir: Path, relative_to: Path | None = None,
+            as_of: AsOf = None) -> dict[str, Any]:
+    """One run as one row.
+
+    Its configuration, how it ended, its scores (imputed when missing) and its costs.
 
     Args:
         run_dir: the run folder.
         relative_to: the folder the `run_dir` column is written relative to (None: absolute).
+        as_of: the date its score is read as of (None: as recorded; see `read_as_of`).
 
     Returns:
         The row's values by column, in the order of `RUN_COLUMNS`.
     """
-    source = RunSource.read(run_dir, relative_to)
+    source = RunSource.read(run_dir, relative_to, as_of)
     return {column.name: column.extract(source) for column in RUN_TABLE_COLUMNS}
 
 
-def trajectory_rows(run_dir: Path) -> list[dict[str, Any]]:
-    """Every validated candidate of a run: each submission with its pristine dev verdict, the
-    improving ones with their hidden-evaluator score and N from the run's score (computed outside
-    the sandbox, after the run).
+def trajectory_rows(run_dir: Path, as_of: AsOf = None) -> list[dict[str, Any]]:
+    """Every validated candidate of a run.
+
+    Each submission with its pristine dev verdict, the improving ones with their hidden-evaluator
+    score and N from the run's score (computed outside the sandbox, after the run).
 
     Args:
         run_dir: the run folder.
+        as_of: the date the score is read as of (None: as recorded; see `read_as_of`).
 
     Returns:
         One row per submission, in the order of `TRAJECTORY_COLUMNS` (none without a trace).
     """
     folder = RunDir(run_dir)
-    identifier = _config_id(RunConfig.from_dict(folder.read_config()))
+    config = RunConfig.from_dict(folder.read_config())
+    identifier = _config_id(config)
     try:
         trace = Trace.read(folder.root)
     except (TraceError, OSError):
         return []
-    scored = {c["file"]: c for c in (folder.read_score() or {}).get("candidates", [])}
-    candidates = [Candidate(identifier, trace, event, scored.get(event.file))
+    score = read_as_of(folder.read_score(), config.task, trace, as_of) or {}
+    scored = {c["file"]: c for c in score.get("candidates", [])}
+    candidates = [Candidate(identifier, trace, event, scored.get(event.file), score.get("v_star"))
                   for event in trace.submissions]
     return [{column.name: column.extract(c) for column in TRAJECTORY_TABLE_COLUMNS}
             for c in candidates]
@@ -223,7 +285,7 @@ def read_manifest(path: Path) -> dict[str, Any] | None:
     return json.loads(manifest.read_text(encoding="utf-8")) if manifest.is_file() else None
 
 
-def build(path: Path) -> tuple[pd.DataFrame, pd.DataFrame]:
+def build(path: Path, as_of: AsOf = None) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Both tables from the run folders under path.
 
     In a sweep folder, one row per configuration of its manifest (a configuration without a
@@ -231,6 +293,7 @@ def build(path: Path) -> tuple[pd.DataFrame, pd.DataFrame]:
 
     Args:
         path: a sweep folder or a folder of runs.
+        as_of: the date the scores are read as of (None: as recorded; see `read_as_of`).
 
     Returns:
         (runs, trajectory).
@@ -241,17 +304,18 @@ def build(path: Path) -> tuple[pd.DataFrame, pd.DataFrame]:
     rows, trajectory = [], []
     if manifest is None:
         for folder in folders.values():
-            rows.append(run_row(folder, path))
-            trajectory += trajectory_rows(folder)
+            rows.append(run_row(folder, path, as_of))
+            trajectory += trajectory_rows(folder, as_of)
     else:
         for configuration in manifest["configurations"]:
             folder = folders.get(configuration["config_id"])
-            row = run_row(folder, path) if folder is not None else _missing_row(configuration)
+            row = (run_row(folder, path, as_of) if folder is not None
+                   else _missing_row(configuration))
             row["error"] = configuration.get("error") if not row["complete"] else None
             levels = {k: v for k, v in configuration["levels"].items() if k not in row}
             rows.append({**row, **levels})
             if folder is not None:
-                trajectory += trajectory_rows(folder)
+                trajectory += trajectory_rows(folder, as_of)
     runs = pd.DataFrame(rows)
     runs = runs.reindex(columns=RUN_COLUMNS + [c for c in runs.columns if c not in RUN_COLUMNS])
     return runs, pd.DataFrame(trajectory, columns=TRAJECTORY_COLUMNS)
@@ -262,14 +326,19 @@ def _missing_row(configuration: dict[str, Any]) -> dict[str, Any]:
     return {column.name: column.missing(configuration) for column in RUN_TABLE_COLUMNS}
 
 
-def collect(path: Path) -> tuple[Path, Path]:
+def collect(path: Path, as_of: AsOf = None) -> tuple[Path, Path]:
     """Rebuild runs.parquet and trajectory.parquet in path from its run folders.
+
+    Args:
+        path: a sweep folder or a folder of runs.
+        as_of: the date the scores are read as of (None: as recorded; see `read_as_of`); the
+            tables' `v_star_as_of` column says which date each row was read as of.
 
     Returns:
         The paths of the two tables.
     """
     path = Path(path)
-    runs, trajectory = build(path)
+    runs, trajectory = build(path, as_of)
     written = []
     for table, name in ((runs, RUNS_TABLE), (trajectory, TRAJECTORY_TABLE)):
         target = path / name
@@ -278,19 +347,35 @@ def collect(path: Path) -> tuple[Path, Path]:
     return written[0], written[1]
 
 
-def runs(path: str | Path) -> pd.DataFrame:
-    """The runs table of a sweep folder (its runs.parquet) or of a folder of single runs (built
-    from the runs)."""
+def runs(path: str | Path, as_of: AsOf = None) -> pd.DataFrame:
+    """The runs table of a sweep folder or of a folder of single runs.
+
+    Args:
+        path: a sweep folder or a folder of runs.
+        as_of: None: the folder's runs.parquet as collected (else built from the runs, each score
+            as recorded); "run", "today" or an ISO date: built from the runs, each score read
+            against V* as of that date (`read_as_of`).
+
+    Returns:
+        One row per run (per configuration of a sweep).
+    """
     path = Path(path)
-    if (path / RUNS_TABLE).is_file():
+    if as_of is None and (path / RUNS_TABLE).is_file():
         return pd.read_parquet(path / RUNS_TABLE)
-    return build(path)[0]
+    return build(path, as_of)[0]
 
 
-def trajectory(path: str | Path) -> pd.DataFrame:
-    """The trajectory table of a sweep folder (its trajectory.parquet) or of a folder of single
-    runs."""
+def trajectory(path: str | Path, as_of: AsOf = None) -> pd.DataFrame:
+    """The trajectory table of a sweep folder or of a folder of single runs.
+
+    Args:
+        path: a sweep folder or a folder of runs.
+        as_of: as in `runs` (None: trajectory.parquet as collected).
+
+    Returns:
+        One row per submission of every run.
+    """
     path = Path(path)
-    if (path / TRAJECTORY_TABLE).is_file():
+    if as_of is None and (path / TRAJECTORY_TABLE).is_file():
         return pd.read_parquet(path / TRAJECTORY_TABLE)
-    return build(path)[1]
+    return build(path, as_of)[1]

@@ -5,12 +5,23 @@ only place that runs the hidden evaluator on it and computes N against the task'
 The result is written once: `score.json` in the run folder, one `score` event in the trace and one
 row of the folder's results table.
 Scoring a run that is already scored returns the recorded score and writes nothing.
+
+Runs know their frontier. A score records the V* it used (the task's V* as of the day it was
+scored), that day (`v_star_as_of`) and the hash of the task's ledger (`ledger_hash`). `reread`
+reads a recorded score again against V* as of another date, without rewriting it: G, ratio,
+`beats_v_star` and `headroom_closed` of the run and of each improving candidate. The date is
+`AsOf`: "run" (the UTC day of the run's `run_started` event), "today", an ISO date, or None (as
+recorded). A score recorded before runs knew their frontier has no `v_star_as_of`,
+`ledger_hash` or `headroom_closed`: as recorded, those read None (the record does not say), and
+its recorded V* stays what it was; `as_of="run"` gives the V* of the day it started.
 """
 
 from __future__ import annotations
 
+import datetime
 import fcntl
 import json
+import math
 import os
 from pathlib import Path
 from typing import Any
@@ -19,7 +30,7 @@ import pandas as pd
 
 from innolab.gym.policy import RunConfig
 from innolab.llm.errors import LLMError
-from innolab.metrics import FAILED_RATIO
+from innolab.metrics import score_solution
 from innolab.novelty.backends import NoveltyError, Scorer
 from innolab.novelty.cards import extract_card
 from innolab.novelty.registry import make_backend
@@ -33,12 +44,21 @@ from innolab.novelty.scoring import (
 )
 from innolab.rundir import RunDir, RunDirError
 from innolab.tasks.evaluation import evaluate
-from innolab.tasks.registry import get_task
+from innolab.tasks.frontier import FrontierError, as_date
+from innolab.tasks.model import Task, TaskError
+from innolab.tasks.registry import get_task, scheme_of
 from innolab.traces import Score, Trace, TraceWriter
 
 
 class ScoringError(RuntimeError):
     """A run that cannot be scored (not finished, not a run folder); the message says why."""
+
+
+AsOf = datetime.date | str | None  # "run", "today", an ISO date, a date, or None (as recorded)
+AS_OF_CHOICES = "DATE (YYYY-MM-DD), run (the day the run started) or today"
+# What a reading against V* as of a date sets, in the run's score and in each candidate.
+READ_AS_OF = ("v_star", "v_star_as_of", "gain", "ratio", "beats_v_star", "headroom_closed")
+CANDIDATE_AS_OF = ("gain", "ratio", "beats_v_star", "headroom_closed")  # V* is the run's
 
 
 def score_run(run_dir: str | Path, novelty_backend: str | None = "default",
@@ -74,9 +94,10 @@ def score_run(run_dir: str | Path, novelty_backend: str | None = "default",
     if finished is None:
         raise ScoringError(f"{folder.root}: the run has not finished (resume it first)")
     task = get_task(config["task"])
+    today = datetime.date.today()
     backend = default_backend() if novelty_backend == "default" else novelty_backend
     assess = _Assessor(folder, task, _Novelty(folder, config, task, backend, settings))
-    candidates = _candidates(trace, task, assess)
+    candidates = _candidates(trace, task, assess, today)
     final = finished.final_submission
     if final:
         verdict, measured = assess(final, trace.source_of(final))
@@ -85,12 +106,15 @@ def score_run(run_dir: str | Path, novelty_backend: str | None = "default",
     measured = dict(measured)
     card = measured.pop("card", None)
     valid = bool(verdict and verdict.valid)
+    standing = against_frontier(task, valid, verdict.score if verdict else None, today,
+                                submitted=verdict is not None)
     row: dict[str, Any] = {
         "run": folder.name, "agent": config.get("agent"), "task": task.id, "valid": valid,
-        "score": verdict.score if verdict else None, "v_star": task.v_star,
-        "direction": task.direction, "gain": verdict.gain if verdict else None,
-        "ratio": verdict.ratio if verdict else FAILED_RATIO,
-        "beats_v_star": bool(verdict and verdict.beats_v_star),
+        "score": verdict.score if verdict else None, "v_star": standing["v_star"],
+        "v_star_as_of": standing["v_star_as_of"], "ledger_hash": task.ledger_hash,
+        "direction": task.direction, "gain": standing["gain"], "ratio": standing["ratio"],
+        "beats_v_star": standing["beats_v_star"],
+        "headroom_closed": standing["headroom_closed"],
         "errors": verdict.errors if verdict else ["no submission"],
         "final_submission": final, "dev_score": finished.dev_score, **measured,
     }
@@ -120,6 +144,142 @@ def _append_locked(table: Path, frame: pd.DataFrame) -> None:
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
+def against_frontier(task: Task, valid: bool, score: float | None, day: datetime.date,
+                     submitted: bool = True) -> dict[str, Any]:
+    """A value read against the task's V* as of a day: V*, G, ratio, beats_v_star, headroom.
+
+    G and ratio are `metrics.score_solution`'s (an invalid value: ratio −1, G = −|V*|);
+    `beats_v_star` is a gain beyond the task's tie margin as of that day (`Task.tie_margin`);
+    `headroom_closed` is `Task.headroom_closed` with V* and the bound of that day.
+
+    Args:
+        task: The task.
+        valid: Whether the value is valid.
+        score: The value V (None when invalid).
+        day: The date of V*.
+        submitted: False for a run without a submission: its gain is None, as recorded.
+
+    Returns:
+        v_star, v_star_as_of (ISO date), gain, ratio, beats_v_star and headroom_closed (None
+        where NaN: no bound, no headroom, or an invalid value).
+
+    Raises:
+        ScoringError: No record of the task is dated on or before `day`.
+    """
+    try:
+        v_star = task.v_star_as_of(day)
+        margin = task.tie_margin(day)
+    except TaskError as error:
+        raise ScoringError(str(error)) from None
+    solution = score_solution(valid, score if valid else None, v_star.value, task.direction)
+    headroom = task.headroom_closed(solution.v, day) if valid else math.nan
+    return {
+        "v_star": v_star.value, "v_star_as_of": v_star.as_of.isoformat(),
+        "gain": solution.gain if submitted else None, "ratio": solution.ratio,
+        "beats_v_star": bool(valid and solution.gain > margin),
+        "headroom_closed": None if math.isnan(headroom) else headroom,
+    }
+
+
+def run_started_on(trace: Trace) -> datetime.date | None:
+    """The day a run started: the UTC date of its `run_started` event.
+
+    Args:
+        trace: The run's trace.
+
+    Returns:
+        The date, or None when the trace has no timed `run_started` event.
+    """
+    started = trace.started
+    if started is None or started.time is None:
+        return None
+    return datetime.datetime.fromtimestamp(started.time, tz=datetime.UTC).date()
+
+
+def resolve_as_of(as_of: AsOf, trace: Trace) -> datetime.date | None:
+    """The date a run's score is read as of.
+
+    Args:
+        as_of: "run" (the day the run started, `run_started_on`), "today", an ISO date
+            (YYYY-MM-DD; YYYY-MM and YYYY stand for their first day), a date, or None.
+        trace: The run's trace (read for "run").
+
+    Returns:
+        The date, or None for None (as recorded).
+
+    Raises:
+        ScoringError: Not one of these, or "run" for a trace without a `run_started` time.
+    """
+    if as_of is None:
+        return None
+    if isinstance(as_of, str) and as_of.strip().lower() == "run":
+        day = run_started_on(trace)
+        if day is None:
+            raise ScoringError("as_of 'run': the trace has no run_started event with a time")
+        return day
+    try:
+        return as_date(as_of)
+    except FrontierError as error:
+        raise ScoringError(f"{error}; as_of is {AS_OF_CHOICES}") from None
+
+
+def reread(score: dict[str, Any], task: Task, day: datetime.date) -> dict[str, Any]:
+    """A recorded score read against V* as of a day; the record itself is not changed.
+
+    Args:
+        score: The run's score.json, as read.
+        task: The run's task.
+        day: The date of V*.
+
+    Returns:
+        The score with `READ_AS_OF` recomputed for the run and for each improving candidate,
+        `ledger_hash` the task's ledger now, and `recorded`: the recorded V*, its date and hash.
+
+    Raises:
+        ScoringError: No record of the task is dated on or before `day`.
+    """
+    submitted = score.get("gain") is not None or bool(score.get("valid"))
+    standing = against_frontier(task, bool(score.get("valid")), score.get("score"), day,
+                                submitted=submitted)
+    candidates = []
+    for candidate in score.get("candidates", []):
+        again = against_frontier(task, bool(candidate.get("valid")), candidate.get("score"), day)
+        candidates.append({**candidate, **{k: again[k] for k in CANDIDATE_AS_OF}})
+    recorded = {k: score.get(k) for k in ("v_star", "v_star_as_of", "ledger_hash")}
+    return {**score, **standing, "ledger_hash": task.ledger_hash, "candidates": candidates,
+            "recorded": recorded}
+
+
+def read_score(run_dir: str | Path, as_of: AsOf = None) -> dict[str, Any]:
+    """A scored run's score, as recorded or read against V* as of a date (nothing is written).
+
+    Args:
+        run_dir: The run folder.
+        as_of: "run", "today", an ISO date, a date, or None (as recorded); see `resolve_as_of`.
+
+    Returns:
+        The score (see `reread`; as recorded: score.json as it is).
+
+    Raises:
+        ScoringError: Not a run folder, a run not scored, a task that has no ledger (another
+            benchmark's), or a date that is none of the above.
+    """
+    folder = RunDir(Path(run_dir))
+    if not folder.exists():
+        raise ScoringError(f"{folder.root} is not a run folder (no config.json)")
+    score = folder.read_score()
+    if score is None:
+        raise ScoringError(f"{folder.root}: the run is not scored (innolab score RUN_DIR)")
+    day = resolve_as_of(as_of, Trace.read(folder.root)) if as_of is not None else None
+    if day is None:
+        return score
+    task_ref = folder.read_config()["task"]
+    if scheme_of(task_ref) is not None:
+        raise ScoringError(f"{task_ref}: a task of another benchmark has no ledger to read "
+                           "as of a date")
+    return reread(score, get_task(task_ref), day)
+
+
 class _Assessor:
     """Hidden-evaluator verdict and N of one submission file, each computed once (the final
     submission is usually also the last improving candidate)."""
@@ -137,18 +297,24 @@ class _Assessor:
         return self._done[file]
 
 
-def _candidates(trace: Trace, task, assess: _Assessor) -> list[dict[str, Any]]:
-    """Every improving candidate (a submission whose pristine dev score beats every earlier one),
-    scored by the hidden evaluator and given its N, with its time since the run started (N over
-    time; distances cached)."""
+def _candidates(trace: Trace, task, assess: _Assessor,
+                day: datetime.date) -> list[dict[str, Any]]:
+    """Every improving candidate (a submission whose pristine dev score beats every earlier one).
+
+    Scored by the hidden evaluator against V* as of `day` and given its N, with its time since the
+    run started (N over time; distances cached).
+    """
     out = []
     for event in trace.best_so_far(task.direction):
         verdict, measured = assess(event.file, event.source)
+        standing = against_frontier(task, verdict.valid, verdict.score, day)
         out.append({"file": event.file, "step": event.step,
                     "t_s": round(trace.since_start(event), 3),
                     "dev_score": event.dev_score, "valid": verdict.valid, "score": verdict.score,
-                    "gain": verdict.gain, "ratio": verdict.ratio, "novelty": measured["novelty"],
-                    "nearest_known": measured["nearest_known"],
+                    "gain": standing["gain"], "ratio": standing["ratio"],
+                    "beats_v_star": standing["beats_v_star"],
+                    "headroom_closed": standing["headroom_closed"],
+                    "novelty": measured["novelty"], "nearest_known": measured["nearest_known"],
                     "novelty_vs_prior": assess.measure.against_prior(event.file, verdict.valid)})
     return out
 

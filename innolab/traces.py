@@ -167,6 +167,10 @@ class Score(Event):
     novelty_note: str | None = None
     # every improving candidate: V, G, ratio, N
     candidates: list[dict[str, Any]] = Field(default_factory=list)
+    # the frontier the score was read against (absent in scores recorded before runs knew it)
+    v_star_as_of: str | None = None
+    ledger_hash: str | None = None
+    headroom_closed: Number | None = None
 
 
 class RunFinished(Event):

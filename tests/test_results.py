@@ -64,7 +64,14 @@ def test_each_column_is_declared_once_with_its_source():
         "ratio",
         "novelty",
         "novelty_vs_prior",
+        "v_star",
+        "beats_v_star",
+        "headroom_closed",
     ]
+    frontier = ["score", "v_star", "v_star_as_of", "gain", "ratio", "beats_v_star"]
+    at = results.RUN_COLUMNS.index("score")
+    assert results.RUN_COLUMNS[at : at + len(frontier)] == frontier
+    assert "headroom_closed" in results.RUN_COLUMNS
 
 
 def test_a_run_without_a_trace_or_a_folder_is_imputed_by_the_metrics_rule():
