@@ -131,7 +131,7 @@ def test_reproduce_rejects_unknown_names(tmp_path):
 
 def test_analysis_notebooks_are_discovered():
     names = [p.stem for p in notebooks.analysis_notebooks()]
-    assert {"00_innovation_metrics", "10_main_results"} <= set(names)
+    assert {"00_innovation_metrics", "03_frontier", "10_main_results"} <= set(names)
     assert all(isinstance(p, Path) for p in notebooks.analysis_notebooks())
 
 
@@ -182,3 +182,41 @@ def test_run_notebook_performs_the_run_keeps_its_record_and_never_runs_twice(tmp
     assert len(traces.read_events(folder.root)) == len(
         first
     )  # the second execution only reported the run
+
+
+@pytest.mark.notebook
+def test_frontier_notebook_draws_the_record_and_places_a_sweeps_runs(tmp_path):
+    from innolab.tasks import PAPER_DATE, get_task
+
+    task = get_task("erdos-minimum-overlap")
+    sweep = tmp_path / "sweep"
+    sweep.mkdir()
+    runs = pd.DataFrame({
+        "config_id": ["a", "b", "c", "d"],
+        "task": [task.id, task.id, task.id, "circle-packing-26"],
+        "agent": ["aide", "codeact", "aide", "aide"],
+        "started": ["2026-07-10T09:00:00+00:00", "2026-08-01T09:00:00+00:00", None,
+                    "2026-08-01T09:00:00+00:00"],
+        "valid": [True, False, True, True],
+        "score": [0.38086, None, 0.3809, 2.6],
+    })
+    runs.to_parquet(sweep / "runs.parquet", index=False)
+    notebooks.execute(
+        notebooks_dir() / "03_frontier.ipynb",
+        tmp_path / "nb.ipynb",
+        {"task": task.id, "sweep_dir": str(sweep), "since": None,
+         "results_dir": str(tmp_path / "results"), "figures_dir": str(tmp_path / "figures")},
+    )
+    out = tmp_path / "results" / "03_frontier"
+    record = pd.read_csv(out / f"{task.id}_record.csv", parse_dates=["date"])
+    assert record["record"].iloc[-1] == task.v_star
+    at_paper = record[record["date"] <= pd.Timestamp(PAPER_DATE)]["record"].iloc[-1]
+    assert at_paper == task.v_star_as_of(PAPER_DATE).value
+    placed = pd.read_csv(out / f"{task.id}_runs.csv")
+    assert placed["config_id"].tolist() == ["a", "b"]  # its task's runs with a start
+    assert placed["record"].tolist() == [
+        task.v_star_as_of("2026-07-10").value, task.v_star_as_of("2026-08-01").value]
+    assert placed["valid"].tolist() == [True, False] and placed["value"].isna().tolist() == [
+        False, True]
+    figure = tmp_path / "figures" / "03_frontier" / f"{task.id}_record.png"
+    assert figure.stat().st_size > 10_000 and figure.with_suffix(".pdf").is_file()
