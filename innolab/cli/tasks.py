@@ -113,8 +113,8 @@ def show_task(args: argparse.Namespace) -> int:
             else ""
         )
         + (f"; paper V* {spec.paper_v_star}" if spec.paper_v_star else "")
-        + f"; tie margin {task.tie_margin():.3g} (the larger of {spec.min_improvement:g}·|V*| and "
-        "half a unit of V*'s last published digit)"
+        + f"; tie margin {task.tie_margin():.3g} (half a unit of V*'s last published digit "
+        f"+ {spec.min_improvement:g}·|V*|)"
     )
     today, paper = task.v_star_as_of("today"), paper_v_star(task)
     print(

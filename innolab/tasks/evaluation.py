@@ -52,7 +52,7 @@ class Evaluation:
 def tie_margin(task: Task) -> float:
     """Return the gain at or below which a solution ties with V* rather than beating it.
 
-    It is the larger of min_improvement · |V*| and half a unit of V*'s last published digit
+    It is half a unit of V*'s last published digit plus min_improvement · |V*|
     (`Task.tie_margin`): V* is published with finite precision, e.g. to about 1e-9 for the circle
     packings and to six decimals for the arena's records.
 

@@ -296,8 +296,9 @@ class Task:
             first = error.errors()[0]
             field = ".".join(str(p) for p in first["loc"]) or "(top level)"
             message = first["msg"].removeprefix("Value error, ")
-            if message.startswith("field '"):  # a rule on the whole spec names its own field
-                raise TaskError(f"{spec_file}: {message}") from None
+            if message.startswith("field '"):  # a rule that names its own field, below `field`
+                inner, _, message = message.removeprefix("field '").partition("': ")
+                field = inner if field == "(top level)" else f"{field}.{inner}"
             raise TaskError(f"{spec_file}: field '{field}': {message}") from None
         if spec.id != root.name:
             raise TaskError(
@@ -369,8 +370,9 @@ class Task:
     def tie_margin(self, as_of: datetime.date | str | None = None) -> float:
         """The gain at or below which a value ties with V* rather than beating it.
 
-        The larger of min_improvement · |V*| and half a unit of V*'s last published digit (a
-        value published to six decimals ties within 5e-7).
+        Half a unit of V*'s last published digit (V* published to six decimals stands for an
+        interval of ±5e-7) plus min_improvement · |V*| (the least improvement beyond it that
+        counts).
 
         Args:
             as_of: The date of V* (None: today).
@@ -379,7 +381,7 @@ class Task:
             The tie margin, in the objective's units.
         """
         v_star = self.v_star_as_of(datetime.date.today() if as_of is None else as_of)
-        return max(self.spec.min_improvement * abs(v_star.value), v_star.entry.tie_margin)
+        return self.spec.min_improvement * abs(v_star.value) + v_star.entry.tie_margin
 
     def bound_as_of(self, date: datetime.date | str) -> LedgerEntry | None:
         """The tightest proven bound on the far side of V* dated on or before a date.
