@@ -233,7 +233,8 @@ def reread(score: dict[str, Any], task: Task, day: datetime.date) -> dict[str, A
 
     Returns:
         The score with `READ_AS_OF` recomputed for the run and for each improving candidate,
-        `ledger_hash` the task's ledger now, and `recorded`: the recorded V*, its date and hash.
+        `v_star_entry` the ledger entry that holds that V*, `ledger_hash` the task's ledger now,
+        and `recorded`: the recorded V*, its date and the ledger's hash then.
 
     Raises:
         ScoringError: No record of the task is dated on or before `day`.
@@ -246,8 +247,9 @@ def reread(score: dict[str, Any], task: Task, day: datetime.date) -> dict[str, A
         again = against_frontier(task, bool(candidate.get("valid")), candidate.get("score"), day)
         candidates.append({**candidate, **{k: again[k] for k in CANDIDATE_AS_OF}})
     recorded = {k: score.get(k) for k in ("v_star", "v_star_as_of", "ledger_hash")}
-    return {**score, **standing, "ledger_hash": task.ledger_hash, "candidates": candidates,
-            "recorded": recorded}
+    holder = task.v_star_as_of(day).entry.as_json()
+    return {**score, **standing, "v_star_entry": holder, "ledger_hash": task.ledger_hash,
+            "candidates": candidates, "recorded": recorded}
 
 
 def read_score(run_dir: str | Path, as_of: AsOf = None) -> dict[str, Any]:
@@ -277,7 +279,11 @@ def read_score(run_dir: str | Path, as_of: AsOf = None) -> dict[str, Any]:
     if scheme_of(task_ref) is not None:
         raise ScoringError(f"{task_ref}: a task of another benchmark has no ledger to read "
                            "as of a date")
-    return reread(score, get_task(task_ref), day)
+    try:
+        task = get_task(task_ref)
+    except TaskError as error:
+        raise ScoringError(str(error)) from None
+    return reread(score, task, day)
 
 
 class _Assessor:

@@ -75,6 +75,13 @@ def register(commands: Commands) -> None:
         help="novelty back end when the run is not yet scored (default: llm where a judge "
         "endpoint is configured, else ast)",
     )
+    score_cmd.add_argument(
+        "--as-of",
+        metavar="DATE|run|today",
+        help="read the score against V* as of a date (YYYY-MM-DD), the day the run started "
+        "(run) or today; prints G, ratio and beats_v_star then, and leaves score.json as "
+        "recorded",
+    )
     score_cmd.set_defaults(handler=score)
 
 
@@ -126,12 +133,45 @@ def view_run(args: argparse.Namespace) -> int:
 
 
 def score(args: argparse.Namespace) -> int:
-    """Score a finished run once (a scored run: its recorded score); print the row as JSON."""
-    from innolab.scoring import ScoringError, score_run
+    """Score a finished run once (a scored run: its recorded score); print the row as JSON.
+
+    With --as-of, the score (recorded first when the run was not scored yet) is read against V*
+    as of that date: the reading is printed as JSON and summed up in one line on stderr; the
+    record is not rewritten.
+
+    Args:
+        args: run_dir, backend and as_of.
+
+    Returns:
+        0, or 2 with the reason when the run cannot be scored or read as of that date.
+    """
+    from innolab.scoring import ScoringError, read_score, score_run
 
     try:
         row = score_run(Path(args.run_dir), novelty_backend=args.backend)
+        if args.as_of is not None:
+            row = read_score(Path(args.run_dir), as_of=args.as_of)
+            print(as_of_line(row), file=sys.stderr)
     except ScoringError as error:
         return fail("score", error)
     print(json.dumps(row, default=str))
     return 0
+
+
+def as_of_line(reading: dict) -> str:
+    """One line for a score read as of a date: V* and who holds it, G, ratio, beats_v_star.
+
+    Args:
+        reading: innolab.scoring.read_score's reading (as of a date).
+
+    Returns:
+        The line, with the recorded V* and its date for comparison.
+    """
+    entry, recorded = reading["v_star_entry"], reading["recorded"]
+    gain = "none" if reading["gain"] is None else f"{reading['gain']:.6g}"
+    return (
+        f"{reading['task']} as of {reading['v_star_as_of']}: V* {reading['v_star']!r} "
+        f"({entry['holder']}, {entry['date']}); V {reading['score']!r}, G {gain}, "
+        f"ratio {reading['ratio']:.6g}, beats_v_star {str(reading['beats_v_star']).lower()} "
+        f"(recorded: V* {recorded['v_star']!r} as of {recorded['v_star_as_of'] or 'not recorded'})"
+    )

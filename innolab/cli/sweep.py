@@ -58,6 +58,12 @@ def register(commands: Commands) -> None:
         "collect", help="rebuild DIR/runs.parquet and DIR/trajectory.parquet from the runs"
     )
     scol.add_argument("sweep_dir", metavar="DIR")
+    scol.add_argument(
+        "--as-of",
+        metavar="DATE|run|today",
+        help="read every score against V* as of a date (YYYY-MM-DD), the day each run started "
+        "(run) or today (default: each score as recorded); the run folders are not rewritten",
+    )
     scol.set_defaults(handler=collect)
 
 
@@ -113,11 +119,15 @@ def status(args: argparse.Namespace) -> int:
 def collect(args: argparse.Namespace) -> int:
     """Rebuild the sweep's tables; print the runs table's path."""
     from innolab import results
+    from innolab.scoring import ScoringError
 
     folder = Path(args.sweep_dir)
     if not folder.is_dir():
         return fail("sweep collect", f"{folder} is not a folder")
-    runs_path, trajectory_path = results.collect(folder)
+    try:
+        runs_path, trajectory_path = results.collect(folder, as_of=args.as_of)
+    except ScoringError as error:
+        return fail("sweep collect", error)
     table = results.runs(folder)
     print(
         f"{len(table)} runs, {int(table['complete'].sum())} complete -> {runs_path}, "
