@@ -14,7 +14,7 @@ from innolab import runner
 from innolab.agents import SCAFFOLDS
 from innolab.gym.agent_view import agent_view, prompt_texts
 from innolab.paths import data_dir
-from innolab.tasks import TaskError, get_task, leaks, load_task
+from innolab.tasks import PAPER_DATE, TaskError, builtin_ids, get_task, leaks, load_task
 from tests.test_tasks import EXPECTED, GOOD_YAML, _write_task, cli
 
 V_STAR_26 = 2.6359830849176076
@@ -128,37 +128,37 @@ def test_leak_scan_finds_a_planted_leak(planted, expected):
 @pytest.mark.parametrize(
     "planted",
     [
-        "19481",
-        "19481.0",
-        "19,481",
-        "19_481",
-        "19'481",
-        "19\u202f481",
-        "1.9481e4",
-        "1.9481e+04",
-        "1.9481E+04",
-        "1.9481E4",
-        "19.481e3",
-        "1.948e4",
+        "19474",
+        "19474.0",
+        "19,474",
+        "19_474",
+        "19'474",
+        "19\u202f474",
+        "1.9474e4",
+        "1.9474e+04",
+        "1.9474E+04",
+        "1.9474E4",
+        "19.474e3",
+        "1.947e4",
         "1.95e4",
-        "1.9481 × 10^4",
-        r"$1.9481 \times 10^{4}$",
-        "1.9481*10**4",
-        "-19,481",
-        "19,481.00",
-        "19481ms",
-        "19481th",
-        "v19481",
-        "(v19481)",
-        "1.9481·10⁴",
-        "1.9481×10⁴",
-        "1.9481 × 10⁴",
-        "19481x",
+        "1.9474 × 10^4",
+        r"$1.9474 \times 10^{4}$",
+        "1.9474*10**4",
+        "-19,474",
+        "19,474.00",
+        "19474ms",
+        "19474th",
+        "v19474",
+        "(v19474)",
+        "1.9474·10⁴",
+        "1.9474×10⁴",
+        "1.9474 × 10⁴",
+        "19474x",
     ],
 )
 def test_job_shop_v_star_is_caught_in_every_spelling(planted):
     task = get_task("job-shop-taillard-41-50")
-    assert leaks.hidden_numbers(task)["v_star"] == 19481
+    assert leaks.hidden_numbers(task)["v_star"] == 19474  # V* today: a sum over the instances
     leaked = leaks.scan(task, {"notes.md": f"The best known total makespan is {planted}.".encode()})
     assert [(leak.file, leak.source) for leak in leaked] == [("notes.md", "v_star")], planted
 
@@ -193,6 +193,7 @@ def test_readings_of_a_written_number():
     assert (
         leaks.readings("2.000") == [(Decimal("2.000"), 1)] and leaks.significant_digits("2005") == 4
     )
+    assert leaks.significant_digits("2000.0") == 4 and leaks.significant_digits("0.0360") == 2
     assert leaks.readings("two") == []
     with pytest.raises(ValueError, match="not a number"):
         leaks.significant_digits("n/a")
@@ -222,8 +223,8 @@ def test_spellings_sample_what_the_scan_recognises():
 @pytest.mark.parametrize(
     ("task_id", "planted"),
     [
-        ("job-shop-taillard-41-50", "19,481"),
-        ("job-shop-taillard-41-50", "1.9481e4"),
+        ("job-shop-taillard-41-50", "19,474"),
+        ("job-shop-taillard-41-50", "1.9474e4"),
         ("circle-packing-26", "2.635983084918"),  # V* to 13 significant digits
     ],
 )
@@ -251,7 +252,7 @@ def test_a_leak_planted_in_a_description_or_a_prior_file_is_caught(tmp_path, tas
 
 def test_a_run_with_a_leaking_prior_refuses_to_start(tmp_path):
     prior = tmp_path / "leaky-prior.py"
-    prior.write_text('"""A start: the record is 19,481 (ratio 0 to V*)."""\nprint("start")\n')
+    prior.write_text('"""A start: the record is 19,474 (ratio 0 to V*)."""\nprint("start")\n')
     run_dir = tmp_path / "run"
     done = subprocess.run(
         [
@@ -273,9 +274,9 @@ def test_a_run_with_a_leaking_prior_refuses_to_start(tmp_path):
         timeout=300,
     )
     assert done.returncode == 2, done.stdout + done.stderr
-    assert "prior solution leaky-prior: '19,481' (v_star)" in done.stderr
+    assert "prior solution leaky-prior: '19,474' (v_star)" in done.stderr
     assert not (run_dir / "config.json").exists()  # nothing ran: no run folder, no model call
-    with pytest.raises(leaks.LeakError, match="prior solution leaky-prior: '19,481'"):
+    with pytest.raises(leaks.LeakError, match="prior solution leaky-prior: '19,474'"):
         runner.start(
             runner.agent_config(
                 "mlab",
@@ -352,3 +353,35 @@ def test_a_leaking_task_folder_fails_tasks_check(tmp_path):
     line = next(x for x in done.stdout.splitlines() if "what the agent sees leaks" in x)
     assert line.startswith("FAIL my-task") and "description.md: '1.2345' (v_star)" in line
     assert "description.md: '1,2345' (v_star)" in line
+
+
+# ------------------------------------------------------- the dated ledger
+
+
+@pytest.mark.parametrize("task_id", builtin_ids())
+def test_every_ledger_value_planted_in_a_visible_file_is_caught(task_id):
+    """Every entry (records, refuted ones, bounds, the parts of a sum) and the V* a date selects.
+
+    Planted as repr writes it, and as the integer where the value is one."""
+    task = get_task(task_id)
+    planted = {f"ledger entry {i}": e.value for i, e in enumerate(task.ledger)}
+    planted |= {
+        f"ledger entry {i} part {name}": value
+        for i, e in enumerate(task.ledger) for name, value in (e.parts or {}).items()
+    }
+    planted |= {"V* today": task.v_star, "V* as of the paper": task.v_star_as_of(PAPER_DATE).value}
+    planted |= {"bound": task.bound.value} if task.bound is not None else {}
+    # a spelling of fewer than MIN_SIGNIFICANT_DIGITS pins nothing (the scan's documented rule):
+    # only the old two-digit values of the Packing Center pages are that short
+    short = {w: v for w, v in planted.items() if leaks.significant_digits(repr(v)) < 3}
+    assert set(short.values()) <= {0.036}, short
+    visible = task.visible_files()
+    for what, value in planted.items():
+        if what in short:
+            continue
+        for name in ("description.md", "task.json"):
+            spelled = str(int(value)) if float(value).is_integer() else repr(value)
+            files = {**visible, name: visible[name] + f"\nnote: {spelled}\n".encode()}
+            found = [leak for leak in leaks.scan(task, files) if leak.file == name]
+            assert found, f"{task_id}: {what} = {value!r} planted in {name} was not caught"
+    assert leaks.scan(task, visible) == []

@@ -115,9 +115,9 @@ def _reading(text: str) -> tuple[Decimal, int] | None:
     if not re.fullmatch(rf"-?\d+(?:\.\d+)?{_EXPONENT}", text):
         return None
     value = Decimal(text)
-    digits = "".join(str(d) for d in value.as_tuple().digits).lstrip("0")
-    mantissa = re.split("[eE]", text)[0]
-    return value, len(digits.rstrip("0") if "." in mantissa else digits)
+    whole, _, fraction = re.split("[eE]", text)[0].lstrip("-").partition(".")
+    # trailing zeros after the point say nothing (2.000 is 2); an integer part's do (2000.0)
+    return value, len((whole + fraction.rstrip("0")).lstrip("0"))
 
 
 def readings(spelling: str) -> list[tuple[Decimal, int]]:
