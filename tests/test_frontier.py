@@ -45,7 +45,7 @@ TODAY = {
 
 
 def test_the_paper_date_is_innogym_v1():
-    assert PAPER_DATE == datetime.date(2025, 12, 1)
+    assert datetime.date(2025, 12, 1) == PAPER_DATE
     assert set(AT_PAPER) == EXPECTED
 
 
@@ -85,7 +85,7 @@ def test_an_entry_dated_later_does_not_change_v_star_before_its_date():
     assert erdos.v_star_as_of("2025-12-31").value == 0.38092303510845016
     with pytest.raises(TaskError, match="no record is dated on or before 2015-01-01"):
         erdos.v_star_as_of("2015")
-    with pytest.raises(TaskError, match="'as_of'.*not a date"):
+    with pytest.raises(TaskError, match=r"'as_of'.*not a date"):
         erdos.v_star_as_of("last July")
 
 

@@ -92,14 +92,17 @@ def _write_task(root: Path, text: str) -> Path:
     return folder
 
 
-GOOD_YAML = """id: my-task
+GOOD_YAML = (
+    """id: my-task
 title: Mine
 domain: Mathematical
 objective: {name: sum, direction: max}
 problem: {check: "circles:circles_in_square", params: {n: 2}}
-v_star: {value: 1.0, entries: [{value: 1.0, holder: me, source: here, date: 2025-03-04, status: reported}]}
+v_star: {value: 1.0, entries: [{value: 1.0, holder: me, source: here, """
+    """date: 2025-03-04, status: reported}]}
 default_budget_s: 60
 """
+)
 
 
 def test_user_task_folder_loads_and_scores(tmp_path):
