@@ -9,6 +9,7 @@ import pytest
 from innolab import notebooks
 from innolab.paths import notebooks_dir
 from tests.fake_llm import FakeLLM
+from tests.test_analysis_sweeps import SWEEP_NOTEBOOKS
 
 ALL_NOTEBOOKS = sorted(notebooks_dir().glob("*.ipynb"))
 
@@ -220,3 +221,46 @@ def test_frontier_notebook_draws_the_record_and_places_a_sweeps_runs(tmp_path):
         False, True]
     figure = tmp_path / "figures" / "03_frontier" / f"{task.id}_record.png"
     assert figure.stat().st_size > 10_000 and figure.with_suffix(".pdf").is_file()
+
+
+def test_sweep_notebooks_take_as_of_and_read_as_recorded_by_default():
+    import papermill
+
+    for name in SWEEP_NOTEBOOKS:
+        path = notebooks_dir() / f"{name}.ipynb"
+        assert papermill.inspect_notebook(str(path))["as_of"]["default"] == "None", name
+        code = "".join("".join(c["source"]) for c in json.loads(path.read_text())["cells"])
+        assert "results.runs(sweep_dir, as_of=as_of)" in code, name
+        assert "results.trajectory(sweep_dir, as_of=as_of)" in code, name
+
+
+@pytest.mark.notebook
+def test_sweep_notebook_reads_the_runs_against_v_star_as_of_a_date(tmp_path):
+    import shutil
+
+    from innolab.tasks import get_task
+
+    runs = tmp_path / "runs"
+    shutil.copytree(Path(__file__).parent / "data" / "run_tables" / "runs", runs)
+    scores = {json.loads(p.read_text())["score"] for p in runs.glob("*/score.json")}
+    recorded_v_star = {json.loads(p.read_text())["v_star"] for p in runs.glob("*/score.json")}
+    assert len(recorded_v_star) == 1
+    then = get_task("circle-packing-26").v_star_as_of("2025-06-15").value  # FICO, 2025-06
+    assert then != recorded_v_star == {get_task("circle-packing-26").v_star}
+    tables = {}
+    for label, as_of in (("recorded", None), ("then", "2025-06-15")):
+        notebooks.execute(
+            notebooks_dir() / "25_success_and_prompt.ipynb",
+            tmp_path / f"{label}.ipynb",
+            {"sweep_dir": str(runs), "as_of": as_of, "n_resamples": 200,
+             "results_dir": str(tmp_path / label), "figures_dir": str(tmp_path / f"{label}-fig")},
+        )
+        tables[label] = pd.read_csv(tmp_path / label / "25_success_and_prompt" /
+                                    "table2_from_runs.csv")
+    for label, v_star in (("recorded", recorded_v_star.pop()), ("then", then)):
+        table = tables[label]
+        assert len(table) == 2 and table["valid"].all()
+        for gain, ratio in zip(table["gain"], table["ratio"], strict=True):
+            assert any(gain == pytest.approx(s - v_star, abs=1e-12) for s in scores), label
+            assert ratio == pytest.approx(gain / abs(v_star), abs=1e-12), label
+    assert (tables["then"]["gain"] > tables["recorded"]["gain"]).all()  # a lower V* then
