@@ -47,7 +47,7 @@ from innolab.tasks.evaluation import evaluate
 from innolab.tasks.frontier import FrontierError, as_date
 from innolab.tasks.model import Task, TaskError
 from innolab.tasks.registry import get_task, scheme_of
-from innolab.traces import Score, Trace, TraceWriter
+from innolab.traces import Score, Trace, TraceError, TraceWriter
 
 
 class ScoringError(RuntimeError):
@@ -89,7 +89,10 @@ def score_run(run_dir: str | Path, novelty_backend: str | None = "default",
         config = folder.read_config()
     except RunDirError as error:
         raise ScoringError(str(error)) from None
-    trace = Trace.read(folder.root)
+    try:
+        trace = Trace.read(folder.root)
+    except TraceError as error:
+        raise ScoringError(str(error)) from None
     finished = trace.finished
     if finished is None:
         raise ScoringError(f"{folder.root}: the run has not finished (resume it first)")
@@ -134,12 +137,29 @@ def score_run(run_dir: str | Path, novelty_backend: str | None = "default",
 
 
 def _append_locked(table: Path, frame: pd.DataFrame) -> None:
-    """Append rows to a CSV shared by concurrent runs (a sweep's workers): one writer at a time,
-    one header."""
-    with open(table, "a", encoding="utf-8", newline="") as handle:
+    """Append rows to a CSV shared by concurrent runs (a sweep's workers).
+
+    One writer at a time, one header. Rows are written in the header's column order; a row with
+    a column the header lacks (a table begun before the column existed) rewrites the table once
+    with the columns of both, the old rows empty in the new columns.
+    """
+    with open(table, "a+", encoding="utf-8", newline="") as handle:
         fcntl.flock(handle, fcntl.LOCK_EX)
         try:
-            handle.write(frame.to_csv(header=os.fstat(handle.fileno()).st_size == 0, index=False))
+            if os.fstat(handle.fileno()).st_size == 0:
+                handle.write(frame.to_csv(index=False))
+                return
+            handle.seek(0)
+            header = pd.read_csv(handle, nrows=0).columns.tolist()
+            if set(frame.columns) <= set(header):
+                handle.seek(0, os.SEEK_END)
+                handle.write(frame.reindex(columns=header).to_csv(header=False, index=False))
+                return
+            handle.seek(0)
+            both = pd.concat([pd.read_csv(handle), frame], ignore_index=True)
+            handle.seek(0)
+            handle.truncate()
+            handle.write(both.to_csv(index=False))
         finally:
             fcntl.flock(handle, fcntl.LOCK_UN)
 

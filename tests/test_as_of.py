@@ -241,3 +241,19 @@ def test_a_bad_as_of_is_a_clear_error(between, capsys, as_of, message):
     assert code == 2 and message in err and "innolab score" in err
     with pytest.raises(ScoringError, match=message):
         results.runs(between, as_of=as_of)
+
+
+def test_a_scores_table_begun_before_the_new_columns_stays_aligned(tmp_path):
+    # the scores.csv of a folder scored before: its header lacks the frontier's columns
+    folder = tmp_path / "runs"
+    first = erdos_run(folder / "first")
+    table = folder / "scores.csv"
+    recorded = pd.read_csv(table)
+    before = recorded.drop(columns=["v_star_as_of", "ledger_hash", "headroom_closed"])
+    table.write_text(before.to_csv(index=False), encoding="utf-8")
+    erdos_run(folder / "second")
+    both = pd.read_csv(table)
+    assert both["run"].tolist() == [first.name, "second"]
+    assert both["score"].tolist() == [0.5, 0.5]
+    assert both["v_star_as_of"].isna().tolist() == [True, False]
+    assert both.loc[1, "ledger_hash"] == get_task(ERDOS).ledger_hash

@@ -169,9 +169,11 @@ def as_of_line(reading: dict) -> str:
     """
     entry, recorded = reading["v_star_entry"], reading["recorded"]
     gain = "none" if reading["gain"] is None else f"{reading['gain']:.6g}"
+    then = recorded["v_star_as_of"]
     return (
         f"{reading['task']} as of {reading['v_star_as_of']}: V* {reading['v_star']!r} "
         f"({entry['holder']}, {entry['date']}); V {reading['score']!r}, G {gain}, "
         f"ratio {reading['ratio']:.6g}, beats_v_star {str(reading['beats_v_star']).lower()} "
-        f"(recorded: V* {recorded['v_star']!r} as of {recorded['v_star_as_of'] or 'not recorded'})"
+        f"(recorded: V* {recorded['v_star']!r}, "
+        + (f"as of {then})" if then else "its date not recorded)")
     )
