@@ -262,3 +262,10 @@ def test_every_builtin_ledger_cites_a_source_and_a_date():
             assert entry.source.strip() and entry.holder.strip()
             assert entry.date <= datetime.date.today()
 
+
+
+def test_cli_check_names_ta45_as_having_no_headroom():
+    done = cli("tasks", "check", "job-shop-taillard-41-50")
+    line = next(x for x in done.stdout.splitlines() if "headroom left" in x)
+    assert line.startswith("ok   job-shop-taillard-41-50") and "no headroom on ta45" in line
+    assert "V* and the bound are sums over the instances" in line
