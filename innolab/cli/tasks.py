@@ -119,7 +119,8 @@ def show_task(args: argparse.Namespace) -> int:
     today, paper = task.v_star_as_of("today"), paper_v_star(task)
     print(
         f"  V* as of today ({today.as_of}): {today.value!r}, held by {today.entry.holder} since "
-        f"{today.entry.date_text}; as of the paper's date ({PAPER_DATE}): {paper}"
+        f"{today.entry.date_text}; as of the paper's date ({PAPER_DATE}): "
+        f"{'no record yet' if paper is None else repr(paper)}"
     )
     print(f"  ledger (hash {task.ledger_hash}; `innolab tasks frontier {task.id}` for all of it):")
     for entry in sorted(task.ledger, key=lambda e: e.date):
