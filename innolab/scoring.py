@@ -76,10 +76,11 @@ def score_run(run_dir: str | Path, novelty_backend: str | None = "default",
 
     Returns:
         The score's row (with `already_scored` true when the run was scored before: then nothing
-        is written).
+        is written). G, ratio, beats_v_star and headroom_closed are against V* as of the day of
+        scoring, recorded with that V*, the day (`v_star_as_of`) and the ledger's hash.
 
     Raises:
-        ScoringError: not a run folder, or a run that has not finished.
+        ScoringError: not a run folder, a run without a trace, or a run that has not finished.
     """
     folder = RunDir(Path(run_dir))
     recorded = folder.read_score()
