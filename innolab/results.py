@@ -29,7 +29,8 @@ from innolab import runspec
 from innolab.gym.policy import RunConfig
 from innolab.metrics import impute
 from innolab.rundir import RunDir, write_atomic
-from innolab.scoring import AsOf, reread, resolve_as_of
+from innolab.scoring import AsOf, ScoringError, reread, resolve_as_of
+from innolab.tasks.model import TaskError
 from innolab.tasks.registry import get_task, scheme_of
 from innolab.traces import Submission, Trace, TraceError
 
@@ -67,7 +68,7 @@ class RunSource:
             trace = Trace.read(folder.root)
         except (TraceError, OSError):
             trace = Trace([])
-        score = read_as_of(folder.read_score(), config.task, trace, as_of)
+        score = read_as_of(folder, config.task, trace, as_of)
         return cls(folder, config, trace, score, relative_to)
 
     @cached_property
@@ -196,14 +197,13 @@ def _number(value: Any) -> float:
     return math.nan if value is None else float(value)
 
 
-def read_as_of(score: dict[str, Any] | None, task_ref: str, trace: Trace,
-               as_of: AsOf) -> dict[str, Any] | None:
+def read_as_of(folder: RunDir, task_ref: str, trace: Trace, as_of: AsOf) -> dict[str, Any] | None:
     """A run's score as recorded (as_of None) or read against its task's V* as of a date.
 
     A run not scored, or of another benchmark's task (no ledger), reads as recorded.
 
     Args:
-        score: The run's score.json (None: not scored).
+        folder: The run folder.
         task_ref: The run's task.
         trace: The run's trace (for as_of "run").
         as_of: "run", "today", an ISO date, a date, or None (innolab.scoring.resolve_as_of).
@@ -212,12 +212,17 @@ def read_as_of(score: dict[str, Any] | None, task_ref: str, trace: Trace,
         The score (innolab.scoring.reread), or None for a run not scored.
 
     Raises:
-        innolab.scoring.ScoringError: A date that is none of these, or no record on it.
+        innolab.scoring.ScoringError: Naming the run folder: a date that is none of these, no
+            record of the task on it, or a task that no longer loads.
     """
+    score = folder.read_score()
     if score is None or as_of is None or scheme_of(task_ref) is not None:
         return score
-    day = resolve_as_of(as_of, trace)
-    return score if day is None else reread(score, get_task(task_ref), day)
+    try:
+        day = resolve_as_of(as_of, trace)
+        return score if day is None else reread(score, get_task(task_ref), day)
+    except (ScoringError, TaskError) as error:
+        raise ScoringError(f"{folder.root}: {error}") from None
 
 
 def _config_id(config: RunConfig) -> str:
@@ -271,7 +276,7 @@ def trajectory_rows(run_dir: Path, as_of: AsOf = None) -> list[dict[str, Any]]:
         trace = Trace.read(folder.root)
     except (TraceError, OSError):
         return []
-    score = read_as_of(folder.read_score(), config.task, trace, as_of) or {}
+    score = read_as_of(folder, config.task, trace, as_of) or {}
     scored = {c["file"]: c for c in score.get("candidates", [])}
     candidates = [Candidate(identifier, trace, event, scored.get(event.file), score.get("v_star"))
                   for event in trace.submissions]
