@@ -103,6 +103,8 @@ def test_place_runs_puts_each_run_at_its_start_with_the_record_of_that_day():
     assert fr.place_runs(seconds, record, label=None)["record"].tolist() == [0.5] * 5
     with pytest.raises(fr.FrontierAnalysisError, match=r"lacks the columns \['started'\]"):
         fr.place_runs(runs.drop(columns="started"), record)
+    with pytest.raises(fr.FrontierAnalysisError, match="column 'started': not a date"):
+        fr.place_runs(runs.assign(started="yesterday"), record)
 
 
 @pytest.mark.parametrize(

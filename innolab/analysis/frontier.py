@@ -44,34 +44,52 @@ class FrontierAnalysisError(ValueError):
     """A ledger or a runs table that breaks a rule; the message names the column and the rule."""
 
 
-def _dates(values: pd.Series, column: str) -> pd.Series:
-    """Dates as day timestamps: dates, timestamps, or text as published (YYYY[-MM[-DD]]).
+def _timestamps(values: pd.Series, column: str) -> pd.Series:
+    """Timestamps from dates, timestamps, seconds since the epoch or text (ISO 8601, YYYY[-MM]).
 
     Args:
-        values: The dates.
+        values: The values.
         column: The column's name, for the error message.
 
     Returns:
-        Timestamps without a time zone, at midnight (UTC for an aware timestamp).
+        Timestamps without a time zone (UTC for an aware one), in nanoseconds.
 
     Raises:
         FrontierAnalysisError: A value that is not a date.
     """
-    if pd.api.types.is_datetime64_any_dtype(values):
-        stamps = values
-    else:
-        try:
+    try:
+        if pd.api.types.is_datetime64_any_dtype(values):
+            stamps = values
+        elif pd.api.types.is_numeric_dtype(values) and not pd.api.types.is_bool_dtype(values):
+            stamps = pd.to_datetime(values, unit="s", utc=True)
+        else:
             stamps = pd.to_datetime(values.astype(str), format="ISO8601", utc=True)
-        except (ValueError, TypeError) as error:
-            raise FrontierAnalysisError(
-                f"column '{column}': not a date (YYYY-MM-DD, YYYY-MM or YYYY): {error}"
-            ) from None
+    except (ValueError, TypeError, OverflowError) as error:
+        raise FrontierAnalysisError(
+            f"column '{column}': not a date (YYYY-MM-DD, YYYY-MM or YYYY): {error}"
+        ) from None
     if getattr(stamps.dt, "tz", None) is not None:
         stamps = stamps.dt.tz_convert("UTC").dt.tz_localize(None)
-    return stamps.dt.floor("D").astype("datetime64[ns]")
+    return stamps.astype("datetime64[ns]")
 
 
-def check_ledger(ledger: pd.DataFrame) -> pd.DataFrame:
+def _dates(values: pd.Series, column: str) -> pd.Series:
+    """Dates as day timestamps (midnight); a month or a year alone is its first day.
+
+    Args:
+        values: The dates (as `_timestamps` reads them).
+        column: The column's name, for the error message.
+
+    Returns:
+        Timestamps at midnight, without a time zone.
+
+    Raises:
+        FrontierAnalysisError: A value that is not a date.
+    """
+    return _timestamps(values, column).dt.floor("D")
+
+
+def checked_ledger(ledger: pd.DataFrame) -> pd.DataFrame:
     """A ledger DataFrame checked and put in date order.
 
     Args:
@@ -136,12 +154,12 @@ def record_over_time(ledger: pd.DataFrame, direction: Direction) -> pd.DataFrame
         `held_since` (that entry's date) and `new` (whether the record changed that day).
 
     Raises:
-        FrontierAnalysisError: A ledger that breaks a rule of `check_ledger`, or a direction that
+        FrontierAnalysisError: A ledger that breaks a rule of `checked_ledger`, or a direction that
             is neither "max" nor "min".
     """
     if direction not in ("max", "min"):
         raise FrontierAnalysisError(f"direction must be 'max' or 'min', got {direction!r}")
-    checked = check_ledger(ledger)
+    checked = checked_ledger(ledger)
     records = checked[(checked["kind"] == "record") & (checked["status"] != "refuted")]
     rows = [
         {"date": row["date"], "record": row["best"]["value"], "holder": row["best"]["holder"],
@@ -165,9 +183,9 @@ def bounds_over_time(ledger: pd.DataFrame) -> pd.DataFrame:
         when the ledger has no bound.
 
     Raises:
-        FrontierAnalysisError: A ledger that breaks a rule of `check_ledger`.
+        FrontierAnalysisError: A ledger that breaks a rule of `checked_ledger`.
     """
-    checked = check_ledger(ledger)
+    checked = checked_ledger(ledger)
     rows = []
     for kind, order in BOUND_ORDER.items():
         bounds = checked[(checked["kind"] == kind) & (checked["status"] != "refuted")]
@@ -228,22 +246,12 @@ def place_runs(
         raise FrontierAnalysisError(f"runs table lacks the columns {missing}")
     chosen = runs[runs["task"] == task] if task else runs
     chosen = chosen[chosen[start].notna()]
-    if pd.api.types.is_numeric_dtype(chosen[start]):
-        stamps = pd.to_datetime(chosen[start], unit="s")
-    elif pd.api.types.is_datetime64_any_dtype(chosen[start]):
-        stamps = chosen[start]
-    else:
-        try:
-            stamps = pd.to_datetime(chosen[start].astype(str), format="ISO8601", utc=True)
-        except (ValueError, TypeError) as error:
-            raise FrontierAnalysisError(f"column '{start}': not a date: {error}") from None
-    if getattr(stamps.dt, "tz", None) is not None:
-        stamps = stamps.dt.tz_convert("UTC").dt.tz_localize(None)
+    stamps = _timestamps(chosen[start], start)
     valid = chosen["valid"].fillna(False).astype(bool) if "valid" in chosen else (
         chosen[value].notna())
     values = pd.to_numeric(chosen[value], errors="coerce").where(valid)
     placed = pd.DataFrame({
-        "date": stamps.astype("datetime64[ns]").to_numpy(),
+        "date": stamps.to_numpy(),
         "value": values.to_numpy(dtype=float),
         "valid": valid.to_numpy(dtype=bool),
         "label": chosen[label].astype(str).to_numpy() if label else "runs",
@@ -311,9 +319,9 @@ def frontier_chart(
         The figure.
 
     Raises:
-        FrontierAnalysisError: A ledger that breaks a rule of `check_ledger`.
+        FrontierAnalysisError: A ledger that breaks a rule of `checked_ledger`.
     """
-    checked = check_ledger(ledger)
+    checked = checked_ledger(ledger)
     record = record_over_time(checked, direction)
     bounds = bounds_over_time(checked)
     placed = placed if placed is not None else pd.DataFrame(columns=PLACED_COLUMNS)
