@@ -131,6 +131,7 @@ def test_direction_must_be_max_or_min():
 
 def test_the_record_as_of_a_date_is_the_tasks_v_star_as_of_it_on_every_builtin_task():
     from innolab.tasks import PAPER_DATE, builtin_ids, get_task
+    from innolab.tasks.frontier import record_steps
 
     for task_id in builtin_ids():
         task = get_task(task_id)
@@ -143,6 +144,10 @@ def test_the_record_as_of_a_date_is_the_tasks_v_star_as_of_it_on_every_builtin_t
         days = sorted(d for d in days if d >= first)
         got = fr.value_at(record, "record", days)
         assert got.tolist() == [task.v_star_as_of(d).value for d in days], task_id
+        moved = record[record["new"]]
+        steps = record_steps(task.ledger, task.direction)  # the tasks' own steps agree
+        assert [(d.date(), v) for d, v in zip(moved["date"], moved["record"], strict=True)] == [
+            (e.date, e.value) for e in steps], task_id
         bound = task.bound
         bounds = fr.bounds_over_time(ledger)
         if bound is None:
