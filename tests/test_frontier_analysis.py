@@ -92,7 +92,7 @@ def test_place_runs_puts_each_run_at_its_start_with_the_record_of_that_day():
         "score": [0.39, 0.1, 0.3, 0.3, 0.6],
         "valid": [True, False, True, True, True],
     })
-    placed = fr.place_runs(runs, record, task="t")
+    placed = fr.place_runs(runs, record, task="t", start="started")
     assert placed["config_id"].tolist() == ["e", "b", "a"]  # in start order; c has no start
     assert placed["value"].tolist()[::2] == [0.6, 0.39] and math.isnan(placed["value"].iloc[1])
     assert placed["valid"].tolist() == [True, False, True]
@@ -100,11 +100,12 @@ def test_place_runs_puts_each_run_at_its_start_with_the_record_of_that_day():
     assert placed["record"].tolist() == [0.45, 0.45, 0.4]
     assert placed["date"].iloc[2] == pd.Timestamp("2025-01-15 21:30")
     seconds = runs.assign(started=[pd.Timestamp("2020-06-01", tz="UTC").timestamp()] * 5)
-    assert fr.place_runs(seconds, record, label=None)["record"].tolist() == [0.5] * 5
+    by_seconds = fr.place_runs(seconds, record, start="started", label=None)
+    assert by_seconds["record"].tolist() == [0.5] * 5
     with pytest.raises(fr.FrontierAnalysisError, match=r"lacks the columns \['started'\]"):
-        fr.place_runs(runs.drop(columns="started"), record)
+        fr.place_runs(runs.drop(columns="started"), record, start="started")
     with pytest.raises(fr.FrontierAnalysisError, match="column 'started': not a date"):
-        fr.place_runs(runs.assign(started="yesterday"), record)
+        fr.place_runs(runs.assign(started="yesterday"), record, start="started")
 
 
 @pytest.mark.parametrize(
@@ -161,7 +162,7 @@ def test_the_chart_draws_the_record_as_steps_and_a_zoom_when_bounds_or_runs_lie_
     record = fr.record_over_time(MIN_LEDGER, "min")
     runs = pd.DataFrame({"task": ["t"], "agent": ["aide"], "started": ["2025-02-01"],
                          "score": [0.42], "valid": [True]})
-    placed = fr.place_runs(runs, record)
+    placed = fr.place_runs(runs, record, start="started")
     fig = fr.frontier_chart(MIN_LEDGER, "min", placed=placed, paper_date="2023-06-01",
                             end="2026-01-01")
     assert len(fig.axes) == 2  # everything, then the record zoomed

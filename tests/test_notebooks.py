@@ -185,27 +185,35 @@ def test_run_notebook_performs_the_run_keeps_its_record_and_never_runs_twice(tmp
     )  # the second execution only reported the run
 
 
+def copy_runs_started_on(folder: Path, days: dict[str, str]) -> Path:
+    """The committed test run folders, each trace moved to start at noon UTC of a chosen day."""
+    import datetime
+    import shutil
+
+    shutil.copytree(Path(__file__).parent / "data" / "run_tables" / "runs", folder)
+    for name, day in days.items():
+        trace = folder / name / "trace.jsonl"
+        events = [json.loads(line) for line in trace.read_text().splitlines()]
+        started = next(e["time"] for e in events if e["type"] == "run_started")
+        noon = datetime.datetime.fromisoformat(f"{day}T12:00:00+00:00").timestamp()
+        for event in events:
+            event["time"] += noon - started
+        trace.write_text("".join(json.dumps(e) + "\n" for e in events))
+    return folder
+
+
 @pytest.mark.notebook
 def test_frontier_notebook_draws_the_record_and_places_a_sweeps_runs(tmp_path):
+    from innolab import results
     from innolab.tasks import PAPER_DATE, get_task
 
-    task = get_task("erdos-minimum-overlap")
-    sweep = tmp_path / "sweep"
-    sweep.mkdir()
-    runs = pd.DataFrame({
-        "config_id": ["a", "b", "c", "d"],
-        "task": [task.id, task.id, task.id, "circle-packing-26"],
-        "agent": ["aide", "codeact", "aide", "aide"],
-        "started": ["2026-07-10T09:00:00+00:00", "2026-08-01T09:00:00+00:00", None,
-                    "2026-08-01T09:00:00+00:00"],
-        "valid": [True, False, True, True],
-        "score": [0.38086, None, 0.3809, 2.6],
-    })
-    runs.to_parquet(sweep / "runs.parquet", index=False)
+    task = get_task("circle-packing-26")
+    days = {"aide": "2025-06-15", "codeact": "2025-12-15"}  # FICO's record, then AlphaEvolve V2's
+    runs = copy_runs_started_on(tmp_path / "runs", days)
     notebooks.execute(
         notebooks_dir() / "03_frontier.ipynb",
         tmp_path / "nb.ipynb",
-        {"task": task.id, "sweep_dir": str(sweep), "since": None,
+        {"task": task.id, "sweep_dir": str(runs), "since": None,
          "results_dir": str(tmp_path / "results"), "figures_dir": str(tmp_path / "figures")},
     )
     out = tmp_path / "results" / "03_frontier"
@@ -213,12 +221,13 @@ def test_frontier_notebook_draws_the_record_and_places_a_sweeps_runs(tmp_path):
     assert record["record"].iloc[-1] == task.v_star
     at_paper = record[record["date"] <= pd.Timestamp(PAPER_DATE)]["record"].iloc[-1]
     assert at_paper == task.v_star_as_of(PAPER_DATE).value
-    placed = pd.read_csv(out / f"{task.id}_runs.csv")
-    assert placed["config_id"].tolist() == ["a", "b"]  # its task's runs with a start
-    assert placed["record"].tolist() == [
-        task.v_star_as_of("2026-07-10").value, task.v_star_as_of("2026-08-01").value]
-    assert placed["valid"].tolist() == [True, False] and placed["value"].isna().tolist() == [
-        False, True]
+    placed = pd.read_csv(out / f"{task.id}_runs.csv", parse_dates=["date"])
+    assert [d.date().isoformat() for d in placed["date"]] == list(days.values())
+    assert placed["record"].tolist() == [task.v_star_as_of(d).value for d in days.values()]
+    assert placed["record"].iloc[0] != placed["record"].iloc[1]  # the frontier moved between
+    assert placed["valid"].all() and placed["value"].notna().all()
+    table = results.runs(runs, as_of="run").dropna(subset=["v_star_as_of"])  # read as of start
+    assert placed["record"].tolist() == table.sort_values("v_star_as_of")["v_star"].tolist()
     figure = tmp_path / "figures" / "03_frontier" / f"{task.id}_record.png"
     assert figure.stat().st_size > 10_000 and figure.with_suffix(".pdf").is_file()
 
@@ -236,12 +245,9 @@ def test_sweep_notebooks_take_as_of_and_read_as_recorded_by_default():
 
 @pytest.mark.notebook
 def test_sweep_notebook_reads_the_runs_against_v_star_as_of_a_date(tmp_path):
-    import shutil
-
     from innolab.tasks import get_task
 
-    runs = tmp_path / "runs"
-    shutil.copytree(Path(__file__).parent / "data" / "run_tables" / "runs", runs)
+    runs = copy_runs_started_on(tmp_path / "runs", {})
     scores = {json.loads(p.read_text())["score"] for p in runs.glob("*/score.json")}
     recorded_v_star = {json.loads(p.read_text())["v_star"] for p in runs.glob("*/score.json")}
     assert len(recorded_v_star) == 1

@@ -218,16 +218,17 @@ def value_at(steps: pd.DataFrame, column: str, dates: Sequence[Any] | pd.Series)
 
 
 def place_runs(
-    runs: pd.DataFrame, record: pd.DataFrame, *, task: str | None = None,
-    start: str = "started", value: str = "score", label: str | None = "agent",
+    runs: pd.DataFrame, record: pd.DataFrame, *, start: str, task: str | None = None,
+    value: str = "score", label: str | None = "agent",
 ) -> pd.DataFrame:
     """Runs as points on the record's chart: at their start date, with their value.
 
     Args:
         runs: A runs table (innolab.results), one row per run.
         record: The task's `record_over_time`.
+        start: The column of each run's start (a timestamp, ISO text or seconds since the epoch;
+            `v_star_as_of` of a runs table read with `as_of="run"` is each run's start day).
         task: Keep only the runs of this task (column `task`); None keeps every run.
-        start: The column of each run's start (a timestamp, ISO text or seconds since the epoch).
         value: The column of each run's value in the task's own units (the hidden evaluator's
             score); a run that is not `valid` (where that column exists) has none (NaN).
         label: The column that names a run's group in the legend (None: one group).
