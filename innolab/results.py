@@ -104,8 +104,11 @@ def _parameter(key: str) -> Callable[[dict[str, Any]], Any]:
 
 
 def _setting(name: str) -> Column:
-    """A configuration column (innolab.runspec); a missing configuration's row reads the manifest
-    entry's parameters for task, agent, temperature and seed."""
+    """A configuration column (innolab.runspec).
+
+    A missing configuration's row reads the manifest entry's parameters for task, agent, temperature
+    and seed.
+    """
     missing = _parameter(name) if name in ("task", "agent", "temperature", "seed") else None
     return Column(name, lambda r: r.settings[name], missing or (lambda entry: None))
 
@@ -142,8 +145,10 @@ RUN_COLUMNS = [c.name for c in RUN_TABLE_COLUMNS]
 
 @dataclass
 class Candidate:
-    """What a trajectory row is read from: one submission of a run and, when it improved, its
-    hidden score."""
+    """What a trajectory row is read from.
+
+    One submission of a run and, when it improved, its hidden score.
+    """
 
     config_id: str
     trace: Trace
@@ -172,15 +177,18 @@ def _config_id(config: RunConfig) -> str:
 
 
 def run_folders(path: Path) -> list[Path]:
-    """The run folders (those with a config.json) under a sweep folder (runs/*) or a folder of
-    runs (*)."""
+    """The run folders under a sweep folder (runs/*) or a folder of runs (*).
+
+    A run folder is one with a config.json.
+    """
     root = path / "runs" if (path / "runs").is_dir() else path
     return sorted(p for p in root.iterdir() if RunDir(p).exists()) if root.is_dir() else []
 
 
 def run_row(run_dir: Path, relative_to: Path | None = None) -> dict[str, Any]:
-    """One run as one row: its configuration, how it ended, its scores (imputed when missing) and
-    its costs.
+    """One run as one row.
+
+    Its configuration, how it ended, its scores (imputed when missing) and its costs.
 
     Args:
         run_dir: the run folder.
@@ -194,9 +202,10 @@ def run_row(run_dir: Path, relative_to: Path | None = None) -> dict[str, Any]:
 
 
 def trajectory_rows(run_dir: Path) -> list[dict[str, Any]]:
-    """Every validated candidate of a run: each submission with its pristine dev verdict, the
-    improving ones with their hidden-evaluator score and N from the run's score (computed outside
-    the sandbox, after the run).
+    """Every validated candidate of a run.
+
+    Each submission with its pristine dev verdict, the improving ones with their hidden-evaluator
+    score and N from the run's score (computed outside the sandbox, after the run).
 
     Args:
         run_dir: the run folder.
@@ -279,8 +288,10 @@ def collect(path: Path) -> tuple[Path, Path]:
 
 
 def runs(path: str | Path) -> pd.DataFrame:
-    """The runs table of a sweep folder (its runs.parquet) or of a folder of single runs (built
-    from the runs)."""
+    """The runs table of a sweep folder or of a folder of single runs.
+
+    A sweep's is its runs.parquet; a folder of single runs has its table built from the runs.
+    """
     path = Path(path)
     if (path / RUNS_TABLE).is_file():
         return pd.read_parquet(path / RUNS_TABLE)
@@ -288,8 +299,10 @@ def runs(path: str | Path) -> pd.DataFrame:
 
 
 def trajectory(path: str | Path) -> pd.DataFrame:
-    """The trajectory table of a sweep folder (its trajectory.parquet) or of a folder of single
-    runs."""
+    """The trajectory table of a sweep folder or of a folder of single runs.
+
+    A sweep's is its trajectory.parquet.
+    """
     path = Path(path)
     if (path / TRAJECTORY_TABLE).is_file():
         return pd.read_parquet(path / TRAJECTORY_TABLE)

@@ -43,8 +43,9 @@ class ScoringError(RuntimeError):
 
 def score_run(run_dir: str | Path, novelty_backend: str | None = "default",
               settings: dict[str, Any] | None = None, table: Path | None = None) -> dict[str, Any]:
-    """V, G, ratio and (with a back end) N of a finished run and of every improving candidate,
-    written once.
+    """V, G, ratio and (with a back end) N of a finished run and of every improving candidate.
+
+    Written once.
 
     Args:
         run_dir: the run folder.
@@ -110,8 +111,10 @@ def score_run(run_dir: str | Path, novelty_backend: str | None = "default",
 
 
 def _append_locked(table: Path, frame: pd.DataFrame) -> None:
-    """Append rows to a CSV shared by concurrent runs (a sweep's workers): one writer at a time,
-    one header."""
+    """Append rows to a CSV shared by concurrent runs (a sweep's workers).
+
+    One writer at a time, one header.
+    """
     with open(table, "a", encoding="utf-8", newline="") as handle:
         fcntl.flock(handle, fcntl.LOCK_EX)
         try:
@@ -121,8 +124,10 @@ def _append_locked(table: Path, frame: pd.DataFrame) -> None:
 
 
 class _Assessor:
-    """Hidden-evaluator verdict and N of one submission file, each computed once (the final
-    submission is usually also the last improving candidate)."""
+    """Hidden-evaluator verdict and N of one submission file.
+
+    Each computed once (the final submission is usually also the last improving candidate).
+    """
 
     def __init__(self, folder: RunDir, task, measure: _Novelty) -> None:
         self.folder, self.task, self.measure = folder, task, measure
@@ -138,9 +143,11 @@ class _Assessor:
 
 
 def _candidates(trace: Trace, task, assess: _Assessor) -> list[dict[str, Any]]:
-    """Every improving candidate (a submission whose pristine dev score beats every earlier one),
-    scored by the hidden evaluator and given its N, with its time since the run started (N over
-    time; distances cached)."""
+    """Every improving candidate (a submission whose pristine dev score beats every earlier one).
+
+    Scored by the hidden evaluator and given its N, with its time since the run started (N over
+    time; distances cached).
+    """
     out = []
     for event in trace.best_so_far(task.direction):
         verdict, measured = assess(event.file, event.source)
@@ -154,9 +161,11 @@ def _candidates(trace: Trace, task, assess: _Assessor) -> list[dict[str, Any]]:
 
 
 class _Novelty:
-    """N of a program's code with one back end: code with code, or (llm) card with card by one
-    extractor. The known solutions' texts are prepared once per run, whatever the number of
-    candidates."""
+    """N of a program's code with one back end.
+
+    Code with code, or (llm) card with card by one extractor. The known solutions' texts are
+    prepared once per run, whatever the number of candidates.
+    """
 
     def __init__(self, folder: RunDir, config: dict[str, Any], task, backend: str | None,
                  settings: dict[str, Any] | None) -> None:
@@ -193,8 +202,11 @@ class _Novelty:
         return self._known
 
     def against_prior(self, file: str, valid: bool) -> float | None:
-        """N of an assessed submission against the run's prior solution alone (Fig. 5: how far the
-        run moved from where it started); None without a prior, a back end or a compared text."""
+        """N of an assessed submission against the run's prior solution alone.
+
+        Fig. 5: how far the run moved from where it started; None without a prior, a back end or
+        a compared text.
+        """
         text = self._texts.get(file)
         if not self._prior_code or self.backend is None or text is None:
             return 0.0 if self._prior_code and not valid else None

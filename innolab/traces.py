@@ -308,8 +308,10 @@ class TraceWriter:
         return stamped
 
     def position(self) -> dict[str, int]:
-        """Where the trace stands: the next sequence number and the byte length (for truncation
-        on resume)."""
+        """Where the trace stands.
+
+        The next sequence number and the byte length (for truncation on resume).
+        """
         return {"seq": self.seq, "bytes": self._handle.tell()}
 
     def close(self) -> None:

@@ -58,8 +58,11 @@ Phase = Literal["generate", "execute", "evaluate"]
 
 @dataclass
 class AideState(AgentState):
-    """AIDE's state: the phase of its newest node (generate a program, run it, have it validated),
-    the journal (serialised as its list of nodes) and the objective's direction as last observed."""
+    """AIDE's state.
+
+    The phase of its newest node (generate a program, run it, have it validated), the journal
+    (serialised as its list of nodes) and the objective's direction as last observed.
+    """
 
     phase: Phase = "generate"
     journal: Journal = field(default_factory=Journal)
@@ -94,8 +97,9 @@ class AideAgent(LLMAgent):
 
     def prompt(self, stage: str, parent: Node | None, journal: Journal,
                description: str) -> list[dict[str, str]]:
-        """The messages of one AIDE step: role, task, the journal's memory, the parent's code and
-        the instruction.
+        """The messages of one AIDE step.
+
+        Role, task, the journal's memory, the parent's code and the instruction.
 
         Args:
             stage: "draft", "debug" or "improve".
@@ -124,8 +128,10 @@ class AideAgent(LLMAgent):
     # ------------------------------------------------------------------------------------ the loop
 
     def step(self, observation: Observation) -> Action:
-        """One phase of the newest node: generate a program and run it, have what it wrote
-        validated, or read the verdict (submitting a node that is the best so far).
+        """One phase of the newest node.
+
+        Generate a program and run it, have what it wrote validated, or read the verdict (submitting
+        a node that is the best so far).
 
         Args:
             observation: the last step's results (the run's or the validation's).

@@ -46,8 +46,10 @@ SCORED = {"validation": ("valid", "score"), "submission": ("dev_valid", "dev_sco
 
 
 def score_over_time(trace: pd.DataFrame) -> pd.DataFrame:
-    """The validator's score of each valid submission and validation, with its time since the
-    start."""
+    """The validator's score of each valid submission and validation.
+
+    With its time since the start.
+    """
     start = trace["time"].min()
     rows = []
     for _, event in events_of(trace, *SCORED).iterrows():

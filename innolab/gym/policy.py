@@ -18,8 +18,10 @@ RUNTIMES: tuple[Runtime, ...] = get_args(Runtime)  # the runtimes a run may name
 
 @dataclass
 class Action:
-    """What a policy does in one step: tool calls (run concurrently), or finish. Usage feeds the
-    budgets."""
+    """What a policy does in one step.
+
+    Tool calls (run concurrently), or finish. Usage feeds the budgets.
+    """
 
     tool_calls: list[ToolCall] = field(default_factory=list)
     done: bool = False
@@ -43,8 +45,10 @@ class Observation:
 
 
 class Policy(Protocol):
-    """An agent seen by the run loop. Its state is plain JSON data, so a killed run resumes
-    exactly."""
+    """An agent seen by the run loop.
+
+    Its state is plain JSON data, so a killed run resumes exactly.
+    """
 
     name: str
 
@@ -63,9 +67,10 @@ SEED_RULE = (
 
 @dataclass
 class RunConfig:
-    """Everything needed to start (or restart) a run, resolved once and written to config.json: no
-    setting is re-derived from the environment later (the API key, a secret, is read at run time and
-    never written).
+    """Everything needed to start (or restart) a run, resolved once and written to config.json.
+
+    No setting is re-derived from the environment later (the API key, a secret, is read at run time
+    and never written).
 
     `llm` holds the model settings in force (endpoint, model, temperature, top_p, max_tokens, seed,
     retries...); `policy_args` only the scaffold's own options. config.json holds `as_dict()`: of

@@ -203,8 +203,10 @@ def _agent_state(folder: RunDir) -> dict[str, Any] | None:
 
 
 class Exchanges:
-    """The requests and replies of a run's model calls, read from its response cache by the
-    events' keys."""
+    """The requests and replies of a run's model calls.
+
+    Read from its response cache by the events' keys.
+    """
 
     def __init__(self, run_dir: str | Path) -> None:
         path = RunDir(Path(run_dir)).llm_cache
@@ -225,8 +227,9 @@ class Exchanges:
 
 
 def newest_run(roots: list[Path] | None = None) -> Path:
-    """The most recently started run under results/runs and the sweeps' runs folders (or the
-    given roots).
+    """The most recently started run under results/runs and the sweeps' runs folders.
+
+    Other roots can be given instead.
 
     Raises:
         ValueError: no run is there.
@@ -245,8 +248,10 @@ def newest_run(roots: list[Path] | None = None) -> Path:
 
 
 def sweep_of(run_dir: Path) -> Path:
-    """The folder a run belongs to: its sweep (which holds runs.parquet), else the folder of runs
-    that holds it."""
+    """The folder a run belongs to.
+
+    Its sweep (which holds runs.parquet), else the folder of runs that holds it.
+    """
     parent = Path(run_dir).resolve().parent
     if parent.name == "runs" and (parent.parent / "runs.parquet").is_file():
         return parent.parent
