@@ -60,6 +60,7 @@ class RunSource:
 
     @cached_property
     def config_id(self) -> str:
+        """The id of the run's configuration."""
         return _config_id(self.config)
 
     @cached_property
@@ -69,6 +70,7 @@ class RunSource:
 
     @property
     def run_dir(self) -> str:
+        """The run folder, relative to `relative_to` where one is given."""
         root = self.folder.root
         return str(root.relative_to(self.relative_to) if self.relative_to else root)
 
@@ -78,6 +80,7 @@ class RunSource:
 
     @property
     def valid(self) -> bool:
+        """Whether the run is scored and its final submission is valid."""
         return bool(self.score and self.score.get("valid"))
 
     @cached_property

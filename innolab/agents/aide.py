@@ -69,16 +69,35 @@ class AideState(AgentState):
     direction: str | None = None
 
     def to_json(self) -> dict[str, Any]:
+        """The state as plain JSON data, the journal as its list of nodes.
+
+        Returns:
+            The state's fields, `journal` serialised by `Journal.to_list`.
+        """
         return {**super().to_json(), "journal": self.journal.to_list()}
 
     @classmethod
     def decode(cls, values: dict[str, Any]) -> dict[str, Any]:
+        """The nested fields of `values` as their types, the journal included.
+
+        Args:
+            values: the state as JSON data.
+
+        Returns:
+            `values`, its summary and journal read as their types.
+        """
         values = super().decode(values)
         values["journal"] = Journal.from_list(values.get("journal") or [])
         return values
 
 
 class AideAgent(LLMAgent):
+    """The AIDE scaffold: a tree search over whole programs.
+
+    Each node is a program the model drafts, debugs or improves from a parent; the search policy
+    picks the next node, and the validator's verdict on each node guides it.
+    """
+
     name = "aide"
     mode = "workflow"
     State = AideState

@@ -18,6 +18,12 @@ Stage = Literal["draft", "debug", "improve"]
 
 @dataclass
 class Node:
+    """One node of AIDE's tree: a plan and its program, with how it ran and what the validator said.
+
+    `parent` is the node it was debugged or improved from (None for a draft); `metric` is the
+    validator's score where the node is valid.
+    """
+
     id: int
     parent: int | None
     plan: str

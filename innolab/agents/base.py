@@ -440,4 +440,15 @@ class LLMAgent:
         self.memory = self.State.from_json(state)
 
     def step(self, observation: Observation) -> Action:  # pragma: no cover - each scaffold's own
+        """One step of the scaffold; each scaffold writes its own.
+
+        Args:
+            observation: the last step's results.
+
+        Returns:
+            The step's action.
+
+        Raises:
+            NotImplementedError: always, on the base class.
+        """
         raise NotImplementedError

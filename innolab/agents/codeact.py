@@ -74,6 +74,11 @@ class CodeActState(AgentState):
 
 
 class CodeActAgent(LLMAgent):
+    """The CodeAct scaffold: one conversation in which every model reply is an action.
+
+    An action runs code (in a persistent interpreter by default), submits a file or finishes.
+    """
+
     name = "codeact"
     mode = "agent"
     State = CodeActState

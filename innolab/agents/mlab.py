@@ -134,6 +134,14 @@ class MlabState(AgentState):
 
     @classmethod
     def decode(cls, values: dict[str, Any]) -> dict[str, Any]:
+        """The nested fields of `values` as their types, the pending step included.
+
+        Args:
+            values: the state as JSON data.
+
+        Returns:
+            `values`, its summary and pending step read as their types.
+        """
         values = super().decode(values)
         if values.get("pending"):
             values["pending"] = Pending(**values["pending"])
@@ -143,6 +151,13 @@ class MlabState(AgentState):
 
 
 class MlabAgent(LLMAgent):
+    """The MLAB (MLAgentBench) scaffold: a research agent with a plan, a log and file actions.
+
+    Each research step answers with its reflection, research plan and status, fact check, thought
+    and one of MLAgentBench's actions (list, inspect, understand, edit or run files, the final
+    answer), with innolab's Validate beside them.
+    """
+
     name = "mlab"
     mode = "agent"
     State = MlabState

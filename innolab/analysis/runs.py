@@ -62,6 +62,15 @@ def score_over_time(trace: pd.DataFrame) -> pd.DataFrame:
 
 
 def plot_score_over_time(scores: pd.DataFrame, v_star: float | None = None) -> Figure:
+    """Plot a run's validator scores against the seconds since its start.
+
+    Args:
+        scores: the table `score_over_time` returns (seconds, step, kind, score).
+        v_star: V*, drawn as a dashed line where given.
+
+    Returns:
+        The figure.
+    """
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(6, 3.5))

@@ -240,6 +240,19 @@ class Judge:
                 "setup_monitor_comprehensive_reason": reason}
 
     def design_conclusion(self, task: ExpTask, design: Any, conclusion: str) -> dict[str, Any]:
+        """D and C: the agent's design and conclusion judged against the task's ground truth.
+
+        Args:
+            task: the EXP-Bench task.
+            design: the agent's design (text, or data written as JSON).
+            conclusion: the agent's conclusion.
+
+        Returns:
+            The judge's reply, its `design_score` clamped to 0-100.
+
+        Raises:
+            JudgeError: as `_ask`.
+        """
         reply = self._ask(DESIGN_CONCLUSION_PROMPT.format(
             design_gt=json.dumps(task.design, indent=1), conclusion_gt=task.expected_outcome,
             design=json.dumps(design) if not isinstance(design, str) else design,

@@ -34,6 +34,12 @@ class Action:
 
 @dataclass
 class Observation:
+    """What a policy sees at the start of a step.
+
+    The step's number, the task's description, the last step's tool results, the seconds left of
+    the wall-clock budget (None: no limit), the objective's direction and the workspace rules.
+    """
+
     step: int
     task_description: str
     results: list[ToolResult]
@@ -52,11 +58,32 @@ class Policy(Protocol):
 
     name: str
 
-    def step(self, observation: Observation) -> Action: ...
+    def step(self, observation: Observation) -> Action:
+        """Act on one step's observation.
 
-    def state(self) -> dict[str, Any]: ...
+        Args:
+            observation: the last step's results and what is left of the budget.
 
-    def load_state(self, state: dict[str, Any]) -> None: ...
+        Returns:
+            The step's action.
+        """
+        ...
+
+    def state(self) -> dict[str, Any]:
+        """The policy's state as plain JSON data, checkpointed after each step.
+
+        Returns:
+            The state.
+        """
+        ...
+
+    def load_state(self, state: dict[str, Any]) -> None:
+        """Continue from a state that `state()` returned (a resumed run).
+
+        Args:
+            state: the checkpointed state.
+        """
+        ...
 
 
 SEED_RULE = (

@@ -385,7 +385,7 @@ def _final_submission(folder: RunDir, submissions: list[SubmissionRecord],
 
 
 def main() -> None:
-    """Python -m innolab.gym.run RUN_DIR [--resume]: execute a prepared run folder (no scoring)."""
+    """Execute a prepared run folder (no scoring): python -m innolab.gym.run RUN_DIR [--resume]."""
     import argparse
 
     parser = argparse.ArgumentParser(description=main.__doc__)

@@ -68,6 +68,14 @@ class CodeAction:
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> CodeAction:
+        """A code action as `to_json` wrote it.
+
+        Args:
+            data: the checkpointed code action.
+
+        Returns:
+            The code action.
+        """
         return cls(step=data["step"], kind=data["kind"], code=data["code"], file=data.get("file"))
 
 

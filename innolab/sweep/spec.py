@@ -107,6 +107,14 @@ class SweepSpec(BaseModel):
         return seeds
 
     def model_post_init(self, _context: Any) -> None:
+        """Check that each field is either fixed or varied and that task and agent are set.
+
+        Args:
+            _context: pydantic's validation context (unused).
+
+        Raises:
+            ValueError: a grid factor also fixed in base, or no task or agent in base or the grid.
+        """
         both = sorted(set(self.grid) & set(self.base.model_fields_set))
         if both:
             raise ValueError(f"grid: {both} also fixed in base (a field is either fixed or varied)")

@@ -22,15 +22,25 @@ class TaskError(ValueError):
 
 
 class Strict(BaseModel):
+    """Base of the task.yaml models: unknown fields are errors and the values are frozen."""
+
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
 class Objective(Strict):
+    """The task's objective: the name of its value and whether it is maximised or minimised."""
+
     name: str = Field(min_length=1)
     direction: Literal["max", "min"]
 
 
 class LeaderboardEntry(Strict):
+    """One published result: its value, who reached it, when, where, and its status.
+
+    `status` is "verified" (reproduced), "reported" (published, not reproduced) or "refuted"
+    (published, but it fails a strict check).
+    """
+
     value: float
     who: str = Field(min_length=1)
     year: int | None = Field(default=None, ge=1900, le=2100)
@@ -40,6 +50,8 @@ class LeaderboardEntry(Strict):
 
 
 class VStar(Strict):
+    """V*: the best published value, the leaderboard entries it is chosen from and a note."""
+
     value: float
     entries: list[LeaderboardEntry] = Field(min_length=1)
     note: str = ""
@@ -47,12 +59,25 @@ class VStar(Strict):
     @field_validator("value")
     @classmethod
     def nonzero(cls, value: float) -> float:
+        """Check that V* is a non-zero number.
+
+        Args:
+            value: the V* given.
+
+        Returns:
+            The value itself.
+
+        Raises:
+            ValueError: V* is zero or NaN (the ratio divides by |V*|).
+        """
         if value == 0 or value != value:
             raise ValueError("V* must be a non-zero number (the ratio divides by |V*|)")
         return value
 
 
 class Bounds(Strict):
+    """Known bounds on the objective's value (either may be absent), with a note."""
+
     upper: float | None = None
     lower: float | None = None
     note: str = ""
@@ -67,15 +92,29 @@ class Problem(Strict):
     @field_validator("check")
     @classmethod
     def known(cls, reference: str) -> str:
+        """Check that the check names a function of the taskkit package.
+
+        Args:
+            reference: the check, "module:function".
+
+        Returns:
+            The reference itself.
+
+        Raises:
+            ValueError: no such module or function (the message names them).
+        """
         taskkit.resolve(reference)  # raises ValueError naming the module and the function
         return reference
 
     @property
     def family(self) -> str:
+        """The check's module: the family of problems the task belongs to."""
         return self.check.partition(":")[0]
 
 
 class Limits(Strict):
+    """The limits on a submission: its size, and the evaluator's time and memory."""
+
     max_submission_bytes: int = Field(default=taskkit.DEFAULT_MAX_BYTES, gt=0, le=100_000_000)
     eval_timeout_s: float = Field(default=60.0, gt=0, le=3600)
     eval_memory_mb: int = Field(default=2048, ge=256, le=65536)
@@ -89,6 +128,12 @@ class DataSpec(Strict):
 
 
 class TaskSpec(Strict):
+    """task.yaml: the task's id, title, domain, objective, check, V* and the run's settings.
+
+    Besides: the reproduced and the paper's V*, known bounds, the compute it needs (cpu or gpu),
+    the default budget, the least improvement that counts, the limits and the problem data.
+    """
+
     id: str = Field(pattern=TASK_ID_PATTERN)
     title: str = Field(min_length=1)
     domain: str = Field(min_length=1)

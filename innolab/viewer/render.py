@@ -34,6 +34,15 @@ def text(value: Any, limit: int = MAX_TEXT) -> str:
 
 
 def number(value: Any, digits: int = 6) -> str:
+    """A value as shown: a float to `digits` significant digits, None as "-", else its text.
+
+    Args:
+        value: the value.
+        digits: the significant digits of a float.
+
+    Returns:
+        The text.
+    """
     if value is None:
         return "-"
     if isinstance(value, float):
@@ -380,6 +389,14 @@ def totals_rows(totals: dict[str, float]) -> list[tuple[str, str]]:
 
 
 def totals_html(run: RunData) -> str:
+    """The run's totals (wall time, model, tools, overhead) as an HTML table.
+
+    Args:
+        run: the run.
+
+    Returns:
+        The HTML.
+    """
     cells = "".join(f"<tr><th>{text(k)}</th><td>{text(v)}</td></tr>"
                     for k, v in totals_rows(run.totals))
     return f'<table class="totals">{cells}</table>'
@@ -425,6 +442,11 @@ font-size:12px}
 
 
 def legend_html() -> str:
+    """The timeline's legend (model calls, tools, validations, submissions) in HTML.
+
+    Returns:
+        The HTML.
+    """
     items = [("model call", "model"), ("cached call", "cached"), ("tool ok", "tool_ok"),
              ("tool failed", "tool_failed"), ("validation", "validation"),
              ("submission", "submission")]
