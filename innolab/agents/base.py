@@ -87,9 +87,9 @@ class AgentState:
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Self:
-        """The state `to_json` wrote.
+        """The state `to_json` wrote, or one saved before the state was typed.
 
-        Or one saved before the state was typed (the same keys, any of them absent).
+        A state saved before the state was typed has the same keys, any of them absent.
 
         Raises:
             ValueError: `data` is not an object, holds a key that is no field of this state, or a

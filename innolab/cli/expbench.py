@@ -205,9 +205,9 @@ def prepare(args: argparse.Namespace) -> int:
 
 
 def judge(args: argparse.Namespace) -> int:
-    """Judge one task's outputs (ID --out FILE).
+    """Judge one task's outputs, or a gym run of an EXP-Bench task.
 
-    Or a gym run of an EXP-Bench task (--run --results).
+    One task's outputs: ID --out FILE; a gym run: --run --results.
     """
     from innolab.expbench.judge import Judge, write_result
     from innolab.llm.cache import ResponseCache

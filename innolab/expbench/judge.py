@@ -78,9 +78,10 @@ SETUP_PROMPT = (
 
 
 class JudgeError(RuntimeError):
-    """The judge's replies never carried the required keys, a prompt cannot fit the judge's context.
+    """The judge failed on a task: no usable reply, a prompt too long, or a refused request.
 
-    Or the model refused the request for a reason of the request itself (an HTTP 4xx other than 429:
+    The judge's replies never carried the required keys, a prompt cannot fit the judge's context,
+    or the model refused the request for a reason of the request itself (an HTTP 4xx other than 429:
     context overflow, a refusal; a reply that stayed unreadable through the client's retries).
     """
 

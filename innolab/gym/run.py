@@ -130,9 +130,10 @@ def make_policy(config: RunConfig, run_dir: Path) -> Policy:
 
 
 def save_checkpoint(run_dir: Path, state: RunState, workspace: bytes) -> None:
-    """Atomic: the workspace tar under a new name, then state.json replaced in one rename.
+    """Checkpoint the run atomically.
 
-    Then the old tars removed.
+    The workspace tar is written under a new name, then state.json replaced in one rename, then
+    the old tars removed.
     """
     folder = RunDir(run_dir)
     tar = folder.workspace_tar(state.step)
@@ -368,7 +369,7 @@ def _save_submission(folder: RunDir, step: int, index: int,
 
 def _final_submission(folder: RunDir, submissions: list[SubmissionRecord],
                       direction: str) -> dict[str, Any]:
-    """The best submission by the pristine dev score.
+    """Choose the final submission: the best by the pristine dev score.
 
     Else the last valid one (a task whose checker gives no score), else the last one; copied to
     submission/submission.json.

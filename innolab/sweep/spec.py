@@ -246,9 +246,9 @@ def load_spec(
 
 
 def _priors_beside(data: dict[str, Any], folder: Path) -> dict[str, Any]:
-    """Prior-solution files named relative to the spec's folder (in base or as grid levels).
+    """Prior-solution files named relative to the spec's folder, made absolute.
 
-    Made absolute.
+    They are named in base or as grid levels.
     """
 
     def resolve(value: Any) -> Any:
