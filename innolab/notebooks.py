@@ -13,6 +13,7 @@ import nbformat
 import papermill
 from tqdm.auto import tqdm
 
+from innolab.agents import SCAFFOLDS
 from innolab.paths import notebooks_dir, project_root
 from innolab.rundir import RunDir
 
@@ -157,7 +158,7 @@ def execute_run_notebook(parameters: dict[str, Any], run_dir: Path,
     return folder.notebook
 
 
-DEMO_AGENTS = ("aide", "mlab", "codeact")
+DEMO_AGENTS = tuple(SCAFFOLDS)  # every registered scaffold
 RUN_NOTEBOOK = "01_run_agent.ipynb"
 
 

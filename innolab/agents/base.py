@@ -140,12 +140,16 @@ class LLMAgent:
     # the scaffold's state: AgentState and its own fields
     State: ClassVar[type[AgentState]] = AgentState
 
-    def __init__(self, settings: dict[str, Any] | None = None, cache_path: str | None = None,
-                 innovation_prompt: bool = False, initial_solution: str | None = None,
-                 replay_only: bool = False) -> None:
+    def __init__(self, settings: LLMSettings | dict[str, Any] | None = None,
+                 cache_path: str | None = None, innovation_prompt: bool = False,
+                 initial_solution: str | None = None, replay_only: bool = False) -> None:
         # Settled settings come from the run's config; only the key (a secret, never written) is
         # read here.
-        if settings:
+        if isinstance(settings, LLMSettings):  # the run's typed settings, as its config holds them
+            variable = settings.api_key_env or "INNOLAB_LLM_API_KEY"
+            self.settings = settings.model_copy(
+                update={"api_key": settings.api_key or os.environ.get(variable) or None})
+        elif settings:
             variable = settings.get("api_key_env") or "INNOLAB_LLM_API_KEY"
             self.settings = LLMSettings(**{**settings, "api_key": settings.get("api_key")
                                            or os.environ.get(variable) or None})

@@ -119,7 +119,7 @@ def make_policy(config: RunConfig, run_dir: Path) -> Policy:
     args = dict(config.policy_args)
     if config.llm is not None:  # an LLM agent: the settled settings, the run's cache, its options
         args.setdefault("cache_path", str(RunDir(run_dir).llm_cache))
-        args.update(settings=config.as_dict()["llm"], innovation_prompt=config.innovation_prompt,
+        args.update(settings=config.llm, innovation_prompt=config.innovation_prompt,
                     initial_solution=(config.prior_solution or {}).get("code"))
     elif args.get("cache_path") and not Path(args["cache_path"]).is_absolute():
         args["cache_path"] = str(run_dir / args["cache_path"])
