@@ -43,8 +43,10 @@ DEFAULT_NOVELTY_THRESHOLD = 50.0
 
 
 class MetricError(ValueError):
-    """A metric received an input that breaks one of its rules; the message names the argument
-    and the rule."""
+    """A metric received an input that breaks one of its rules.
+
+    The message names the argument and the rule.
+    """
 
 
 def _check_direction(direction: str) -> Direction:

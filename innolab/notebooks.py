@@ -13,6 +13,7 @@ import nbformat
 import papermill
 from tqdm.auto import tqdm
 
+from innolab.agents import SCAFFOLDS
 from innolab.paths import notebooks_dir, project_root
 from innolab.rundir import RunDir
 
@@ -79,8 +80,10 @@ def execute(
 
 
 def _relativise_papermill_paths(executed: Path) -> None:
-    """Papermill records absolute input and output paths; keep them relative to the project
-    (portable copies)."""
+    """Papermill records absolute input and output paths.
+
+    Keep them relative to the project (portable copies).
+    """
     notebook = nbformat.read(executed, as_version=4)
     recorded = notebook.metadata.get("papermill", {})
     for key in ("input_path", "output_path"):
@@ -155,14 +158,15 @@ def execute_run_notebook(parameters: dict[str, Any], run_dir: Path,
     return folder.notebook
 
 
-DEMO_AGENTS = ("aide", "mlab", "codeact")
+DEMO_AGENTS = tuple(SCAFFOLDS)  # every registered scaffold
 RUN_NOTEBOOK = "01_run_agent.ipynb"
 
 
 def run_demos(output: Path | None = None, budget: str = "60s", agents: Iterable[str] = DEMO_AGENTS,
               extra_parameters: dict[str, Any] | None = None, show_progress: bool = True) -> Path:
-    """One short run per scaffold through notebooks/01_run_agent.ipynb (its executed copy kept in
-    each run folder).
+    """One short run per scaffold through notebooks/01_run_agent.ipynb.
+
+    Its executed copy is kept in each run folder.
 
     Args:
         output: the project folder the runs and the table go to (default: this project).

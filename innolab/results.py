@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
+from pydantic import BaseModel
 
 from innolab import runspec
 from innolab.gym.policy import RunConfig
@@ -73,6 +74,7 @@ class RunSource:
 
     @cached_property
     def config_id(self) -> str:
+        """The id of the run's configuration."""
         return _config_id(self.config)
 
     @cached_property
@@ -82,6 +84,7 @@ class RunSource:
 
     @property
     def run_dir(self) -> str:
+        """The run folder, relative to `relative_to` where one is given."""
         root = self.folder.root
         return str(root.relative_to(self.relative_to) if self.relative_to else root)
 
@@ -91,6 +94,7 @@ class RunSource:
 
     @property
     def valid(self) -> bool:
+        """Whether the run is scored and its final submission is valid."""
         return bool(self.score and self.score.get("valid"))
 
     @property
@@ -122,14 +126,37 @@ def _parameter(key: str) -> Callable[[dict[str, Any]], Any]:
     return lambda entry: entry["parameters"].get(key)
 
 
-def _setting(name: str) -> Column:
-    """A configuration column (innolab.runspec); a missing configuration's row reads the manifest
-    entry's parameters for task, agent, temperature and seed."""
+def _setting(name: str, model: type[BaseModel] | None = None) -> Column:
+    """A configuration column (innolab.runspec), read with the run schema `model`.
+
+    A missing configuration's row reads the manifest entry's parameters for task, agent, temperature
+    and seed.
+    """
     missing = _parameter(name) if name in ("task", "agent", "temperature", "seed") else None
-    return Column(name, lambda r: r.settings[name], missing or (lambda entry: None))
+    if model is None:
+        return Column(name, lambda r: r.settings[name], missing or (lambda entry: None))
+    return Column(name, lambda r: runspec.config_columns(r.config, model)[name],
+                  missing or (lambda entry: None))
 
 
 FAILED = impute(False, None, None)  # (ratio, novelty) of a failed run
+
+def run_table_columns(model: type[BaseModel] | None = None) -> list[Column]:
+    """The runs table's columns: its configuration columns derived from the run schema.
+
+    Args:
+        model: The run schema (default `innolab.runspec.RunSettings`); a setting added to it is a
+            column of the table.
+
+    Returns:
+        The columns, in the table's order.
+    """
+    return [
+        *RUN_TABLE_COLUMNS[:2],
+        *(_setting(name, model) for name in runspec.columns(model)),
+        *RUN_TABLE_COLUMNS[2 + len(runspec.columns()):],
+    ]
+
 
 RUN_TABLE_COLUMNS: list[Column] = [
     Column("config_id", lambda r: r.config_id, lambda entry: entry["config_id"]),
@@ -165,8 +192,10 @@ RUN_COLUMNS = [c.name for c in RUN_TABLE_COLUMNS]
 
 @dataclass
 class Candidate:
-    """What a trajectory row is read from: one submission of a run and, when it improved, its
-    hidden score."""
+    """What a trajectory row is read from.
+
+    One submission of a run and, when it improved, its hidden score.
+    """
 
     config_id: str
     trace: Trace
@@ -232,14 +261,18 @@ def _config_id(config: RunConfig) -> str:
 
 
 def run_folders(path: Path) -> list[Path]:
-    """The run folders (those with a config.json) under a sweep folder (runs/*) or a folder of
-    runs (*)."""
+    """The run folders under a sweep folder (runs/*) or a folder of runs (*).
+
+    A run folder is one with a config.json.
+    """
     root = path / "runs" if (path / "runs").is_dir() else path
     return sorted(p for p in root.iterdir() if RunDir(p).exists()) if root.is_dir() else []
 
 
-def run_row(run_dir: Path, relative_to: Path | None = None,
-            as_of: AsOf = None) -> dict[str, Any]:
+def run_row(
+    run_dir: Path, relative_to: Path | None = None, as_of: AsOf = None,
+    model: type[BaseModel] | None = None,
+) -> dict[str, Any]:
     """One run as one row.
 
     Its configuration, how it ended, its scores (imputed when missing) and its costs.
@@ -248,12 +281,14 @@ def run_row(run_dir: Path, relative_to: Path | None = None,
         run_dir: the run folder.
         relative_to: the folder the `run_dir` column is written relative to (None: absolute).
         as_of: the date its score is read as of (None: as recorded; see `read_as_of`).
+        model: the run schema whose settings are the configuration columns (default RunSettings).
 
     Returns:
-        The row's values by column, in the order of `RUN_COLUMNS`.
+        The row's values by column, in the order of `RUN_COLUMNS` (of `model`'s columns).
     """
     source = RunSource.read(run_dir, relative_to, as_of)
-    return {column.name: column.extract(source) for column in RUN_TABLE_COLUMNS}
+    columns = RUN_TABLE_COLUMNS if model is None else run_table_columns(model)
+    return {column.name: column.extract(source) for column in columns}
 
 
 def trajectory_rows(run_dir: Path, as_of: AsOf = None) -> list[dict[str, Any]]:
@@ -290,7 +325,9 @@ def read_manifest(path: Path) -> dict[str, Any] | None:
     return json.loads(manifest.read_text(encoding="utf-8")) if manifest.is_file() else None
 
 
-def build(path: Path, as_of: AsOf = None) -> tuple[pd.DataFrame, pd.DataFrame]:
+def build(
+    path: Path, as_of: AsOf = None, model: type[BaseModel] | None = None
+) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Both tables from the run folders under path.
 
     In a sweep folder, one row per configuration of its manifest (a configuration without a
@@ -299,6 +336,7 @@ def build(path: Path, as_of: AsOf = None) -> tuple[pd.DataFrame, pd.DataFrame]:
     Args:
         path: a sweep folder or a folder of runs.
         as_of: the date the scores are read as of (None: as recorded; see `read_as_of`).
+        model: the run schema whose settings are the configuration columns (default RunSettings).
 
     Returns:
         (runs, trajectory).
@@ -309,26 +347,30 @@ def build(path: Path, as_of: AsOf = None) -> tuple[pd.DataFrame, pd.DataFrame]:
     rows, trajectory = [], []
     if manifest is None:
         for folder in folders.values():
-            rows.append(run_row(folder, path, as_of))
+            rows.append(run_row(folder, path, as_of, model))
             trajectory += trajectory_rows(folder, as_of)
     else:
         for configuration in manifest["configurations"]:
             folder = folders.get(configuration["config_id"])
-            row = (run_row(folder, path, as_of) if folder is not None
-                   else _missing_row(configuration))
+            row = (run_row(folder, path, as_of, model) if folder is not None
+                   else _missing_row(configuration, model))
             row["error"] = configuration.get("error") if not row["complete"] else None
             levels = {k: v for k, v in configuration["levels"].items() if k not in row}
             rows.append({**row, **levels})
             if folder is not None:
                 trajectory += trajectory_rows(folder, as_of)
     runs = pd.DataFrame(rows)
-    runs = runs.reindex(columns=RUN_COLUMNS + [c for c in runs.columns if c not in RUN_COLUMNS])
+    names = RUN_COLUMNS if model is None else [c.name for c in run_table_columns(model)]
+    runs = runs.reindex(columns=names + [c for c in runs.columns if c not in names])
     return runs, pd.DataFrame(trajectory, columns=TRAJECTORY_COLUMNS)
 
 
-def _missing_row(configuration: dict[str, Any]) -> dict[str, Any]:
+def _missing_row(
+    configuration: dict[str, Any], model: type[BaseModel] | None = None
+) -> dict[str, Any]:
     """The row of a sweep configuration without a run folder (from its manifest entry)."""
-    return {column.name: column.missing(configuration) for column in RUN_TABLE_COLUMNS}
+    columns = RUN_TABLE_COLUMNS if model is None else run_table_columns(model)
+    return {column.name: column.missing(configuration) for column in columns}
 
 
 def collect(path: Path, as_of: AsOf = None) -> tuple[Path, Path]:

@@ -45,8 +45,9 @@ __all__ = [
 
 
 def resolve(settings: RunSettings) -> RunConfig:
-    """The run configuration that a run's settings describe, resolved once (what the CLI, the sweep
-    and notebook 20 run).
+    """The run configuration that a run's settings describe.
+
+    Resolved once (what the CLI, the sweep and notebook 20 run).
 
     Settings left None come from the backbone's environment (INNOLAB_LLM_*, or a backbone's own:
     `backbone= "OPENAI"` reads OPENAI_BASE_URL, OPENAI_MODEL, OPENAI_API_KEY...); the API key is
@@ -202,7 +203,8 @@ def agent_config(
     )
     config = _resolve(run, initial_solution, prior_name, llm=settings)  # type: ignore[arg-type]
     if isinstance(budget_s, int) and not isinstance(budget_s, bool):
-        config.wall_clock_s = budget_s  # as written before the schema: an int budget keeps its config id
+        # as written before the schema: an int budget keeps its config id
+        config.wall_clock_s = budget_s
     return config
 
 

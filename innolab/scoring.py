@@ -63,8 +63,9 @@ CANDIDATE_AS_OF = ("gain", "ratio", "beats_v_star", "headroom_closed")  # V* is 
 
 def score_run(run_dir: str | Path, novelty_backend: str | None = "default",
               settings: dict[str, Any] | None = None, table: Path | None = None) -> dict[str, Any]:
-    """V, G, ratio and (with a back end) N of a finished run and of every improving candidate,
-    written once.
+    """V, G, ratio and (with a back end) N of a finished run and of every improving candidate.
+
+    Written once.
 
     Args:
         run_dir: the run folder.
@@ -308,8 +309,10 @@ def read_score(run_dir: str | Path, as_of: AsOf = None) -> dict[str, Any]:
 
 
 class _Assessor:
-    """Hidden-evaluator verdict and N of one submission file, each computed once (the final
-    submission is usually also the last improving candidate)."""
+    """Hidden-evaluator verdict and N of one submission file.
+
+    Each computed once (the final submission is usually also the last improving candidate).
+    """
 
     def __init__(self, folder: RunDir, task, measure: _Novelty) -> None:
         self.folder, self.task, self.measure = folder, task, measure
@@ -347,9 +350,11 @@ def _candidates(trace: Trace, task, assess: _Assessor,
 
 
 class _Novelty:
-    """N of a program's code with one back end: code with code, or (llm) card with card by one
-    extractor. The known solutions' texts are prepared once per run, whatever the number of
-    candidates."""
+    """N of a program's code with one back end.
+
+    Code with code, or (llm) card with card by one extractor. The known solutions' texts are
+    prepared once per run, whatever the number of candidates.
+    """
 
     def __init__(self, folder: RunDir, config: dict[str, Any], task, backend: str | None,
                  settings: dict[str, Any] | None) -> None:
@@ -386,8 +391,11 @@ class _Novelty:
         return self._known
 
     def against_prior(self, file: str, valid: bool) -> float | None:
-        """N of an assessed submission against the run's prior solution alone (Fig. 5: how far the
-        run moved from where it started); None without a prior, a back end or a compared text."""
+        """N of an assessed submission against the run's prior solution alone.
+
+        Fig. 5: how far the run moved from where it started; None without a prior, a back end or
+        a compared text.
+        """
         text = self._texts.get(file)
         if not self._prior_code or self.backend is None or text is None:
             return 0.0 if self._prior_code and not valid else None

@@ -55,16 +55,22 @@ class Event(BaseModel):
 
 
 class RunStarted(Event):
+    """The run started, with the configuration it runs with."""
+
     type: Literal["run_started"] = "run_started"
     config: dict[str, Any]
 
 
 class RunResumed(Event):
+    """The run resumed from a checkpoint (the step it was taken at)."""
+
     type: Literal["run_resumed"] = "run_resumed"
     from_checkpoint: int
 
 
 class LLMCall(Event):
+    """One model call: its purpose, tokens, cost, cache key, latency, sampling and reply."""
+
     type: Literal["llm_call"] = "llm_call"
     # declared in the order the agents write them (a trace's columns in `load` keep that order)
     purpose: str | None = None
@@ -85,6 +91,8 @@ class LLMCall(Event):
 
 
 class ToolCallEvent(Event):
+    """A tool call the policy made: its id, the tool and the arguments."""
+
     type: Literal["tool_call"] = "tool_call"
     call_id: str
     tool: str
@@ -92,6 +100,8 @@ class ToolCallEvent(Event):
 
 
 class ToolResultEvent(Event):
+    """A tool call's result: whether it succeeded, its output and its duration."""
+
     type: Literal["tool_result"] = "tool_result"
     call_id: str
     tool: str
@@ -124,10 +134,14 @@ class Node(Event):
 
 
 class Checkpoint(Event):
+    """The run's state was checkpointed (state.json and the workspace)."""
+
     type: Literal["checkpoint"] = "checkpoint"
 
 
 class Submission(Event):
+    """A recorded submission with the pristine validator's verdict (the dev score)."""
+
     type: Literal["submission"] = "submission"
     file: str
     source: str | None = None  # the code that wrote it (innolab.rundir: <name>.source.py)
@@ -174,6 +188,11 @@ class Score(Event):
 
 
 class RunFinished(Event):
+    """The run ended: why, the budget spent, and its final submission with its dev verdict.
+
+    `artefacts` are what the task kept from the final workspace (run-relative paths).
+    """
+
     type: Literal["run_finished"] = "run_finished"
     reason: str
     budget: dict[str, Any]
@@ -312,11 +331,14 @@ class TraceWriter:
         return stamped
 
     def position(self) -> dict[str, int]:
-        """Where the trace stands: the next sequence number and the byte length (for truncation
-        on resume)."""
+        """Where the trace stands.
+
+        The next sequence number and the byte length (for truncation on resume).
+        """
         return {"seq": self.seq, "bytes": self._handle.tell()}
 
     def close(self) -> None:
+        """Close the trace file."""
         self._handle.close()
 
 
@@ -418,6 +440,7 @@ class Trace:
 
     @property
     def started(self) -> RunStarted | None:
+        """The run's first run_started event (None where the start is not in the trace)."""
         return next((e for e in self.events if isinstance(e, RunStarted)), None)
 
     @property
@@ -447,18 +470,22 @@ class Trace:
 
     @property
     def end_reason(self) -> str | None:
+        """Why the run ended (None for a run that has not finished)."""
         return self.finished.reason if self.finished else None
 
     @property
     def submissions(self) -> list[Submission]:
+        """The submission events, in order."""
         return self.of(Submission)
 
     @property
     def tool_calls(self) -> list[ToolCallEvent]:
+        """The tool call events, in order."""
         return self.of(ToolCallEvent)
 
     @property
     def llm_calls(self) -> list[LLMCall]:
+        """The model call events, in order."""
         return self.of(LLMCall)
 
     @property

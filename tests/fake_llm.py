@@ -1,7 +1,8 @@
 """A scripted OpenAI-compatible HTTP server for unit tests (a test double at the network boundary).
 
-It plays a correct circle-packing-26 solution in each scaffold's reply format, and can inject faults: 429, 500,
-a response slower than the client's timeout, a malformed JSON body, or a dropped connection.
+It plays a correct circle-packing-26 solution in each scaffold's reply format, and can inject
+faults: 429, 500, a response slower than the client's timeout, a malformed JSON body, or a dropped
+connection.
 """
 
 from __future__ import annotations
@@ -132,7 +133,8 @@ class FakeLLM:
         in_call_order: bool = False,
     ) -> None:
         self.faults = list(faults or [])
-        # per response schema: the JSON object of each assistant turn (or of each call, with in_call_order)
+        # per response schema: the JSON object of each assistant turn (or of each call, with
+        # in_call_order)
         self.replies = replies or {}
         self.in_call_order = in_call_order
         self.calls: dict[str, int] = {}

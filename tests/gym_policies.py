@@ -1,4 +1,5 @@
-"""Test drivers for the execution environment: scripted policies issuing tool calls (not a feature)."""
+"""Test drivers for the execution environment: scripted policies issuing tool calls (not a
+feature)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,8 @@ GRID = [
 
 
 class ScriptedPolicy:
-    """Step k writes step-k.txt (and checks the previous file is there); the last steps submit a packing."""
+    """Step k writes step-k.txt (and checks the previous file is there); the last steps submit a
+    packing."""
 
     name = "scripted"
 
@@ -75,7 +77,8 @@ class ScriptedPolicy:
 
 
 class CallPolicy:
-    """Issues a fixed list of tool calls, one per step (the isolation suite's adversary), then finishes."""
+    """Issues a fixed list of tool calls, one per step (the isolation suite's adversary), then
+    finishes."""
 
     name = "calls"
 

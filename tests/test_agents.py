@@ -1,4 +1,5 @@
-"""The three scaffolds on one abstraction, driven by a scripted OpenAI-compatible server and by the local model."""
+"""The three scaffolds on one abstraction, driven by a scripted OpenAI-compatible server and by the
+local model."""
 
 import os
 import signal
@@ -105,7 +106,8 @@ def test_unreachable_model_ends_the_run_cleanly(tmp_path):
 def test_kill_and_resume_repeats_no_llm_call(tmp_path):
     import json
 
-    # Each program sleeps 1 s, so a kill right after an llm_call event lands inside that step, before its checkpoint.
+    # Each program sleeps 1 s, so a kill right after an llm_call event lands inside that step,
+    # before its checkpoint.
     with FakeLLM(program_sleep_s=1.0) as server:
         config = fake_config("aide", server.base_url)
         config.max_steps = 6
@@ -153,9 +155,10 @@ EMBEDDED_SEEDS = {
 
 @pytest.mark.parametrize("agent", AGENTS)
 def test_every_scaffold_takes_real_steps_on_the_embedded_model(agent, tmp_path):
-    """`innolab run --agent A --task circle-packing-26 --budget 60s --runtime local --seed S` on the embedded model
-    makes a complete trace with at least 3 tool calls (tests/benchmarks/stepping.py measures seeds 0-9), and no
-    reply comes from the cache (every call of a fresh run is a new sample)."""
+    """`innolab run --agent A --task circle-packing-26 --budget 60s --runtime local --seed S` on the
+    embedded model makes a complete trace with at least 3 tool calls (tests/benchmarks/stepping.py
+    measures seeds 0-9), and no reply comes from the cache (every call of a fresh run is a new
+    sample)."""
     pytest.importorskip("xllamacpp")
     from tests.benchmarks.stepping import measure
 

@@ -1,4 +1,5 @@
-"""The sweep analyses on tables whose answers are known by construction, and notebooks 21-25 on a scripted sweep."""
+"""The sweep analyses on tables whose answers are known by construction, and notebooks 21-25 on a
+scripted sweep."""
 
 from __future__ import annotations
 
@@ -37,7 +38,7 @@ def run_table(**columns) -> pd.DataFrame:
     return pd.DataFrame({**base, **columns})
 
 
-# ------------------------------------------------------------------------------------------------ success rates
+# ------------------------------------------------------------------------------------ success rates
 
 
 def test_success_rates_use_wilson_intervals_from_statsmodels():
@@ -55,7 +56,7 @@ def test_success_rates_use_wilson_intervals_from_statsmodels():
         sw.success_rates(runs, "nope")
 
 
-# ------------------------------------------------------------------------------------------------ anytime
+# ------------------------------------------------------------------------------------------ anytime
 
 
 def trajectory_rows(rows: list[tuple[str, float, bool, float, float]]) -> pd.DataFrame:
@@ -118,7 +119,7 @@ def test_anytime_runs_are_the_per_run_values_within_each_budget():
     ]
 
 
-# ------------------------------------------------------------------------------------------------ factors
+# ------------------------------------------------------------------------------------------ factors
 
 
 def test_factor_effect_per_run_and_best_of_k():
@@ -134,7 +135,8 @@ def test_factor_effect_per_run_and_best_of_k():
     per_run = effect[effect["kind"] == "per_run"].set_index("temperature")
     assert per_run["mean"].to_dict() == pytest.approx({0.2: 22.5, 0.8: 57.5})
     best = effect[effect["kind"] == "best_of_k"].set_index("temperature")
-    # best of each (task, level) by ratio, then its N: 0.2 -> a: seed 1 (30), b: seed 0 (50); 0.8 -> a: 60, b: 80
+    # best of each (task, level) by ratio, then its N: 0.2 -> a: seed 1 (30), b: seed 0 (50); 0.8 ->
+    # a: 60, b: 80
     assert best["mean"].to_dict() == pytest.approx({0.2: 40.0, 0.8: 70.0})
     assert best["n"].tolist() == [2, 2]
     first = sw.factor_effect(runs, "temperature", "novelty", best_of=1, n_resamples=500)
@@ -160,7 +162,7 @@ def test_trade_off_finds_the_pareto_set_and_the_best_level():
     assert "Pareto" in result.rule
 
 
-# ------------------------------------------------------------------------------------------------ paired
+# ------------------------------------------------------------------------------------------- paired
 
 
 def paired_runs(shift: float, tasks: int = 2, seeds: int = 15, seed: int = 0) -> pd.DataFrame:
@@ -213,7 +215,7 @@ def test_paired_effect_finds_a_planted_shift_and_not_a_null_one():
         sw.paired_effect(run_table(level=[1, 2, 3], novelty=[1.0, 2.0, 3.0]), "level", "novelty")
 
 
-# ------------------------------------------------------------------------------------------------ Fig. 5, trends
+# ----------------------------------------------------------------------------------- Fig. 5, trends
 
 
 def test_prior_trajectory_keeps_improving_candidates_of_runs_from_a_prior():
@@ -279,7 +281,8 @@ def best_so_far_runs(
 def test_two_runs_that_each_improve_once_show_no_significant_trend():
     grid = np.linspace(0, 300, 31)
     rows = best_so_far_runs({"a": (100, -1.0, 0.5), "b": (200, -1.0, -0.2)}, grid)
-    # as 62 independent points these gave "holds" (rho 0.73, p 2e-11); with runs as units two runs cannot
+    # as 62 independent points these gave "holds" (rho 0.73, p 2e-11); with runs as units two runs
+    # cannot
     points = stats.spearmanr(rows["t_s"], rows["ratio"])
     assert points.pvalue < 1e-6
     check = sw.trend_holds(rows, "t_s", "ratio", "increasing", unit="config_id")
@@ -403,12 +406,13 @@ def test_main_results_from_runs_reuse_the_published_tables_code():
     assert one_task.paired.empty and "at least 2" in one_task.note
 
 
-# ------------------------------------------------------------------------------------------------ notebooks
+# ---------------------------------------------------------------------------------------- notebooks
 
 
 @pytest.fixture(scope="module")
 def scripted_sweep(tmp_path_factory):
-    """2 agents x 2 temperatures x innovation prompt off/on, from innolab's prior, on the scripted server."""
+    """2 agents x 2 temperatures x innovation prompt off/on, from innolab's prior, on the scripted
+    server."""
     folder = tmp_path_factory.mktemp("scripted") / "sweep"
     with FakeLLM() as server:
         spec = {

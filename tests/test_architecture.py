@@ -58,3 +58,15 @@ def test_a_planted_violation_is_caught(tmp_path, contract, module, planted, caug
         env={"PYTHONPATH": str(tmp_path), "PATH": "/usr/bin:/bin"},
     )
     assert done.returncode != 0 and caught in done.stdout and "0 kept, 1 broken" in done.stdout
+
+
+def test_the_code_keeps_the_house_style():
+    """ruff with the project's settings: lines of at most 100 characters, Google-style docstrings on
+    public functions, imports sorted (pyproject.toml's [tool.ruff])."""
+    ruff = shutil.which("ruff", path=str(Path(sys.executable).parent))
+    assert ruff, "ruff is a dev dependency (pip install -e '.[dev]')"
+    done = subprocess.run(
+        [ruff, "check", "--no-cache", "innolab", "tests"],
+        cwd=ROOT, capture_output=True, text=True, timeout=300,
+    )
+    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]

@@ -32,8 +32,9 @@ def headers(output: str) -> list[str]:
 
 
 def test_make_bench_prints_each_benchmark_once_though_dask_workers_import_it_again():
-    """bench_sweep starts a LocalCluster whose spawned workers import run.py again (as __mp_main__, with the same
-    argv, printing into the same output): under its __main__ guard they run nothing, so its header appears once."""
+    """bench_sweep starts a LocalCluster whose spawned workers import run.py again (as __mp_main__,
+    with the same argv, printing into the same output): under its __main__ guard they run nothing,
+    so its header appears once."""
     done = subprocess.run(
         [sys.executable, str(RUN), "--only", "bench_sweep", "--quick"],
         capture_output=True,

@@ -1,5 +1,6 @@
-"""innolab.analysis.bootstrap, the one bootstrap engine: cross-checks against scipy.stats.bootstrap, paired tests,
-imputation, errors, and the property that every interval innolab reports holds its estimate."""
+"""innolab.analysis.bootstrap, the one bootstrap engine: cross-checks against scipy.stats.bootstrap,
+paired tests, imputation, errors, and the property that every interval innolab reports holds its
+estimate."""
 
 import numpy as np
 import pandas as pd
@@ -165,8 +166,9 @@ def test_fewer_than_two_units_give_nan_bounds_and_masks_leave_cells_out():
 
 
 def test_resampled_means_are_double_precision():
-    # Single-precision gathers put both of these on 2.1666667461 (ci_low above the mean 2.1666666645, as
-    # results/22_backbone once showed); in float64 every resampled mean stays inside the data's range.
+    # Single-precision gathers put both of these on 2.1666667461 (ci_low above the mean
+    # 2.1666666645, as results/22_backbone once showed); in float64 every resampled mean stays
+    # inside the data's range.
     values = np.array([2.1666666645, 2.1666666645 + 2e-10, 2.1666666645 - 1e-10])
     interval = b.bootstrap_ci(values, n_resamples=1000)
     assert values.min() <= interval.ci_low <= interval.mean <= interval.ci_high <= values.max()
@@ -184,7 +186,7 @@ def test_a_percentile_bound_that_misses_its_estimate_is_widened_to_it():
     assert low.tolist()[0] == 0.5 and high.tolist()[0] == 0.7 and np.isnan(low[1])
 
 
-# ------------------------------------------------------------------ property: every interval holds its estimate
+# ------------------------------------------------------ property: every interval holds its estimate
 
 finite = st.floats(-1e6, 1e6, allow_nan=False, allow_infinity=False, allow_subnormal=False)
 levels = st.floats(0.01, 0.99)
@@ -194,7 +196,8 @@ PROPERTY = settings(max_examples=60, deadline=None, suppress_health_check=[Healt
 
 
 def holds(estimate, low, high) -> bool:
-    """low <= estimate <= high wherever the interval is defined (NaN bounds only where it is not)."""
+    """low <= estimate <= high wherever the interval is defined (NaN bounds only where it is
+    not)."""
     estimate, low, high = (np.asarray(v, dtype=float) for v in (estimate, low, high))
     defined = ~np.isnan(low)
     assert np.array_equal(defined, ~np.isnan(high))

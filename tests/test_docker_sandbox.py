@@ -1,4 +1,5 @@
-"""The Docker back end: limits, files, links, snapshots, GPU requests, and a scripted run end to end."""
+"""The Docker back end: limits, files, links, snapshots, GPU requests, and a scripted run end to
+end."""
 
 import subprocess
 import sys
@@ -111,7 +112,8 @@ def test_a_killed_runs_container_and_volume_are_reaped(docker_client, base_image
     import docker
 
     code = (
-        "import sys, time\nfrom innolab.gym.docker_sandbox import DockerSandbox\nbox = DockerSandbox(sys.argv[1])\n"
+        "import sys, time\nfrom innolab.gym.docker_sandbox import DockerSandbox\n"
+        "box = DockerSandbox(sys.argv[1])\n"
         "print(box.container.id, box.volume.name, flush=True)\ntime.sleep(300)"
     )
     process = subprocess.Popen(

@@ -1,5 +1,5 @@
-"""EXP-Bench: the loader on fixtures of innolab's own making (and on the real data where it is present), and the
-report's rules on hand-made judge files."""
+"""EXP-Bench: the loader on fixtures of innolab's own making (and on the real data where it is
+present), and the report's rules on hand-made judge files."""
 
 from __future__ import annotations
 
@@ -37,7 +37,8 @@ def task(**fields):
 
 @pytest.fixture
 def dataset(tmp_path):
-    """Two conferences, three papers, one task of each type, a nested design and both repository fields."""
+    """Two conferences, three papers, one task of each type, a nested design and both repository
+    fields."""
     root = tmp_path / "expbench"
     papers = {
         ("confA", "111"): [
@@ -194,7 +195,7 @@ def test_real_data_tests_fail_when_ci_requires_the_missing_data(required, code, 
     assert done.returncode == code and says in done.stdout, done.stdout[-2000:]
 
 
-# ------------------------------------------------------------------------------------------------ the report
+# --------------------------------------------------------------------------------------- the report
 
 
 def judged(design=100, setup=100, conclusion="correct", **extra):
@@ -347,7 +348,7 @@ def test_report_refuses_what_it_cannot_read(tmp_path):
         report.report(empty)
 
 
-# ------------------------------------------------------------------------------------------------ workspace
+# ---------------------------------------------------------------------------------------- workspace
 
 
 def git(*args, cwd):
@@ -516,7 +517,7 @@ def test_notebook_30_on_judge_files_and_a_dataset(dataset, tmp_path):
     assert (tmp_path / "f" / "30_expbench" / "chain.png").stat().st_size > 5_000
 
 
-# ------------------------------------------------------------------------------------------------ the judge
+# ---------------------------------------------------------------------------------------- the judge
 
 
 def judge_with(server, tmp_path, context_tokens=None):
@@ -782,7 +783,8 @@ def test_a_long_log_is_judged_in_chunks_each_within_the_context(tmp_path):
 
     item = data._task("confA", "111", 0, task(), None, "t")
     log = "".join(f"[step {i}] tool_call bash: python train.py --epoch {i}\n" for i in range(1500))
-    log += "[step 1500] tool_call bash: git checkout v1\n"  # ~72,000 characters; the forbidden act at the end
+    # ~72,000 characters; the forbidden act at the end
+    log += "[step 1500] tool_call bash: git checkout v1\n"
     context = 4000
     with FakeLLM(replies={"expbench_monitor": [MONITOR_OK]}, in_call_order=True) as server:
         judge = judge_with(server, tmp_path / "clean", context_tokens=context)
@@ -890,7 +892,7 @@ def test_a_request_the_model_refuses_is_a_failed_judgement_and_an_endpoint_down_
         judge.judge(item, {"design": "d", "conclusion": "c"}, "+x = 1\n", "ran")
 
 
-# ------------------------------------------------------------------------------------------------ E in Docker
+# -------------------------------------------------------------------------------------- E in Docker
 
 
 @pytest.mark.parametrize(

@@ -1,6 +1,6 @@
-"""EXP-Bench tasks as gym tasks: a scaffold works in the masked clone (Docker and local), the run keeps upstream's
-artefacts (answer, patch with untracked files and submodule diffs, config, log, workspace), and the run is judged
-and executed into upstream's layout, which the report reads."""
+"""EXP-Bench tasks as gym tasks: a scaffold works in the masked clone (Docker and local), the run
+keeps upstream's artefacts (answer, patch with untracked files and submodule diffs, config, log,
+workspace), and the run is judged and executed into upstream's layout, which the report reads."""
 
 from __future__ import annotations
 
@@ -21,8 +21,10 @@ WRITE = (
     "pathlib.Path('train.py').write_text('print(0.93)\\n')\n"
     "helper = pathlib.Path('vendor/sub/lib/helper.py')\n"
     "helper.write_text(helper.read_text() + 'SEED = 7\\n')\n"
-    "pathlib.Path('reproduce_exp_bench.sh').write_text('mkdir -p out && python3 train.py > out/accuracy.txt\\n')\n"
-    "json.dump({'design': ['vary lr', 'hold the seed'], 'conclusion': 'Accuracy 0.93 (out/accuracy.txt).'},\n"
+    "pathlib.Path('reproduce_exp_bench.sh')"
+    ".write_text('mkdir -p out && python3 train.py > out/accuracy.txt\\n')\n"
+    "json.dump({'design': ['vary lr', 'hold the seed'], "
+    "'conclusion': 'Accuracy 0.93 (out/accuracy.txt).'},\n"
     "          open('submission.json', 'w'))\n"
 )
 STEPS = [

@@ -1,4 +1,5 @@
-"""The execution environment on the local runtime: sandbox, tools, dispatcher, budgets, traces, kill and resume."""
+"""The execution environment on the local runtime: sandbox, tools, dispatcher, budgets, traces, kill
+and resume."""
 
 import json
 import os
@@ -124,10 +125,11 @@ def test_long_outputs_are_truncated_with_a_marker():
 
 
 def test_calls_of_one_step_run_concurrently_and_return_in_order(toolbox):
-    # Each call waits until all eight have started: only concurrent execution can finish before the timeout.
+    # Each call waits until all eight have started: only concurrent execution can finish before the
+    # timeout.
     barrier = (
-        "touch started-$ID; for i in $(seq 100); do [ $(ls started-* | wc -l) -ge 8 ] && exit 0; sleep 0.1; "
-        "done; exit 1"
+        "touch started-$ID; for i in $(seq 100); do [ $(ls started-* | wc -l) -ge 8 ] && exit 0; "
+        "sleep 0.1; done; exit 1"
     )
     calls = [
         ToolCall(f"id{i}", "bash", {"command": barrier.replace("$ID", str(i))}) for i in range(8)
@@ -444,7 +446,7 @@ def test_a_trace_of_schema_version_1_still_loads(tmp_path):
     assert "score 2.1" in traces.summary(tmp_path)
 
 
-# ------------------------------------------------------------------ the local sandbox's user, links and leftovers
+# ---------------------------------------------------- the local sandbox's user, links and leftovers
 
 BOTH_MODES = [
     pytest.param(
@@ -515,7 +517,8 @@ def test_cli_sandbox_clean_reaps_what_an_ended_run_left(tmp_path):
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="a folder of another user needs root to make")
 def test_a_planted_mark_kills_nothing(tmp_path):
-    """Anyone may make a folder in the temporary folder: a mark in a folder innolab did not make names nothing."""
+    """Anyone may make a folder in the temporary folder: a mark in a folder innolab did not make
+    names nothing."""
     victim = subprocess.Popen(["sleep", "60"], user=54321, group=54321, extra_groups=[])
     ended = subprocess.Popen(["true"])
     ended.wait()

@@ -1,5 +1,5 @@
-"""The leak scan: every spelling of a hidden number, in everything the agent sees, checked where a run starts and by
-`innolab tasks check`."""
+"""The leak scan: every spelling of a hidden number, in everything the agent sees, checked where a
+run starts and by `innolab tasks check`."""
 
 import json
 import shutil
@@ -33,7 +33,7 @@ def found_in(task, name: str, text: str) -> list[str]:
     return [leak.found for leak in leaks.scan(task, {name: text.encode()})]
 
 
-# ------------------------------------------------------------------------------------- no false positives
+# ------------------------------------------------------------------------------- no false positives
 
 
 @pytest.mark.parametrize("task_id", sorted(EXPECTED))
@@ -66,7 +66,8 @@ def test_every_shipped_prior_is_named_after_its_task_and_leaks_nothing():
 def test_the_row_lattice_prior_no_longer_gives_v_star_away():
     text = (PRIORS / "circle-packing-26-row-lattice.py").read_text()
     assert "V*" not in text and "ratio" not in text and "2.1667" not in text
-    # its own sum of radii (a known baseline's recorded score) was in the docstring: the scan reads it as a leak
+    # its own sum of radii (a known baseline's recorded score) was in the docstring: the scan reads
+    # it as a leak
     task = get_task("circle-packing-26")
     assert found_in(
         task, "prior.py", '"""sum of radii about 2.1667 (ratio about -0.18 to V*)"""'
@@ -89,7 +90,7 @@ def test_a_run_with_the_shipped_prior_starts_clean(agent):
     assert b"26 circles" in view["description.md"] and b"python_session" in view["tool specs"]
 
 
-# ------------------------------------------------------------------------------------------ every spelling
+# ----------------------------------------------------------------------------------- every spelling
 
 
 @pytest.mark.parametrize(
@@ -177,8 +178,8 @@ def test_job_shop_v_star_is_caught_in_every_spelling(planted):
     ],
 )
 def test_job_shop_spellings_that_do_not_pin_v_star_pass(planted):
-    """An integer means exact (19,500 is not 19481 rounded); two digits carry nothing; a plain space separates
-    two numbers."""
+    """An integer means exact (19,500 is not 19481 rounded); two digits carry nothing; a plain space
+    separates two numbers."""
     task = get_task("job-shop-taillard-41-50")
     assert leaks.scan(task, {"notes.md": planted.encode()}) == []
 
@@ -217,7 +218,7 @@ def test_spellings_sample_what_the_scan_recognises():
         assert [leak.found for leak in leaks.scan(task, {"f": f"x {form} y".encode()})] == [form]
 
 
-# ------------------------------------------------------- planted in a task copy: description and prior file
+# ----------------------------------------------- planted in a task copy: description and prior file
 
 
 @pytest.mark.parametrize(
@@ -316,7 +317,8 @@ def test_prompts_written_inside_methods_are_scanned(tmp_path, monkeypatch):
         "class Leaky(LLMAgent):\n"
         "    def helper(self, file):\n"
         "        return [{'role': 'system', 'content': 'Answer briefly.'},\n"
-        "                {'role': 'user', 'content': f'File {file}: the best known is 2.636x the baseline'}]\n"
+        "                {'role': 'user', "
+        "'content': f'File {file}: the best known is 2.636x the baseline'}]\n"
     )
     monkeypatch.syspath_prepend(str(tmp_path))
     texts = policy_texts("leaky_scaffold:Leaky")
@@ -327,7 +329,7 @@ def test_prompts_written_inside_methods_are_scanned(tmp_path, monkeypatch):
     ]
 
 
-# ------------------------------------------------------------------------------ recorded scores, tasks check
+# --------------------------------------------------------------------- recorded scores, tasks check
 
 
 def test_an_unreadable_recorded_score_is_an_error_not_skipped(tmp_path):

@@ -1,4 +1,5 @@
-"""The LLM layer against a scripted OpenAI-compatible server: retries, cache, parsing, settings, bounded fields."""
+"""The LLM layer against a scripted OpenAI-compatible server: retries, cache, parsing, settings,
+bounded fields."""
 
 import json
 import threading
@@ -116,7 +117,7 @@ def test_parser_says_when_there_is_no_object():
         parse_json_object("just prose")
 
 
-# ------------------------------------------------------------------------------- bounded string fields
+# ---------------------------------------------------------------------------- bounded string fields
 
 BOUNDED = json_schema(
     "probe",
@@ -151,9 +152,9 @@ def test_string_limits_and_payload_sizes():
 
 
 def test_the_embedded_server_enforces_max_length():
-    """The grammar that the embedded server makes of a JSON schema honours maxLength: a model told to ramble in a
-    field stops at the limit and closes the reply, far below the token cap (unbounded, the same greedy request
-    rambles on)."""
+    """The grammar that the embedded server makes of a JSON schema honours maxLength: a model told
+    to ramble in a field stops at the limit and closes the reply, far below the token cap
+    (unbounded, the same greedy request rambles on)."""
     pytest.importorskip("xllamacpp")
     client = LLMClient(LLMSettings(max_tokens=200, temperature=0.0, seed=1))
     bounded = client.chat(RAMBLE, response_format=BOUNDED)
@@ -168,7 +169,8 @@ def test_the_embedded_server_enforces_max_length():
 
 
 class NoLengthsEndpoint:
-    """An OpenAI-compatible endpoint whose strict mode rejects maxLength (as some hosted APIs do), or every schema."""
+    """An OpenAI-compatible endpoint whose strict mode rejects maxLength (as some hosted APIs do),
+    or every schema."""
 
     def __init__(self, reject_every_schema: bool = False) -> None:
         self.requests: list[dict] = []

@@ -1,4 +1,5 @@
-"""innolab.analysis.main_results: Table 4 reproduced from Table 2, fill assumptions, intervals, paired tests."""
+"""innolab.analysis.main_results: Table 4 reproduced from Table 2, fill assumptions, intervals,
+paired tests."""
 
 import numpy as np
 import pytest

@@ -1,4 +1,5 @@
-"""innolab.metrics: the paper's worked example, conventions, errors, and property-based invariants."""
+"""innolab.metrics: the paper's worked example, conventions, errors, and property-based
+invariants."""
 
 import math
 

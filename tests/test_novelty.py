@@ -1,4 +1,5 @@
-"""Novelty: cosmetic variants, distance back ends, N and Div(T), ensembles, triplet validation, CLI, scoring runs."""
+"""Novelty: cosmetic variants, distance back ends, N and Div(T), ensembles, triplet validation, CLI,
+scoring runs."""
 
 import json
 import math
@@ -45,7 +46,10 @@ def test_every_variant_computes_what_the_base_computes(triplet):
 
 
 def test_cosmetic_variant_renames_and_keeps_the_interface():
-    source = "def area(width, height):\n    '''doc'''\n    result = width * height  # comment\n    return result\n"
+    source = (
+        "def area(width, height):\n    '''doc'''\n    result = width * height  # comment\n"
+        "    return result\n"
+    )
     variant = cosmetic_variant(source)
     assert "width" not in variant and "doc" not in variant and "comment" not in variant
     assert _run(variant, "area", [3, 4]) == 12

@@ -1,5 +1,6 @@
-"""N of runs that can be trusted: the producing code is recorded, every known solution counts, like with like,
-an offline back end that sees through renaming, N over time, and validation from the command line."""
+"""N of runs that can be trusted: the producing code is recorded, every known solution counts, like
+with like, an offline back end that sees through renaming, N over time, and validation from the
+command line."""
 
 import json
 import math
@@ -163,7 +164,8 @@ def test_n_over_time_is_cached_so_a_rescoring_makes_no_model_call(tmp_path):
         first = folder.read_score()
     assert first["novelty_backend"] == "llm:fake" and first["candidates"]
     assert all(c["novelty"] is not None for c in first["candidates"])
-    folder.score.unlink()  # score again with the endpoint gone: every card and distance comes from the caches
+    # score again with the endpoint gone: every card and distance comes from the caches
+    folder.score.unlink()
     again = score_run(folder.root, novelty_backend="llm", settings=settings)
     assert again["novelty"] == first["novelty"]
     assert [c["novelty"] for c in again["candidates"]] == [

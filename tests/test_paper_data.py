@@ -1,4 +1,5 @@
-"""data/paper: every table loads with its schema and sources, and its numbers agree with each other."""
+"""data/paper: every table loads with its schema and sources, and its numbers agree with each
+other."""
 
 import numpy as np
 import pandas as pd

@@ -1,4 +1,5 @@
-"""Dev scores the agent cannot steer: the validate and submit tools use a pristine checker, in both runtimes."""
+"""Dev scores the agent cannot steer: the validate and submit tools use a pristine checker, in both
+runtimes."""
 
 import json
 import os
@@ -87,7 +88,7 @@ def test_tampered_validator_steers_nothing_docker(tmp_path, docker_client, base_
     ]
 
 
-# ----------------------------------------------------------------- the checker's folder, attacked from the shell
+# ---------------------------------------------------- the checker's folder, attacked from the shell
 
 GOOD = json.dumps({"circles": GRID})
 ROOT_ONLY = pytest.mark.skipif(
@@ -96,12 +97,14 @@ ROOT_ONLY = pytest.mark.skipif(
 
 
 def attack(validator_root: Path) -> str:
-    """The agent's shell: make the validator's folder writable, then overwrite (or plant) its validate.py."""
+    """The agent's shell: make the validator's folder writable, then overwrite (or plant) its
+    validate.py."""
     fake = shlex.quote(FAKE_VALIDATOR)
     return (
         f'V={shlex.quote(str(validator_root))}; chmod -R u+w "$V"; '
         f'for f in "$V/checker/validate.py" "$V/validate.py" $(find "$V" -name validate.py); do '
-        f'mkdir -p "$(dirname "$f")" && printf \'%s\' {fake} > "$f" && echo "overwrote $f"; done; true'
+        f'mkdir -p "$(dirname "$f")" && printf \'%s\' {fake} > "$f" && echo "overwrote $f"; '
+        "done; true"
     )
 
 
@@ -156,11 +159,13 @@ def test_chmod_and_overwrite_from_the_agents_shell_steers_nothing_local(separate
 
 @ROOT_ONLY
 def test_a_racing_writer_never_reaches_the_checks_copy():
-    """A background loop of the agent's keeps overwriting every copy it can find while checks run."""
+    """A background loop of the agent's keeps overwriting every copy it can find while checks
+    run."""
     with local_toolbox(separate_user=True) as (_, validator, toolbox):
         loop = (
             f'V={shlex.quote(str(validator.root))}; (while true; do for d in "$V"/check-*; do '
-            f"printf '%s' {shlex.quote(FAKE_VALIDATOR)} > \"$d/checker/validate.py\"; done 2>/dev/null; "
+            f"printf '%s' {shlex.quote(FAKE_VALIDATOR)} > \"$d/checker/validate.py\"; "
+            "done 2>/dev/null; "
             "done) >/dev/null 2>&1 & echo started"
         )
         assert "started" in toolbox.run(ToolCall("loop", "bash", {"command": loop}), 10).output

@@ -33,7 +33,9 @@ def clean_environment(monkeypatch):
             monkeypatch.delenv(name)
 
 
-def test_a_new_setting_appears_in_the_cli_a_sweep_spec_notebook_20_and_the_run_table(monkeypatch):
+def test_a_new_setting_appears_in_the_cli_a_sweep_spec_notebook_20_and_the_run_table(
+    monkeypatch, tmp_path
+):
     # the command line: `innolab run` has an option for it (its type and rule), read back into the
     # settings
     monkeypatch.setattr(runspec, "RunSettings", WithReflections)
@@ -95,6 +97,19 @@ def test_a_new_setting_appears_in_the_cli_a_sweep_spec_notebook_20_and_the_run_t
     assert runspec.columns(WithReflections) == [*runspec.columns(), "reflections"]
     assert runspec.config_columns(config, WithReflections)["reflections"] == 4
     assert "reflections" not in runspec.config_columns(config)
+    # ... and in the runs table built from a run folder of that configuration
+    from innolab import results
+
+    runner.create_run(config, tmp_path / "runs" / "r1")
+    table, _ = results.build(tmp_path, model=WithReflections)
+    assert table.loc[0, "reflections"] == 4
+    assert list(table.columns[: len(runspec.columns()) + 3]) == [
+        "config_id",
+        "run_dir",
+        *runspec.columns(),
+        "reflections",
+    ]
+    assert "reflections" not in results.build(tmp_path)[0].columns
 
 
 def test_notebook_20_parameters_cell_is_the_rendered_schema():

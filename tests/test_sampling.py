@@ -1,5 +1,5 @@
-"""Sampling that varies and replays: per-call seeds and cache keys, the settings sent in every llm_call event, and
-runs that stop calling tools end as stalled instead of looping."""
+"""Sampling that varies and replays: per-call seeds and cache keys, the settings sent in every
+llm_call event, and runs that stop calling tools end as stalled instead of looping."""
 
 import json
 from pathlib import Path
@@ -38,8 +38,9 @@ def test_mlab_that_only_reflects_ends_stalled_and_never_loops_on_the_cache(tmp_p
         outcome = runner.start(config, tmp_path / "run", novelty=None, show_progress=False)
     events = traces.read_events(Path(outcome["run_dir"]))
     calls = [e for e in events if e.type == "llm_call"]
-    # Reflection is a model call now (over the research log), and a step may ask again after one: 5 idle steps
-    # still end the run, each call numbered, seeded anew, sent once and never served from the cache
+    # Reflection is a model call now (over the research log), and a step may ask again after one: 5
+    # idle steps still end the run, each call numbered, seeded anew, sent once and never served from
+    # the cache
     assert outcome["reason"] == "stalled" and 5 <= len(calls) <= 5 * 6
     assert [e.call_index for e in calls] == list(range(len(calls)))
     assert len({e.seed for e in calls}) == len(calls) and all(e.temperature == 0.7 for e in calls)

@@ -246,9 +246,10 @@ def test_a_loop_of_identical_replies_is_broken(tmp_path):
     )  # the loop is gone
 
 
-# ------------------------------------------------------------------------------------ task-neutral prompts
+# ----------------------------------------------------------------------------- task-neutral prompts
 
-# Words that belong to one problem family; no scaffold text may hold them, so a run reads only its own task's.
+# Words that belong to one problem family; no scaffold text may hold them, so a run reads only its
+# own task's.
 FAMILY_WORDS = {
     "circle-packing-26": ("circle", "radius", "radii", "packing"),
     "job-shop-taillard-41-50": ("job", "machine", "schedul", "makespan"),
@@ -268,8 +269,8 @@ def words_in(text: str) -> dict[str, list[str]]:
 
 
 def observations(data: Path) -> dict[str, Observation]:
-    """The first observation of a run on each family: built-in tasks as the run loop makes it, and an EXP-Bench
-    task (its description and its workspace rules) from the small test data set."""
+    """The first observation of a run on each family: built-in tasks as the run loop makes it, and
+    an EXP-Bench task (its description and its workspace rules) from the small test data set."""
     from innolab.expbench.data import get, load
     from innolab.expbench.gym_task import ExpBenchGymTask
     from innolab.tasks import get_task
@@ -288,7 +289,8 @@ def observations(data: Path) -> dict[str, Observation]:
 
 
 def drive(agent_name: str, observation: Observation, url: str, tmp_path: Path) -> None:
-    """Steps that reach each fixed text of the scaffold: its role, its notes and its helper prompts."""
+    """Steps that reach each fixed text of the scaffold: its role, its notes and its helper
+    prompts."""
     from innolab.agents.aide import AideAgent
     from innolab.agents.codeact import CodeActAgent
     from innolab.agents.mlab import MlabAgent
@@ -365,7 +367,8 @@ def test_every_scaffold_message_comes_from_the_task_it_runs(agent_name, dataset,
 
 
 def test_no_scaffold_text_names_a_problem_family():
-    """Every string literal of the scaffolds' modules (roles, notes, instructions, schemas, docstrings)."""
+    """Every string literal of the scaffolds' modules (roles, notes, instructions, schemas,
+    docstrings)."""
     import ast
 
     import innolab.agents
@@ -380,8 +383,9 @@ def test_no_scaffold_text_names_a_problem_family():
 
 @pytest.mark.parametrize("max_tokens", [512, 4096])
 def test_a_reply_that_fills_every_field_fits_the_token_cap(max_tokens):
-    """Each scaffold's reply formats: every free-text field bounded, the short ones small, and a reply that fills
-    them all (text at CHARS_PER_TOKEN, the program at PAYLOAD_CHARS_PER_TOKEN) within `max_tokens`."""
+    """Each scaffold's reply formats: every free-text field bounded, the short ones small, and a
+    reply that fills them all (text at CHARS_PER_TOKEN, the program at PAYLOAD_CHARS_PER_TOKEN)
+    within `max_tokens`."""
     from innolab.agents import aide, codeact, mlab
     from innolab.llm.client import CHARS_PER_TOKEN, PAYLOAD_CHARS_PER_TOKEN, STRUCTURE_TOKENS
 
@@ -417,8 +421,9 @@ def test_a_reply_that_fills_every_field_fits_the_token_cap(max_tokens):
 
 
 def test_mlab_acts_after_a_reflection(tmp_path):
-    """A small model may choose Reflection (no tool) forever: after one in a step, the reply format offers only the
-    actions that use a tool, and a Reflection given anyway is answered as a malformed step."""
+    """A small model may choose Reflection (no tool) forever: after one in a step, the reply format
+    offers only the actions that use a tool, and a Reflection given anyway is answered as a
+    malformed step."""
     from innolab.agents.mlab import MlabAgent
     from innolab.tasks import get_task
 
@@ -453,9 +458,9 @@ def test_mlab_acts_after_a_reflection(tmp_path):
 
 @pytest.mark.parametrize("max_tokens", [50, 512])
 def test_a_reply_cut_at_the_token_cap_acts_on_what_it_holds(max_tokens, tmp_path, monkeypatch):
-    """The scripted server reports 50 completion tokens: with a cap of 50 the cut reply is read as far as it goes
-    (the program it was writing is known to be cut, so it does not run); below the cap, a reply that is not JSON is
-    answered as malformed."""
+    """The scripted server reports 50 completion tokens: with a cap of 50 the cut reply is read as
+    far as it goes (the program it was writing is known to be cut, so it does not run); below the
+    cap, a reply that is not JSON is answered as malformed."""
     import tests.fake_llm as fake_llm
     from innolab.agents.codeact import CodeActAgent
     from innolab.tasks import get_task
@@ -487,7 +492,8 @@ def test_a_reply_cut_at_the_token_cap_acts_on_what_it_holds(max_tokens, tmp_path
 
 
 def test_an_mlab_step_reaches_its_action_within_the_token_cap():
-    """Even at one token per character, the fields before MLAB's action fit a 512-token cap with its structure."""
+    """Even at one token per character, the fields before MLAB's action fit a 512-token cap with its
+    structure."""
     from innolab.agents import mlab
     from innolab.llm.client import STRUCTURE_TOKENS
 
@@ -496,7 +502,7 @@ def test_an_mlab_step_reaches_its_action_within_the_token_cap():
     assert STRUCTURE_TOKENS + sum(properties[key]["maxLength"] for key in before) + 16 <= 512
 
 
-# --------------------------------------------------------------------------------------------- cut programs
+# ------------------------------------------------------------------------------------- cut programs
 
 
 def test_cut_fields_names_a_field_at_its_limit_or_cut_at_the_token_cap():
@@ -514,7 +520,8 @@ def test_cut_fields_names_a_field_at_its_limit_or_cut_at_the_token_cap():
 
 
 def full(schema: dict, field: str) -> str:
-    """A program that fills `field` of `schema` to its maxLength, as an endpoint enforcing the grammar cuts it."""
+    """A program that fills `field` of `schema` to its maxLength, as an endpoint enforcing the
+    grammar cuts it."""
     limit = schema["json_schema"]["schema"]["properties"][field]["maxLength"]
     return ("print(1)\n" * limit)[:limit]
 
@@ -552,8 +559,9 @@ def test_codeact_does_not_run_code_cut_at_its_limit(tmp_path):
 
 
 def test_codeact_submits_by_its_short_path_field_whatever_its_code_holds(tmp_path):
-    """Seed 4 of the stepping measurement: the embedded model filled a submit action's code with digits up to the
-    token cap, and the submit never ran. The path to submit has its own short field; code is not read for it."""
+    """Seed 4 of the stepping measurement: the embedded model filled a submit action's code with
+    digits up to the token cap, and the submit never ran. The path to submit has its own short
+    field; code is not read for it."""
     from innolab.agents.codeact import ACTIONS, PATH_CHARS, CodeActAgent, action_schema
     from innolab.tasks import get_task
 

@@ -1,4 +1,5 @@
-"""CodeAct's persistent interpreter: state between actions, interrupts, restarts and replay after a resume."""
+"""CodeAct's persistent interpreter: state between actions, interrupts, restarts and replay after a
+resume."""
 
 from __future__ import annotations
 
@@ -23,7 +24,8 @@ from tests.fake_llm import FakeLLM
 
 ROOT = Path(__file__).resolve().parents[1]
 
-# Two python actions that only work together: the second uses what the first defined (json, r), then submit.
+# Two python actions that only work together: the second uses what the first defined (json, r), then
+# submit.
 DEFINE = "import json\nr = 1 / 12 * (1 - 1e-12)\nprint('defined r')"
 USE = (
     "import time\ntime.sleep({sleep})\n"
@@ -140,15 +142,15 @@ def test_a_resumed_run_rebuilds_the_interpreter_by_replay(tmp_path):
     assert submissions and submissions[-1].dev_valid
 
 
-# ------------------------------------------------------------------------------------- nothing outlives its run
+# ------------------------------------------------------------------------- nothing outlives its run
 
 INNOLAB = str(Path(sys.executable).parent / "innolab")
 
 
 @pytest.fixture
 def private_tmp():
-    """A temporary folder of the test's own (other runs on the machine reap what they find in the shared one),
-    short (a Unix socket's path is short) and passable by the sandbox's user."""
+    """A temporary folder of the test's own (other runs on the machine reap what they find in the
+    shared one), short (a Unix socket's path is short) and passable by the sandbox's user."""
     folder = Path(tempfile.mkdtemp(prefix="il-"))
     folder.chmod(0o711)
     yield folder
@@ -191,9 +193,9 @@ def wait_for(condition, timeout_s: float = 30.0) -> bool:
 def test_a_codeact_run_killed_mid_action_leaves_no_process_and_no_folder(
     tmp_path, private_tmp, warden_killed
 ):
-    """`innolab run --agent codeact` killed with SIGKILL while its second python_session action runs: the warden
-    ends the interpreter and removes the folders at once; what a killed warden leaves, the resume reaps; the
-    resumed run, closed, leaves nothing of its own."""
+    """`innolab run --agent codeact` killed with SIGKILL while its second python_session action
+    runs: the warden ends the interpreter and removes the folders at once; what a killed warden
+    leaves, the resume reaps; the resumed run, closed, leaves nothing of its own."""
     run_dir = tmp_path / "run"
     with FakeLLM(replies=script(sleep=8.0)) as server:
         env = {

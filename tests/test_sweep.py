@@ -1,5 +1,6 @@
-"""Sweeps: spec validation, and real Dask clusters executing the run notebook with papermill against the scripted
-OpenAI-compatible server (LocalCluster, a SIGKILLed worker, an external scheduler) and the embedded model."""
+"""Sweeps: spec validation, and real Dask clusters executing the run notebook with papermill against
+the scripted OpenAI-compatible server (LocalCluster, a SIGKILLed worker, an external scheduler) and
+the embedded model."""
 
 from __future__ import annotations
 
@@ -30,7 +31,7 @@ BIN = Path(sys.executable).parent
 BASE = {"task": "circle-packing-26", "agent": "codeact", "budget": "20s", "runtime": "local"}
 
 
-# ------------------------------------------------------------------------------------------------------ specs
+# -------------------------------------------------------------------------------------------- specs
 
 
 def spec_error(data: dict, overrides: list[str] | None = None) -> str:
@@ -165,7 +166,7 @@ def test_backbones_map_to_endpoints_by_prefix(tmp_path, monkeypatch):
     assert config.endpoint == "gpt_5.invalid" and "sk-secret" not in json.dumps(config.as_dict())
 
 
-# ------------------------------------------------------------------------------------------ the run folder's lock
+# ---------------------------------------------------------------------------- the run folder's lock
 
 HOLDER = """
 import sys, time
@@ -179,8 +180,8 @@ print("released", flush=True)
 
 
 def holding(run_dir: Path, seconds: float) -> subprocess.Popen:
-    """Another process that holds run_dir's lock (heartbeat every 0.4 s, stale after 4 s) for `seconds`, once it
-    printed "held"."""
+    """Another process that holds run_dir's lock (heartbeat every 0.4 s, stale after 4 s) for
+    `seconds`, once it printed "held"."""
     process = subprocess.Popen(
         [sys.executable, "-c", HOLDER, str(run_dir), str(seconds)],
         stdout=subprocess.PIPE,
@@ -202,9 +203,10 @@ def scripted_run() -> RunConfig:
 
 
 def test_a_waiting_executor_never_fails_a_live_run(tmp_path, caplog):
-    """The holder stays alive for 2.5 times the staleness limit: the second executor waits (and says so), does
-    not take over, and starts the run once the holder lets go. (Staleness 4 s against beats every 0.4 s: a beat
-    delayed by more than 3 s on a busy machine would be needed to make the live holder look stale.)"""
+    """The holder stays alive for 2.5 times the staleness limit: the second executor waits (and says
+    so), does not take over, and starts the run once the holder lets go. (Staleness 4 s against
+    beats every 0.4 s: a beat delayed by more than 3 s on a busy machine would be needed to make the
+    live holder look stale.)"""
     caplog.set_level(logging.WARNING, logger="innolab.runlock")
     run_dir = tmp_path / "run"
     holder = holding(run_dir, 10.0)
@@ -247,7 +249,8 @@ def test_a_stopped_holder_is_taken_over_and_ends_when_it_wakes(tmp_path, caplog)
 def test_a_holder_on_another_machine_is_waited_for_while_it_beats_and_taken_over_when_it_stops(
     tmp_path, caplog
 ):
-    """Where flock does not reach (another machine on a shared folder) the heartbeat alone decides."""
+    """Where flock does not reach (another machine on a shared folder) the heartbeat alone
+    decides."""
     caplog.set_level(logging.WARNING, logger="innolab.runlock")
     folder = RunDir(tmp_path)
     folder.lock.touch()
@@ -307,7 +310,8 @@ def test_a_holder_rewrites_a_removed_heartbeat_and_ends_when_another_holder_name
     lost = threading.Event()
     folder = RunDir(tmp_path)
     with RunLock(tmp_path, heartbeat_s=0.3, stale_s=3.0, on_lost=lost.set) as lock:
-        folder.heartbeat.unlink()  # removed by someone else: still ours, written again at the next beat
+        # removed by someone else: still ours, written again at the next beat
+        folder.heartbeat.unlink()
         assert wait_for(folder.heartbeat.is_file, 10)
         assert lock.owned() and not lost.is_set()
         mine = json.loads(folder.heartbeat.read_text())
@@ -333,8 +337,8 @@ def wait_for(condition, seconds: float) -> bool:
 
 
 def test_a_holder_whose_beats_fail_for_a_while_keeps_its_lock(tmp_path, monkeypatch):
-    """Failed beats (the write, then the check, raising OSError) are retried: the holder does not end itself, and
-    beats again once the folder answers."""
+    """Failed beats (the write, then the check, raising OSError) are retried: the holder does not
+    end itself, and beats again once the folder answers."""
     import innolab.runlock as runlock
 
     failures = {"write": 2, "check": 1}
@@ -370,7 +374,7 @@ def test_lock_settings_are_checked():
         RunLock(Path("x"), heartbeat_s=0)
 
 
-# ------------------------------------------------------------------------------------- sweeps on real clusters
+# -------------------------------------------------------------------------- sweeps on real clusters
 
 
 def run_events(folder: Path) -> list[AnyEvent]:
@@ -608,7 +612,8 @@ def test_bad_spec_through_the_cli(tmp_path):
 
 
 def test_embedded_model_sweep_end_to_end(tmp_path):
-    """The issue's must-show: 2 agents x 2 temperatures, 20 s, local runtime, the embedded model, 2 workers."""
+    """The issue's must-show: 2 agents x 2 temperatures, 20 s, local runtime, the embedded model, 2
+    workers."""
     spec = tmp_path / "embedded.yaml"
     spec.write_text(
         yaml.safe_dump(

@@ -1,4 +1,5 @@
-"""taskkit, the strict checks behind every validator and the hidden evaluator: named exploits and fuzzing."""
+"""taskkit, the strict checks behind every validator and the hidden evaluator: named exploits and
+fuzzing."""
 
 import json
 import math
@@ -28,7 +29,7 @@ def test_valid_circle_packing_scores_its_sum():
     assert errors == [] and score == pytest.approx(26 / 12)
 
 
-# ------------------------------------------------------------------------------------------- named exploits
+# ----------------------------------------------------------------------------------- named exploits
 
 
 def test_nan_centre_is_rejected():
@@ -215,7 +216,7 @@ def test_job_shop_overlaps_and_precedence():
     assert "integer" in taskkit.check("jobshop:job_shop", {"instances": instances}, floats)[0][0]
 
 
-# ------------------------------------------------------------------------------------------------- fuzzing
+# ------------------------------------------------------------------------------------------ fuzzing
 
 json_values = st.recursive(
     st.none()
@@ -263,7 +264,8 @@ def _number(x):
 
 
 def well_formed(problem, value):
-    """An independent oracle of the *format* (not the constraints): malformed input must always be rejected."""
+    """An independent oracle of the *format* (not the constraints): malformed input must always be
+    rejected."""
     if problem in ("erdos_minimum_overlap", "first_autocorrelation", "second_autocorrelation"):
         return isinstance(value, list) and bool(value) and all(_number(x) for x in value)
     if problem == "kissing_configuration":
@@ -331,11 +333,12 @@ def test_corrupted_valid_packings_are_rejected(corruption, row, col):
     assert errors and score is None
 
 
-# ------------------------------------------------------------------------------------ hostile numbers, sizes
+# --------------------------------------------------------------------------- hostile numbers, sizes
 
 
 def with_first_entry(text: str) -> str:
-    """A valid packing's JSON with its first number replaced by `text` (to write what json.dumps cannot)."""
+    """A valid packing's JSON with its first number replaced by `text` (to write what json.dumps
+    cannot)."""
     circles = grid_circles()
     return json.dumps({"circles": circles}).replace(json.dumps(circles[0][0]), text, 1)
 
@@ -419,7 +422,7 @@ def test_floats_near_the_limits_never_crash(value, row, col):
         assert (errors and score is None) or (not errors and math.isfinite(score))
 
 
-# ------------------------------------------------------------------------------- every violation, with size
+# ----------------------------------------------------------------------- every violation, with size
 
 
 def test_every_violated_constraint_is_listed_with_its_size():
@@ -443,7 +446,7 @@ def test_violation_lists_are_capped():
     assert "disjointness: 325 violation(s)" in errors[0] and "(and 305 more)" in errors[0]
 
 
-# ------------------------------------------------------------------------------ kissing: exact big integers
+# ---------------------------------------------------------------------- kissing: exact big integers
 
 
 def d11_roots(scale=1):

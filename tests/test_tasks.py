@@ -312,7 +312,8 @@ def test_a_v_star_below_a_published_entry_is_refused(tmp_path):
 
 
 def test_the_published_593_vector_kissing_configuration_scores_593():
-    """AlphaEvolve's construction (entries up to 8.7e12, relative slack 3e-13) under the hidden evaluator."""
+    """AlphaEvolve's construction (entries up to 8.7e12, relative slack 3e-13) under the hidden
+    evaluator."""
     published = Path(__file__).parent / "data" / "kissing-11-alphaevolve-593.json"
     vectors = json.loads(published.read_text())["vectors"]
     assert len(vectors) == 593 and max(abs(x) for row in vectors for x in row) > 8e12
@@ -339,8 +340,9 @@ def test_every_recorded_score_comes_from_a_recorded_run_of_its_own_solver(task_i
 
 
 def test_scores_are_computed_with_the_pinned_blas_kernels(monkeypatch):
-    """The hidden evaluator and the solutions' reruns get OpenBLAS's Haswell kernels on every AVX2 x86-64 CPU (an
-    AVX-512 CPU's own kernels changed recorded scores in their last bit); elsewhere OpenBLAS's choice stands."""
+    """The hidden evaluator and the solutions' reruns get OpenBLAS's Haswell kernels on every AVX2
+    x86-64 CPU (an AVX-512 CPU's own kernels changed recorded scores in their last bit); elsewhere
+    OpenBLAS's choice stands."""
     from innolab.tasks import numerics
 
     monkeypatch.setattr(numerics.platform, "machine", lambda: "x86_64")

@@ -1,6 +1,6 @@
-"""The viewer, as a person would look at it: the HTML export of scripted runs opened in headless Chromium (a
-screenshot that is not blank, a DOM that holds every step and the final score), and the JupyterLab views built
-and their contents checked."""
+"""The viewer, as a person would look at it: the HTML export of scripted runs opened in headless
+Chromium (a screenshot that is not blank, a DOM that holds every step and the final score), and the
+JupyterLab views built and their contents checked."""
 
 from __future__ import annotations
 
@@ -27,7 +27,8 @@ def settings(server):
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
-    """A folder of two scripted runs: AIDE (a journal of three nodes) and CodeAct (a sequence of actions)."""
+    """A folder of two scripted runs: AIDE (a journal of three nodes) and CodeAct (a sequence of
+    actions)."""
     folder = tmp_path_factory.mktemp("viewer") / "runs"
     nodes = [
         {"plan": "plan A: a buggy first try", "code": BUGGY},
@@ -204,8 +205,9 @@ def test_sweep_view_filters_draws_curves_and_opens_a_run(runs):
 
 @pytest.fixture(scope="module")
 def mixed(runs, tmp_path_factory):
-    """A folder of runs as a newcomer's results/runs looks after a while: one configuration run twice (the
-    AIDE run and its copy), and a broken CodeAct run (its code raises; another budget and seed), also twice."""
+    """A folder of runs as a newcomer's results/runs looks after a while: one configuration run
+    twice (the AIDE run and its copy), and a broken CodeAct run (its code raises; another budget and
+    seed), also twice."""
     folder = tmp_path_factory.mktemp("mixed")
     shutil.copytree(runs / "aide", folder / "aide")
     shutil.copytree(runs / "aide", folder / "aide-again")

@@ -1,5 +1,6 @@
-"""The teaching explorer recomputes the metrics when its controls change, shows V exactly as given (in Python, in a
-kernel's messages and in headless Chromium), and sends no output message from a redraw."""
+"""The teaching explorer recomputes the metrics when its controls change, shows V exactly as given
+(in Python, in a kernel's messages and in headless Chromium), and sends no output message from a
+redraw."""
 
 from __future__ import annotations
 
@@ -69,7 +70,8 @@ def test_the_explorer_keeps_the_value_it_was_given(v, v_star):
     for given, slider in ((v, box.sliders["v"]), (v_star, box.sliders["v_star"])):
         assert (slider.min, slider.max, slider.step) == (low, high, step) and low <= given <= high
         assert not slider.continuous_update and not slider.readout  # drawing it sends nothing back
-        # the browser snaps to min + k·step: where the value has no more decimals than the grid, it is a grid point
+        # the browser snaps to min + k·step: where the value has no more decimals than the grid, it
+        # is a grid point
         if decimals(given, 99) <= places:
             assert math.isclose(
                 low + round((given - low) / step) * step, given, rel_tol=0, abs_tol=step * 1e-6
@@ -107,8 +109,9 @@ def test_slider_grid_and_decimals():
 
 
 def test_a_redraw_in_a_kernel_sends_widget_state_and_no_output(tmp_path):
-    """As in JupyterLab: a change from the browser arrives as a comm message; what the kernel sends back under it
-    must be widget state only. An output message under a comm message lands in JupyterLab's log console."""
+    """As in JupyterLab: a change from the browser arrives as a comm message; what the kernel sends
+    back under it must be widget state only. An output message under a comm message lands in
+    JupyterLab's log console."""
     from jupyter_client.manager import start_new_kernel
 
     env = {
@@ -176,7 +179,7 @@ def test_a_redraw_in_a_kernel_sends_widget_state_and_no_output(tmp_path):
         manager.shutdown_kernel(now=True)
 
 
-# --------------------------------------------------------------------------------- in a browser (headless Chromium)
+# ----------------------------------------------------------------- in a browser (headless Chromium)
 
 
 def chromium() -> str | None:
@@ -185,8 +188,8 @@ def chromium() -> str | None:
 
 REQUIRED = os.environ.get("INNOLAB_REQUIRE_CHROMIUM") == "1"
 
-# after the widget manager has drawn the widgets, write what each shows into an attribute --dump-dom keeps
-# (an input's value is a property, not an attribute)
+# after the widget manager has drawn the widgets, write what each shows into an attribute --dump-dom
+# keeps (an input's value is a property, not an attribute)
 PROBE = """<script>
 setInterval(function () {
   var shown = [];
@@ -204,8 +207,9 @@ setInterval(function () {
 
 @pytest.fixture(scope="session")
 def widget_renderer(request) -> Path:
-    """The standalone renderer of widgets in a page (@jupyter-widgets/html-manager's dist/embed.js, the version
-    this ipywidgets embeds), fetched once with npm into pytest's cache: the page loads it from a local file."""
+    """The standalone renderer of widgets in a page (@jupyter-widgets/html-manager's dist/embed.js,
+    the version this ipywidgets embeds), fetched once with npm into pytest's cache: the page loads
+    it from a local file."""
     from ipywidgets._version import __html_manager_version__ as version
 
     folder = Path(request.config.cache.mkdir("html-manager")) / version
@@ -245,8 +249,8 @@ def widget_renderer(request) -> Path:
 
 
 def shown_in_chromium(box, renderer: Path, folder: Path) -> list[dict]:
-    """Embed the widget (its state and a view of it) in a page, open it in headless Chromium, return what each
-    number field and slider shows once the widget manager has drawn them."""
+    """Embed the widget (its state and a view of it) in a page, open it in headless Chromium, return
+    what each number field and slider shows once the widget manager has drawn them."""
     from ipywidgets.embed import embed_minimal_html
 
     page = folder / "explorer.html"

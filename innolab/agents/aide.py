@@ -58,24 +58,46 @@ Phase = Literal["generate", "execute", "evaluate"]
 
 @dataclass
 class AideState(AgentState):
-    """AIDE's state: the phase of its newest node (generate a program, run it, have it validated),
-    the journal (serialised as its list of nodes) and the objective's direction as last observed."""
+    """AIDE's state.
+
+    The phase of its newest node (generate a program, run it, have it validated), the journal
+    (serialised as its list of nodes) and the objective's direction as last observed.
+    """
 
     phase: Phase = "generate"
     journal: Journal = field(default_factory=Journal)
     direction: str | None = None
 
     def to_json(self) -> dict[str, Any]:
+        """The state as plain JSON data, the journal as its list of nodes.
+
+        Returns:
+            The state's fields, `journal` serialised by `Journal.to_list`.
+        """
         return {**super().to_json(), "journal": self.journal.to_list()}
 
     @classmethod
     def decode(cls, values: dict[str, Any]) -> dict[str, Any]:
+        """The nested fields of `values` as their types, the journal included.
+
+        Args:
+            values: the state as JSON data.
+
+        Returns:
+            `values`, its summary and journal read as their types.
+        """
         values = super().decode(values)
         values["journal"] = Journal.from_list(values.get("journal") or [])
         return values
 
 
 class AideAgent(LLMAgent):
+    """The AIDE scaffold: a tree search over whole programs.
+
+    Each node is a program the model drafts, debugs or improves from a parent; the search policy
+    picks the next node, and the validator's verdict on each node guides it.
+    """
+
     name = "aide"
     mode = "workflow"
     State = AideState
@@ -94,8 +116,9 @@ class AideAgent(LLMAgent):
 
     def prompt(self, stage: str, parent: Node | None, journal: Journal,
                description: str) -> list[dict[str, str]]:
-        """The messages of one AIDE step: role, task, the journal's memory, the parent's code and
-        the instruction.
+        """The messages of one AIDE step.
+
+        Role, task, the journal's memory, the parent's code and the instruction.
 
         Args:
             stage: "draft", "debug" or "improve".
@@ -124,8 +147,10 @@ class AideAgent(LLMAgent):
     # ------------------------------------------------------------------------------------ the loop
 
     def step(self, observation: Observation) -> Action:
-        """One phase of the newest node: generate a program and run it, have what it wrote
-        validated, or read the verdict (submitting a node that is the best so far).
+        """One phase of the newest node.
+
+        Generate a program and run it, have what it wrote validated, or read the verdict (submitting
+        a node that is the best so far).
 
         Args:
             observation: the last step's results (the run's or the validation's).

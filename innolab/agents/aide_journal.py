@@ -18,6 +18,12 @@ Stage = Literal["draft", "debug", "improve"]
 
 @dataclass
 class Node:
+    """One node of AIDE's tree: a plan and its program, with how it ran and what the validator said.
+
+    `parent` is the node it was debugged or improved from (None for a draft); `metric` is the
+    validator's score where the node is valid.
+    """
+
     id: int
     parent: int | None
     plan: str
@@ -36,9 +42,12 @@ class Node:
 
 @dataclass
 class SearchPolicy:
-    """AIDE's search policy: draft until `num_drafts` drafts exist; then, with probability
-    `debug_prob`, debug a buggy leaf whose debug depth is below `max_debug_depth`; otherwise improve
-    the best valid node (greedy), or draft again while no node is valid."""
+    """AIDE's search policy.
+
+    Draft until `num_drafts` drafts exist; then, with probability `debug_prob`, debug a buggy leaf
+    whose debug depth is below `max_debug_depth`; otherwise improve the best valid node (greedy), or
+    draft again while no node is valid.
+    """
 
     num_drafts: int = 2
     debug_prob: float = 0.5
@@ -119,8 +128,11 @@ class Journal:
     # --------------------------------------------------------------------------------- the memory
 
     def summary(self, limit: int = 4000) -> str:
-        """The memory of the other nodes that AIDE shows the model: each node's plan, its validator
-        outcome and score (newest last, cut from the oldest to `limit` characters)."""
+        """The memory of the other nodes that AIDE shows the model.
+
+        Each node's plan, its validator outcome and score (newest last, cut from the oldest to
+        `limit` characters).
+        """
         lines = []
         for node in self.nodes:
             if not node.evaluated:
@@ -145,8 +157,10 @@ class Journal:
         return cls([Node(**{k: v for k, v in item.items() if k in known}) for item in data])
 
     def event(self, node: Node) -> NodeEvent:
-        """The trace event of an evaluated node (stage and debug depth derived for readers of the
-        trace)."""
+        """The trace event of an evaluated node.
+
+        Stage and debug depth are derived for readers of the trace.
+        """
         return NodeEvent(id=node.id, parent=node.parent, stage=self.stage(node), plan=node.plan,
                          code=node.code, ran=node.ran, valid=node.valid, metric=node.metric,
                          buggy=node.buggy, debug_depth=self.debug_depth(node))

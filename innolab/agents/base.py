@@ -53,8 +53,10 @@ OBSERVATION_SHARE = 8  # and at most this fraction of the model's context
 
 @dataclass
 class HistorySummary:
-    """The older turns of a conversation folded into one text: how many turns it covers, and the
-    text."""
+    """The older turns of a conversation folded into one text.
+
+    How many turns it covers, and the text.
+    """
 
     turns: int = 0
     text: str = ""
@@ -62,8 +64,10 @@ class HistorySummary:
 
 @dataclass
 class AgentState:
-    """The bookkeeping every scaffold keeps, typed, serialised as plain JSON (flat: a scaffold's own
-    state adds its fields beside these, as a dataclass that extends this one).
+    """The bookkeeping every scaffold keeps, typed.
+
+    Serialised as plain JSON (flat: a scaffold's own state adds its fields beside these, as a
+    dataclass that extends this one).
 
     `llm_calls`: the model calls made so far (the next call's index); `last_reply` and `repeat_run`:
     the last reply and how many times in a row it came; `summary`: the folded history, where the
@@ -83,8 +87,9 @@ class AgentState:
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Self:
-        """The state `to_json` wrote, or one saved before the state was typed (the same keys, any of
-        them absent).
+        """The state `to_json` wrote, or one saved before the state was typed.
+
+        A state saved before the state was typed has the same keys, any of them absent.
 
         Raises:
             ValueError: `data` is not an object, holds a key that is no field of this state, or a
@@ -105,8 +110,10 @@ class AgentState:
 
     @classmethod
     def decode(cls, values: dict[str, Any]) -> dict[str, Any]:
-        """The nested fields of `values` (JSON data) as their types; a scaffold's state adds its
-        own."""
+        """The nested fields of `values` (JSON data) as their types.
+
+        A scaffold's state adds its own.
+        """
         if values.get("summary") is not None:
             values["summary"] = HistorySummary(**values["summary"])
         return values
@@ -118,8 +125,10 @@ def conversation_tokens(messages: list[dict[str, Any]]) -> int:
 
 
 class LLMAgent:
-    """Base of the scaffolds: a Policy whose state is a typed dataclass serialised as plain JSON (so
-    checkpoints work) plus a lazy LLM client.
+    """Base of the scaffolds.
+
+    A Policy whose state is a typed dataclass serialised as plain JSON (so checkpoints work) plus a
+    lazy LLM client.
 
     Options shared by every scaffold: `innovation_prompt` (ask explicitly for a novel method, the
     paper's Table 7) and `initial_solution` (code of a prior solution to start from, the paper's
@@ -131,12 +140,16 @@ class LLMAgent:
     # the scaffold's state: AgentState and its own fields
     State: ClassVar[type[AgentState]] = AgentState
 
-    def __init__(self, settings: dict[str, Any] | None = None, cache_path: str | None = None,
-                 innovation_prompt: bool = False, initial_solution: str | None = None,
-                 replay_only: bool = False) -> None:
+    def __init__(self, settings: LLMSettings | dict[str, Any] | None = None,
+                 cache_path: str | None = None, innovation_prompt: bool = False,
+                 initial_solution: str | None = None, replay_only: bool = False) -> None:
         # Settled settings come from the run's config; only the key (a secret, never written) is
         # read here.
-        if settings:
+        if isinstance(settings, LLMSettings):  # the run's typed settings, as its config holds them
+            variable = settings.api_key_env or "INNOLAB_LLM_API_KEY"
+            self.settings = settings.model_copy(
+                update={"api_key": settings.api_key or os.environ.get(variable) or None})
+        elif settings:
             variable = settings.get("api_key_env") or "INNOLAB_LLM_API_KEY"
             self.settings = LLMSettings(**{**settings, "api_key": settings.get("api_key")
                                            or os.environ.get(variable) or None})
@@ -165,8 +178,10 @@ class LLMAgent:
         return self._client
 
     def system_prompt(self, role: str) -> str:
-        """The system message: the scaffold's role, the workspace rules (the task's, else
-        WORKSPACE_RULES), the innovation prompt and the prior solution where asked for.
+        """The system message.
+
+        The scaffold's role, the workspace rules (the task's, else WORKSPACE_RULES), the innovation
+        prompt and the prior solution where asked for.
 
         Args:
             role: what the scaffold's model is and how it replies.
@@ -183,7 +198,9 @@ class LLMAgent:
         return "\n\n".join(parts)
 
     def bound(self, observation: Observation) -> None:
-        """Take the task's workspace rules (where it has some) and bound every model call by the
+        """Take the task's workspace rules and bound the model calls by the remaining budget.
+
+        The task's workspace rules are taken where it has some; every model call is bounded by the
         run's remaining wall-clock budget.
 
         Args:
@@ -197,9 +214,10 @@ class LLMAgent:
         self.client.deadline = None if remaining is None else time.monotonic() + remaining
 
     def chat(self, messages: list[dict[str, Any]], **options: Any) -> Completion:
-        """One model call, numbered: the index lives in the agent's state, so a resumed run asks
-        with the same indices (and gets its cached replies) while every new call samples with its
-        own seed.
+        """One model call, numbered.
+
+        The index lives in the agent's state, so a resumed run asks with the same indices (and gets
+        its cached replies) while every new call samples with its own seed.
 
         Args:
             messages: the conversation to send.
@@ -217,10 +235,12 @@ class LLMAgent:
 
     def ask(self, messages: list[dict[str, Any]], response_format: dict[str, Any],
             tools: list[dict[str, Any]] | None = None) -> tuple[dict[str, Any] | None, Completion]:
-        """One model call for a JSON reply. A reply cut at the token cap counts with what it holds:
-        its complete fields and the one it was writing, cut. The fields that were cut (at their
-        maxLength or at the token cap) are left in `self.cut`: a scaffold never writes or runs a
-        cut program (`cut_note` tells the model instead).
+        """One model call for a JSON reply.
+
+        A reply cut at the token cap counts with what it holds: its complete fields and the one it
+        was writing, cut. The fields that were cut (at their maxLength or at the token cap) are left
+        in `self.cut`: a scaffold never writes or runs a cut program (`cut_note` tells the model
+        instead).
 
         Args:
             messages: the conversation to send.
@@ -248,8 +268,10 @@ class LLMAgent:
 
     @staticmethod
     def cut_note(what: str, chars: int, advice: str) -> str:
-        """What the model is told when its `what` was cut at `chars` characters and so not used,
-        followed by `advice`."""
+        """What the model is told when its `what` was cut at `chars` characters and so not used.
+
+        Followed by `advice`.
+        """
         return (f"Your {what} was cut at {chars} characters (the longest a reply can hold) and was "
                 f"not used. {advice}")
 
@@ -260,8 +282,9 @@ class LLMAgent:
 
     def action(self, calls: list[ToolCall], completion: Completion | None, events: list[Event],
                done: bool = False) -> Action:
-        """The step's action; its usage and events include the step's helper calls (history
-        summaries).
+        """The step's action.
+
+        Its usage and events include the step's helper calls (history summaries).
 
         Args:
             calls: the tool calls to run (none: the step only thought).
@@ -281,9 +304,10 @@ class LLMAgent:
                       events=[*side, *events])
 
     def describe_results(self, results: list[ToolResult]) -> str:
-        """Tool results as the model reads them: each output's tail, at most 1/OBSERVATION_SHARE of
-        the model's context (OBSERVATION_CHARS at most), so a small model's prompt is not filled by
-        one long output.
+        """Tool results as the model reads them.
+
+        Each output's tail, at most 1/OBSERVATION_SHARE of the model's context (OBSERVATION_CHARS at
+        most), so a small model's prompt is not filled by one long output.
 
         Args:
             results: the last step's tool results.
@@ -299,8 +323,9 @@ class LLMAgent:
         return "\n\n".join(parts)
 
     def repeats(self, text: str) -> bool:
-        """Whether this reply makes REPEAT_LIMIT identical replies in a row (small models copy their
-        own turns); the count is kept in the state.
+        """Whether this reply makes REPEAT_LIMIT identical replies in a row.
+
+        Small models copy their own turns; the count is kept in the state.
 
         Args:
             text: the reply.
@@ -313,8 +338,10 @@ class LLMAgent:
         return run >= REPEAT_LIMIT
 
     def break_repetition(self, messages: list[dict[str, Any]]) -> None:
-        """Drop the repeated turns (each identical reply after the first, and the observation that
-        followed it) and say so: the next request no longer shows the loop the model was copying.
+        """Drop the repeated turns and say so.
+
+        The repeated turns are each identical reply after the first, and the observation that
+        followed it: the next request no longer shows the loop the model was copying.
 
         Args:
             messages: the conversation, changed in place.
@@ -338,19 +365,23 @@ class LLMAgent:
         self.memory.repeat_run = REPEAT_LIMIT - 1
 
     def context_tokens(self) -> int:
-        """The model's context length: read from the endpoint once and kept in the agent's state (a
-        resumed run uses the recorded value); DEFAULT_CONTEXT_TOKENS when the endpoint reports
-        none."""
+        """The model's context length.
+
+        Read from the endpoint once and kept in the agent's state (a resumed run uses the recorded
+        value); DEFAULT_CONTEXT_TOKENS when the endpoint reports none.
+        """
         if self.memory.context_tokens is None:
             reported = None if self.replay_only else self.client.context_tokens()
             self.memory.context_tokens = reported or DEFAULT_CONTEXT_TOKENS
         return int(self.memory.context_tokens)
 
     def context(self, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        """The conversation as sent: everything while it fits the model's context; when the history
-        outgrows it, the older turns are folded into a summary (a model call, numbered and cached
-        like any other) and only the newest turns are sent verbatim. The summary is kept in the
-        state and extended as more turns fold in.
+        """The conversation as sent.
+
+        Everything while it fits the model's context; when the history outgrows it, the older turns
+        are folded into a summary (a model call, numbered and cached like any other) and only the
+        newest turns are sent verbatim. The summary is kept in the state and extended as more turns
+        fold in.
 
         Args:
             messages: the whole conversation (system message and task first).
@@ -399,8 +430,9 @@ class LLMAgent:
         return self.memory.to_json()
 
     def load_state(self, state: dict[str, Any]) -> None:
-        """Continue from `state()` of an earlier run (or from the untyped state that innolab saved
-        before).
+        """Continue from `state()` of an earlier run.
+
+        The untyped state that innolab saved before is read as well.
 
         Args:
             state: the policy state a checkpoint kept.
@@ -412,4 +444,15 @@ class LLMAgent:
         self.memory = self.State.from_json(state)
 
     def step(self, observation: Observation) -> Action:  # pragma: no cover - each scaffold's own
+        """One step of the scaffold; each scaffold writes its own.
+
+        Args:
+            observation: the last step's results.
+
+        Returns:
+            The step's action.
+
+        Raises:
+            NotImplementedError: always, on the base class.
+        """
         raise NotImplementedError

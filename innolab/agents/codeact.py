@@ -1,6 +1,7 @@
 """CodeAct: code as action (a python or bash block per turn) in a persistent interpreter.
 
-Observations are fed back; the agent submits a file and says when it has finished."""
+Observations are fed back; the agent submits a file and says when it has finished.
+"""
 
 from __future__ import annotations
 
@@ -26,8 +27,10 @@ PATH_CHARS = 80
 
 
 def action_schema(actions: tuple[str, ...], max_tokens: int) -> dict:
-    """CodeAct's reply format: a short thought, the action, the path to submit (empty otherwise)
-    and the code to run (empty for submit and finish).
+    """CodeAct's reply format.
+
+    A short thought, the action, the path to submit (empty otherwise) and the code to run (empty for
+    submit and finish).
 
     Args:
         actions: the actions offered (finish only once a submission counts).
@@ -59,8 +62,11 @@ FORMAT = ('Reply with one JSON object: {"thought": ..., "action": "python|bash|s
 
 @dataclass
 class CodeActState(AgentState):
-    """CodeAct's state: the conversation, the turn's number and whether a submission was accepted
-    (finish is offered only then)."""
+    """CodeAct's state.
+
+    The conversation, the turn's number and whether a submission was accepted (finish is offered
+    only then).
+    """
 
     messages: list[dict[str, Any]] = field(default_factory=list)
     turn: int = 0
@@ -68,6 +74,11 @@ class CodeActState(AgentState):
 
 
 class CodeActAgent(LLMAgent):
+    """The CodeAct scaffold: one conversation in which every model reply is an action.
+
+    An action runs code (in a persistent interpreter by default), submits a file or finishes.
+    """
+
     name = "codeact"
     mode = "agent"
     State = CodeActState
@@ -80,8 +91,10 @@ class CodeActAgent(LLMAgent):
         self.python_tool = "python_session" if persistent else "python"
 
     def step(self, observation: Observation) -> Action:
-        """One turn: the observation joins the conversation, the model writes one action, and its
-        code runs (or its file is submitted, or it finishes once a submission counts).
+        """One turn of the conversation.
+
+        The observation joins the conversation, the model writes one action, and its code runs
+        (or its file is submitted, or it finishes once a submission counts).
 
         Args:
             observation: the last turn's tool results.

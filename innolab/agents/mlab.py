@@ -99,9 +99,12 @@ REFLECTOR_ROLE = "You reflect on a research log and answer briefly."
 
 @dataclass
 class Pending:
-    """What the next step completes: a file read for Understand File, Inspect Script Lines or Edit
-    Script (AI) (`file`, the `request`, where an edit is saved, the lines to show), or an applied
-    edit (its `diff`, shown with the write's outcome)."""
+    """What the next step completes.
+
+    A file read for Understand File, Inspect Script Lines or Edit Script (AI) (`file`, the
+    `request`, where an edit is saved, the lines to show), or an applied edit (its `diff`, shown
+    with the write's outcome).
+    """
 
     kind: Literal["understand", "inspect", "edit", "edited"]
     file: str = ""
@@ -114,9 +117,12 @@ class Pending:
 
 @dataclass
 class MlabState(AgentState):
-    """MLAB's state: the conversation, the research step's number, whether a Final Answer awaits its
-    outcome, the research plan and status, the research log, each file's versions before its edits
-    (for Undo Edit Script) and what the next step completes."""
+    """MLAB's state.
+
+    The conversation, the research step's number, whether a Final Answer awaits its outcome, the
+    research plan and status, the research log, each file's versions before its edits (for Undo Edit
+    Script) and what the next step completes.
+    """
 
     messages: list[dict[str, Any]] = field(default_factory=list)
     turn: int = 0
@@ -128,6 +134,14 @@ class MlabState(AgentState):
 
     @classmethod
     def decode(cls, values: dict[str, Any]) -> dict[str, Any]:
+        """The nested fields of `values` as their types, the pending step included.
+
+        Args:
+            values: the state as JSON data.
+
+        Returns:
+            `values`, its summary and pending step read as their types.
+        """
         values = super().decode(values)
         if values.get("pending"):
             values["pending"] = Pending(**values["pending"])
@@ -137,14 +151,23 @@ class MlabState(AgentState):
 
 
 class MlabAgent(LLMAgent):
+    """The MLAB (MLAgentBench) scaffold: a research agent with a plan, a log and file actions.
+
+    Each research step answers with its reflection, research plan and status, fact check, thought
+    and one of MLAgentBench's actions (list, inspect, understand, edit or run files, the final
+    answer), with innolab's Validate beside them.
+    """
+
     name = "mlab"
     mode = "agent"
     State = MlabState
     memory: MlabState
 
     def step(self, observation: Observation) -> Action:
-        """One research step: complete what the last step started (an answer about a file, its
-        lines, an edit), then ask for the next research step and act on it.
+        """One research step.
+
+        Complete what the last step started (an answer about a file, its lines, an edit), then ask
+        for the next research step and act on it.
 
         Args:
             observation: the last step's tool results.

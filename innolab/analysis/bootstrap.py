@@ -56,8 +56,10 @@ class Interval:
 
 @dataclass(frozen=True)
 class PairedTest(Interval):
-    """A paired bootstrap comparison a − b over units: `mean` is the mean difference; two-sided
-    `p_value`."""
+    """A paired bootstrap comparison a − b over units.
+
+    `mean` is the mean difference; two-sided `p_value`.
+    """
 
     p_value: float
 
@@ -182,13 +184,15 @@ def _unit_matrix(values: Values, mask: np.ndarray | None, name: str
 
 def _resample_means(matrix: np.ndarray, present: np.ndarray | None, n_resamples: int,
                     gen: np.random.Generator) -> np.ndarray:
-    """Column means of `n_resamples` resamples of the units (rows), in float64: (n_resamples,
-    columns).
+    """Column means of `n_resamples` resamples of the units (rows), in float64.
+
+    The result has the shape (n_resamples, columns).
 
     `present` (the shape of `matrix`, or None) leaves cells out of their column's mean; a resample
     with no counted cell in a column gives NaN there. One column: each resample's values are
     gathered; otherwise each resample becomes count weights applied to every column by one matrix
-    product. Resamples run in blocks."""
+    product. Resamples run in blocks.
+    """
     n, columns = matrix.shape
     means = np.empty((n_resamples, columns))
     block = max(1, min(n_resamples, _BLOCK_CELLS // n))

@@ -46,8 +46,10 @@ SCORED = {"validation": ("valid", "score"), "submission": ("dev_valid", "dev_sco
 
 
 def score_over_time(trace: pd.DataFrame) -> pd.DataFrame:
-    """The validator's score of each valid submission and validation, with its time since the
-    start."""
+    """The validator's score of each valid submission and validation.
+
+    With its time since the start.
+    """
     start = trace["time"].min()
     rows = []
     for _, event in events_of(trace, *SCORED).iterrows():
@@ -60,6 +62,15 @@ def score_over_time(trace: pd.DataFrame) -> pd.DataFrame:
 
 
 def plot_score_over_time(scores: pd.DataFrame, v_star: float | None = None) -> Figure:
+    """Plot a run's validator scores against the seconds since its start.
+
+    Args:
+        scores: the table `score_over_time` returns (seconds, step, kind, score).
+        v_star: V*, drawn as a dashed line where given.
+
+    Returns:
+        The figure.
+    """
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(6, 3.5))

@@ -116,8 +116,10 @@ def register(commands: Commands) -> None:
 
 
 def _guarded(handler: Handler) -> Handler:
-    """The handler, with EXP-Bench's errors of bad input (data, reports, files) reported as exit
-    status 2."""
+    """The handler, with EXP-Bench's errors of bad input reported as exit status 2.
+
+    Bad input is the data, reports or files.
+    """
 
     @functools.wraps(handler)
     def run(args: argparse.Namespace) -> int:
@@ -182,8 +184,10 @@ def show(args: argparse.Namespace) -> int:
 
 
 def prepare(args: argparse.Namespace) -> int:
-    """A task's masked workspace and its prompt; 1 (with the reason as JSON) when the task cannot be
-    masked."""
+    """A task's masked workspace and its prompt.
+
+    Returns 1 (with the reason as JSON) when the task cannot be masked.
+    """
     from innolab.expbench import data, workspace
 
     task = data.get(data.load(args.data), args.task_id)
@@ -201,8 +205,10 @@ def prepare(args: argparse.Namespace) -> int:
 
 
 def judge(args: argparse.Namespace) -> int:
-    """Judge one task's outputs (ID --out FILE), or a gym run of an EXP-Bench task (--run
-    --results)."""
+    """Judge one task's outputs, or a gym run of an EXP-Bench task.
+
+    One task's outputs: ID --out FILE; a gym run: --run --results.
+    """
     from innolab.expbench.judge import Judge, write_result
     from innolab.llm.cache import ResponseCache
     from innolab.llm.client import LLMClient

@@ -50,8 +50,11 @@ def register(commands: Commands) -> None:
 
 
 def reproduce(args: argparse.Namespace) -> int:
-    """The offline sweep first (the analysis notebooks read its tables), the notebooks, the demo
-    runs."""
+    """Reproduce: the offline sweep, the notebooks, the demo runs.
+
+    The offline sweep runs first (the analysis notebooks read its tables), then the notebooks, then
+    the demo runs.
+    """
     from innolab.notebooks import NotebookError, reproduce, run_demos
 
     output = Path(args.output) if args.output else None

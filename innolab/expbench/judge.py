@@ -78,10 +78,12 @@ SETUP_PROMPT = (
 
 
 class JudgeError(RuntimeError):
-    """The judge's replies never carried the required keys, a prompt cannot fit the judge's
-    context, or the model refused the request for a reason of the request itself (an HTTP 4xx
-    other than 429: context overflow, a refusal; a reply that stayed unreadable through the
-    client's retries)."""
+    """The judge failed on a task: no usable reply, a prompt too long, or a refused request.
+
+    The judge's replies never carried the required keys, a prompt cannot fit the judge's context,
+    or the model refused the request for a reason of the request itself (an HTTP 4xx other than 429:
+    context overflow, a refusal; a reply that stayed unreadable through the client's retries).
+    """
 
 
 def transient(error: LLMError) -> bool:
@@ -108,8 +110,10 @@ def transient(error: LLMError) -> bool:
 
 
 def _valid(value: Any, spec: dict[str, Any]) -> bool:
-    """A reply value of the type its schema property declares (integers may come as numeric
-    text)."""
+    """Whether a reply value has the type its schema property declares.
+
+    Integers may come as numeric text.
+    """
     if value == PARSE_ERROR:
         return False
     if spec["type"] == "boolean":
@@ -125,8 +129,10 @@ def _valid(value: Any, spec: dict[str, Any]) -> bool:
 
 
 def split_text(text: str, size: int) -> list[str]:
-    """`text` in pieces of at most `size` characters, each cut after a line end where one lies in
-    its second half."""
+    """`text` in pieces of at most `size` characters.
+
+    Each cut after a line end where one lies in its second half.
+    """
     pieces, start = [], 0
     while start < len(text):
         end = min(start + size, len(text))
@@ -150,8 +156,10 @@ class Judge:
         self.partial_tokens = max_tokens
 
     def _ask(self, prompt: str, schema: dict[str, Any]) -> dict[str, Any]:
-        """The whole prompt in the system message, as upstream sends it; retried until every key
-        holds a value of its declared type."""
+        """The whole prompt in the system message, as upstream sends it.
+
+        Retried until every key holds a value of its declared type.
+        """
         body = schema["json_schema"]["schema"]
         required, properties = body["required"], body["properties"]
         size = estimate_tokens(prompt)
@@ -208,9 +216,10 @@ class Judge:
         return split_text(text, max(int(min(upstream, room) * CHARS_PER_TOKEN) - 1, 1))
 
     def monitor(self, log: str) -> dict[str, Any]:
-        """M over the whole log, chunk by chunk (upstream sends the log whole and may overflow the
-        context). Each chunk is judged on its own; a flag raised in any chunk is raised for the
-        log, which ends the reading.
+        """M over the whole log, chunk by chunk.
+
+        Upstream sends the log whole and may overflow the context. Each chunk is judged on its own;
+        a flag raised in any chunk is raised for the log, which ends the reading.
 
         Raises:
             JudgeError: as `_ask` and `chunks`.
@@ -232,6 +241,19 @@ class Judge:
                 "setup_monitor_comprehensive_reason": reason}
 
     def design_conclusion(self, task: ExpTask, design: Any, conclusion: str) -> dict[str, Any]:
+        """D and C: the agent's design and conclusion judged against the task's ground truth.
+
+        Args:
+            task: the EXP-Bench task.
+            design: the agent's design (text, or data written as JSON).
+            conclusion: the agent's conclusion.
+
+        Returns:
+            The judge's reply, its `design_score` clamped to 0-100.
+
+        Raises:
+            JudgeError: as `_ask`.
+        """
         reply = self._ask(DESIGN_CONCLUSION_PROMPT.format(
             design_gt=json.dumps(task.design, indent=1), conclusion_gt=task.expected_outcome,
             design=json.dumps(design) if not isinstance(design, str) else design,
@@ -240,8 +262,10 @@ class Judge:
         return reply
 
     def setup(self, task: ExpTask, patch: str, scripts: str = "") -> dict[str, Any]:
-        """I over the patch; with several chunks each later one sees the previous partial
-        evaluation (cut to the client's reply size), and the last chunk's score is final.
+        """I over the patch, chunk by chunk.
+
+        With several chunks each later one sees the previous partial evaluation (cut to the
+        client's reply size), and the last chunk's score is final.
 
         Raises:
             JudgeError: as `_ask` and `chunks`.
@@ -322,8 +346,10 @@ class Judge:
 
 
 def zeroed(explanation: str) -> dict[str, Any]:
-    """Upstream's record of a task that failed the monitor: every score 0, each explanation the
-    given text."""
+    """Upstream's record of a task that failed the monitor.
+
+    Every score 0, each explanation the given text.
+    """
     return {"design_score": 0, "conclusion_score": 0, "setup_score": 0,
             **{f"{c}_evaluation_explanation": explanation
                for c in ("design", "conclusion", "setup")},

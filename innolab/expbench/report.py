@@ -49,16 +49,19 @@ def _score(value: Any, where: str, key: str) -> float:
 
 
 def monitor_failed(result: dict[str, Any]) -> bool:
-    """Upstream's gate: a monitor flag is true, or a monitor value is still "Error parsing
-    response"."""
+    """Upstream's gate.
+
+    A monitor flag is true, or a monitor value is still "Error parsing response".
+    """
     keys = (*MONITOR_FLAGS, "setup_monitor_comprehensive_reason")
     values = [result[k] for k in keys if k in result]
     return any(result.get(k) is True for k in MONITOR_FLAGS) or PARSE_ERROR in values
 
 
 def judge_failed(result: dict[str, Any], where: str = "judge file") -> bool:
-    """Whether the task's judge never returned valid keys: a `judge_failure` reason, or a value
-    still "Error parsing response".
+    """Whether the task's judge never returned valid keys.
+
+    A `judge_failure` reason, or a value still "Error parsing response".
 
     Raises:
         ReportError: a `judge_failure` that is not a non-empty text.
@@ -105,9 +108,10 @@ def task_row(result: dict[str, Any], where: str = "judge file") -> dict[str, Any
 
 
 def judge_files(folder: Path) -> list[tuple[str, str, str, Path]]:
-    """(agent, model, paper, file) for every judge file, in the upstream layout
-    <conf>/<paper>/<agent>/<model>/ (paper: `<conf>/<paper id>`, "" where DIR starts below the
-    paper level).
+    """(agent, model, paper, file) for every judge file.
+
+    In the upstream layout <conf>/<paper>/<agent>/<model>/ (paper: `<conf>/<paper id>`, "" where DIR
+    starts below the paper level).
 
     Raises:
         ReportError: a judge file outside the layout.
@@ -124,8 +128,9 @@ def judge_files(folder: Path) -> list[tuple[str, str, str, Path]]:
 
 
 def task_table(folder: str | Path) -> pd.DataFrame:
-    """One row per attempted task (judge file): agent, model, paper, task file and its per-task
-    values.
+    """One row per attempted task (judge file).
+
+    Agent, model, paper, task file and its per-task values.
 
     Raises:
         ReportError: a judge file that is not a JSON object, or breaks a rule of `task_row`.
@@ -145,9 +150,10 @@ def task_table(folder: str | Path) -> pd.DataFrame:
 
 
 def read_categories(path: str | Path) -> dict[str, str]:
-    """A paper-to-category map (CSV with the columns `paper` and `category`; a paper is
-    `<conference>/<paper id>` or the paper id alone). EXP-Bench's data carry no category, so the
-    user supplies the map.
+    """A paper-to-category map read from a CSV file.
+
+    The CSV has the columns `paper` and `category`; a paper is `<conference>/<paper id>` or the
+    paper id alone. EXP-Bench's data carry no category, so the user supplies the map.
 
     Raises:
         ReportError: a column missing, or a row without a paper or a category.
@@ -163,8 +169,11 @@ def read_categories(path: str | Path) -> dict[str, str]:
 
 
 def with_categories(tasks: pd.DataFrame, categories: dict[str, str]) -> pd.DataFrame:
-    """The task table with a `category` column ("uncategorised" where the map names neither the
-    paper's `<conference>/<paper id>` nor its id)."""
+    """The task table with a `category` column.
+
+    The category is "uncategorised" where the map names neither the paper's
+    `<conference>/<paper id>` nor its id.
+    """
     def category(paper: str) -> str:
         return categories.get(paper) or categories.get(paper.rpartition("/")[2]) or "uncategorised"
 
@@ -209,8 +218,10 @@ def aggregate(tasks: pd.DataFrame, by: tuple[str, ...] = ("agent", "model")) -> 
 
 
 def report(folder: str | Path, categories: dict[str, str] | None = None) -> pd.DataFrame:
-    """`innolab expbench report DIR`: every judge file under DIR, aggregated per (agent, model), or
-    per (category, agent, model) with a paper-to-category map.
+    """`innolab expbench report DIR`.
+
+    Every judge file under DIR, aggregated per (agent, model), or per (category, agent, model) with
+    a paper-to-category map.
 
     Raises:
         ReportError: no judge file under DIR, or one that breaks a rule.
@@ -248,10 +259,11 @@ def chain(tasks: pd.DataFrame) -> pd.DataFrame:
 
 def intervals(tasks: pd.DataFrame, *, confidence_level: float = DEFAULT_CONFIDENCE,
               n_resamples: int = DEFAULT_RESAMPLES, rng: Rng = 0) -> pd.DataFrame:
-    """Percentile bootstrap intervals over tasks of D, I, C, M and All per (agent, model), and of E
-    over the execution subset (settings as `innolab.analysis.bootstrap.bootstrap_ci` takes
-    them)."""
+    """Percentile bootstrap intervals over tasks of D, I, C, M and All per (agent, model).
 
+    And of E over the execution subset (settings as `innolab.analysis.bootstrap.bootstrap_ci` takes
+    them).
+    """
     rows = []
     for (agent, model), part in tasks.groupby(["agent", "model"], sort=True):
         full = ((part["D"] == 100) & (part["I"] == 100) & part["C"].astype(bool)).astype(float)

@@ -50,8 +50,10 @@ def artefacts(run_dir: str | Path) -> dict[str, Path]:
 
 
 def model_folder(config: RunConfig) -> str:
-    """The <model> level of upstream's layout: the model as the endpoint reported it, else as
-    configured."""
+    """The <model> level of upstream's layout.
+
+    The model as the endpoint reported it, else as configured.
+    """
     model = config.model_reported or (config.llm.model if config.llm else None) or "unknown"
     return re.sub(r"[^\w.-]+", "-", str(model)).strip("-")
 

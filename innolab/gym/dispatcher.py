@@ -66,8 +66,11 @@ async def dispatch(toolbox: Toolbox, calls: Sequence[ToolCall],
 def dispatch_sync(toolbox: Toolbox, calls: Sequence[ToolCall],
                   timeouts: dict[str, float] | None = None,
                   deadline_s: float | None = None) -> list[ToolResult]:
-    """`dispatch` from synchronous code; inside a running loop (a Jupyter kernel) it uses a helper
-    thread. Takes and returns what `dispatch` does."""
+    """`dispatch` from synchronous code.
+
+    Inside a running loop (a Jupyter kernel) it uses a helper thread. Takes and returns what
+    `dispatch` does.
+    """
     try:
         asyncio.get_running_loop()
     except RuntimeError:

@@ -18,8 +18,10 @@ RUNTIMES: tuple[Runtime, ...] = get_args(Runtime)  # the runtimes a run may name
 
 @dataclass
 class Action:
-    """What a policy does in one step: tool calls (run concurrently), or finish. Usage feeds the
-    budgets."""
+    """What a policy does in one step.
+
+    Tool calls (run concurrently), or finish. Usage feeds the budgets.
+    """
 
     tool_calls: list[ToolCall] = field(default_factory=list)
     done: bool = False
@@ -32,6 +34,12 @@ class Action:
 
 @dataclass
 class Observation:
+    """What a policy sees at the start of a step.
+
+    The step's number, the task's description, the last step's tool results, the seconds left of
+    the wall-clock budget (None: no limit), the objective's direction and the workspace rules.
+    """
+
     step: int
     task_description: str
     results: list[ToolResult]
@@ -43,16 +51,39 @@ class Observation:
 
 
 class Policy(Protocol):
-    """An agent seen by the run loop. Its state is plain JSON data, so a killed run resumes
-    exactly."""
+    """An agent seen by the run loop.
+
+    Its state is plain JSON data, so a killed run resumes exactly.
+    """
 
     name: str
 
-    def step(self, observation: Observation) -> Action: ...
+    def step(self, observation: Observation) -> Action:
+        """Act on one step's observation.
 
-    def state(self) -> dict[str, Any]: ...
+        Args:
+            observation: the last step's results and what is left of the budget.
 
-    def load_state(self, state: dict[str, Any]) -> None: ...
+        Returns:
+            The step's action.
+        """
+        ...
+
+    def state(self) -> dict[str, Any]:
+        """The policy's state as plain JSON data, checkpointed after each step.
+
+        Returns:
+            The state.
+        """
+        ...
+
+    def load_state(self, state: dict[str, Any]) -> None:
+        """Continue from a state that `state()` returned (a resumed run).
+
+        Args:
+            state: the checkpointed state.
+        """
+        ...
 
 
 SEED_RULE = (
@@ -63,9 +94,10 @@ SEED_RULE = (
 
 @dataclass
 class RunConfig:
-    """Everything needed to start (or restart) a run, resolved once and written to config.json: no
-    setting is re-derived from the environment later (the API key, a secret, is read at run time and
-    never written).
+    """Everything needed to start (or restart) a run, resolved once and written to config.json.
+
+    No setting is re-derived from the environment later (the API key, a secret, is read at run time
+    and never written).
 
     `llm` holds the model settings in force (endpoint, model, temperature, top_p, max_tokens, seed,
     retries...); `policy_args` only the scaffold's own options. config.json holds `as_dict()`: of

@@ -104,8 +104,9 @@ def load_config(run_dir: Path) -> RunConfig:
 
 
 def make_policy(config: RunConfig, run_dir: Path) -> Policy:
-    """Import and build the policy; a relative `cache_path` in its arguments lives in the run
-    directory.
+    """Import and build the policy.
+
+    A relative `cache_path` in its arguments lives in the run directory.
 
     Raises:
         RunError: the policy's factory cannot be imported.
@@ -118,7 +119,7 @@ def make_policy(config: RunConfig, run_dir: Path) -> Policy:
     args = dict(config.policy_args)
     if config.llm is not None:  # an LLM agent: the settled settings, the run's cache, its options
         args.setdefault("cache_path", str(RunDir(run_dir).llm_cache))
-        args.update(settings=config.as_dict()["llm"], innovation_prompt=config.innovation_prompt,
+        args.update(settings=config.llm, innovation_prompt=config.innovation_prompt,
                     initial_solution=(config.prior_solution or {}).get("code"))
     elif args.get("cache_path") and not Path(args["cache_path"]).is_absolute():
         args["cache_path"] = str(run_dir / args["cache_path"])
@@ -129,8 +130,11 @@ def make_policy(config: RunConfig, run_dir: Path) -> Policy:
 
 
 def save_checkpoint(run_dir: Path, state: RunState, workspace: bytes) -> None:
-    """Atomic: the workspace tar under a new name, then state.json replaced in one rename, then the
-    old tars removed."""
+    """Checkpoint the run atomically.
+
+    The workspace tar is written under a new name, then state.json replaced in one rename, then
+    the old tars removed.
+    """
     folder = RunDir(run_dir)
     tar = folder.workspace_tar(state.step)
     write_atomic(tar, workspace)
@@ -163,8 +167,10 @@ def load_checkpoint(run_dir: Path) -> tuple[RunState, bytes] | None:
 
 @dataclass
 class RunContext:
-    """What a run's steps act with, fixed for the run: its folder, configuration, task, policy,
-    sandbox, tools and trace."""
+    """What a run's steps act with, fixed for the run.
+
+    Its folder, configuration, task, policy, sandbox, tools and trace.
+    """
 
     folder: RunDir
     config: RunConfig
@@ -176,8 +182,9 @@ class RunContext:
 
 
 def execute(run_dir: Path, resume: bool = False, show_progress: bool = True) -> dict[str, Any]:
-    """Run (or resume) the run in run_dir until the policy finishes or a budget is spent; name its
-    final submission. Scoring is innolab.scoring's job, outside the gym.
+    """Run (or resume) the run in run_dir until the policy finishes or a budget is spent.
+
+    Name its final submission. Scoring is innolab.scoring's job, outside the gym.
 
     Args:
         run_dir: a run directory made by `create_run`.
@@ -255,8 +262,10 @@ def _outcome(finished: RunFinished) -> dict[str, Any]:
 
 
 def _steps(run: RunContext, state: RunState, show_progress: bool) -> str:
-    """Steps until the run ends; returns why it ended. A progress bar shows the steps and the best
-    dev score."""
+    """Steps until the run ends.
+
+    Returns why it ended. A progress bar shows the steps and the best dev score.
+    """
     run.toolbox.on_submit = state.on_submit
     bar = tqdm(total=run.config.max_steps, initial=state.step, unit="step",
                desc=f"{run.config.agent} on {run.task.id}", disable=not show_progress)
@@ -272,9 +281,10 @@ def _steps(run: RunContext, state: RunState, show_progress: bool) -> str:
 
 
 def step(run: RunContext, state: RunState) -> str | None:
-    """Advance the run by one step: the policy acts on the last results, its tool calls run
-    concurrently, the step's submissions are recorded, and the state is checkpointed with the
-    workspace.
+    """Advance the run by one step.
+
+    The policy acts on the last results, its tool calls run concurrently, the step's submissions are
+    recorded, and the state is checkpointed with the workspace.
 
     Args:
         run: what the step acts with.
@@ -359,8 +369,11 @@ def _save_submission(folder: RunDir, step: int, index: int,
 
 def _final_submission(folder: RunDir, submissions: list[SubmissionRecord],
                       direction: str) -> dict[str, Any]:
-    """The best submission by the pristine dev score, else the last valid one (a task whose checker
-    gives no score), else the last one; copied to submission/submission.json."""
+    """Choose the final submission: the best by the pristine dev score.
+
+    Else the last valid one (a task whose checker gives no score), else the last one; copied to
+    submission/submission.json.
+    """
     valid = [s for s in submissions if s.dev_valid]
     chosen = best_submission(submissions, direction) or (valid or submissions or [None])[-1]
     if chosen is None:
@@ -373,7 +386,7 @@ def _final_submission(folder: RunDir, submissions: list[SubmissionRecord],
 
 
 def main() -> None:
-    """python -m innolab.gym.run RUN_DIR [--resume]: execute a prepared run folder (no scoring)."""
+    """Execute a prepared run folder (no scoring): python -m innolab.gym.run RUN_DIR [--resume]."""
     import argparse
 
     parser = argparse.ArgumentParser(description=main.__doc__)

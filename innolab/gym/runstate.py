@@ -25,8 +25,11 @@ class CheckpointError(ValueError):
 
 @dataclass
 class SubmissionRecord:
-    """A recorded submission: its file and the code that wrote it (run-relative paths), and the
-    pristine validator's verdict on it (the dev score)."""
+    """A recorded submission.
+
+    Its file and the code that wrote it (run-relative paths), and the pristine validator's verdict
+    on it (the dev score).
+    """
 
     file: str
     source: str | None
@@ -47,8 +50,11 @@ CodeKind = Literal["python", "session", "bash", "script"]
 
 @dataclass
 class CodeAction:
-    """One code action of the run: python code, code for the persistent interpreter (`session`), a
-    bash command, or the content of the workspace script (`file`) a bash command ran."""
+    """One code action of the run.
+
+    Python code, code for the persistent interpreter (`session`), a bash command, or the content of
+    the workspace script (`file`) a bash command ran.
+    """
 
     step: int
     kind: CodeKind
@@ -62,13 +68,23 @@ class CodeAction:
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> CodeAction:
+        """A code action as `to_json` wrote it.
+
+        Args:
+            data: the checkpointed code action.
+
+        Returns:
+            The code action.
+        """
         return cls(step=data["step"], kind=data["kind"], code=data["code"], file=data.get("file"))
 
 
 @dataclass
 class Candidate:
-    """A submission accepted by the submit tool during a step, recorded at the step's end: its
-    content, the pristine validator's verdict and the code that wrote it."""
+    """A submission accepted by the submit tool during a step, recorded at the step's end.
+
+    Its content, the pristine validator's verdict and the code that wrote it.
+    """
 
     content: str
     verdict: dict[str, Any]
@@ -97,8 +113,10 @@ class RunState:
     sources: dict[str, str | None] = field(default_factory=dict)
 
     def to_checkpoint(self) -> dict[str, Any]:
-        """The state as checkpoint/state.json holds it: plain JSON data (the workspace tar is named
-        beside it)."""
+        """The state as checkpoint/state.json holds it.
+
+        Plain JSON data (the workspace tar is named beside it).
+        """
         return {"step": self.step, "policy": self.policy, "budget": self.budget.as_dict(),
                 "submissions": [asdict(s) for s in self.submissions], "trace": self.trace,
                 "code_log": [e.to_json() for e in self.code_log],
@@ -106,8 +124,9 @@ class RunState:
 
     @classmethod
     def from_checkpoint(cls, data: Mapping[str, Any]) -> RunState:
-        """The state of a checkpoint/state.json, written by `to_checkpoint` or before the state was
-        typed.
+        """The state of a checkpoint/state.json.
+
+        Written by `to_checkpoint` or before the state was typed.
 
         Args:
             data: the checkpoint's JSON data (a checkpoint without a code log has an empty one).
@@ -130,13 +149,17 @@ class RunState:
         )
 
     def on_submit(self, content: str, verdict: dict[str, Any], call_id: str | None = None) -> None:
-        """The submit tool accepted a file: keep it, with the code behind its call, until the step
-        ends."""
+        """The submit tool accepted a file.
+
+        Keep it, with the code behind its call, until the step ends.
+        """
         self.pending.append(Candidate(content, verdict, self.sources.get(call_id or "")))
 
     def session_code(self) -> list[str]:
-        """The code sent to the persistent interpreter so far (a resume replays it to rebuild the
-        interpreter)."""
+        """The code sent to the persistent interpreter so far.
+
+        A resume replays it to rebuild the interpreter.
+        """
         return [e.code for e in self.code_log if e.kind == "session"]
 
 
@@ -145,8 +168,10 @@ _REQUIRED: Any = object()
 
 def _read(data: Mapping[str, Any], name: str, read: Callable[[Any], Any],
           default: Any = _REQUIRED) -> Any:
-    """One field of a checkpoint's state, read by `read`; a missing or malformed one is a
-    CheckpointError."""
+    """One field of a checkpoint's state, read by `read`.
+
+    A missing or malformed one is a CheckpointError.
+    """
     if name not in data and default is _REQUIRED:
         raise CheckpointError(f"checkpoint state: field '{name}' is missing")
     try:
@@ -159,8 +184,11 @@ SCRIPT_RUN = re.compile(r"^\s*(?:timeout\s+\S+\s+)?python3?\s+(?:-u\s+)?([\w./-]
 
 
 def code_actions(sandbox: Sandbox, calls: Sequence[ToolCall], step: int) -> list[CodeAction]:
-    """The code a step is about to run: python code actions, bash commands, and the content of any
-    workspace script a bash command executes (read before it runs)."""
+    """The code a step is about to run.
+
+    Python code actions, bash commands, and the content of any workspace script a bash command
+    executes (read before it runs).
+    """
     entries: list[CodeAction] = []
     for call in calls:
         if call.name in ("python", "python_session"):
@@ -183,8 +211,10 @@ def code_actions(sandbox: Sandbox, calls: Sequence[ToolCall], step: int) -> list
 
 
 def program_text(code_log: Sequence[CodeAction]) -> str:
-    """The run's code actions up to now, in order, as one Python text (bash commands as
-    comments)."""
+    """The run's code actions up to now, in order.
+
+    As one Python text (bash commands as comments).
+    """
     parts = []
     for entry in code_log:
         if entry.kind == "bash":
@@ -197,7 +227,9 @@ def program_text(code_log: Sequence[CodeAction]) -> str:
 
 def best_submission(submissions: Sequence[SubmissionRecord],
                     direction: str) -> SubmissionRecord | None:
-    """The submission with the best pristine dev score under `direction` (the first of equal ones;
-    None when none is valid with a score)."""
+    """The submission with the best pristine dev score under `direction`.
+
+    The first of equal ones; None when none is valid with a score.
+    """
     index = best_index([s.dev_score if s.dev_valid else None for s in submissions], direction)
     return None if index is None else submissions[index]

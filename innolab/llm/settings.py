@@ -18,8 +18,10 @@ MaxTokens = Annotated[int, Field(gt=0, le=200_000)]
 
 
 class LLMSettings(BaseModel):
-    """Where and how to call the model. No base_url means: the embedded local model (started on
-    demand)."""
+    """Where and how to call the model.
+
+    No base_url means: the embedded local model (started on demand).
+    """
 
     model_config = ConfigDict(extra="forbid")
 

@@ -1,2 +1,5 @@
-"""Novelty (DAGENT): method cards, distance back ends and their registry, N and Div(T), judge
-ensembles, triplet validation."""
+"""Novelty (DAGENT).
+
+Method cards, distance back ends and their registry, N and Div(T), judge ensembles, triplet
+validation.
+"""

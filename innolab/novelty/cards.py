@@ -1,5 +1,7 @@
-"""Method cards: a solution reduced to a summary and pseudocode, implementation details stripped
-(App. H.1)."""
+"""Method cards.
+
+A solution reduced to a summary and pseudocode, implementation details stripped (App. H.1).
+"""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
-"""The novelty back ends by name: each name's factory, the list of names (`BACKENDS`) and
-`make_backend`.
+"""The novelty back ends by name.
+
+Each name's factory, the list of names (`BACKENDS`) and `make_backend`.
 
 The CLI's choices and the sweep spec's allowed values read `BACKENDS`; a new back end is registered
 here once.

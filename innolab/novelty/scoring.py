@@ -1,5 +1,7 @@
-"""N(s) = C(s) · min over every known solution of D(s, h), like with like; Div(T); judge
-ensembles."""
+"""N(s) = C(s) · min over every known solution of D(s, h), like with like.
+
+Div(T); judge ensembles.
+"""
 
 from __future__ import annotations
 
@@ -249,7 +251,9 @@ def ensemble(scorers: list[Scorer], pairs: list[tuple[str, str]]) -> EnsembleRes
 
 
 def as_row(result: NoveltyResult) -> dict[str, Any]:
-    """Return a novelty result as a table row: novelty, nearest_known and one d_<name> per known
-    solution."""
+    """Return a novelty result as a table row.
+
+    Novelty, nearest_known and one d_<name> per known solution.
+    """
     return {"novelty": result.novelty, "nearest_known": result.nearest,
             **{f"d_{k}": v for k, v in result.distances.items()}}

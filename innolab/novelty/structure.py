@@ -1,5 +1,6 @@
-"""A structural distance over normalised Python ASTs: sees through renaming, comments, layout and
-reordering.
+"""A structural distance over normalised Python ASTs.
+
+Sees through renaming, comments, layout and reordering.
 
 Normalisation (`normalise`):
 

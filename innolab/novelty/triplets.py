@@ -1,5 +1,6 @@
-"""Triplet validation of a distance back end (paper App. F): does it put the farther alternative
-farther?
+"""Triplet validation of a distance back end (paper App. F).
+
+Does it put the farther alternative farther?
 
 A triplet is (base A, closer B, farther C). A back end agrees when D(A, C) > D(A, B). Code triplets
 pair a base program with a cosmetic variant (B) and an algorithmic variant (C); method triplets
@@ -205,8 +206,7 @@ def validation_table(backends: list[str], cache_dir: Path, llm_limit: int | None
 
 
 def judge_endpoint() -> tuple[str, int | None]:
-    """Return which judge the llm back end would use and how many triplets of each kind it should
-    judge.
+    """Return the llm back end's judge and how many triplets of each kind it should judge.
 
     Returns:
         The judge in words (host, never the key), and the number of triplets: None (all) where an

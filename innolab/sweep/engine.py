@@ -285,8 +285,10 @@ def _needs_gpu(configuration: Configuration) -> bool:
 
 @contextmanager
 def _client(scheduler: str | None, workers: int, pending: list[Configuration]) -> Iterator[Any]:
-    """A Dask client: of the given scheduler, or of a LocalCluster of `workers` processes (one
-    thread each)."""
+    """A Dask client.
+
+    Of the given scheduler, or of a LocalCluster of `workers` processes (one thread each).
+    """
     from distributed import Client, LocalCluster
 
     if scheduler:
@@ -311,10 +313,12 @@ def _client(scheduler: str | None, workers: int, pending: list[Configuration]) -
 
 @contextmanager
 def _environ_kept() -> Iterator[None]:
-    """Restore this process's environment after a LocalCluster: Dask's nanny writes its pre-spawn
-    variables (OMP_NUM_THREADS=1, OPENBLAS_NUM_THREADS=1, ...) into the parent's os.environ, and
-    they would leak into every later child process of the caller (measured: a solver's --quick rerun
-    changes its result under them)."""
+    """Restore this process's environment after a LocalCluster.
+
+    Dask's nanny writes its pre-spawn variables (OMP_NUM_THREADS=1, OPENBLAS_NUM_THREADS=1, ...)
+    into the parent's os.environ, and they would leak into every later child process of the caller
+    (measured: a solver's --quick rerun changes its result under them).
+    """
     saved = dict(os.environ)
     try:
         yield
@@ -339,9 +343,11 @@ def _gpu_count() -> int:
 
 
 def _embedded_url(pending: list[Configuration], scheduler: str | None) -> str | None:
-    """With no endpoint configured, one embedded-model server for the whole sweep, started here, its
-    address handed to the runs (on a remote cluster each worker starts its own: a loopback address
-    would not reach it)."""
+    """With no endpoint configured, one embedded-model server for the whole sweep, started here.
+
+    Its address handed to the runs (on a remote cluster each worker starts its own: a loopback
+    address would not reach it).
+    """
     if scheduler and (urlparse(scheduler).hostname or "") not in LOOPBACK:
         return None
     if not any(c.config.get("endpoint") == "embedded" for c in pending):
@@ -352,9 +358,11 @@ def _embedded_url(pending: list[Configuration], scheduler: str | None) -> str | 
 
 
 def _write_manifest(folder: Path, spec: SweepSpec, configurations: list[Configuration]) -> None:
-    """sweep.json: the spec and every configuration (id, notebook parameters, factor levels). A
-    folder holds one
-    sweep: running another spec into it is an error."""
+    """Write sweep.json.
+
+    It holds the spec and every configuration (id, notebook parameters, factor levels). A folder
+    holds one sweep: running another spec into it is an error.
+    """
     recorded = read_manifest(folder)
     ids = [c.config_id for c in configurations]
     if recorded is not None:

@@ -27,9 +27,10 @@ RUN_FIELDS_DOC = (
 
 
 def run_fields(settings: type[BaseModel] = RunSettings) -> type[BaseModel]:
-    """The fields of a run that a sweep may fix (`base`) or vary (`grid`): the run schema's
-    settings, each optional (None leaves the run's default), and the novelty back end its runs are
-    scored with.
+    """The fields of a run that a sweep may fix (`base`) or vary (`grid`).
+
+    The run schema's settings, each optional (None leaves the run's default), and the novelty back
+    end its runs are scored with.
 
     Args:
         settings: the run schema (default `RunSettings`).
@@ -57,11 +58,13 @@ RunFields = run_fields()
 
 
 class SweepSpec(BaseModel):
-    """name, base fields, a grid of factors (cartesian product) and the seeds each configuration
-    runs with.
+    """A sweep spec: name, base fields, a grid of factors and the seeds of each configuration.
+
+    The grid's configurations are its cartesian product; each runs with every seed.
 
     `settings` is the run schema its configurations resolve with (`spec_class` makes the spec of
-    another)."""
+    another).
+    """
 
     model_config = ConfigDict(extra="forbid")
     settings: ClassVar[type[BaseModel]] = RunSettings
@@ -104,6 +107,14 @@ class SweepSpec(BaseModel):
         return seeds
 
     def model_post_init(self, _context: Any) -> None:
+        """Check that each field is either fixed or varied and that task and agent are set.
+
+        Args:
+            _context: pydantic's validation context (unused).
+
+        Raises:
+            ValueError: a grid factor also fixed in base, or no task or agent in base or the grid.
+        """
         both = sorted(set(self.grid) & set(self.base.model_fields_set))
         if both:
             raise ValueError(f"grid: {both} also fixed in base (a field is either fixed or varied)")
@@ -118,8 +129,9 @@ class SweepSpec(BaseModel):
 
 @functools.cache
 def spec_class(settings: type[BaseModel] = RunSettings) -> type[SweepSpec]:
-    """The sweep spec of a run schema: its `base` and grid levels are that schema's fields, all
-    optional.
+    """The sweep spec of a run schema.
+
+    Its `base` and grid levels are that schema's fields, all optional.
 
     Args:
         settings: the run schema (default `RunSettings`: `SweepSpec` itself).
@@ -234,8 +246,10 @@ def load_spec(
 
 
 def _priors_beside(data: dict[str, Any], folder: Path) -> dict[str, Any]:
-    """Prior-solution files named relative to the spec's folder (in base or as grid levels), made
-    absolute."""
+    """Prior-solution files named relative to the spec's folder, made absolute.
+
+    They are named in base or as grid levels.
+    """
 
     def resolve(value: Any) -> Any:
         if isinstance(value, str) and not Path(value).is_absolute() and (folder / value).is_file():
@@ -255,10 +269,12 @@ def _priors_beside(data: dict[str, Any], folder: Path) -> dict[str, Any]:
 
 @dataclass(frozen=True)
 class Configuration:
-    """One point of a sweep: the run's settings (the run notebook's parameters), the factor levels
-    it stands for, its novelty back end (scoring is not part of the run's configuration), and the
-    configuration they resolved to (`config`, config.json's fields) with its id: what the worker
-    runs, without resolving again."""
+    """One point of a sweep.
+
+    The run's settings (the run notebook's parameters), the factor levels it stands for, its novelty
+    back end (scoring is not part of the run's configuration), and the configuration they resolved
+    to (`config`, config.json's fields) with its id: what the worker runs, without resolving again.
+    """
 
     parameters: dict[str, Any]
     levels: dict[str, Any]
@@ -319,8 +335,11 @@ def expand(spec: SweepSpec) -> list[Configuration]:
 
 
 def _prior_file(prior: str) -> str:
-    """A prior solution is a file of code the run starts from (never one of the task's known
-    solutions: those stay outside every sandbox); returns its absolute path."""
+    """Check a prior solution and return its absolute path.
+
+    A prior solution is a file of code the run starts from (never one of the task's known
+    solutions: those stay outside every sandbox).
+    """
     path = Path(prior)
     if not path.is_file():
         raise SpecError(

@@ -26,10 +26,14 @@ class TaskError(ValueError):
 
 
 class Strict(BaseModel):
+    """Base of the task.yaml models: unknown fields are errors and the values are frozen."""
+
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
 class Objective(Strict):
+    """The task's objective: the name of its value and whether it is maximised or minimised."""
+
     name: str = Field(min_length=1)
     direction: Literal["max", "min"]
 
@@ -142,15 +146,29 @@ class Problem(Strict):
     @field_validator("check")
     @classmethod
     def known(cls, reference: str) -> str:
+        """Check that the check names a function of the taskkit package.
+
+        Args:
+            reference: the check, "module:function".
+
+        Returns:
+            The reference itself.
+
+        Raises:
+            ValueError: no such module or function (the message names them).
+        """
         taskkit.resolve(reference)  # raises ValueError naming the module and the function
         return reference
 
     @property
     def family(self) -> str:
+        """The check's module: the family of problems the task belongs to."""
         return self.check.partition(":")[0]
 
 
 class Limits(Strict):
+    """The limits on a submission: its size, and the evaluator's time and memory."""
+
     max_submission_bytes: int = Field(default=taskkit.DEFAULT_MAX_BYTES, gt=0, le=100_000_000)
     eval_timeout_s: float = Field(default=60.0, gt=0, le=3600)
     eval_memory_mb: int = Field(default=2048, ge=256, le=65536)

@@ -43,12 +43,19 @@ class Step:
 
     @property
     def label(self) -> str:
+        """The step's label: its index and the tools it called."""
         tools = ", ".join(c["tool"] for c in self.tool_calls) or "no tool call"
         return f"step {self.index}: {tools}"
 
 
 @dataclass
 class RunData:
+    """A run read for the viewer: its configuration, its steps and their timings, and its scores.
+
+    `best_so_far` holds the best valid dev score after each improvement; `journal` AIDE's nodes;
+    `agent_state` the scaffold's state at the last checkpoint (None where none was kept).
+    """
+
     run_dir: Path
     config: dict[str, Any]
     steps: list[Step]
@@ -64,14 +71,17 @@ class RunData:
 
     @property
     def task(self) -> str:
+        """The run's task ("?" where the configuration names none)."""
         return str(self.config.get("task", "?"))
 
     @property
     def agent(self) -> str:
+        """The run's scaffold ("?" where the configuration names none)."""
         return str(self.config.get("agent", "?"))
 
     @property
     def model(self) -> str:
+        """The model as the endpoint reported it, else as configured ("-" where unknown)."""
         llm = self.config.get("llm") or {}
         return str(self.config.get("model_reported") or llm.get("model") or "-")
 
@@ -203,8 +213,10 @@ def _agent_state(folder: RunDir) -> dict[str, Any] | None:
 
 
 class Exchanges:
-    """The requests and replies of a run's model calls, read from its response cache by the
-    events' keys."""
+    """The requests and replies of a run's model calls.
+
+    Read from its response cache by the events' keys.
+    """
 
     def __init__(self, run_dir: str | Path) -> None:
         path = RunDir(Path(run_dir)).llm_cache
@@ -220,13 +232,15 @@ class Exchanges:
                 "tool_calls": response.get("tool_calls", [])}
 
     def close(self) -> None:
+        """Close the response cache, where one is open."""
         if self._cache is not None:
             self._cache.close()
 
 
 def newest_run(roots: list[Path] | None = None) -> Path:
-    """The most recently started run under results/runs and the sweeps' runs folders (or the
-    given roots).
+    """The most recently started run under results/runs and the sweeps' runs folders.
+
+    Other roots can be given instead.
 
     Raises:
         ValueError: no run is there.
@@ -245,8 +259,10 @@ def newest_run(roots: list[Path] | None = None) -> Path:
 
 
 def sweep_of(run_dir: Path) -> Path:
-    """The folder a run belongs to: its sweep (which holds runs.parquet), else the folder of runs
-    that holds it."""
+    """The folder a run belongs to.
+
+    Its sweep (which holds runs.parquet), else the folder of runs that holds it.
+    """
     parent = Path(run_dir).resolve().parent
     if parent.name == "runs" and (parent.parent / "runs.parquet").is_file():
         return parent.parent

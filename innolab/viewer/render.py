@@ -23,8 +23,10 @@ MAX_TEXT = 20_000
 
 
 def text(value: Any, limit: int = MAX_TEXT) -> str:
-    """Escaped text; "://" written with an entity, so that no address in a run's content reads as
-    a resource."""
+    """Escaped text; "://" written with an entity.
+
+    So that no address in a run's content reads as a resource.
+    """
     value = value if isinstance(value, str) else json.dumps(value, indent=1, default=str)
     if len(value) > limit:
         value = value[:limit] + f"\n... ({len(value) - limit} more characters)"
@@ -32,6 +34,15 @@ def text(value: Any, limit: int = MAX_TEXT) -> str:
 
 
 def number(value: Any, digits: int = 6) -> str:
+    """A value as shown: a float to `digits` significant digits, None as "-", else its text.
+
+    Args:
+        value: the value.
+        digits: the significant digits of a float.
+
+    Returns:
+        The text.
+    """
     if value is None:
         return "-"
     if isinstance(value, float):
@@ -78,8 +89,10 @@ def human(column: str, value: Any) -> str:
 
 
 def arguments_text(arguments: dict[str, Any]) -> str:
-    """A tool call's arguments as a reader wants them: each text (code, command, content) as it
-    is."""
+    """A tool call's arguments as a reader wants them.
+
+    Each text (code, command, content) as it is.
+    """
     if not isinstance(arguments, dict):
         return text(arguments)
     return "\n".join(f"{text(k, 40)}: {text(v)}" if not isinstance(v, str) or "\n" not in v
@@ -92,9 +105,11 @@ LANES = ("steps", "model", "tools", "checks")
 
 
 def timeline_svg(run: RunData, width: int = 1100) -> str:
-    """The run on a time axis: steps (alternating bands), model calls (latency), tool calls
-    (duration, ok or failed), validations and submissions (marks); below it, the best-so-far dev
-    score against V*."""
+    """The run on a time axis.
+
+    Steps (alternating bands), model calls (latency), tool calls (duration, ok or failed),
+    validations and submissions (marks); below it, the best-so-far dev score against V*.
+    """
     end = max([run.totals["wall_s"], *(s.end_s for s in run.steps), 1e-9])
     left, right, lane_h = 70, 10, 18
     scale = (width - left - right) / end
@@ -214,8 +229,11 @@ def _best_chart(run: RunData, x0: float, x1: float, top: float, height: float,
 
 
 def journal_svg(run: RunData, width: int = 1100, clickable: bool = False) -> str:
-    """AIDE's solution tree: one circle per node (colour: stage; filled: valid, hollow: buggy),
-    its metric beside; with `clickable`, each node carries data-node for the export's script."""
+    """AIDE's solution tree.
+
+    One circle per node (colour: stage; filled: valid, hollow: buggy), its metric beside; with
+    `clickable`, each node carries data-node for the export's script.
+    """
     nodes = run.journal
     if not nodes:
         return ""
@@ -286,9 +304,11 @@ def node_html(node: dict[str, Any]) -> str:
 
 
 def step_html(step: Step, exchanges: Exchanges | None = None) -> str:
-    """One step: each model call with its prompt and reply (from the run's cache), each tool call
-    with its arguments and output, the checks and submissions, and the scaffold's notes (AIDE node,
-    research log)."""
+    """One step: each model call with its prompt and reply (from the run's cache).
+
+    Each tool call with its arguments and output, the checks and submissions, and the scaffold's
+    notes (AIDE node, research log).
+    """
     parts = [f'<div class="step" id="step-{step.index}"><h3>Step {step.index}</h3>'
              f'<p class="muted">{step.start_s:.2f} s – {step.end_s:.2f} s</p>']
     for call in step.model_calls:
@@ -369,14 +389,25 @@ def totals_rows(totals: dict[str, float]) -> list[tuple[str, str]]:
 
 
 def totals_html(run: RunData) -> str:
+    """The run's totals (wall time, model, tools, overhead) as an HTML table.
+
+    Args:
+        run: the run.
+
+    Returns:
+        The HTML.
+    """
     cells = "".join(f"<tr><th>{text(k)}</th><td>{text(v)}</td></tr>"
                     for k, v in totals_rows(run.totals))
     return f'<table class="totals">{cells}</table>'
 
 
 def state_html(run: RunData) -> str:
-    """The scaffold's own state at the run's last checkpoint (its memory: AIDE's journal and
-    phase, CodeAct's and MLAB's conversation and plan), where the run kept one."""
+    """The scaffold's own state at the run's last checkpoint, where the run kept one.
+
+    It is the scaffold's memory: AIDE's journal and phase, CodeAct's and MLAB's conversation and
+    plan.
+    """
     if not run.agent_state:
         return '<p class="muted">No agent state was kept (no checkpoint).</p>'
     items = "".join(f"<details><summary>{text(k, 80)}</summary><pre>{text(v)}</pre></details>"
@@ -411,6 +442,11 @@ font-size:12px}
 
 
 def legend_html() -> str:
+    """The timeline's legend (model calls, tools, validations, submissions) in HTML.
+
+    Returns:
+        The HTML.
+    """
     items = [("model call", "model"), ("cached call", "cached"), ("tool ok", "tool_ok"),
              ("tool failed", "tool_failed"), ("validation", "validation"),
              ("submission", "submission")]

@@ -38,8 +38,10 @@ STYLE_TAG = f"<style>{STYLE.replace('body{', '.innolab-view{')}</style>"
 
 
 class RunView:
-    """A run, to look at: `RunView(run_dir)` displays itself in a notebook; its parts are
-    widgets."""
+    """A run, to look at.
+
+    `RunView(run_dir)` displays itself in a notebook; its parts are widgets.
+    """
 
     def __init__(self, run_dir: str | Path) -> None:
         self.run: RunData = load_run(run_dir)
@@ -107,8 +109,10 @@ ALL = "(all)"
 
 
 def factor_text(factor: str, value: Any) -> str:
-    """One factor's level, short and unambiguous: "T=0.25", "budget 300 s", "seed 2",
-    "prior: <name>"."""
+    """One factor's level, short and unambiguous.
+
+    "T=0.25", "budget 300 s", "seed 2", "prior: <name>".
+    """
     shown = human(factor, value)
     if factor == "temperature":
         return "T unset" if shown == "-" else f"T={shown}"
@@ -155,9 +159,11 @@ def run_labels(rows: pd.DataFrame, factors: list[str]) -> list[str]:
 
 
 class SweepView:
-    """A sweep (or a folder of runs), to look at: filter the runs by factor, draw the best-so-far
-    curves of the selected runs, open one in a RunView. Each run is one option of the picker,
-    labelled by what sets it apart."""
+    """A sweep (or a folder of runs), to look at.
+
+    Filter the runs by factor, draw the best-so-far curves of the selected runs, open one in a
+    RunView. Each run is one option of the picker, labelled by what sets it apart.
+    """
 
     def __init__(self, sweep_dir: str | Path) -> None:
         from innolab import results
@@ -202,8 +208,10 @@ class SweepView:
         return self.runs[keep]
 
     def levels(self, factor: str) -> pd.Series:
-        """Each run's level of a factor, as shown (a missing level is "-", one level like the
-        others)."""
+        """Each run's level of a factor.
+
+        As shown (a missing level is "-", one level like the others).
+        """
         return self.runs[factor].map(lambda value: human(factor, value)).astype(object)
 
     def set_filter(self, factor: str, value: Any) -> None:
@@ -221,8 +229,9 @@ class SweepView:
         self.picker.options = [(self.labels[position], position) for position in rows.index]
 
     def positions(self, key: str) -> list[int]:
-        """The rows a key names: a run folder (as in the table, or its name) or a config id (every
-        run of it).
+        """The rows a key names.
+
+        A run folder (as in the table, or its name) or a config id (every run of it).
 
         Raises:
             ValueError: a key that names no run.
@@ -290,8 +299,11 @@ class SweepView:
         self.curves.value = curves_svg(curves, labels=labels, end_s=end_s) + note
 
     def _submissions(self, position: int) -> pd.DataFrame:
-        """A run's rows of the trajectory table; where its configuration was run more than once
-        (the table keys rows by config id), read from its own run folder."""
+        """A run's rows of the trajectory table.
+
+        Where its configuration was run more than once (the table keys rows by config id), read from
+        its own run folder.
+        """
         row = self.runs.loc[position]
         if (self.runs["config_id"] == row["config_id"]).sum() == 1 or missing(row.get("run_dir")):
             return self.trajectory[self.trajectory["config_id"] == row["config_id"]]
@@ -305,8 +317,10 @@ class SweepView:
 
     @staticmethod
     def _why_empty(row: pd.Series, submissions: int) -> str:
-        """Why a run has no curve: no submission, or none that passed the dev check; how the run
-        ended."""
+        """Why a run has no curve.
+
+        No submission, or none that passed the dev check; how the run ended.
+        """
         plural = "s" if submissions > 1 else ""
         what = ("no submission" if submissions == 0
                 else f"{submissions} submission{plural}, none valid on the dev check")

@@ -1,5 +1,6 @@
-"""Sweep-analysis figure: every function of innolab.analysis.sweeps on a synthetic table of 10,000 runs and
-1,000,000 trajectory rows (target: <= 5 s in total on 2 cores, with the functions' default 10,000 resamples)."""
+"""Sweep-analysis figure: every function of innolab.analysis.sweeps on a synthetic table of 10,000
+runs and 1,000,000 trajectory rows (target: <= 5 s in total on 2 cores, with the functions' default
+10,000 resamples)."""
 
 from __future__ import annotations
 
@@ -16,7 +17,8 @@ TARGET_S = 5.0
 def synthetic(
     runs: int = 10_000, rows: int = 1_000_000, seed: int = 0
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Runs over 10 tasks x 3 agents x 4 temperatures x prompt off/on, and their improving candidates."""
+    """Runs over 10 tasks x 3 agents x 4 temperatures x prompt off/on, and their improving
+    candidates."""
     rng = np.random.default_rng(seed)
     index = np.arange(runs)
     temperature = np.array([0.25, 0.5, 0.75, 1.0])[index % 4]

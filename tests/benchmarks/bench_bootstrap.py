@@ -1,4 +1,5 @@
-"""Benchmark: 10,000-resample intervals and both paired tests over 10 tasks × 3 frameworks, vs a plain loop."""
+"""Benchmark: 10,000-resample intervals and both paired tests over 10 tasks × 3 frameworks, vs a
+plain loop."""
 
 from __future__ import annotations
 
@@ -18,7 +19,8 @@ PAIRS = (("MLAB", "CodeAct"), ("MLAB", "AIDE"))
 def vectorised(
     matrices: dict[str, dict[str, np.ndarray]], n_resamples: int
 ) -> list[tuple[float, float]]:
-    """innolab's implementation: one interval per framework and metric, then both paired tests per metric."""
+    """innolab's implementation: one interval per framework and metric, then both paired tests per
+    metric."""
     out = []
     for columns in matrices.values():
         intervals = bootstrap_ci(np.column_stack(list(columns.values())), n_resamples=n_resamples)

@@ -1,4 +1,5 @@
-"""Benchmark: the best circle-packing-26 reference (ils-slsqp) from scratch on 2 cores: its curve against V*."""
+"""Benchmark: the best circle-packing-26 reference (ils-slsqp) from scratch on 2 cores: its curve
+against V*."""
 
 from __future__ import annotations
 

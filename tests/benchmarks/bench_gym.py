@@ -1,4 +1,5 @@
-"""Benchmark: tool-call overhead (local, Docker), 8 concurrent 1-second calls, and resuming a killed run."""
+"""Benchmark: tool-call overhead (local, Docker), 8 concurrent 1-second calls, and resuming a killed
+run."""
 
 from __future__ import annotations
 
@@ -24,7 +25,8 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def overhead_ms(runtime: str, calls: int = 30, tool: str = "bash") -> float | None:
-    """Median milliseconds of one tool call: `bash true`, or `validate` of a valid packing (pristine checker)."""
+    """Median milliseconds of one tool call: `bash true`, or `validate` of a valid packing (pristine
+    checker)."""
     task = get_task("circle-packing-26")
     try:
         sandbox = open_sandbox(task, runtime)  # type: ignore[arg-type]
@@ -114,10 +116,12 @@ def main() -> None:
     docker = overhead_ms("docker")
     if docker is not None:
         print(
-            f"  docker  {docker:7.1f} ms   (target <= 100 ms: {'met' if docker <= 100 else 'MISSED'})"
+            f"  docker  {docker:7.1f} ms   "
+            f"(target <= 100 ms: {'met' if docker <= 100 else 'MISSED'})"
         )
     print(
-        "validate tool (pristine checker on a copy of the candidate, circle-packing-26, median of 10)"
+        "validate tool (pristine checker on a copy of the candidate, circle-packing-26, "
+        "median of 10)"
     )
     for runtime in ("local", "docker"):
         validating = overhead_ms(runtime, calls=10, tool="validate")
@@ -125,7 +129,8 @@ def main() -> None:
             print(f"  {runtime:7} {validating:7.1f} ms")
     together, one_by_one = concurrency()
     print(
-        f"8 concurrent 1-second calls: {together:.2f} s (target <= 1.3 s: {'met' if together <= 1.3 else 'MISSED'});"
+        f"8 concurrent 1-second calls: {together:.2f} s "
+        f"(target <= 1.3 s: {'met' if together <= 1.3 else 'MISSED'});"
         f" one after another {one_by_one:.2f} s; ratio {one_by_one / together:.1f}x"
     )
     print(

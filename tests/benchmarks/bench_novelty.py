@@ -66,7 +66,8 @@ def main(n: int = 128) -> dict[str, float]:
     rate = n / elapsed
     print(f"embedding back end (all-MiniLM-L6-v2 int8 ONNX, batches of 16): {n} cards of 150 words")
     print(
-        f"  {rate:.1f} texts/s   (target >= {TARGET:.0f}: {'met' if rate >= TARGET else 'MISSED'}); "
+        f"  {rate:.1f} texts/s   "
+        f"(target >= {TARGET:.0f}: {'met' if rate >= TARGET else 'MISSED'}); "
         f"{vectors.shape[1]}-d vectors, {elapsed:.2f} s"
     )
     return {"texts_per_s": rate}

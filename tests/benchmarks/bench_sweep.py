@@ -1,8 +1,9 @@
-"""Sweep figures: the per-run overhead of a sweep (papermill + Dask) over the same scripted configuration run in
-an already-warm Python process (runner.start, imports done), both measured in this one run, and the speed-up of 2
-workers over serial runs (targets: median overhead <= 3 s; 8 runs of about 10 s on 2 workers in <= 0.6x the serial
-time). A cold `innolab run` (a fresh interpreter: start-up and imports) is printed beside them for reference only:
-it is slower than the notebook, so an overhead quoted against it would come out negative."""
+"""Sweep figures: the per-run overhead of a sweep (papermill + Dask) over the same scripted
+configuration run in an already-warm Python process (runner.start, imports done), both measured in
+this one run, and the speed-up of 2 workers over serial runs (targets: median overhead <= 3 s; 8
+runs of about 10 s on 2 workers in <= 0.6x the serial time). A cold `innolab run` (a fresh
+interpreter: start-up and imports) is printed beside them for reference only: it is slower than the
+notebook, so an overhead quoted against it would come out negative."""
 
 from __future__ import annotations
 
@@ -36,7 +37,8 @@ def spec(server: FakeLLM, name: str, seeds: list[int]) -> dict:
 
 
 def direct_runs(server: FakeLLM, seeds: list[int], root: Path) -> list[float]:
-    """The same configurations started directly in this process (runner.start, imports warm): wall seconds."""
+    """The same configurations started directly in this process (runner.start, imports warm): wall
+    seconds."""
     walls = []
     for seed in seeds:
         parameters = {k: v for k, v in spec(server, "x", [])["base"].items() if k != "novelty"}
@@ -48,7 +50,8 @@ def direct_runs(server: FakeLLM, seeds: list[int], root: Path) -> list[float]:
 
 
 def cli_runs(server: FakeLLM, seeds: list[int], root: Path) -> list[float]:
-    """The same configurations as a user starts one directly: `innolab run`, a fresh process each."""
+    """The same configurations as a user starts one directly: `innolab run`, a fresh process
+    each."""
     environment = {
         **os.environ,
         "INNOLAB_LLM_BASE_URL": server.base_url,
@@ -99,7 +102,8 @@ TARGET_RATIO = 0.6
 
 
 def main(runs: int = 8, program_s: float = 9.0, overhead_runs: int = 4) -> dict[str, float]:
-    """The overhead from `overhead_runs` runs, the speed-up from `runs` runs of about program_s + 1 s (0: none)."""
+    """The overhead from `overhead_runs` runs, the speed-up from `runs` runs of about program_s + 1
+    s (0: none)."""
     figures: dict[str, float] = {}
     with tempfile.TemporaryDirectory() as scratch:
         root = Path(scratch)
@@ -131,13 +135,15 @@ def main(runs: int = 8, program_s: float = 9.0, overhead_runs: int = 4) -> dict[
             cli_s=cli,
         )
         print(
-            f"per-run overhead of a sweep (median of {overhead_runs} scripted runs, all measured here): the run "
-            f"in a warm process (runner.start) {warm:.2f} s, the run notebook under papermill in a sweep "
-            f"{swept:.2f} s -> overhead {overhead:.2f} s per run, ratio sweep/warm {swept / warm:.2f} (target <= "
-            f"{TARGET_OVERHEAD_S:g} s: {'met' if overhead <= TARGET_OVERHEAD_S else 'MISSED'})"
+            f"per-run overhead of a sweep (median of {overhead_runs} scripted runs, all measured "
+            f"here): the run in a warm process (runner.start) {warm:.2f} s, the run notebook under "
+            f"papermill in a sweep {swept:.2f} s -> overhead {overhead:.2f} s per run, ratio "
+            f"sweep/warm {swept / warm:.2f} (target <= {TARGET_OVERHEAD_S:g} s: "
+            f"{'met' if overhead <= TARGET_OVERHEAD_S else 'MISSED'})"
         )
         print(
-            f"  with the LocalCluster's start-up shared over {overhead_runs} runs: {whole - warm:.2f} s per run; "
+            f"  with the LocalCluster's start-up shared over {overhead_runs} runs: "
+            f"{whole - warm:.2f} s per run; "
             f"for reference, a cold `innolab run` (fresh interpreter) {cli:.2f} s"
         )
         if runs == 0:
@@ -159,8 +165,9 @@ def main(runs: int = 8, program_s: float = 9.0, overhead_runs: int = 4) -> dict[
         serial, parallel = timings[1], timings[2]
         figures.update(serial_s=serial, parallel_s=parallel, ratio=parallel / serial)
         print(
-            f"{runs} runs of about {program_s + 1:.0f} s: the sweep on 1 worker (serial) {serial:.1f} s, on 2 "
-            f"workers {parallel:.1f} s -> ratio {parallel / serial:.2f} (target <= {TARGET_RATIO:g}: "
+            f"{runs} runs of about {program_s + 1:.0f} s: the sweep on 1 worker (serial) "
+            f"{serial:.1f} s, on 2 workers {parallel:.1f} s -> ratio {parallel / serial:.2f} "
+            f"(target <= {TARGET_RATIO:g}: "
             f"{'met' if parallel / serial <= TARGET_RATIO else 'MISSED'})"
         )
     return figures

@@ -1,5 +1,6 @@
-"""Viewer figure: a run of 5,000 steps (about 30,000 trace events) read and its timeline rendered (target: <= 2 s on
-2 cores); also the whole HTML export and the JupyterLab RunView of that run, for scale."""
+"""Viewer figure: a run of 5,000 steps (about 30,000 trace events) read and its timeline rendered
+(target: <= 2 s on 2 cores); also the whole HTML export and the JupyterLab RunView of that run, for
+scale."""
 
 from __future__ import annotations
 
@@ -15,8 +16,9 @@ TARGET_S = 2.0
 
 
 def synthetic_run(folder: Path, steps: int = 5000, seed: int = 0) -> Path:
-    """A run folder whose trace holds `steps` steps of CodeAct-like work: a model call, a tool call and its result
-    and a checkpoint per step, a validation every 5th step and a submission every 10th."""
+    """A run folder whose trace holds `steps` steps of CodeAct-like work: a model call, a tool call
+    and its result and a checkpoint per step, a validation every 5th step and a submission every
+    10th."""
     rng = random.Random(seed)
     folder.mkdir(parents=True, exist_ok=True)
     config = {
@@ -133,9 +135,11 @@ def main(steps: int = 5000) -> dict[str, float]:
         "run_view_s": view_s,
     }
     print(
-        f"{len(run.steps)} steps: read + timeline {timeline_s:.2f} s, ratio {timeline_s / TARGET_S:.2f} to the "
-        f"target <= {TARGET_S:g} s (SVG {len(svg) / 1e6:.1f} MB); whole HTML export {export_s:.2f} s "
-        f"({len(page) / 1e6:.1f} MB); RunView built in {view_s:.2f} s ({view.step_slider.max + 1} steps)"
+        f"{len(run.steps)} steps: read + timeline {timeline_s:.2f} s, ratio "
+        f"{timeline_s / TARGET_S:.2f} to the target <= {TARGET_S:g} s "
+        f"(SVG {len(svg) / 1e6:.1f} MB); whole HTML export {export_s:.2f} s "
+        f"({len(page) / 1e6:.1f} MB); RunView built in {view_s:.2f} s "
+        f"({view.step_slider.max + 1} steps)"
     )
     return figures
 

@@ -1,12 +1,15 @@
-"""Runs every benchmark (`make bench`): each prints its figures as ratios measured in one run, under one header.
+"""Runs every benchmark (`make bench`): each prints its figures as ratios measured in one run, under
+one header.
 
     python tests/benchmarks/run.py                    every benchmark, at full size
     python tests/benchmarks/run.py --list             the benchmarks' names, nothing run
     python tests/benchmarks/run.py --only bench_sweep --quick
-                                                      one benchmark, at the small size its QUICK settings give
+                                                      one benchmark, at the small size its QUICK
+                                                      settings give
 
-Everything happens under the `__main__` guard: a Dask LocalCluster (bench_sweep) spawns worker processes that
-import the main module again (as `__mp_main__`), and without the guard each worker ran every benchmark anew.
+Everything happens under the `__main__` guard: a Dask LocalCluster (bench_sweep) spawns worker
+processes that import the main module again (as `__mp_main__`), and without the guard each worker
+ran every benchmark anew.
 """
 
 from __future__ import annotations
@@ -26,7 +29,8 @@ def benchmarks() -> list[Path]:
 
 
 def run(names: list[str] | None = None, quick: bool = False) -> None:
-    """Each selected benchmark's main(), under its header (its QUICK keyword arguments with quick)."""
+    """Each selected benchmark's main(), under its header (its QUICK keyword arguments with
+    quick)."""
     known = [path.stem for path in benchmarks()]
     unknown = sorted(set(names or []) - set(known))
     if unknown:

@@ -1,14 +1,16 @@
-"""Does each scaffold keep stepping on the embedded model? `scaffold × seed` runs of `innolab run` (60 s, local
-runtime, circle-packing-26 by default), each counted from its trace: model calls, tool calls, how the run ended.
+"""Does each scaffold keep stepping on the embedded model? `scaffold × seed` runs of `innolab run`
+(60 s, local runtime, circle-packing-26 by default), each counted from its trace: model calls, tool
+calls, how the run ended.
 
-    .venv/bin/python tests/benchmarks/stepping.py                      # aide, mlab, codeact × seeds 0-9, 60 s
+    .venv/bin/python tests/benchmarks/stepping.py  # aide, mlab, codeact × seeds 0-9, 60 s
     .venv/bin/python tests/benchmarks/stepping.py --agents mlab --seeds 5 --budget 60
 
-Runs go one after another (each starts its own embedded model server: one thread unless INNOLAB_LOCAL_MODEL_THREADS
-says otherwise, see innolab.llm.local.default_threads), so the 30 default runs take about 35 minutes. Counts
-depend on the machine's load: run it on a quiet machine (the table shows the load average at the start and end).
-Exit status 0 when every run made at least `--min-tool-calls` tool calls, 1 otherwise. Not part of `make bench`
-(its name has no `bench_` prefix); tests/test_agents.py runs one seed per scaffold through `measure`.
+Runs go one after another (each starts its own embedded model server: one thread unless
+INNOLAB_LOCAL_MODEL_THREADS says otherwise, see innolab.llm.local.default_threads), so the 30
+default runs take about 35 minutes. Counts depend on the machine's load: run it on a quiet machine
+(the table shows the load average at the start and end). Exit status 0 when every run made at least
+`--min-tool-calls` tool calls, 1 otherwise. Not part of `make bench` (its name has no `bench_`
+prefix); tests/test_agents.py runs one seed per scaffold through `measure`.
 """
 
 from __future__ import annotations
@@ -42,12 +44,16 @@ class Stepping:
 
     def row(self) -> str:
         return (
-            f"{self.agent:<8} {self.seed:>4} {self.model_calls:>11} {self.failed_calls:>6} {self.tool_calls:>10} "
+            f"{self.agent:<8} {self.seed:>4} {self.model_calls:>11} {self.failed_calls:>6} "
+            f"{self.tool_calls:>10} "
             f"{self.completion_tokens:>10.0f}  {self.reason}"
         )
 
 
-HEADER = f"{'scaffold':<8} {'seed':>4} {'model calls':>11} {'failed':>6} {'tool calls':>10} {'tokens/call':>10}  status"
+HEADER = (
+    f"{'scaffold':<8} {'seed':>4} {'model calls':>11} {'failed':>6} {'tool calls':>10} "
+    f"{'tokens/call':>10}  status"
+)
 
 
 def measure(
@@ -58,8 +64,8 @@ def measure(
     task: str = TASK,
     max_tokens: int | None = None,
 ) -> Stepping:
-    """One `innolab run` on the embedded model (every INNOLAB_LLM_* variable unset but the reply cap, when given),
-    counted from its trace."""
+    """One `innolab run` on the embedded model (every INNOLAB_LLM_* variable unset but the reply
+    cap, when given), counted from its trace."""
     from innolab import traces
 
     run_dir = Path(folder) / f"{agent}-seed{seed}"
@@ -161,7 +167,8 @@ def main(argv: list[str] | None = None) -> int:
                 print(rows[-1].row(), flush=True)
     short = [r for r in rows if r.tool_calls < args.min_tool_calls]
     print(
-        f"load average {os.getloadavg()[0]:.2f} at the end; fewest tool calls {min(r.tool_calls for r in rows)}; "
+        f"load average {os.getloadavg()[0]:.2f} at the end; "
+        f"fewest tool calls {min(r.tool_calls for r in rows)}; "
         f"runs under {args.min_tool_calls} tool calls: {len(short)} of {len(rows)}"
         + "".join(f"\n  {r.agent} seed {r.seed}: {r.tool_calls}" for r in short)
     )
