@@ -44,7 +44,7 @@ from innolab.novelty.scoring import (
 )
 from innolab.rundir import RunDir, RunDirError
 from innolab.tasks.evaluation import evaluate
-from innolab.tasks.frontier import FrontierError, as_date
+from innolab.tasks.frontier import FrontierError, as_date, utc_today
 from innolab.tasks.model import Task, TaskError
 from innolab.tasks.registry import get_task, scheme_of
 from innolab.traces import Score, Trace, TraceError, TraceWriter
@@ -99,7 +99,7 @@ def score_run(run_dir: str | Path, novelty_backend: str | None = "default",
     if finished is None:
         raise ScoringError(f"{folder.root}: the run has not finished (resume it first)")
     task = get_task(config["task"])
-    today = datetime.date.today()
+    today = utc_today()
     backend = default_backend() if novelty_backend == "default" else novelty_backend
     assess = _Assessor(folder, task, _Novelty(folder, config, task, backend, settings))
     candidates = _candidates(trace, task, assess, today)

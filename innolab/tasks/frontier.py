@@ -7,8 +7,10 @@ Dates. An entry's date is written as published: `YYYY-MM-DD`, `YYYY-MM` (an arXi
 year and the month) or `YYYY` (no better date known). A date known only to the month or the year
 counts from the *first day* of that month or year: the entry may have been public from then, and a
 larger frontier can only make a gain smaller (the conservative V* policy), so `v_star_as_of(d)`
-includes every entry that may have been public on `d`. With this rule the paper's date
-(`PAPER_DATE`) gives the paper's V* on every built-in task (tests/test_frontier.py).
+includes every entry that may have been public on `d`. The paper's date (`PAPER_DATE`) gives the
+V* known then; where data/paper/ prints one (CirclePacking: 2.635, AlphaEvolve's value cut to three
+decimals) it agrees to the printed digits (tests/test_frontier.py). "Today" is the UTC date
+(`utc_today()`), the same day a run's start is read in.
 
 V* as of a date is the best non-refuted record dated on or before it; among equal values the
 earliest entry holds it (a copied record ties, it does not win).
@@ -37,6 +39,12 @@ DATE_PATTERN = re.compile(r"^(\d{4})(?:-(\d{2})(?:-(\d{2}))?)?$")
 
 class FrontierError(ValueError):
     """A ledger or a date breaks a rule; the message names the field and the rule."""
+
+
+
+def utc_today() -> datetime.date:
+    """Today's date in UTC: the day V* "as of today" and a score's `v_star_as_of` are read in."""
+    return datetime.datetime.now(datetime.UTC).date()
 
 
 def parse_date(value: Any, field: str = "date") -> tuple[datetime.date, Precision]:
@@ -102,7 +110,7 @@ def as_date(value: datetime.date | str, field: str = "as_of") -> datetime.date:
         FrontierError: Not a date.
     """
     if isinstance(value, str) and value.strip().lower() == "today":
-        return datetime.date.today()
+        return utc_today()
     if isinstance(value, str) and "T" in value:
         try:
             return datetime.datetime.fromisoformat(value).date()
@@ -377,7 +385,7 @@ def check_ledger(entries: list[LedgerEntry], direction: Literal["max", "min"],
     Raises:
         FrontierError: The first rule broken, naming the entry.
     """
-    today = today or datetime.date.today()
+    today = today or utc_today()
     if not any(e.kind == "record" and e.status != "refuted" for e in entries):
         raise FrontierError("field 'entries': needs at least one record that is not refuted")
     side = far_side(direction)

@@ -383,7 +383,7 @@ class Task:
     @property
     def v_star(self) -> float:
         """V*, the best published value: V* as of today."""
-        return self.v_star_as_of(datetime.date.today()).value
+        return self.v_star_as_of(frontier.utc_today()).value
 
     def tie_margin(self, as_of: datetime.date | str | None = None) -> float:
         """The gain at or below which a value ties with V* rather than beating it.
@@ -398,7 +398,7 @@ class Task:
         Returns:
             The tie margin, in the objective's units.
         """
-        v_star = self.v_star_as_of(datetime.date.today() if as_of is None else as_of)
+        v_star = self.v_star_as_of(frontier.utc_today() if as_of is None else as_of)
         return self.spec.min_improvement * abs(v_star.value) + v_star.entry.tie_margin
 
     def bound_as_of(self, date: datetime.date | str) -> LedgerEntry | None:
@@ -424,7 +424,7 @@ class Task:
     @property
     def bound(self) -> LedgerEntry | None:
         """The proven bound on the far side of V* as of today (None: none known)."""
-        return self.bound_as_of(datetime.date.today())
+        return self.bound_as_of(frontier.utc_today())
 
     def headroom_closed(self, v: float, as_of: datetime.date | str | None = None) -> float:
         """(V − V*) / (B − V*): the share of the headroom to the proven bound B that V closes.
@@ -436,7 +436,7 @@ class Task:
         Returns:
             The share; NaN with no bound or no headroom left (B = V*).
         """
-        day = datetime.date.today() if as_of is None else as_of
+        day = frontier.utc_today() if as_of is None else as_of
         bound = self.bound_as_of(day)
         return frontier.headroom_closed(
             v, self.v_star_as_of(day).value, None if bound is None else bound.value
@@ -453,7 +453,7 @@ class Task:
             holding V* equals the bound's part (e.g. ta45 of job-shop-taillard-41-50); [] when
             no bound is known.
         """
-        day = datetime.date.today() if as_of is None else as_of
+        day = frontier.utc_today() if as_of is None else as_of
         bound, v_star = self.bound_as_of(day), self.v_star_as_of(day)
         if bound is None:
             return []
