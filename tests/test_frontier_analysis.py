@@ -180,3 +180,7 @@ def test_the_chart_draws_the_record_as_steps_and_a_zoom_when_bounds_or_runs_lie_
     no_extras = fr.frontier_chart(MIN_LEDGER[MIN_LEDGER["kind"] == "record"], "min")
     assert len(no_extras.axes) == 1
     np.testing.assert_allclose(no_extras.axes[0].get_ylim(), fig.axes[1].get_ylim())
+    import matplotlib.pyplot as plt
+
+    plt.close(fig)
+    plt.close(no_extras)
