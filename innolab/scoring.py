@@ -23,6 +23,9 @@ import fcntl
 import json
 import math
 import os
+import shutil
+import time
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -143,7 +146,8 @@ def _append_locked(table: Path, frame: pd.DataFrame) -> None:
 
     One writer at a time, one header. Rows are written in the header's column order; a row with
     a column the header lacks (a table begun before the column existed) rewrites the table once
-    with the columns of both, the old rows empty in the new columns.
+    with the columns of both, the old rows empty in the new columns. A table that cannot be read
+    (rows of several layouts, from before) is kept beside it under another name and started again.
     """
     with open(table, "a+", encoding="utf-8", newline="") as handle:
         fcntl.flock(handle, fcntl.LOCK_EX)
@@ -158,7 +162,15 @@ def _append_locked(table: Path, frame: pd.DataFrame) -> None:
                 handle.write(frame.reindex(columns=header).to_csv(header=False, index=False))
                 return
             handle.seek(0)
-            both = pd.concat([pd.read_csv(handle), frame], ignore_index=True)
+            try:
+                both = pd.concat([pd.read_csv(handle), frame], ignore_index=True)
+            except pd.errors.ParserError:  # rows of several layouts (written before one header)
+                stamp = time.strftime("%Y%m%d-%H%M%S")
+                kept = table.with_name(f"{table.stem}.unreadable-{stamp}.csv")
+                shutil.copyfile(table, kept)
+                warnings.warn(f"{table}: rows of more than one layout; kept as {kept.name}, "
+                              "the table starts again", stacklevel=2)
+                both = frame
             handle.seek(0)
             handle.truncate()
             handle.write(both.to_csv(index=False))

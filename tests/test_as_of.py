@@ -257,3 +257,18 @@ def test_a_scores_table_begun_before_the_new_columns_stays_aligned(tmp_path):
     assert both["score"].tolist() == [0.5, 0.5]
     assert both["v_star_as_of"].isna().tolist() == [True, False]
     assert both.loc[1, "ledger_hash"] == get_task(ERDOS).ledger_hash
+
+
+def test_a_scores_table_of_several_layouts_is_kept_aside_and_begun_again(tmp_path):
+    # older code appended rows whose columns varied (an invalid run's extra reason): such a table
+    # cannot be read as one; it is kept under another name and the new row starts a new table
+    folder = tmp_path / "runs"
+    table = folder / "scores.csv"
+    folder.mkdir()
+    broken = "run,agent,score\na,aide,1.0\nb,aide,,invalid: N = 0\n"
+    table.write_text(broken, encoding="utf-8")
+    with pytest.warns(UserWarning, match="kept as scores.unreadable-"):
+        erdos_run(folder / "second")
+    kept = list(folder.glob("scores.unreadable-*.csv"))
+    assert len(kept) == 1 and kept[0].read_text(encoding="utf-8") == broken
+    assert pd.read_csv(table)["run"].tolist() == ["second"]
