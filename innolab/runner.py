@@ -20,7 +20,7 @@ from innolab.gym.policy import RunConfig
 from innolab.gym.run import create_run, execute, load_config, new_run_id
 from innolab.llm.client import LLMClient
 from innolab.llm.errors import LLMError
-from innolab.llm.settings import LOCAL_MODEL, LLMSettings
+from innolab.llm.settings import LIMIT_FIELDS, LOCAL_MODEL, LLMSettings
 from innolab.rundir import LLM_CACHE, RunDir
 from innolab.runlock import HEARTBEAT_S, STALE_S, RunLock
 from innolab.runspec import RunSettings, validate_settings
@@ -234,7 +234,8 @@ def config_id(config: RunConfig) -> str:
     """A configuration's stable id: the hash of its settled settings.
 
     What the endpoint reports is left out, so that the id is known before the run starts; empty task
-    options are left out, so that ids made before they existed stay.
+    options are left out, so that ids made before they existed stay; the endpoint's limits
+    (LIMIT_FIELDS: they pace requests, never change a result) are left out.
 
     Args:
         config: The configuration.
@@ -247,6 +248,8 @@ def config_id(config: RunConfig) -> str:
         for k, v in config.as_dict().items()
         if k != "model_reported" and not (k == "task_options" and not v)
     }  # ids made before it stay
+    if fields.get("llm"):
+        fields["llm"] = {k: v for k, v in fields["llm"].items() if k not in LIMIT_FIELDS}
     return hashlib.sha256(json.dumps(fields, sort_keys=True, default=str).encode()).hexdigest()[:12]
 
 

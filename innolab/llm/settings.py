@@ -5,7 +5,14 @@ from __future__ import annotations
 import os
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    ValidationError,
+    model_serializer,
+)
 
 # USD per million tokens (input, output). Configurable: pass `prices` or INNOLAB_LLM_PRICE_IN/_OUT.
 DEFAULT_PRICES: dict[str, tuple[float, float]] = {"smollm2": (0.0, 0.0)}
@@ -16,11 +23,21 @@ Temperature = Annotated[float, Field(ge=0.0, le=2.0)]
 TopP = Annotated[float, Field(gt=0.0, le=1.0)]
 MaxTokens = Annotated[int, Field(gt=0, le=200_000)]
 
+# The endpoint's limits: how the requests are paced, never what they return. They are left out of
+# a configuration's id (innolab.runner.config_id) and, when unset, out of its config.json.
+LIMIT_FIELDS = ("max_concurrent_requests", "requests_per_minute", "tokens_per_minute")
+
 
 class LLMSettings(BaseModel):
     """Where and how to call the model.
 
     No base_url means: the embedded local model (started on demand).
+
+    `max_concurrent_requests`, `requests_per_minute` and `tokens_per_minute` are the endpoint's
+    limits (None: none). Every request of the process to the same endpoint and model honours them
+    (innolab.llm.gate), jointly with every worker of a sweep's Dask cluster inside
+    `innolab.sweep.limits.activate`. They change no result, so they are not part of a
+    configuration's id (LIMIT_FIELDS) and, when unset, are not written to config.json.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -40,13 +57,35 @@ class LLMSettings(BaseModel):
     backoff_s: float = Field(default=0.5, ge=0.0)
     price_in: float | None = Field(default=None, ge=0.0)
     price_out: float | None = Field(default=None, ge=0.0)
+    max_concurrent_requests: int | None = Field(default=None, gt=0)
+    requests_per_minute: int | None = Field(default=None, gt=0)
+    tokens_per_minute: int | None = Field(default=None, gt=0)
+
+    @model_serializer(mode="wrap")
+    def _without_unset_limits(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """Leave the limits that are None out: config.json and ids stay as they were."""
+        data = handler(self)
+        for name in LIMIT_FIELDS:
+            if data.get(name, 0) is None:
+                del data[name]
+        return data
+
+    def limits(self) -> dict[str, int]:
+        """The endpoint's limits that are set.
+
+        Returns:
+            Each set limit (LIMIT_FIELDS) by name; empty when none is.
+        """
+        return {name: getattr(self, name) for name in LIMIT_FIELDS
+                if getattr(self, name) is not None}
 
     @classmethod
     def from_env(cls, prefix: str = "INNOLAB_LLM", **overrides: Any) -> LLMSettings:
         """Settings from PREFIX_* environment variables, explicit (non-None) overrides winning.
 
         The variables: PREFIX_BASE_URL, _API_KEY, _MODEL, _TEMPERATURE, _TOP_P, _SEED, _MAX_TOKENS,
-        _PRICE_IN, _PRICE_OUT; PREFIX is INNOLAB_LLM, or a backbone's own (e.g. OPENAI).
+        _PRICE_IN, _PRICE_OUT, _MAX_CONCURRENT_REQUESTS, _REQUESTS_PER_MINUTE, _TOKENS_PER_MINUTE;
+        PREFIX is INNOLAB_LLM, or a backbone's own (e.g. OPENAI).
 
         Args:
             prefix: The variables' prefix.
@@ -73,11 +112,21 @@ class LLMSettings(BaseModel):
             "max_tokens",
             "price_in",
             "price_out",
+            *LIMIT_FIELDS,
         ):
             value = os.environ.get(f"{prefix}_{field.upper()}")
             if value not in (None, ""):
                 env[field] = value
-        return cls(**{**env, **{k: v for k, v in overrides.items() if v is not None}})
+        given = {k: v for k, v in overrides.items() if v is not None}
+        try:
+            return cls(**{**env, **given})
+        except ValidationError as error:
+            from_env = sorted({str(e["loc"][0]) for e in error.errors()
+                               if e["loc"] and e["loc"][0] in env and e["loc"][0] not in given})
+            if not from_env:
+                raise
+            names = ", ".join(f"{prefix}_{name.upper()}" for name in from_env)
+            raise ValueError(f"environment variable(s) {names}: {error}") from None
 
     def prices(self) -> tuple[float, float]:
         """The model's prices in USD per million tokens (input, output).
