@@ -82,6 +82,7 @@ class LLMCall(Event):
     key: str | None = None
     attempts: list[dict[str, Any]] = Field(default_factory=list)
     latency_s: float = 0.0
+    wait_s: float = 0.0  # of latency_s: waiting for the endpoint's limits, Retry-After, back-off
     temperature: float | None = None  # as sent
     seed: int | None = None  # as sent: derived from (run seed, call index)
     call_index: int | None = None
