@@ -9,7 +9,18 @@ from typing import Any
 
 import numpy as np
 
-from .core import all_violations, distinct_rows, only_keys, real_matrix, size
+from .core import (
+    Outcome,
+    all_violations,
+    dihedral,
+    distinct_rows,
+    group_rms,
+    only_keys,
+    real_matrix,
+    size,
+    spacing,
+    unit_distance,
+)
 
 
 def circles_in_square(data: dict[str, Any], n: int) -> float:
@@ -82,3 +93,47 @@ def _check_circles(c: np.ndarray, box: tuple[Fraction, Fraction] | None,
                             "in squared distance")
     all_violations({"radius": negative, "containment": outside, "bounding box": bounding,
                     "disjointness": overlaps})
+
+
+# ---------------------------------------------------------------------------- outcome descriptors
+
+CIRCLES_SCALE = (
+    "circles: the rows [x, y, r] matched one to one (optimal assignment) under the container's "
+    "symmetries (the unit square: its 8 rotations and reflections about its centre; the free "
+    "rectangle: any translation, taken out by centring the disks' bounding box, and the 8 "
+    "rotations and reflections about that centre, which keep width + height); the distance is "
+    "100 × the root-mean-square displacement of matched rows (centre and radius) over the mean "
+    "nearest-neighbour distance of the centres (the mean of both packings), capped at 100: 1 is a "
+    "hundredth of a neighbour spacing, 100 a whole spacing or more"
+)
+
+
+def _describe_in_square(data: dict[str, Any], params: dict[str, Any]) -> np.ndarray:
+    only_keys(data, ("circles",))
+    return real_matrix(data, "circles", params.get("n"), 3)
+
+
+def _describe_in_rectangle(data: dict[str, Any], params: dict[str, Any]) -> np.ndarray:
+    c = _describe_in_square(data, params).copy()
+    low = (c[:, :2] - c[:, 2:]).min(axis=0)
+    high = (c[:, :2] + c[:, 2:]).max(axis=0)
+    c[:, :2] -= (low + high) / 2
+    return c
+
+
+def _distance(centre: np.ndarray) -> Any:
+    def distance(a: np.ndarray, b: np.ndarray) -> float:
+        if a.shape != b.shape:
+            return 100.0
+        unit = (spacing(a[:, :2]) + spacing(b[:, :2])) / 2
+        return unit_distance(group_rms(a, b, dihedral(4), centre), unit)
+
+    return distance
+
+
+OUTCOMES = {
+    "circles_in_square": Outcome(_describe_in_square, _distance(np.array([0.5, 0.5])),
+                                 CIRCLES_SCALE),
+    "circles_in_rectangle": Outcome(_describe_in_rectangle, _distance(np.zeros(2)),
+                                    CIRCLES_SCALE),
+}

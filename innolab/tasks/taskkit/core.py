@@ -22,6 +22,7 @@ import json
 import math
 import sys
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -386,6 +387,175 @@ def as_float(value: Any, what: str) -> float:
     if not math.isfinite(result):
         raise Invalid(f"{what} is not finite")
     return result
+
+
+# ------------------------------------------------------------------------------ outcome descriptors
+# How far apart two solutions lie, up to the task's symmetries (innolab.novelty.outcome, host side
+# only: scipy is imported where it is used, so a sandbox's validator needs numpy alone).
+
+OUTCOME_TIE = 1.0
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """How a check's solutions are compared: a descriptor and a symmetry-invariant distance.
+
+    Attributes:
+        describe: (submission, the check's parameters) -> descriptor; raises Invalid naming the
+            field on a malformed submission (shape and type; the constraints are not checked).
+        distance: (descriptor, descriptor) -> distance on 0-100 (0: the same solution up to the
+            task's symmetries).
+        scale: What the distance measures and what 0 and 100 mean.
+        tie: The distance within which two solutions count as the same (a re-derived one).
+    """
+
+    describe: Callable[[dict[str, Any], dict[str, Any]], Any]
+    distance: Callable[[Any, Any], float]
+    scale: str
+    tie: float = OUTCOME_TIE
+
+
+def outcome(reference: str) -> Outcome | None:
+    """Find how a check's solutions are compared.
+
+    Args:
+        reference: The check, "module:function".
+
+    Returns:
+        The family module's Outcome for that check (its `OUTCOMES` entry), or None if it has none.
+
+    Raises:
+        ValueError: The reference names no check.
+    """
+    resolve(reference)
+    module, _, function = reference.partition(":")
+    package = __name__.rpartition(".")[0]
+    found: dict[str, Outcome] = getattr(
+        importlib.import_module(f"{package}.{module}"), "OUTCOMES", {})
+    return found.get(function)
+
+
+def spacing(points: np.ndarray) -> float:
+    """Return the mean nearest-neighbour distance of a point set (the unit of point distances).
+
+    Args:
+        points: The points, one a row (at least two).
+
+    Returns:
+        The mean over the points of the distance to the nearest other point.
+    """
+    from scipy.spatial.distance import cdist
+
+    d = cdist(points, points)
+    np.fill_diagonal(d, np.inf)
+    return float(d.min(axis=1).mean())
+
+
+def matched_rms(a: np.ndarray, b: np.ndarray) -> tuple[float, np.ndarray]:
+    """Match two equal-sized sets of rows one to one, minimising the squared distances.
+
+    Args:
+        a: The first set (n x d).
+        b: The second set (n x d).
+
+    Returns:
+        (the root-mean-square distance of matched rows, the row of b matched to each row of a).
+    """
+    from scipy.optimize import linear_sum_assignment
+    from scipy.spatial.distance import cdist
+
+    cost = cdist(a, b, "sqeuclidean")
+    rows, cols = linear_sum_assignment(cost)
+    return math.sqrt(max(float(cost[rows, cols].mean()), 0.0)), cols
+
+
+def group_rms(a: np.ndarray, b: np.ndarray, maps: list[np.ndarray], centre: np.ndarray) -> float:
+    """Return the least matched RMS distance of a to b over a finite group acting on b's plane.
+
+    Args:
+        a: The first set (n x d; columns 0-1 are the plane, the others are left alone).
+        b: The second set (n x d).
+        maps: The group's 2 x 2 orthogonal matrices (acting on columns 0-1 about `centre`).
+        centre: The group's fixed point.
+
+    Returns:
+        The least root-mean-square distance of matched rows over the group and all permutations.
+    """
+    best = math.inf
+    for m in maps:
+        moved = b.copy()
+        moved[:, :2] = (b[:, :2] - centre) @ m.T + centre
+        best = min(best, matched_rms(a, moved)[0])
+    return best
+
+
+def rotation(angle: float) -> np.ndarray:
+    """Return the 2 x 2 matrix of a rotation by `angle` radians."""
+    c, s = math.cos(angle), math.sin(angle)
+    return np.array([[c, -s], [s, c]])
+
+
+def dihedral(order: int) -> list[np.ndarray]:
+    """Return the dihedral group of a regular `order`-gon centred at 0 with a vertex on the x axis.
+
+    Args:
+        order: The polygon's number of sides (4: the square's 8 symmetries).
+
+    Returns:
+        Its rotations and reflections (2 x 2 matrices; the reflections through the x axis and its
+        rotations).
+    """
+    flip = np.diag([1.0, -1.0])
+    turns = [rotation(2 * math.pi * k / order) for k in range(order)]
+    return turns + [t @ flip for t in turns]
+
+
+def orthogonal_rms(a: np.ndarray, b: np.ndarray, starts: int = 72, refined: int = 8) -> float:
+    """Return the least matched RMS distance of two planar point sets over O(2) and permutations.
+
+    The joint problem (rotation or reflection, and matching) is solved by matching b turned by
+    `starts` angles (and mirrored), then refining the best `refined` matchings by alternating an
+    orthogonal Procrustes fit (SVD) with a fresh optimal matching until the matching settles.
+
+    Args:
+        a: The first set (n x 2), centred.
+        b: The second set (n x 2), centred.
+        starts: The number of starting angles.
+        refined: How many of the best starts are refined.
+
+    Returns:
+        The least root-mean-square distance found.
+    """
+    tried = []
+    for m in dihedral(starts):
+        rms, cols = matched_rms(a, b @ m.T)
+        tried.append((rms, tuple(cols.tolist())))
+    best = math.inf
+    for rms, cols in sorted(set(tried))[:refined]:
+        perm = np.array(cols)
+        for _ in range(50):
+            u, _, vt = np.linalg.svd(b[perm].T @ a)
+            rms, new = matched_rms(a, b @ (u @ vt))
+            if np.array_equal(new, perm):
+                break
+            perm = new
+        best = min(best, rms)
+    return best
+
+
+def unit_distance(rms: float, unit: float) -> float:
+    """Put a matched RMS distance on 0-100: 100 · rms / unit, capped at 100.
+
+    Args:
+        rms: The root-mean-square distance of matched rows.
+        unit: The length that counts as 100 (a configuration's neighbour spacing).
+
+    Returns:
+        The distance on 0-100.
+    """
+    if not unit > 0:
+        return 0.0 if rms == 0 else 100.0
+    return float(min(100.0, 100.0 * rms / unit))
 
 
 # ----------------------------------------------------------------------------------------- dispatch

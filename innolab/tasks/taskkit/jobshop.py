@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from .core import Invalid, int_rows, only_keys, violations
+from .core import Invalid, Outcome, int_rows, only_keys, violations
 
 
 def job_shop(data: dict[str, Any], instances: dict[str, dict[str, list[list[int]]]]) -> float:
@@ -57,3 +57,52 @@ def job_shop(data: dict[str, Any], instances: dict[str, dict[str, list[list[int]
         total += int(end.max())
     violations("schedule", broken)
     return float(total)
+
+
+# ---------------------------------------------------------------------------- outcome descriptors
+
+JOBSHOP_SCALE = (
+    "job shop: each machine's order of jobs (start times only order them: delays, compaction and "
+    "any other retiming that keeps every machine's order are the same schedule); the distance is "
+    "100 × the normalised Kendall tau distance of the two orders (the share of job pairs that "
+    "the two schedules order differently), averaged over the machines of every instance: 0 the "
+    "same orders, 50 what unrelated random orders give, 100 every order reversed"
+)
+
+
+def _describe_schedule(data: dict[str, Any], params: dict[str, Any]) -> dict[str, np.ndarray]:
+    only_keys(data, ("schedules",))
+    schedules = data["schedules"]
+    instances = params["instances"]
+    if not isinstance(schedules, dict) or sorted(schedules) != sorted(instances):
+        raise Invalid(f"schedules must map exactly the instances {sorted(instances)} "
+                      "to start-time matrices")
+    ranks = {}
+    for name in sorted(instances):
+        machines = np.array(instances[name]["machines_matrix"], dtype=np.int64)
+        jobs, ops = machines.shape
+        start = np.array(int_rows(schedules[name], f"schedules[{name}]", jobs, ops, 40),
+                         dtype=np.int64)
+        # rank[m, j]: the position of job j on machine m (ties, impossible when valid, by job)
+        rank = np.zeros((int(machines.max()) + 1, jobs), dtype=np.int64)
+        for m in range(rank.shape[0]):
+            js, ks = np.nonzero(machines == m)
+            times = np.full(jobs, np.iinfo(np.int64).max)
+            times[js] = start[js, ks]
+            rank[m, np.argsort(times, kind="stable")] = np.arange(jobs)
+        ranks[name] = rank
+    return ranks
+
+
+def _kendall_distance(a: dict[str, np.ndarray], b: dict[str, np.ndarray]) -> float:
+    shares = []
+    for name in sorted(a):
+        ra, rb = a[name], b[name]
+        jobs = ra.shape[1]
+        i, j = np.triu_indices(jobs, 1)
+        discordant = (ra[:, i] < ra[:, j]) != (rb[:, i] < rb[:, j])
+        shares.append(discordant.mean(axis=1))
+    return float(100 * np.concatenate(shares).mean())
+
+
+OUTCOMES = {"job_shop": Outcome(_describe_schedule, _kendall_distance, JOBSHOP_SCALE)}

@@ -7,7 +7,23 @@ from fractions import Fraction
 from itertools import combinations
 from typing import Any
 
-from .core import Invalid, as_float, distinct_rows, only_keys, real_matrix, size, violations
+import numpy as np
+
+from .core import (
+    Invalid,
+    Outcome,
+    as_float,
+    dihedral,
+    distinct_rows,
+    group_rms,
+    only_keys,
+    orthogonal_rms,
+    real_matrix,
+    size,
+    spacing,
+    unit_distance,
+    violations,
+)
 
 SQRT3_OVER_4 = math.sqrt(3) / 4
 Point = tuple[Fraction, ...]
@@ -123,3 +139,66 @@ def heilbronn_convex(data: dict[str, Any], n: int) -> float:
         raise Invalid("points: the convex hull is degenerate (zero area)")
     smallest2 = min(_double_area(a, b, c) for a, b, c in combinations(q, 3))
     return as_float(smallest2 / hull_area2, "points: the smallest triangle area over the hull area")
+
+
+# ---------------------------------------------------------------------------- outcome descriptors
+
+POINTS_SCALE = (
+    "points: the points matched one to one (optimal assignment) under the symmetries the score "
+    "ignores: the equilateral triangle's 6 rotations and reflections about its centroid "
+    "(Heilbronn in a triangle); any similarity (min-max distance ratio: centred at the centroid "
+    "and scaled to unit root-mean-square radius, then any rotation or reflection); any affine map "
+    "(Heilbronn for convex regions: centred and whitened to unit covariance, then any rotation or "
+    "reflection); the distance is 100 × the root-mean-square displacement of matched points over "
+    "the mean nearest-neighbour distance (the mean of both sets), capped at 100: 1 is a hundredth "
+    "of a neighbour spacing, 100 a whole spacing or more"
+)
+TRIANGLE_CENTROID = np.array([0.5, math.sqrt(3) / 6])
+
+
+def _points(data: dict[str, Any], params: dict[str, Any]) -> np.ndarray:
+    only_keys(data, ("points",))
+    return real_matrix(data, "points", params.get("n"), params.get("dim", 2))
+
+
+def _similarity_normalised(data: dict[str, Any], params: dict[str, Any]) -> np.ndarray:
+    p = _points(data, params)
+    p = p - p.mean(axis=0)
+    radius = math.sqrt(float((p * p).sum(axis=1).mean()))
+    if not radius > 0:
+        raise Invalid("points: all points coincide; no shape to compare")
+    return p / radius
+
+
+def _affine_normalised(data: dict[str, Any], params: dict[str, Any]) -> np.ndarray:
+    p = _points(data, params)
+    p = p - p.mean(axis=0)
+    values, vectors = np.linalg.eigh(p.T @ p / len(p))
+    if not values.min() > 1e-12 * max(values.max(), 1e-300):
+        raise Invalid("points: the points are collinear; no affine shape to compare")
+    return p @ vectors / np.sqrt(values)
+
+
+def _unit(a: np.ndarray, b: np.ndarray) -> float:
+    return (spacing(a) + spacing(b)) / 2
+
+
+def _in_triangle(a: np.ndarray, b: np.ndarray) -> float:
+    if a.shape != b.shape:
+        return 100.0
+    return unit_distance(group_rms(a, b, dihedral(3), TRIANGLE_CENTROID), _unit(a, b))
+
+
+def _up_to_rotation(a: np.ndarray, b: np.ndarray) -> float:
+    if a.shape != b.shape:
+        return 100.0
+    if a.shape[1] != 2:
+        raise Invalid("points: outcome distances are defined for points in the plane only")
+    return unit_distance(orthogonal_rms(a, b), _unit(a, b))
+
+
+OUTCOMES = {
+    "min_max_distance_ratio": Outcome(_similarity_normalised, _up_to_rotation, POINTS_SCALE),
+    "heilbronn_triangle": Outcome(_points, _in_triangle, POINTS_SCALE),
+    "heilbronn_convex": Outcome(_affine_normalised, _up_to_rotation, POINTS_SCALE),
+}

@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from .core import Invalid, only_keys, real_vector
+from .core import Invalid, Outcome, only_keys, real_vector
 
 
 def erdos_minimum_overlap(data: dict[str, Any], max_n: int) -> float:
@@ -94,3 +94,110 @@ def _nonnegative_steps(data: dict[str, Any], max_n: int) -> np.ndarray:
     if not math.fsum(f) > 1e-9:
         raise Invalid("values must have a sum above 1e-9")
     return f
+
+
+# ---------------------------------------------------------------------------- outcome descriptors
+
+STEPS_SCALE = (
+    "step functions: both functions resampled exactly onto a common grid of their domain (the "
+    "least common multiple of the two step counts, or 8192 cell averages beyond 32768) and "
+    "compared up to the transformations their score ignores: every objective ignores reversal; "
+    "Erdős minimum overlap compares heights rescaled to ∫h = 1 (the task's own rule), also up to "
+    "h → 1 − h, as 100 × the mean absolute difference of the heights (0-100, heights lie in "
+    "[0, 1]); the first autocorrelation compares f / ∫f as a distribution on its fixed domain, "
+    "also up to shifts that move only zero steps across its ends, and the second compares f / ∫f "
+    "on its support (leading and trailing zero steps cut, the rest stretched onto [0, 1]: it "
+    "ignores shifts and dilations), both as 100 × the total-variation distance (half the L1 "
+    "distance of the densities: 0 the same distribution, 100 disjoint supports)"
+)
+EXACT_GRID = 32768
+COARSE_GRID = 8192
+
+
+def _grid(na: int, nb: int) -> int:
+    m = math.lcm(na, nb)
+    return m if m <= EXACT_GRID else COARSE_GRID
+
+
+def _cell_masses(values: np.ndarray, m: int) -> np.ndarray:
+    """The integral of a step function of equal steps on [0, 1] over each of m equal cells."""
+    n = len(values)
+    cumulative = np.concatenate(([0.0], np.cumsum(values) / n))
+    if m % n == 0:  # each step splits into whole cells: no interpolation error
+        return np.repeat(values / m, m // n)
+    at = np.interp(np.arange(m + 1) / m, np.arange(n + 1) / n, cumulative)
+    return np.diff(at)
+
+
+def _zero_run(values: np.ndarray) -> int:
+    nonzero = np.flatnonzero(values)
+    return int(nonzero[0]) if len(nonzero) else len(values)
+
+
+def _total_variation(a: np.ndarray, b: np.ndarray, shifts: range) -> float:
+    """Half the least L1 distance of a and b shifted by any of `shifts` cells (zero outside)."""
+    reach = max(abs(shifts.start), abs(shifts.stop - 1))
+    padded = np.concatenate((np.zeros(reach), a, np.zeros(reach)))
+    m = len(b)
+    best = math.inf
+    for u in shifts:
+        start = reach + u
+        inside = float(np.abs(padded[start:start + m] - b).sum())
+        outside = float(padded.sum() - padded[start:start + m].sum())
+        best = min(best, inside + outside)
+    return best / 2
+
+
+def _describe_overlap(data: dict[str, Any], params: dict[str, Any]) -> np.ndarray:
+    only_keys(data, ("heights",))
+    h = real_vector(data, "heights", 2, params.get("max_n", 20000), max_abs=1e6)
+    if (h < 0).any() or not math.fsum(h) > 0:
+        raise Invalid("heights must be non-negative with a positive sum")
+    return h * ((len(h) / 2) / math.fsum(h))
+
+
+def _overlap_distance(a: np.ndarray, b: np.ndarray) -> float:
+    m = _grid(len(a), len(b))
+    ha, hb = _cell_masses(a, m) * m, _cell_masses(b, m) * m
+    images = (hb, hb[::-1], 1 - hb, 1 - hb[::-1])
+    return float(min(100.0, 100 * min(np.abs(ha - x).mean() for x in images)))
+
+
+def _describe_density(data: dict[str, Any], params: dict[str, Any]) -> np.ndarray:
+    only_keys(data, ("values",))
+    return _unit_mean(_nonnegative_steps(data, params.get("max_n", 100000)))
+
+
+def _unit_mean(f: np.ndarray) -> np.ndarray:
+    """Heights rescaled to mean 1: a density on [0, 1] (unit integral)."""
+    return f * (len(f) / math.fsum(f))
+
+
+def _describe_support(data: dict[str, Any], params: dict[str, Any]) -> np.ndarray:
+    f = _describe_density(data, params)
+    return _unit_mean(f[_zero_run(f):len(f) - _zero_run(f[::-1])])
+
+
+def _shifted_distance(a: np.ndarray, b: np.ndarray) -> float:
+    m = _grid(len(a), len(b))
+    pa, pb = _cell_masses(a, m), _cell_masses(b, m)
+    best = 1.0
+    for x in (pb, pb[::-1]):
+        # a and x may each slide over their own zero margins: relative shifts in this range
+        low = -(_zero_run(x) + _zero_run(pa[::-1]))
+        high = _zero_run(x[::-1]) + _zero_run(pa)
+        best = min(best, _total_variation(pa, x, range(-high, -low + 1)))
+    return float(100 * best)
+
+
+def _support_distance(a: np.ndarray, b: np.ndarray) -> float:
+    m = _grid(len(a), len(b))
+    pa, pb = _cell_masses(a, m), _cell_masses(b, m)
+    return float(100 * min(np.abs(pa - pb).sum(), np.abs(pa - pb[::-1]).sum()) / 2)
+
+
+OUTCOMES = {
+    "erdos_minimum_overlap": Outcome(_describe_overlap, _overlap_distance, STEPS_SCALE),
+    "first_autocorrelation": Outcome(_describe_density, _shifted_distance, STEPS_SCALE),
+    "second_autocorrelation": Outcome(_describe_support, _support_distance, STEPS_SCALE),
+}
