@@ -47,8 +47,12 @@ def extract_card(code: str, settings: dict[str, Any] | None = None,
                  cache_path: str | None = None) -> MethodCard:
     """Return the card the configured LLM writes of some code (JSON schema: summary, pseudocode).
 
+    The extractor sees the code as the code back ends do: after dead-code removal
+    (`strip_dead_code`), so unused definitions neither reach the card nor crowd out the code that
+    runs.
+
     Args:
-        code: The code; its first 12,000 characters are sent.
+        code: The code; the first 12,000 characters of its live code are sent.
         settings: LLM settings over those of the environment (temperature 0 by default).
         cache_path: The response cache's file; None sends every request.
 
@@ -58,14 +62,16 @@ def extract_card(code: str, settings: dict[str, Any] | None = None,
     from innolab.llm import LLMClient, LLMSettings
     from innolab.llm.cache import ResponseCache
     from innolab.llm.client import json_schema, parse_json_object
+    from innolab.novelty.deadcode import strip_dead_code
 
     client = LLMClient(LLMSettings.from_env(**{"temperature": 0.0, **(settings or {})}),
                        ResponseCache(Path(cache_path)) if cache_path else None)
     schema = json_schema("method_card",
                          {"summary": {"type": "string"}, "pseudocode": {"type": "string"}},
                          ["summary", "pseudocode"])
+    live = strip_dead_code(code)
     completion = client.chat([{"role": "system", "content": CARD_PROMPT},
-                              {"role": "user", "content": code[:12000]}], response_format=schema)
+                              {"role": "user", "content": live[:12000]}], response_format=schema)
     try:
         reply = parse_json_object(completion.text)
         return MethodCard(str(reply["summary"]), str(reply["pseudocode"]))

@@ -15,6 +15,7 @@ import numpy as np
 from innolab.metrics import novelty as novelty_metric
 from innolab.novelty.backends import Scorer
 from innolab.novelty.cards import MethodCard, extract_card
+from innolab.novelty.deadcode import strip_dead_code
 from innolab.novelty.registry import BACKENDS, make_backend
 from innolab.novelty.structure import normalise
 from innolab.tasks.model import Task
@@ -78,17 +79,24 @@ def known_cards(task: Task, settings: dict[str, Any] | None = None,
 
 
 def comparable(text: str, backend_name: str) -> str:
-    """Return code as a code back end compares it.
+    """Return code as a code back end compares it: only the code that runs, like with like.
+
+    Every code back end sees the program after dead-code removal (`strip_dead_code`: definitions
+    nothing executed reaches are dropped, so padding buys no novelty); the known solutions' code
+    goes through the same path wherever it is compared (`novelty_of_code`, `diversity`, the run
+    scorer's known texts, triplet validation).
 
     Args:
         text: The code.
         backend_name: The back end's name.
 
     Returns:
-        The code normalised (names by role, no comments or layout) for tfidf and embedding; as it
-        is for the others (the ast back end normalises itself).
+        The code without dead code, then normalised (names by role, no comments or layout) for
+        tfidf and embedding; the ast back end normalises itself. Text that is not Python comes
+        back as the normaliser leaves it.
     """
-    return normalise(text) if backend_name in ("tfidf", "embedding") else text
+    live = strip_dead_code(text)
+    return normalise(live) if backend_name in ("tfidf", "embedding") else live
 
 
 @dataclass(frozen=True)
