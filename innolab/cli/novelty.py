@@ -52,6 +52,14 @@ def register(commands: Commands) -> None:
     )
     card_cmd.add_argument("file", metavar="FILE")
     card_cmd.set_defaults(handler=card)
+    out = sub.add_parser(
+        "outcome", help="outcome distance 0-100 of two submissions of a task, up to its "
+        "symmetries (the family's scale to stderr, the distance last)"
+    )
+    out.add_argument("task", metavar="TASK")
+    out.add_argument("file_a", metavar="A")
+    out.add_argument("file_b", metavar="B")
+    out.set_defaults(handler=outcome)
 
 
 def distance(args: argparse.Namespace) -> int:
@@ -109,4 +117,22 @@ def card(args: argparse.Namespace) -> int:
 
     extracted = extract_card(Path(args.file).read_text())
     print(json.dumps({"summary": extracted.summary, "pseudocode": extracted.pseudocode}, indent=2))
+    return 0
+
+
+def outcome(args: argparse.Namespace) -> int:
+    """The outcome distance of two submission files (the family's scale to stderr, it last)."""
+    import sys
+
+    from innolab.novelty.outcome import OutcomeError, family_outcome, outcome_distance
+    from innolab.tasks.model import TaskError
+
+    try:
+        value = outcome_distance(args.task, Path(args.file_a), Path(args.file_b))
+        found = family_outcome(args.task)
+    except (OutcomeError, TaskError) as error:
+        return fail("novelty outcome", error)
+    if found is not None:
+        print(f"{found.scale}; tie threshold {found.tie:g}", file=sys.stderr)
+    print(f"{value:.2f}")
     return 0
