@@ -9,6 +9,7 @@ program of the source text.
 from __future__ import annotations
 
 import json
+import posixpath
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,7 +27,9 @@ class Program:
     """The smallest program innolab can show produced a submission.
 
     `files` maps workspace-relative paths to their source (the entry among them); `entry` is the
-    file run (`python ENTRY ARGS...` in `cwd`, a workspace-relative folder).
+    workspace-relative path of the file run, `args` its arguments and `cwd` the workspace-relative
+    folder it is run from: `command()` is the argv, run in `cwd` after `files` are written into the
+    workspace.
     """
 
     files: dict[str, str]
@@ -51,6 +54,17 @@ class Program:
                                    "(not absolute, no '..')")
         if not isinstance(self.args, list) or not all(isinstance(a, str) for a in self.args):
             raise ProgramError("program: field 'args' must be a list of strings")
+
+    def command(self, python: str = "python3") -> list[str]:
+        """The argv that runs the program from `cwd` (the entry's path relative to `cwd`).
+
+        Args:
+            python: the interpreter.
+
+        Returns:
+            `[python, ENTRY, *args]`.
+        """
+        return [python, posixpath.relpath(self.entry, self.cwd), *self.args]
 
     def to_dict(self) -> dict[str, Any]:
         """The program as JSON data (what `<name>.program.json` holds)."""
