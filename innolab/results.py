@@ -355,6 +355,9 @@ def build(
             row = (run_row(folder, path, as_of, model) if folder is not None
                    else _missing_row(configuration, model))
             row["error"] = configuration.get("error") if not row["complete"] else None
+            # retries (innolab sweep run --retry-failed): the attempt that counts is the last
+            made = configuration.get("attempts", int(folder is not None))
+            row["attempt"] = row["attempts"] = made
             levels = {k: v for k, v in configuration["levels"].items() if k not in row}
             rows.append({**row, **levels})
             if folder is not None:
