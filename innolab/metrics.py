@@ -14,7 +14,7 @@ Conventions:
 * **Failed runs.** An invalid submission (C = 0) is scored pessimistically, ``ratio = −1`` and
   ``N = 0`` (App. E.2; `impute`). For maximisation with V* > 0 this is exactly what ``V = 0``
   gives; for minimisation (where V = 0 would look perfect) innolab applies the same −1 explicitly,
-  so that ``G = −|V*|``.
+  so that ``G = −|V*|``. A valid submission whose N was not computed has N NaN, never 0.
 * **Novelty.** ``N = C · min_h D(s, h)`` over the known solutions, with D on the 0–100 scale of
   D_AGENT. With no known solution (an exploratory task) the paper's completeness convention gives
   ``N = +inf``.
@@ -253,22 +253,24 @@ def best_index(values: Sequence[float | None] | np.ndarray, direction: Direction
 def impute(valid: bool, ratio: float | None, novelty: float | None) -> tuple[float, float]:
     """Return one configuration's ratio and novelty under the paper's pessimistic imputation.
 
-    App. E.2: a configuration without a valid submission counts as ratio −1 and N 0.
+    App. E.2: a configuration without a valid submission counts as ratio −1 and N 0. A valid
+    configuration whose N was not computed (no back end, a failed judge, no code) has N NaN:
+    not computed is not "not novel".
 
     Args:
         valid: Whether the configuration has a valid submission.
         ratio: Its ratio G/|V*|, or None when not measured.
-        novelty: Its novelty N, or None when not measured.
+        novelty: Its novelty N, or None when not computed.
 
     Returns:
         (ratio, novelty): `FAILED_RATIO` (−1) and `FAILED_NOVELTY` (0) for an invalid
-        configuration, and in place of a value that is None on a valid one; the given values
-        otherwise.
+        configuration; for a valid one, `FAILED_RATIO` in place of a ratio that is None and NaN in
+        place of a novelty that is None; the given values otherwise.
     """
     if not valid:
         return FAILED_RATIO, FAILED_NOVELTY
     return (FAILED_RATIO if ratio is None else float(ratio),
-            FAILED_NOVELTY if novelty is None else float(novelty))
+            math.nan if novelty is None else float(novelty))
 
 
 def impute_failed(

@@ -4,7 +4,15 @@ Each table is declared once as a list of `Column`s, each naming its column and w
 comes from. A sweep folder holds `runs/<config id>/` and a manifest of its configurations
 (`sweep.json`); a plain folder of single runs (results/runs/) is read the same way. Failed or
 unfinished runs get the paper's pessimistic imputation (`metrics.impute`: `valid` false, `ratio`
--1, `novelty` 0) with the raw values kept in `ratio_raw` and `novelty_raw`.
+-1, `novelty` 0) with the raw values kept in `ratio_raw` and `novelty_raw`; a valid run whose N was
+not computed has `novelty` NaN, never 0, and its `novelty_status` says why.
+
+Novelty has two axes: `novelty` (the method, N) and `novelty_out` (the outcome against the known
+solutions' outputs, with `novelty_out_nearest`; `rederived_known` names a known solution whose
+output the submission re-derives). `novelty_status` (innolab.scoring.NOVELTY_STATUSES) says how N
+came about and `source_status` / `source_seconds` whether the stored program reproduced the
+submission in a fresh sandbox. Scores recorded before these were have NaN / None in them and a
+`novelty_status` read from their N and note (innolab.scoring.novelty_status).
 
 Every table reads its runs as of a date (`as_of`, innolab.scoring.AsOf): None reads each score as
 recorded; "run" (the day each run started), "today" or an ISO date re-read `v_star`,
@@ -30,7 +38,7 @@ from innolab import runspec
 from innolab.gym.policy import RunConfig
 from innolab.metrics import impute
 from innolab.rundir import RunDir, write_atomic
-from innolab.scoring import AsOf, ScoringError, reread, resolve_as_of
+from innolab.scoring import AsOf, ScoringError, novelty_status, reread, resolve_as_of
 from innolab.tasks.model import TaskError
 from innolab.tasks.registry import get_task, scheme_of
 from innolab.traces import Submission, Trace, TraceError
@@ -177,6 +185,12 @@ RUN_TABLE_COLUMNS: list[Column] = [
     Column("ratio_raw", lambda r: r.recorded("ratio")),
     Column("novelty_raw", lambda r: r.recorded("novelty")),
     Column("novelty_backend", lambda r: r.recorded("novelty_backend")),
+    Column("novelty_status", lambda r: novelty_status(r.score)),
+    Column("novelty_out", lambda r: _number(r.recorded("novelty_out"))),
+    Column("novelty_out_nearest", lambda r: r.recorded("novelty_out_nearest")),
+    Column("rederived_known", lambda r: r.recorded("rederived_known")),
+    Column("source_status", lambda r: r.recorded("source_status")),
+    Column("source_seconds", lambda r: _number(r.recorded("source_seconds"))),
     Column("steps", lambda r: r.trace.used_steps),
     Column("tool_calls", lambda r: len(r.trace.tool_calls)),
     Column("llm_calls", lambda r: len(r.trace.llm_calls)),
@@ -202,6 +216,7 @@ class Candidate:
     event: Submission
     hidden: dict[str, Any] | None  # the score's record of this candidate (None: not improving)
     v_star: float | None = None  # the V* the run's score was read against
+    backend: str | None = None  # the run's novelty back end
 
 
 TRAJECTORY_TABLE_COLUMNS: list[Column] = [
@@ -213,10 +228,19 @@ TRAJECTORY_TABLE_COLUMNS: list[Column] = [
     Column("dev_score", lambda c: c.event.dev_score),
     Column("improving", lambda c: c.hidden is not None),
     *(Column(name, lambda c, name=name: (c.hidden or {}).get(name))
-      for name in ("valid", "score", "gain", "ratio", "novelty", "novelty_vs_prior")),
+      for name in ("valid", "score", "gain", "ratio")),
+    Column("novelty", lambda c: _number((c.hidden or {}).get("novelty"))),
+    Column("novelty_vs_prior", lambda c: (c.hidden or {}).get("novelty_vs_prior")),
     Column("v_star", lambda c: c.v_star if c.hidden is not None else None),
     Column("beats_v_star", lambda c: (c.hidden or {}).get("beats_v_star")),
     Column("headroom_closed", lambda c: _number((c.hidden or {}).get("headroom_closed"))),
+    Column("novelty_out", lambda c: _number((c.hidden or {}).get("novelty_out"))),
+    Column("novelty_out_nearest", lambda c: (c.hidden or {}).get("novelty_out_nearest")),
+    Column("novelty_backend", lambda c: c.backend if c.hidden is not None else None),
+    Column("novelty_status", lambda c: novelty_status(c.hidden)),
+    Column("source_status", lambda c: (c.hidden or {}).get("source_status")),
+    Column("source_seconds", lambda c: _number((c.hidden or {}).get("source_seconds"))),
+    Column("rederived_known", lambda c: (c.hidden or {}).get("rederived_known")),
 ]
 TRAJECTORY_COLUMNS = [c.name for c in TRAJECTORY_TABLE_COLUMNS]
 
@@ -313,7 +337,9 @@ def trajectory_rows(run_dir: Path, as_of: AsOf = None) -> list[dict[str, Any]]:
         return []
     score = read_as_of(folder, config.task, trace, as_of) or {}
     scored = {c["file"]: c for c in score.get("candidates", [])}
-    candidates = [Candidate(identifier, trace, event, scored.get(event.file), score.get("v_star"))
+    candidates = [Candidate(identifier, trace, event, scored.get(event.file), score.get("v_star"),
+                            scored.get(event.file, {}).get("novelty_backend",
+                                                          score.get("novelty_backend")))
                   for event in trace.submissions]
     return [{column.name: column.extract(c) for column in TRAJECTORY_TABLE_COLUMNS}
             for c in candidates]

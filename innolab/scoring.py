@@ -32,6 +32,7 @@ from typing import Any
 import pandas as pd
 
 from innolab.gym.policy import RunConfig
+from innolab.gym.reproduce import SameOutcome, SourceCheck, check_source
 from innolab.llm.errors import LLMError
 from innolab.metrics import score_solution
 from innolab.novelty.backends import NoveltyError, Scorer
@@ -46,7 +47,7 @@ from innolab.novelty.scoring import (
     novelty_against,
 )
 from innolab.rundir import RunDir, RunDirError
-from innolab.tasks.evaluation import evaluate
+from innolab.tasks.evaluation import Evaluation, evaluate
 from innolab.tasks.frontier import FrontierError, as_date, utc_today
 from innolab.tasks.model import Task, TaskError
 from innolab.tasks.registry import get_task, scheme_of
@@ -62,13 +63,28 @@ AS_OF_CHOICES = "DATE (YYYY-MM-DD), run (the day the run started) or today"
 # What a reading against V* as of a date sets, in the run's score and in each candidate.
 READ_AS_OF = ("v_star", "v_star_as_of", "gain", "ratio", "beats_v_star", "headroom_closed")
 CANDIDATE_AS_OF = ("gain", "ratio", "beats_v_star", "headroom_closed")  # V* is the run's
+# How N of a submission came about: computed ("ok"; an invalid one's 0 by the paper's rule
+# included), not asked for or not possible ("not_computed"), its back end failed
+# ("judge_failed"), no code was recorded ("no_code"), or computed on a program that does not
+# reproduce the submission ("not_reproducing": the value is kept, with this status).
+NOVELTY_STATUSES = ("ok", "not_computed", "judge_failed", "no_code", "not_reproducing")
+# What each assessed submission records of its program's re-run and of its outcome novelty.
+SOURCE_FIELDS = ("source_status", "source_seconds", "source_detail", "source_time_limit_s")
+OUTCOME_FIELDS = ("novelty_out", "novelty_out_nearest", "novelty_out_note", "rederived_known")
 
 
 def score_run(run_dir: str | Path, novelty_backend: str | None = "default",
-              settings: dict[str, Any] | None = None, table: Path | None = None) -> dict[str, Any]:
+              settings: dict[str, Any] | None = None, table: Path | None = None,
+              source_time_limit_s: float | None = None) -> dict[str, Any]:
     """V, G, ratio and (with a back end) N of a finished run and of every improving candidate.
 
-    Written once.
+    Written once. Each assessed submission (the final one and every improving candidate) also
+    records whether its stored program reproduces it (`source_status`, `source_seconds`,
+    `source_detail`, `source_time_limit_s`: innolab.gym.reproduce, the hidden evaluator deciding
+    on the host where the bytes differ), its outcome novelty (`novelty_out`,
+    `novelty_out_nearest`, `novelty_out_note`; `rederived_known`: the known solution whose output
+    it re-derives) and how its N came about (`novelty_status`, one of NOVELTY_STATUSES). N not
+    computed is None, never 0 (an invalid submission's N is the paper's 0).
 
     Args:
         run_dir: the run folder.
@@ -77,6 +93,8 @@ def score_run(run_dir: str | Path, novelty_backend: str | None = "default",
             as None with the reason).
         settings: the LLM settings of the llm back end (default: the run's own model settings).
         table: the CSV the score's row is appended to (default: the run folder's scores table).
+        source_time_limit_s: the time limit of each program's re-run (None: the run's exec time
+            limit, innolab.gym.reproduce.exec_time_limit).
 
     Returns:
         The score's row (with `already_scored` true when the run was scored before: then nothing
@@ -104,13 +122,15 @@ def score_run(run_dir: str | Path, novelty_backend: str | None = "default",
     task = get_task(config["task"])
     today = utc_today()
     backend = default_backend() if novelty_backend == "default" else novelty_backend
-    assess = _Assessor(folder, task, _Novelty(folder, config, task, backend, settings))
+    assess = _Assessor(folder, task, _Novelty(folder, config, task, backend, settings),
+                       source_time_limit_s)
     candidates = _candidates(trace, task, assess, today)
     final = finished.final_submission
     if final:
         verdict, measured = assess(final, trace.source_of(final))
     else:
-        verdict, measured = None, assess.measure(None, False)
+        verdict, measured = None, {**assess.measure(None, False),
+                                   **dict.fromkeys((*SOURCE_FIELDS, *OUTCOME_FIELDS))}
     measured = dict(measured)
     card = measured.pop("card", None)
     valid = bool(verdict and verdict.valid)
@@ -321,13 +341,16 @@ def read_score(run_dir: str | Path, as_of: AsOf = None) -> dict[str, Any]:
 
 
 class _Assessor:
-    """Hidden-evaluator verdict and N of one submission file.
+    """Hidden-evaluator verdict, N, outcome novelty and the program's re-run of one submission.
 
-    Each computed once (the final submission is usually also the last improving candidate).
+    Each computed once per file within a scoring (the final submission is usually also the last
+    improving candidate).
     """
 
-    def __init__(self, folder: RunDir, task, measure: _Novelty) -> None:
+    def __init__(self, folder: RunDir, task, measure: _Novelty,
+                 time_limit_s: float | None = None) -> None:
         self.folder, self.task, self.measure = folder, task, measure
+        self.time_limit_s = time_limit_s
         self._done: dict[str, tuple[Any, dict[str, Any]]] = {}
 
     def __call__(self, file: str, source_file: str | None) -> tuple[Any, dict[str, Any]]:
@@ -335,8 +358,89 @@ class _Assessor:
             verdict = evaluate(self.task, self.folder.resolve(file))
             path = self.folder.resolve(source_file) if source_file else None
             source = path.read_text(encoding="utf-8") if path and path.is_file() else ""
-            self._done[file] = (verdict, self.measure(source, verdict.valid, file))
+            measured = self.measure(source, verdict.valid, file)
+            check = check_source(self.folder.root, file, source_file, self.time_limit_s,
+                                 same_outcome=self.same_outcome(verdict))
+            if measured["novelty_status"] == "ok" and verdict.valid and \
+                    check.status != "reproduces":
+                measured["novelty_status"] = "not_reproducing"
+            measured.update(source_fields(check), **self.outcome(file, verdict.valid))
+            self._done[file] = (verdict, measured)
         return self._done[file]
+
+    def same_outcome(self, verdict: Evaluation) -> SameOutcome:
+        """Whether a reproduced file scores as the recorded one did (the hidden evaluator, here).
+
+        Identical means the same validity and score (and, both invalid, the same errors).
+        """
+        def compare(recorded: Path, reproduced: Path) -> tuple[bool, str]:
+            again = evaluate(self.task, reproduced)
+            same = again.valid == verdict.valid and again.score == verdict.score and \
+                (verdict.valid or again.errors == verdict.errors)
+            return same, f"recorded {_verdict(verdict)}, reproduced {_verdict(again)}"
+        return compare
+
+    def outcome(self, file: str, valid: bool) -> dict[str, Any]:
+        """Outcome novelty of a submission (innolab.novelty.outcome); None with a note if not."""
+        try:
+            from innolab.novelty.outcome import outcome_novelty
+        except ImportError as error:
+            return {"novelty_out": None, "novelty_out_nearest": None, "rederived_known": None,
+                    "novelty_out_note": f"not computed: no outcome novelty here ({error})"[:500]}
+        try:
+            result = outcome_novelty(self.task, self.folder.resolve(file), valid)
+        except (ValueError, OSError) as error:
+            return {"novelty_out": None, "novelty_out_nearest": None, "rederived_known": None,
+                    "novelty_out_note": f"not computed: {error}"[:500]}
+        value = float(result.novelty_out)
+        return {"novelty_out": None if math.isnan(value) else value,
+                "novelty_out_nearest": result.nearest, "rederived_known": result.rederived_known,
+                "novelty_out_note": result.note or None}
+
+
+def _verdict(verdict: Evaluation) -> str:
+    return f"score {verdict.score!r}" if verdict.valid else f"invalid ({'; '.join(verdict.errors)})"
+
+
+def source_fields(check: SourceCheck) -> dict[str, Any]:
+    """A source check as the fields a score records (SOURCE_FIELDS).
+
+    Args:
+        check: The check (innolab.gym.reproduce.check_source).
+
+    Returns:
+        source_status, source_seconds, source_detail and source_time_limit_s.
+    """
+    return {"source_status": check.status, "source_seconds": check.seconds,
+            "source_detail": check.detail, "source_time_limit_s": check.time_limit_s}
+
+
+def novelty_status(record: dict[str, Any]) -> str | None:
+    """How a recorded N came about (NOVELTY_STATUSES), also for scores recorded before it was said.
+
+    A record without `novelty_status` (an older score.json or candidate) is read from its N and
+    note: N present is "ok" ("not_reproducing" where its program did not reproduce and it is
+    valid); N absent is "no_code" or "judge_failed" where the note says so, else "not_computed".
+
+    Args:
+        record: A score.json or one of its candidates (None: not scored).
+
+    Returns:
+        The status, or None for no record.
+    """
+    if not record:
+        return None
+    if record.get("novelty_status") is not None:
+        return str(record["novelty_status"])
+    note = str(record.get("novelty_note") or "")
+    if record.get("novelty") is None:
+        if "no code" in note:
+            return "no_code"
+        if "failed" in note:
+            return "judge_failed"
+        return "not_computed"
+    reproduced = record.get("source_status") in (None, "reproduces")
+    return "ok" if reproduced or not record.get("valid") else "not_reproducing"
 
 
 def _candidates(trace: Trace, task, assess: _Assessor,
@@ -357,7 +461,10 @@ def _candidates(trace: Trace, task, assess: _Assessor,
                     "beats_v_star": standing["beats_v_star"],
                     "headroom_closed": standing["headroom_closed"],
                     "novelty": measured["novelty"], "nearest_known": measured["nearest_known"],
-                    "novelty_vs_prior": assess.measure.against_prior(event.file, verdict.valid)})
+                    "novelty_vs_prior": assess.measure.against_prior(event.file, verdict.valid),
+                    "novelty_backend": measured["novelty_backend"],
+                    **{k: measured[k] for k in ("novelty_status", *OUTCOME_FIELDS,
+                                                *SOURCE_FIELDS)}})
     return out
 
 
@@ -379,9 +486,10 @@ class _Novelty:
         self._prior_code = (config.get("prior_solution") or {}).get("code")
         self._texts: dict[str, str] = {}  # the compared text of each assessed submission, by file
 
-    def none(self, why: str) -> dict[str, Any]:
+    def none(self, why: str, status: str = "not_computed") -> dict[str, Any]:
         return {"novelty": None, "novelty_backend": self.backend, "nearest_known": None,
-                "distances": {}, "novelty_note": f"not computed: {why}"[:500]}
+                "distances": {}, "novelty_note": f"not computed: {why}"[:500],
+                "novelty_status": status}
 
     def scorer(self) -> Scorer:
         if self._scorer is None:
@@ -426,9 +534,10 @@ class _Novelty:
             return {**self.none("no back end asked for"), "novelty_backend": None}
         if not valid:
             return {"novelty": 0.0, "novelty_backend": self.backend, "nearest_known": None,
-                    "distances": {}, "novelty_note": "invalid: N = C · min D = 0"}
+                    "distances": {}, "novelty_note": "invalid: N = C · min D = 0",
+                    "novelty_status": "ok"}
         if not (source or "").strip():
-            return self.none("no code was recorded with this submission")
+            return self.none("no code was recorded with this submission", "no_code")
         card = None
         try:
             if compares_cards(self.backend):
@@ -442,6 +551,7 @@ class _Novelty:
             if file is not None:
                 self._texts[file] = text
         except (LLMError, NoveltyError) as error:
-            return self.none(f"the back end failed ({error})")
+            return self.none(f"the back end failed ({error})", "judge_failed")
         return {"novelty": result.novelty, "novelty_backend": self.scorer().backend.name,
-                "nearest_known": result.nearest, "distances": result.distances, "card": card}
+                "nearest_known": result.nearest, "distances": result.distances, "card": card,
+                "novelty_status": "ok"}

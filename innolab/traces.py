@@ -186,6 +186,16 @@ class Score(Event):
     v_star_as_of: str | None = None
     ledger_hash: str | None = None
     headroom_closed: Number | None = None
+    # how N came about, the program's re-run, and outcome novelty (absent in older scores)
+    novelty_status: str | None = None
+    source_status: str | None = None
+    source_seconds: Number | None = None
+    source_detail: str | None = None
+    source_time_limit_s: Number | None = None
+    novelty_out: Number | None = None
+    novelty_out_nearest: str | None = None
+    novelty_out_note: str | None = None
+    rederived_known: str | None = None
 
 
 class RunFinished(Event):

@@ -67,6 +67,13 @@ def test_each_column_is_declared_once_with_its_source():
         "v_star",
         "beats_v_star",
         "headroom_closed",
+        "novelty_out",
+        "novelty_out_nearest",
+        "novelty_backend",
+        "novelty_status",
+        "source_status",
+        "source_seconds",
+        "rederived_known",
     ]
     frontier = ["score", "v_star", "v_star_as_of", "gain", "ratio", "beats_v_star"]
     at = results.RUN_COLUMNS.index("score")
@@ -83,3 +90,14 @@ def test_a_run_without_a_trace_or_a_folder_is_imputed_by_the_metrics_rule():
     missing = sweep.set_index("config_id").loc["missing1"]
     assert (missing["ratio"], missing["novelty"]) == (metrics.FAILED_RATIO, metrics.FAILED_NOVELTY)
     assert missing["error"] == "boom" and missing["extra_factor"] == "b" and missing["seed"] == 3
+
+
+def test_scores_recorded_before_the_two_axes_read_nan_and_an_inferred_status():
+    runs, trajectory = results.build(DATA / "runs")
+    novelty = ["novelty", "novelty_out", "novelty_out_nearest", "novelty_backend",
+               "novelty_status", "source_status", "source_seconds", "rederived_known"]
+    assert set(novelty) <= set(runs.columns) and set(novelty) <= set(trajectory.columns)
+    scored = runs[runs["complete"]]
+    assert (scored["novelty_status"] == "ok").all() and scored["novelty_out"].isna().all()
+    assert scored["source_status"].isna().all() and scored["rederived_known"].isna().all()
+    assert pd.isna(runs.set_index("run_dir").loc["unstarted", "novelty_status"])

@@ -1,0 +1,229 @@
+"""Whether a submission's stored program reproduces it, re-run alone in a fresh sandbox of its task.
+
+`check_source` opens a new sandbox of the run's task (its visible files only) with the run's
+runtime and image, writes the program's files (innolab.gym.provenance) into the workspace, runs
+`python3 ENTRY ARGS...` in the program's folder, without network, under a stated time limit (by
+default the run's longest code-tool time limit), and takes the file at the path the agent
+submitted. Identical bytes reproduce; otherwise the caller's `same_outcome` (the hidden evaluator,
+on the host: innolab.scoring passes it, the gym never imports it) decides; else the program differs.
+
+Network: a docker sandbox has none; the local runtime runs the program in a network namespace of
+its own (`unshare -rn`: loopback only) where the machine allows it, and says so in the detail where
+it does not.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import shlex
+import tempfile
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from innolab.gym.factory import open_sandbox
+from innolab.gym.policy import RunConfig
+from innolab.gym.provenance import Program, ProgramError, load_program
+from innolab.gym.sandbox import Sandbox, SandboxError
+from innolab.gym.tools import DEFAULT_TIMEOUTS
+from innolab.rundir import FINAL_SUBMISSION, SUBMISSION_DIR, RunDir, RunDirError
+from innolab.tasks.model import TaskError
+from innolab.tasks.registry import get_task
+from innolab.traces import Submission, ToolCallEvent, ToolResultEvent, Trace, TraceError, Validation
+
+SourceStatus = Literal["reproduces", "differs", "timeout", "error"]
+SOURCE_STATUSES: tuple[SourceStatus, ...] = ("reproduces", "differs", "timeout", "error")
+CODE_TOOLS = ("bash", "python", "python_session")  # the tools whose time limit bounds a re-run
+ISOLATE_NETWORK = ["unshare", "-rn"]  # a new user and network namespace: loopback only
+DETAIL_CHARS = 500
+
+# (recorded submission, reproduced file) -> (whether the hidden evaluator scores them alike, note)
+SameOutcome = Callable[[Path, Path], tuple[bool, str]]
+
+
+@dataclass(frozen=True)
+class SourceCheck:
+    """The outcome of re-running a submission's program in a fresh sandbox.
+
+    Attributes:
+        status: "reproduces" (the same file, or one the hidden evaluator scores identically),
+            "differs", "timeout" (killed at the time limit) or "error" (no program, a sandbox
+            that cannot start, a crash without the file...).
+        seconds: The program's wall time in the sandbox (0.0 where it did not run).
+        detail: What was run and what came of it.
+        time_limit_s: The time limit the program ran under (None where it did not run).
+    """
+
+    status: SourceStatus
+    seconds: float
+    detail: str
+    time_limit_s: float | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        """The check as plain data."""
+        return asdict(self)
+
+
+def exec_time_limit(config: RunConfig) -> float:
+    """The run's exec time limit: the longest time limit of its code tools.
+
+    Args:
+        config: The run's configuration (its `tool_timeouts` over the tools' defaults).
+
+    Returns:
+        Seconds.
+    """
+    limits = {**DEFAULT_TIMEOUTS, **config.tool_timeouts}
+    return float(max(limits[name] for name in CODE_TOOLS))
+
+
+def submitted_path(trace: Trace, submission_file: str) -> str | None:
+    """The workspace path the agent submitted a recorded submission from.
+
+    The submit call of the submission's step whose file was recorded (its result says so); where
+    a step recorded several, the one whose pristine verdict matches the submission's, else the
+    one in the submission's place among them.
+
+    Args:
+        trace: The run's trace.
+        submission_file: The submission's run-relative file (the final submission's copy,
+            submission/submission.json, stands for the file the run named final).
+
+    Returns:
+        The workspace-relative path, or None where the trace does not say.
+    """
+    finished = trace.finished
+    if finished is not None and finished.final_submission and \
+            submission_file == f"{SUBMISSION_DIR}/{FINAL_SUBMISSION}":
+        submission_file = finished.final_submission
+    events = trace.submissions
+    event = next((e for e in events if e.file == submission_file), None)
+    if event is None:
+        return None
+    recorded = {e.call_id for e in trace.of(ToolResultEvent)
+                if e.step == event.step and e.tool == "submit"
+                and e.output.startswith("recorded a copy")}
+    calls = [c for c in trace.of(ToolCallEvent)
+             if c.step == event.step and c.tool == "submit" and c.call_id in recorded]
+    if not calls:
+        return None
+    verdicts = {v.call_id: v for v in trace.of(Validation) if v.step == event.step}
+    matching = [c for c in calls if _agrees(verdicts.get(c.call_id), event)]
+    if len({str(c.arguments.get("path")) for c in matching}) == 1:
+        return str(matching[0].arguments.get("path"))
+    same_step = [e for e in events if e.step == event.step]
+    place = same_step.index(event)
+    return str(calls[min(place, len(calls) - 1)].arguments.get("path"))
+
+
+def _agrees(verdict: Validation | None, event: Submission) -> bool:
+    return verdict is not None and verdict.valid == event.dev_valid and \
+        verdict.score == event.dev_score
+
+
+def check_source(run_dir: Path, submission_file: str, source_file: str | None,
+                 time_limit_s: float | None = None, *,
+                 same_outcome: SameOutcome | None = None) -> SourceCheck:
+    """Re-run a submission's stored program alone in a fresh sandbox and compare what it writes.
+
+    Args:
+        run_dir: The run folder.
+        submission_file: The submission's run-relative file (as the trace records it).
+        source_file: Its stored source text's run-relative file (its program beside it), or None.
+        time_limit_s: The program's time limit (None: the run's exec time limit,
+            `exec_time_limit`).
+        same_outcome: Whether the hidden evaluator scores the recorded file and the reproduced one
+            identically (run on the host); None: only identical bytes reproduce.
+
+    Returns:
+        The check; never raises for what the program or the sandbox does (status "error").
+
+    Raises:
+        ValueError: A time limit that is not a positive number.
+    """
+    if time_limit_s is not None and not time_limit_s > 0:
+        raise ValueError(f"time_limit_s must be a positive number of seconds, got {time_limit_s!r}")
+    folder = RunDir(Path(run_dir))
+    try:
+        config = RunConfig.from_dict(folder.read_config())
+        trace = Trace.read(folder.root)
+    except (RunDirError, TraceError, TypeError, ValueError) as error:
+        return SourceCheck("error", 0.0, f"the run cannot be read: {error}"[:DETAIL_CHARS])
+    limit = float(time_limit_s or exec_time_limit(config))
+    if not source_file:
+        return SourceCheck("error", 0.0, "no program was recorded with this submission")
+    try:
+        program = load_program(folder.root, source_file)
+    except (ProgramError, OSError) as error:
+        return SourceCheck("error", 0.0, f"the program cannot be read: {error}"[:DETAIL_CHARS])
+    if not any(text.strip() for text in program.files.values()):
+        return SourceCheck("error", 0.0, "no program was recorded with this submission")
+    target = submitted_path(trace, submission_file)
+    if target is None:
+        return SourceCheck("error", 0.0, f"the trace names no submitted path for {submission_file}")
+    try:
+        recorded = folder.resolve(submission_file)
+        expected = recorded.read_bytes()
+        task = get_task(config.task, config.task_options)
+    except (RunDirError, OSError, TaskError, ValueError) as error:
+        return SourceCheck("error", 0.0, str(error)[:DETAIL_CHARS])
+    try:
+        sandbox = open_sandbox(task, config.runtime, config.image)
+    except (SandboxError, OSError) as error:
+        why = f"no fresh {config.runtime} sandbox: {error}"
+        return SourceCheck("error", 0.0, why[:DETAIL_CHARS])
+    try:
+        return _run_and_compare(sandbox, program, target, limit, expected, recorded, same_outcome)
+    finally:
+        sandbox.close()
+
+
+def _run_and_compare(sandbox: Sandbox, program: Program, target: str, limit: float,
+                     expected: bytes, recorded: Path,
+                     same_outcome: SameOutcome | None) -> SourceCheck:
+    """Write the program, run it under the limit, and compare the file it leaves at `target`."""
+    try:
+        sandbox.write_files({name: text.encode("utf-8") for name, text in program.files.items()})
+    except SandboxError as error:
+        return SourceCheck("error", 0.0, f"the program cannot be written: {error}", limit)
+    argv, line, network = _command(sandbox, program)
+    ran = f"ran `{line}` ({network}, limit {limit:g} s)"
+    result = sandbox.exec(argv, timeout_s=limit)
+    seconds = round(result.duration_s, 3)
+    if result.timed_out:
+        return SourceCheck("timeout", seconds, f"{ran}: killed after {limit:g} s", limit)
+    try:
+        produced = sandbox.read_file(target, max_bytes=max(len(expected) * 4, 50_000_000))
+    except SandboxError as error:
+        tail = (result.stderr or result.stdout).strip()[-300:]
+        return SourceCheck("error", seconds, f"{ran}: exit code {result.returncode}, no "
+                           f"{target} ({error}); {tail}"[:DETAIL_CHARS], limit)
+    exit_note = f", exit code {result.returncode}" if result.returncode else ""
+    if produced == expected:
+        return SourceCheck("reproduces", seconds, f"{ran}: {target} identical{exit_note}", limit)
+    if same_outcome is None:
+        return SourceCheck("differs", seconds, f"{ran}: {target} differs in its bytes "
+                           f"({len(produced)} vs {len(expected)}){exit_note}", limit)
+    with tempfile.TemporaryDirectory(prefix="innolab-reproduced-") as scratch:
+        copy = Path(scratch) / recorded.name
+        copy.write_bytes(produced)
+        same, note = same_outcome(recorded, copy)
+    status: SourceStatus = "reproduces" if same else "differs"
+    return SourceCheck(status, seconds, f"{ran}: {target} differs in its bytes; hidden evaluator: "
+                       f"{note}{exit_note}"[:DETAIL_CHARS], limit)
+
+
+def _command(sandbox: Sandbox, program: Program) -> tuple[list[str], str, str]:
+    """The argument list that runs the program, its command line, and how its network is cut."""
+    cwd = posixpath.normpath(program.cwd or ".")
+    entry = posixpath.relpath(program.entry, cwd) if cwd != "." else program.entry
+    line = shlex.join(["python3", entry, *program.args])
+    line = line if cwd == "." else f"cd {shlex.quote(cwd)} && {line}"
+    argv = ["/bin/bash", "-c", line]
+    if sandbox.runtime == "docker":
+        return argv, line, "no network"
+    probe = sandbox.exec([*ISOLATE_NETWORK, "true"], timeout_s=10)
+    if probe.returncode == 0:
+        return [*ISOLATE_NETWORK, *argv], line, "no network"
+    return argv, line, "network not isolated: unshare is refused here"
