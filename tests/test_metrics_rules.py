@@ -89,7 +89,8 @@ def test_impute_known_answers():
     assert m.impute(False, None, None) == (-1.0, 0.0)
     # a missing value on a valid run, each on its own
     assert m.impute(True, None, 40.0) == (-1.0, 40.0)
-    assert m.impute(True, 0.1, None) == (0.1, 0.0)
+    ratio, novelty = m.impute(True, 0.1, None)  # N not computed on a valid run: NaN, never 0
+    assert ratio == 0.1 and math.isnan(novelty)
     ratio, novelty = m.impute(True, np.float64(0.5), 12)
     assert type(ratio) is float and type(novelty) is float and (ratio, novelty) == (0.5, 12.0)
 
