@@ -39,8 +39,9 @@ class Sandbox(Protocol):
     """Where an agent's commands run; paths are relative to the workspace (absolute ones refused).
 
     Optional abilities have a default here, which a back end that subclasses `Sandbox` inherits and
-    may override: `write_files` (many files in one call; by default one `write_file` each), `client`
-    and `image` (None for a sandbox without a container engine, as the local one).
+    may override: `write_files` (many files in one call; by default one `write_file` each),
+    `read_capture` (what its Python processes ran; by default nothing), `client` and `image` (None
+    for a sandbox without a container engine, as the local one).
 
     Attributes:
         runtime: The back end's name ("local", "docker").
@@ -104,6 +105,19 @@ class Sandbox(Protocol):
         """
         for name, content in files.items():
             self.write_file(name, content)
+
+    def read_capture(self, offset: int = 0) -> bytes:
+        """The capture log of the sandbox's Python processes (innolab.gym.capture) from a byte on.
+
+        By default none: a back end without the capture hook logs nothing.
+
+        Args:
+            offset: The first byte wanted.
+
+        Returns:
+            The log's bytes from `offset` on.
+        """
+        return b""
 
     def snapshot(self) -> bytes:
         """The workspace as a tar archive (what a checkpoint keeps)."""
