@@ -135,7 +135,7 @@ def _zero_run(values: np.ndarray) -> int:
 
 
 def _total_variation(a: np.ndarray, b: np.ndarray, shifts: range) -> float:
-    """Half the least L1 distance of a and b shifted by any of `shifts` cells (zero outside)."""
+    """Half the least L1 distance of b[i] and a[i + u] over u in `shifts` (zero outside a)."""
     reach = max(abs(shifts.start), abs(shifts.stop - 1))
     padded = np.concatenate((np.zeros(reach), a, np.zeros(reach)))
     m = len(b)
@@ -183,10 +183,10 @@ def _shifted_distance(a: np.ndarray, b: np.ndarray) -> float:
     pa, pb = _cell_masses(a, m), _cell_masses(b, m)
     best = 1.0
     for x in (pb, pb[::-1]):
-        # a and x may each slide over their own zero margins: relative shifts in this range
+        # x[i] is compared with pa[i + u]; a and x may each slide over their own zero margins
         low = -(_zero_run(x) + _zero_run(pa[::-1]))
         high = _zero_run(x[::-1]) + _zero_run(pa)
-        best = min(best, _total_variation(pa, x, range(-high, -low + 1)))
+        best = min(best, _total_variation(pa, x, range(low, high + 1)))
     return float(100 * best)
 
 
