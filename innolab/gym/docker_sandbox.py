@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import io
 import json
 import os
@@ -10,6 +11,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from innolab.gym.capture import SITE_FILE, site_source
 from innolab.gym.leftovers import owner_token
 from innolab.gym.sandbox import (
     MAX_FILE_BYTES,
@@ -23,6 +25,9 @@ from innolab.gym.sandbox import (
 
 DEFAULT_IMAGE = os.environ.get("INNOLAB_SANDBOX_IMAGE", "innolab/base:latest")
 WORKSPACE = "/workspace"
+# the capture hook's folder (on the commands' PYTHONPATH) and log, on the container's /tmp
+SITE_DIR = "/tmp/.innolab"
+CAPTURE_LOG = f"{SITE_DIR}/capture.jsonl"
 
 
 @dataclass(frozen=True)
@@ -161,12 +166,42 @@ class DockerSandbox(Sandbox):
                 device_requests=device_requests,
                 labels={"innolab": "sandbox", "innolab.owner": owner},
                 init=True,
-                environment={"HOME": "/home/agent", "PYTHONDONTWRITEBYTECODE": "1"},
+                environment={"HOME": "/home/agent", "PYTHONDONTWRITEBYTECODE": "1",
+                             "PYTHONPATH": SITE_DIR},
                 **self.limits.extra,
             )
         except Exception:
             self.volume.remove(force=True)
             raise
+        try:
+            self._install_capture()
+        except Exception:
+            self.close()
+            raise
+
+    def _install_capture(self) -> None:
+        """Put the capture hook (innolab.gym.capture) where the commands' Python starts it.
+
+        Written as the container's root: the sandbox user may append to the log but neither read
+        it nor change the hook.
+
+        Raises:
+            SandboxError: The hook could not be written.
+        """
+        source = base64.b64encode(site_source(WORKSPACE, CAPTURE_LOG).encode()).decode()
+        script = (f'mkdir -m 755 {SITE_DIR} && echo "$0" | base64 -d > {SITE_DIR}/{SITE_FILE} '
+                  f"&& chmod 644 {SITE_DIR}/{SITE_FILE} && : > {CAPTURE_LOG} "
+                  f"&& chmod 622 {CAPTURE_LOG}")
+        result = self.container.exec_run(["/bin/sh", "-c", script, source], user="0:0")
+        if result.exit_code != 0:
+            raise SandboxError(f"the capture hook could not be installed: {result.output!r}")
+
+    def read_capture(self, offset: int = 0) -> bytes:
+        """The capture log from a byte on (see Sandbox.read_capture)."""
+        result = self.container.exec_run(["tail", "-c", f"+{offset + 1}", CAPTURE_LOG],
+                                         user="0:0", demux=True)
+        out = result.output[0] if isinstance(result.output, tuple) else result.output
+        return (out or b"") if result.exit_code == 0 else b""
 
     def exec(self, command: list[str] | str, timeout_s: float = 60.0) -> ExecResult:
         """Run a command in the workspace as the sandbox user (see Sandbox.exec)."""

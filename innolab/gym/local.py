@@ -40,6 +40,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from innolab.gym.capture import SITE_FILE, site_source
 from innolab.gym.leftovers import (
     MARKER_VARIABLE,
     Warden,
@@ -163,6 +164,7 @@ class LocalSandbox(Sandbox):
         self.tmp_dir = str(self.root / "tmp")
         self.workspace.mkdir(parents=True, exist_ok=True)
         os.mkdir(self.tmp_dir, 0o700)
+        self.site_dir, self.capture_log = self._install_capture()
         if self.uid is not None:
             # the user may pass through to its folders, not list or write this one
             self.root.chmod(0o711)
@@ -171,6 +173,34 @@ class LocalSandbox(Sandbox):
         self._warden = Warden(self.uid, self.marker, [self.root])
         self._warden.start()
         self.closed = False
+
+    def _install_capture(self) -> tuple[Path, Path]:
+        """Put the capture hook (innolab.gym.capture) where the commands' Python starts it.
+
+        The hook's folder is innolab's (readable by the commands); its log may be appended to by
+        the sandbox's user but, where that is a user of its own, not read or removed by it.
+
+        Returns:
+            The folder put on the commands' PYTHONPATH and the log.
+        """
+        site = self.root / "site"
+        site.mkdir(mode=0o755)
+        log = self.root / "capture.jsonl"
+        log.touch(mode=0o600)
+        log.chmod(0o622 if self.uid is not None else 0o600)
+        (site / SITE_FILE).write_text(site_source(str(self.workspace), str(log)),
+                                      encoding="utf-8")
+        (site / SITE_FILE).chmod(0o644)
+        return site, log
+
+    def read_capture(self, offset: int = 0) -> bytes:
+        """The capture log from a byte on (see Sandbox.read_capture)."""
+        try:
+            with open(self.capture_log, "rb") as log:
+                log.seek(offset)
+                return log.read()
+        except OSError:
+            return b""
 
     def _give(self, folder: Path) -> None:
         """Hand a folder's tree to the sandbox's user (links themselves, never their targets)."""
@@ -191,6 +221,7 @@ class LocalSandbox(Sandbox):
             "TMPDIR": self.tmp_dir,
             "LANG": "C.UTF-8",
             "PYTHONDONTWRITEBYTECODE": "1",
+            "PYTHONPATH": str(self.site_dir),
             "USER": "agent",
             "LOGNAME": "agent",
             MARKER_VARIABLE: self.marker,

@@ -3,17 +3,24 @@
 A `Program` is plain data. Beside each stored source text of a submission (`<name>.py`, the text
 novelty reads, `Program.text()`) a run writes `<name>.program.json` (`Program.to_dict()`);
 `load_program` reads it back, or, for runs written before programs were stored, makes a one-file
-program of the source text.
+program of the source text. `build_program` finds a submission's program from what the sandbox's
+Python processes ran (innolab.gym.capture): AIDE's node program, the def-use slice of CodeAct's
+interpreter actions (innolab.gym.cellslice), or the script MLAB ran with the modules it imported.
 """
 
 from __future__ import annotations
 
+import ast
 import json
 import posixpath
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from innolab.gym.capture import Capture, Process, cell_digest
+from innolab.gym.cellslice import analyse, slice_cells
+from innolab.gym.runstate import CodeAction, program_text
 
 PROGRAM_SUFFIX = ".program.json"
 
@@ -150,3 +157,195 @@ def load_program(run_dir: Path, source_file: str) -> Program:
         except (ProgramError, json.JSONDecodeError, TypeError, ValueError) as error:
             raise ProgramError(f"{stored.name}: {error}") from None
     return Program(files={source.name: source.read_text(encoding="utf-8")}, entry=source.name)
+
+
+# ------------------------------------------------------------------------ building a program
+
+SESSION_ENTRY = "session_cells.py"
+SCAFFOLD_ENTRY = "program.py"
+COMMAND_ENTRY = "command.py"
+CODE_LOG_ENTRY = "code_log.py"
+
+
+def build_program(path: str, capture: Capture, code_log: Sequence[CodeAction],
+                  source: str | None = None,
+                  read: Callable[[str], str | None] | None = None) -> Program | None:
+    """The smallest program the capture shows wrote a submitted file.
+
+    The process that last wrote the file decides: a process of the persistent interpreter (or one
+    it started) gives the def-use slice of its actions, back from the action that wrote the file
+    (`session_program`); any other gives the script (or module, or `python -c` code) of the
+    outermost Python process above it, with every workspace file that process and those below it
+    ran (`process_program`). Where no logged process wrote the file (a shell command or a file
+    tool did), the last workspace program run stands in. A scaffold that knows the program
+    (`source`, AIDE's node) gives the entry's text itself.
+
+    Args:
+        path: the submitted file, workspace-relative.
+        capture: the sandbox's capture so far.
+        code_log: the run's code actions so far.
+        source: the program as the scaffold knows it, if it does.
+        read: reads a workspace file's current text (None when it cannot), for a file the log
+            holds no text of.
+
+    Returns:
+        The program, or None when nothing ran that could have written the file.
+    """
+    path = posixpath.normpath(path)
+    cells = [e for e in code_log if e.kind == "session"]
+    writer = capture.writer(path)
+    if writer is not None and (writer.session or writer.cell is not None):
+        cell = writer.cell if not writer.session else _cell_of_write(capture, writer, path)
+        return session_program(cells, capture, path, cell)
+    if writer is not None:
+        return process_program(capture, capture.root(writer), source, read)
+    if source is not None:
+        return Program({SCAFFOLD_ENTRY: source}, SCAFFOLD_ENTRY)
+    if cells and any(path in analyse(e.code).writes | analyse(e.code).appends for e in cells):
+        return session_program(cells, capture, path, None)
+    last = capture.last_run()
+    if last is not None:
+        return process_program(capture, last, None, read)
+    return session_program(cells, capture, path, None) if cells else None
+
+
+def _cell_of_write(capture: Capture, process: Process, path: str) -> int | None:
+    """The persistent interpreter's action during which it last wrote a file."""
+    seq = process.activity.writes.get(path, process.activity.appends.get(path))
+    runs = [i for i, c in enumerate(capture.cells) if c.process == process.key
+            and seq is not None and c.seq < seq]
+    return runs[-1] if runs else None
+
+
+def process_program(capture: Capture, root: Process, source: str | None = None,
+                    read: Callable[[str], str | None] | None = None) -> Program | None:
+    """The program a process ran: its entry, and every workspace file it and those below ran.
+
+    Args:
+        capture: the sandbox's capture.
+        root: the process (the outermost Python process of a command).
+        source: the entry's text as the scaffold knows it (replacing a `python -c` command's).
+        read: reads a workspace file's current text, for a file the log holds no text of.
+
+    Returns:
+        The program; None when the process ran nothing a program can name (an entry outside the
+        workspace, or a text that cannot be had).
+    """
+    run = root.run or {}
+    cwd = root.cwd if not posixpath.isabs(root.cwd) and not root.cwd.startswith("..") else "."
+    files: dict[str, str] = {}
+    for process in capture.subtree(root):
+        for name, text in process.activity.code.items():
+            text = text if text is not None else (read(name) if read else None)
+            if text is not None:
+                files[name] = text
+    args = root.argv[1:]
+    how = run.get("how")
+    if source is not None or how == "command":
+        entry = posixpath.normpath(posixpath.join(cwd, SCAFFOLD_ENTRY if source is not None
+                                                  else COMMAND_ENTRY))
+        text = source if source is not None else str(run.get("code", ""))
+    elif how == "module":
+        module = str(run.get("module", ""))
+        entry = posixpath.normpath(posixpath.join(cwd, f"run_{module.replace('.', '_')}.py"))
+        text = (f"import runpy\n\nrunpy.run_module({module!r}, run_name='__main__', "
+                "alter_sys=True)\n")
+    elif how == "file" and isinstance(run.get("path"), str) and not posixpath.isabs(run["path"]):
+        entry = run["path"]
+        text = files.get(entry) or (read(entry) if read else None)
+        if text is None:
+            return None
+    else:
+        return None
+    files.pop(entry, None)
+    return Program({**files, entry: text}, entry, args, cwd)
+
+
+def session_program(cells: Sequence[CodeAction], capture: Capture, path: str,
+                    writing_cell: int | None) -> Program:
+    """The persistent interpreter's actions a file depends on, as one program.
+
+    A def-use slice (innolab.gym.cellslice) back from the action that wrote the file: the one the
+    capture saw write it, else the last one whose code writes it by name, else the last one.
+    Files are matched to actions by the capture (what each action ran, wrote and read) and by
+    literal paths in the code. The kept actions run in order as `session_cells.py`; one that
+    failed in the session runs inside `try`/`except Exception`, as the session went on past it.
+    The workspace files the kept actions ran (modules they imported, scripts they executed) come
+    with it.
+
+    Args:
+        cells: the interpreter's actions (code log entries of kind `session`), in order.
+        capture: the sandbox's capture.
+        path: the file, workspace-relative.
+        writing_cell: the index, among `capture.cells`, of the action the capture saw write it.
+
+    Returns:
+        The program.
+    """
+    runs = _match_cells(cells, capture)
+    analysed = []
+    for entry, run in zip(cells, runs, strict=True):
+        cell = analyse(entry.code)
+        if run is not None and cell.parsed:
+            activity = capture.cells[run].activity
+            cell.writes |= set(activity.writes)
+            cell.appends |= set(activity.appends)
+            cell.reads |= activity.reads
+        analysed.append(cell)
+    target = next((i for i, r in enumerate(runs) if r is not None and r == writing_cell), None)
+    if target is None:
+        named = [i for i, c in enumerate(analysed) if path in c.writes | c.appends]
+        target = named[-1] if named else len(cells) - 1
+    kept = slice_cells(analysed, target)
+    files: dict[str, str] = {}
+    for index in kept:
+        if runs[index] is not None:
+            code = capture.cells[runs[index]].activity.code
+            files.update({k: v for k, v in code.items() if v is not None})
+    parts = [f"# cell {i} (step {cells[i].step})\n{_guarded(cells[i])}" for i in kept]
+    files.pop(SESSION_ENTRY, None)
+    return Program({**files, SESSION_ENTRY: "\n\n".join(parts) + "\n"}, SESSION_ENTRY)
+
+
+def _match_cells(cells: Sequence[CodeAction], capture: Capture) -> list[int | None]:
+    """The capture's action (its index) each code log action ran as, matched in order by digest.
+
+    A resumed run's interpreter replays the earlier actions first, so the order holds.
+    """
+    matched: list[int | None] = []
+    position = 0
+    for entry in cells:
+        digest = cell_digest(entry.code)
+        found = next((i for i in range(position, len(capture.cells))
+                      if capture.cells[i].sha == digest), None)
+        matched.append(found)
+        if found is not None:
+            position = found + 1
+    return matched
+
+
+def _guarded(entry: CodeAction) -> str:
+    """An action's code; one that failed in the session runs inside try/except, as it went on."""
+    if not entry.failed:
+        return entry.code.rstrip()
+    try:
+        tree = ast.parse(entry.code)
+    except SyntaxError:
+        return "\n".join(f"# {line}" for line in entry.code.splitlines())  # it ran nothing
+    handler = ast.ExceptHandler(type=ast.Name("Exception", ast.Load()), name=None,
+                                body=[ast.Pass()])
+    guarded = ast.Module(body=[ast.Try(body=tree.body or [ast.Pass()], handlers=[handler],
+                                       orelse=[], finalbody=[])], type_ignores=[])
+    return "# this action failed in the session\n" + ast.unparse(ast.fix_missing_locations(guarded))
+
+
+def code_log_program(code_log: Sequence[CodeAction]) -> Program:
+    """The run's code actions as one file: what was stored before programs were captured.
+
+    Args:
+        code_log: the run's code actions.
+
+    Returns:
+        A one-file program of `program_text(code_log)`.
+    """
+    return Program({CODE_LOG_ENTRY: program_text(code_log)}, CODE_LOG_ENTRY)

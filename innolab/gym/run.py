@@ -24,18 +24,29 @@ from innolab.gym.dispatcher import dispatch_sync
 from innolab.gym.factory import open_sandbox, open_validator
 from innolab.gym.leftovers import reap
 from innolab.gym.policy import Observation, Policy, RunConfig
+from innolab.gym.provenance import (
+    CODE_LOG_ENTRY,
+    SCAFFOLD_ENTRY,
+    Program,
+    ProgramError,
+    build_program,
+    program_file,
+    save_program,
+)
 from innolab.gym.runstate import (
     Candidate,
     CheckpointError,
+    CodeAction,
     RunState,
     SubmissionRecord,
     best_submission,
     code_actions,
     program_text,
+    script_actions,
 )
-from innolab.gym.sandbox import Sandbox
+from innolab.gym.sandbox import Sandbox, SandboxError
 from innolab.gym.task import GymTask
-from innolab.gym.tools import Toolbox
+from innolab.gym.tools import Toolbox, ToolCall
 from innolab.llm.client import LLMError
 from innolab.rundir import RunDir, runs_root, write_atomic
 from innolab.tasks.registry import get_task
@@ -321,11 +332,13 @@ def step(run: RunContext, state: RunState) -> str | None:
     for call in action.tool_calls:
         trace.emit(ToolCallEvent(step=state.step, call_id=call.id, tool=call.name,
                                  arguments=call.arguments))
-    state.code_log += code_actions(run.sandbox, action.tool_calls, state.step)
-    state.sources = {c.id: c.source if c.source is not None else program_text(state.code_log)
-                     for c in action.tool_calls if c.name == "submit"}
+    actions = code_actions(action.tool_calls, state.step)
+    state.code_log += actions
+    state.sources = {c.id: c.source for c in action.tool_calls if c.name == "submit"}
+    since = len(state.capture.records)
     state.results = dispatch_sync(run.toolbox, action.tool_calls, run.config.tool_timeouts,
                                   budget.remaining_s())
+    _record_what_ran(run, state, action.tool_calls, actions, since)
     for result in state.results:
         trace.emit(ToolResultEvent(step=state.step, call_id=result.call_id, tool=result.name,
                                    ok=result.ok, output=result.output,
@@ -333,8 +346,12 @@ def step(run: RunContext, state: RunState) -> str | None:
         if result.name in ("validate", "submit") and "verdict" in result.extra:
             trace.emit(Validation(step=state.step, call_id=result.call_id,
                                   **result.extra["verdict"]))
+    submitted = {c.id: str(c.arguments.get("path", "")) for c in action.tool_calls
+                 if c.name == "submit"}
     for candidate in state.pending:
-        record = _save_submission(run.folder, state.step, len(state.submissions), candidate)
+        program = _program(run, state, submitted.get(candidate.call_id or ""), candidate.source)
+        record = _save_submission(run.folder, state.step, len(state.submissions), candidate,
+                                  program)
         state.submissions.append(record)
         trace.emit(Submission(step=state.step, **asdict(record)))
     state.pending.clear()
@@ -346,6 +363,40 @@ def step(run: RunContext, state: RunState) -> str | None:
     return None
 
 
+def _record_what_ran(run: RunContext, state: RunState, calls: list[ToolCall],
+                     actions: list[CodeAction], since: int) -> None:
+    """After a step's calls: read the capture, log the scripts run, mark the failed actions."""
+    state.capture.read(run.sandbox)
+    state.code_log += script_actions(state.capture, since, state.step)
+    ok = {r.call_id: r.ok for r in state.results}
+    code = [c for c in calls if c.name in ("python", "python_session", "bash")]
+    for call, entry in zip(code, actions, strict=True):
+        entry.failed = not ok.get(call.id, True)
+
+
+def _program(run: RunContext, state: RunState, path: str | None,
+             source: str | None) -> Program:
+    """The program behind a submitted file (innolab.gym.provenance); the code log without one."""
+    def read(name: str) -> str | None:
+        try:
+            return run.sandbox.read_file(name).decode("utf-8")
+        except (SandboxError, UnicodeDecodeError):
+            return None
+
+    program = None
+    if path:
+        try:
+            program = build_program(path, state.capture, state.code_log, source, read)
+        except (ProgramError, ValueError, SyntaxError):
+            program = None
+    if program is None and source is not None:
+        program = Program({SCAFFOLD_ENTRY: source}, SCAFFOLD_ENTRY)
+    if program is None:
+        text = program_text(state.code_log)[-MAX_SOURCE_CHARS:]
+        program = Program({CODE_LOG_ENTRY: text}, CODE_LOG_ENTRY)
+    return program
+
+
 def _finished(folder: RunDir) -> RunFinished | None:
     return Trace.read(folder.root).finished if folder.trace.is_file() else None
 
@@ -353,14 +404,14 @@ def _finished(folder: RunDir) -> RunFinished | None:
 MAX_SOURCE_CHARS = 500_000
 
 
-def _save_submission(folder: RunDir, step: int, index: int,
-                     candidate: Candidate) -> SubmissionRecord:
+def _save_submission(folder: RunDir, step: int, index: int, candidate: Candidate,
+                     program: Program) -> SubmissionRecord:
+    """Write a submission, its program's text (`<name>.source.py`) and the program beside it."""
     path = folder.submission(step, index)
     path.parent.mkdir(exist_ok=True)
     path.write_text(candidate.content, encoding="utf-8")
     source = folder.source_of(path)
-    latest = (candidate.source or "")[-MAX_SOURCE_CHARS:]  # the latest code
-    source.write_text(latest, encoding="utf-8")
+    save_program(source, program)
     verdict = candidate.verdict
     return SubmissionRecord(file=folder.relative(path), source=folder.relative(source),
                             dev_valid=bool(verdict.get("valid")), dev_score=verdict.get("score"),
@@ -381,6 +432,9 @@ def _final_submission(folder: RunDir, submissions: list[SubmissionRecord],
     folder.final_submission.write_bytes(folder.resolve(chosen.file).read_bytes())
     if chosen.source:
         folder.final_source.write_bytes(folder.resolve(chosen.source).read_bytes())
+        stored = program_file(folder.resolve(chosen.source))
+        if stored.is_file():
+            program_file(folder.final_source).write_bytes(stored.read_bytes())
     return {"final_submission": chosen.file, "dev_valid": chosen.dev_valid,
             "dev_score": chosen.dev_score}
 

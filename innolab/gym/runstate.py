@@ -8,13 +8,12 @@ checkpoints written before the state was typed. One step's submissions in flight
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
 from innolab.gym.budget import Budget
-from innolab.gym.sandbox import Sandbox, SandboxError
+from innolab.gym.capture import Capture
 from innolab.gym.tools import ToolCall, ToolResult
 from innolab.metrics import best_index
 
@@ -53,18 +52,21 @@ class CodeAction:
     """One code action of the run.
 
     Python code, code for the persistent interpreter (`session`), a bash command, or the content of
-    the workspace script (`file`) a bash command ran.
+    a workspace script (`file`) a command ran, as the capture saw it run (innolab.gym.capture).
+    `failed`: the action's tool call did not succeed.
     """
 
     step: int
     kind: CodeKind
     code: str
     file: str | None = None
+    failed: bool = False
 
     def to_json(self) -> dict[str, Any]:
-        """As checkpointed: `file` only for a script."""
+        """As checkpointed: `file` only for a script, `failed` only when the action failed."""
         where = {"file": self.file} if self.file is not None else {}
-        return {"step": self.step, "kind": self.kind, **where, "code": self.code}
+        failed = {"failed": True} if self.failed else {}
+        return {"step": self.step, "kind": self.kind, **where, "code": self.code, **failed}
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> CodeAction:
@@ -76,19 +78,22 @@ class CodeAction:
         Returns:
             The code action.
         """
-        return cls(step=data["step"], kind=data["kind"], code=data["code"], file=data.get("file"))
+        return cls(step=data["step"], kind=data["kind"], code=data["code"], file=data.get("file"),
+                   failed=bool(data.get("failed", False)))
 
 
 @dataclass
 class Candidate:
     """A submission accepted by the submit tool during a step, recorded at the step's end.
 
-    Its content, the pristine validator's verdict and the code that wrote it.
+    Its content, the pristine validator's verdict, the program that wrote it as the scaffold knows
+    it (`source`, AIDE's node; None for the others) and the submit call's id.
     """
 
     content: str
     verdict: dict[str, Any]
     source: str | None
+    call_id: str | None = None
 
 
 @dataclass
@@ -97,8 +102,10 @@ class RunState:
 
     `policy` and `trace` are the policy's state and the trace's position as of the last checkpoint
     (what a resume restores); `idle` counts consecutive steps without a tool call; `pending` holds
-    the step's accepted submissions until they are recorded, `sources` the code behind each of the
-    step's submit calls.
+    the step's accepted submissions until they are recorded, `sources` the program the scaffold
+    names behind each of the step's submit calls (None where it names none); `capture` what the
+    sandbox's Python processes ran (innolab.gym.capture; a resume starts it anew, with the new
+    sandbox).
     """
 
     budget: Budget
@@ -111,6 +118,7 @@ class RunState:
     idle: int = 0
     pending: list[Candidate] = field(default_factory=list)
     sources: dict[str, str | None] = field(default_factory=dict)
+    capture: Capture = field(default_factory=Capture)
 
     def to_checkpoint(self) -> dict[str, Any]:
         """The state as checkpoint/state.json holds it.
@@ -153,7 +161,7 @@ class RunState:
 
         Keep it, with the code behind its call, until the step ends.
         """
-        self.pending.append(Candidate(content, verdict, self.sources.get(call_id or "")))
+        self.pending.append(Candidate(content, verdict, self.sources.get(call_id or ""), call_id))
 
     def session_code(self) -> list[str]:
         """The code sent to the persistent interpreter so far.
@@ -180,14 +188,15 @@ def _read(data: Mapping[str, Any], name: str, read: Callable[[Any], Any],
         raise CheckpointError(f"checkpoint state, field '{name}': malformed ({error})") from None
 
 
-SCRIPT_RUN = re.compile(r"^\s*(?:timeout\s+\S+\s+)?python3?\s+(?:-u\s+)?([\w./-]+\.py)\b")
+def code_actions(calls: Sequence[ToolCall], step: int) -> list[CodeAction]:
+    """The code a step is about to run: one action per python, python_session or bash call.
 
+    Args:
+        calls: the step's tool calls.
+        step: the step.
 
-def code_actions(sandbox: Sandbox, calls: Sequence[ToolCall], step: int) -> list[CodeAction]:
-    """The code a step is about to run.
-
-    Python code actions, bash commands, and the content of any workspace script a bash command
-    executes (read before it runs).
+    Returns:
+        The code actions, in the calls' order.
     """
     entries: list[CodeAction] = []
     for call in calls:
@@ -195,18 +204,35 @@ def code_actions(sandbox: Sandbox, calls: Sequence[ToolCall], step: int) -> list
             kind: CodeKind = "python" if call.name == "python" else "session"
             entries.append(CodeAction(step, kind, str(call.arguments.get("code", ""))))
         elif call.name == "bash":
-            command = str(call.arguments.get("command", ""))
-            match = SCRIPT_RUN.match(command)
-            script = None
-            if match:
-                try:
-                    script = sandbox.read_file(match.group(1)).decode("utf-8", errors="replace")
-                except (SandboxError, OSError):
-                    script = None
-            if match and script is not None:
-                entries.append(CodeAction(step, "script", script, file=match.group(1)))
-            else:
-                entries.append(CodeAction(step, "bash", command))
+            entries.append(CodeAction(step, "bash", str(call.arguments.get("command", ""))))
+    return entries
+
+
+def script_actions(capture: Capture, since: int, step: int) -> list[CodeAction]:
+    """The workspace scripts that commands ran, as the capture saw them run.
+
+    Any spelling (`cd x && python y.py`, `timeout 60 python3 -u y.py`, a script started by another
+    program); the persistent interpreter's own are its actions, not scripts.
+
+    Args:
+        capture: the sandbox's capture.
+        since: the log position from which processes count (those of this step).
+        step: the step.
+
+    Returns:
+        One `script` action per outermost process that ran a workspace file, with the file's text
+        as it ran.
+    """
+    entries = []
+    for process in capture.processes:
+        run = process.run or {}
+        if process.start < since or process.parent is not None or process.session \
+                or process.cell is not None or run.get("how") != "file":
+            continue
+        path = run.get("path")
+        text = process.activity.code.get(path) if isinstance(path, str) else None
+        if text is not None:
+            entries.append(CodeAction(step, "script", text, file=path))
     return entries
 
 

@@ -1,0 +1,206 @@
+"""The sandbox's Python start-up hook: it logs which workspace files each Python process ran.
+
+innolab copies this file into a sandbox as `sitecustomize.py`, on the PYTHONPATH of the sandbox's
+commands, after a line that calls `install(WORKSPACE, LOG)`. Every Python process of the
+sandbox then installs an audit hook (PEP 578) that appends JSON lines to LOG:
+
+* `proc`: the process (pid, parent pid, argv, working folder), before its first other record;
+* `run`: what the interpreter was started to run (`cpython.run_file`, `cpython.run_module`,
+  `cpython.run_command`);
+* `code`: a workspace file whose code ran in the process (a script, an imported module, a module
+  run by `-m`, a file run by `exec(open(...).read())`), with its text as it ran;
+* `cell`: the persistent interpreter (innolab.gym.session) compiled an action (its code's sha256);
+* `write` / `read`: a workspace file opened for writing (or renamed onto) / for reading;
+* `spawn`: a subprocess started (its argv).
+
+It is provenance, not scoring: innolab re-runs the program it builds from this log to check it. The
+hook never raises and never changes what a program does; it depends on the standard library only
+and runs under any Python 3.8+.
+"""
+
+import _thread
+import hashlib
+import json
+import os
+import sys
+import time
+
+MAX_TEXT = 400_000
+WATCHED = {"cpython.run_file", "cpython.run_module", "cpython.run_command", "exec", "compile",
+           "open", "os.rename", "subprocess.Popen", "os.exec", "os.posix_spawn"}
+CELL_FILENAME = "<action>"
+
+
+class _Capture:
+    """One process's capture state: the log's descriptor and what it has logged already."""
+
+    def __init__(self, workspace, log):
+        self.workspace = os.path.realpath(workspace)
+        self.prefix = self.workspace.rstrip("/") + "/"
+        self.log = log
+        self.fd = None
+        self.pid = None
+        self.busy = set()
+        self.seen = set()
+        self.sources = {}
+
+    def _start(self):
+        """Begin a process's records (again after a fork): its `proc` record first."""
+        self.pid = os.getpid()
+        self.seen = set()
+        self.sources = {}
+        if self.fd is None:
+            self.fd = os.open(self.log, os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC)
+        argv = list(getattr(sys, "argv", None) or [])
+        self._write({"k": "proc", "ppid": os.getppid(), "argv": argv[:50],
+                     "orig_argv": list(getattr(sys, "orig_argv", []) or [])[:50],
+                     "cwd": self._relative(os.getcwd(), allow_outside=True)})
+
+    def _write(self, record):
+        record["pid"] = self.pid
+        record["t"] = round(time.time(), 6)
+        os.write(self.fd, (json.dumps(record) + "\n").encode("utf-8"))
+
+    def emit(self, record, key=None):
+        """Append a record once per key (None: always); a new process begins with its `proc`."""
+        if self.pid != os.getpid():
+            self._start()
+        if key is not None:
+            if key in self.seen:
+                return
+            self.seen.add(key)
+        self._write(record)
+
+    def _relative(self, path, allow_outside=False):
+        """A path as workspace-relative, or None outside the workspace (the path when allowed)."""
+        if isinstance(path, bytes):
+            path = os.fsdecode(path)
+        if not isinstance(path, str):
+            return None
+        absolute = os.path.normpath(os.path.join(os.getcwd(), path))
+        if absolute == self.workspace:
+            return "."
+        if absolute.startswith(self.prefix):
+            return absolute[len(self.prefix):]
+        return absolute if allow_outside else None
+
+    def _text(self, relative):
+        try:
+            with open(os.path.join(self.workspace, relative), "rb") as handle:
+                data = handle.read(MAX_TEXT + 1)
+        except OSError:
+            return None
+        return data.decode("utf-8", "replace") if len(data) <= MAX_TEXT else None
+
+    def hook(self, event, args):
+        """The audit hook: one event of the process."""
+        if event not in WATCHED:
+            return
+        thread = _thread.get_ident()
+        if thread in self.busy:  # the hook's own file reads and writes
+            return
+        self.busy.add(thread)
+        try:
+            self._event(event, args)
+        except Exception:  # the hook never breaks the program it watches
+            pass
+        finally:
+            self.busy.discard(thread)
+
+    def _event(self, event, args):
+        if event == "exec":
+            filename = getattr(args[0], "co_filename", "")
+            relative = self._relative(filename) if not filename.startswith("<") else None
+            if relative is not None:
+                text = self._text(relative)
+                self.emit({"k": "code", "path": relative, "text": text}, ("code", relative, text))
+        elif event == "compile":
+            self._compiled(args[0], args[1])
+        elif event == "open":
+            self._opened(args[0], args[1], args[2])
+        elif event == "os.rename":
+            relative = self._relative(args[1])
+            if relative is not None:
+                self.emit({"k": "write", "path": relative, "append": False},
+                          ("write", relative, False))
+        elif event == "cpython.run_file":
+            self.emit({"k": "run", "how": "file", "path": self._relative(args[0], True)})
+        elif event == "cpython.run_module":
+            self.emit({"k": "run", "how": "module", "module": str(args[0])})
+        elif event == "cpython.run_command":
+            command = args[0] if isinstance(args[0], str) else os.fsdecode(args[0])
+            self.emit({"k": "run", "how": "command", "code": command[:MAX_TEXT]})
+        elif event in ("subprocess.Popen", "os.exec", "os.posix_spawn"):
+            argv = args[1] if len(args) > 1 else args[0]
+            argv = [argv] if isinstance(argv, (str, bytes)) else list(argv or [])
+            self.emit({"k": "spawn", "argv": [os.fsdecode(a) if isinstance(a, bytes) else str(a)
+                                              for a in argv][:50]})
+
+    def _compiled(self, source, filename):
+        if source is None:
+            return
+        if isinstance(source, (bytes, bytearray, memoryview)):
+            source = bytes(source).decode("utf-8", "replace")
+        if not isinstance(source, str):
+            return  # an AST: not a text that ran from a file
+        if filename == CELL_FILENAME:
+            digest = hashlib.sha256(source.encode("utf-8")).hexdigest()
+            self.emit({"k": "cell", "sha": digest})
+            self.seen = set()  # each action's files are logged anew
+            return
+        if not isinstance(filename, str) or not filename.startswith("<"):
+            return
+        for relative, text in list(self.sources.items()):  # exec(open(f).read()) and the like
+            if text is not None and text.strip() and text == source:
+                self.emit({"k": "code", "path": relative, "text": text, "via": "exec"},
+                          ("code", relative, text))
+                return
+
+    def _opened(self, path, mode, flags):
+        if isinstance(path, int):
+            return
+        relative = self._relative(path)
+        if relative is None or "__pycache__/" in relative:
+            return
+        writing = (isinstance(mode, str) and any(c in mode for c in "wax+")) or (
+            mode is None and isinstance(flags, int) and flags & (os.O_WRONLY | os.O_RDWR))
+        if writing:
+            append = (isinstance(mode, str) and "a" in mode) or (
+                mode is None and bool(flags & os.O_APPEND))
+            self.emit({"k": "write", "path": relative, "append": append},
+                      ("write", relative, append))
+            return
+        if relative.endswith(".py") and len(self.sources) < 256:
+            self.sources[relative] = self._text(relative)
+        self.emit({"k": "read", "path": relative}, ("read", relative))
+
+
+def install(workspace, log):
+    """Install the capture hook for this process, then the sitecustomize it stands in front of.
+
+    Args:
+        workspace: the sandbox's workspace folder.
+        log: the capture log (appended to, one JSON line per record).
+    """
+    try:
+        capture = _Capture(workspace, log)
+        sys.addaudithook(capture.hook)
+    except Exception:
+        pass
+    _chain()
+
+
+def _chain():
+    """Run the sitecustomize this file hides on sys.path, as Python would have."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    try:
+        import importlib.machinery
+        import importlib.util
+
+        rest = [p for p in sys.path if os.path.abspath(p or ".") != here]
+        spec = importlib.machinery.PathFinder.find_spec("sitecustomize", rest)
+        if spec is not None and spec.loader is not None:
+            module = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(module)
+    except Exception:
+        pass
