@@ -84,6 +84,8 @@ def _resolve(
     llm: dict[str, Any] | None = None,
 ) -> RunConfig:
     """`resolve` with the prior solution's code given (and further model settings, which win)."""
+    if settings.agent == "baseline":
+        return _resolve_baseline(settings, prior_code, prior_name, llm)
     overrides = {
         "model": settings.model,
         "temperature": settings.temperature,
@@ -107,15 +109,8 @@ def _resolve(
             f"(and {backbone}_API_KEY "
             "where the endpoint needs one) to the endpoint that serves it"
         )
-    image = settings.image
-    if settings.runtime == "docker" and image is None:
-        from innolab.gym.docker_sandbox import DEFAULT_IMAGE
-
-        image = DEFAULT_IMAGE
-    prior = None
-    if prior_code is not None:
-        digest = hashlib.sha256(prior_code.encode()).hexdigest()
-        prior = {"name": prior_name or f"prior-{digest[:8]}", "sha256": digest, "code": prior_code}
+    image = _image(settings)
+    prior = _prior(prior_code, prior_name)
     scaffold_options = {
         name: getattr(settings, name)
         for name in type(settings).model_fields
@@ -133,6 +128,82 @@ def _resolve(
         prior_solution=prior,
         runtime=settings.runtime,  # type: ignore[arg-type]
         image=image,
+        wall_clock_s=parse_duration(settings.budget),
+        max_steps=settings.max_steps,
+        seed=settings.seed,
+    )
+
+
+def _image(settings: RunSettings) -> str | None:
+    """The Docker image of a run (the default one with the docker runtime when none is named)."""
+    if settings.runtime == "docker" and settings.image is None:
+        from innolab.gym.docker_sandbox import DEFAULT_IMAGE
+
+        return DEFAULT_IMAGE
+    return settings.image
+
+
+def _prior(code: str | None, name: str | None) -> dict[str, Any] | None:
+    """The prior solution as config.json records it: name, hash and code (None: none)."""
+    if code is None:
+        return None
+    digest = hashlib.sha256(code.encode()).hexdigest()
+    return {"name": name or f"prior-{digest[:8]}", "sha256": digest, "code": code}
+
+
+MODEL_SETTINGS = ("backbone", "base_url", "temperature", "top_p", "max_tokens")
+
+
+def _resolve_baseline(
+    settings: RunSettings,
+    prior_code: str | None,
+    prior_name: str | None,
+    llm: dict[str, Any] | None,
+) -> RunConfig:
+    """The configuration of a baseline run: no model (`model` none), the task's problem family.
+
+    Raises:
+        SettingsError: A model setting, the innovation prompt or a scaffold option given to the
+            baseline (naming each).
+        innolab.agents.baseline.BaselineError: A task whose family has no search template.
+    """
+    from innolab.agents.baseline import NO_MODEL, family_of
+    from innolab.runspec import SettingsError
+    from innolab.tasks.registry import get_task
+
+    given = [k for k in MODEL_SETTINGS if getattr(settings, k) is not None]
+    if settings.model not in (None, NO_MODEL):
+        given.insert(0, "model")
+    broken = [f"{k}: the baseline has no model; leave it unset" for k in given]
+    if llm:
+        broken.append(f"settings: the baseline has no model, got {sorted(llm)}")
+    if settings.innovation_prompt:
+        broken.append("innovation_prompt: the baseline has no prompt; leave it unset")
+    options = {**settings.agent_options, **{
+        k: getattr(settings, k) for k in type(settings).model_fields
+        if k not in RunSettings.model_fields and getattr(settings, k) is not None}}
+    if options:
+        broken.append(f"agent_options: the baseline takes no options, got {sorted(options)}")
+    if broken:
+        raise SettingsError("; ".join(broken))
+    task_options = resolve_task_options(settings.task, settings.task_options or None)
+    family = family_of(get_task(settings.task, task_options))
+    args: dict[str, Any] = {"family": family, "seed": settings.seed}
+    if prior_code is not None:
+        args["initial_solution"] = prior_code
+    return RunConfig(
+        task=settings.task,
+        policy=SCAFFOLDS[settings.agent],
+        task_options=task_options,
+        policy_args=args,
+        agent=settings.agent,
+        llm=None,
+        endpoint=None,
+        model_reported=NO_MODEL,
+        innovation_prompt=False,
+        prior_solution=_prior(prior_code, prior_name),
+        runtime=settings.runtime,  # type: ignore[arg-type]
+        image=_image(settings),
         wall_clock_s=parse_duration(settings.budget),
         max_steps=settings.max_steps,
         seed=settings.seed,

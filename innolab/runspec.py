@@ -104,7 +104,9 @@ def _llm(config: RunConfig, key: str) -> Any:
     return None if config.llm is None else getattr(config.llm, key)
 
 
-def _backbone(config: RunConfig) -> str:
+def _backbone(config: RunConfig) -> str | None:
+    if config.llm is None and config.model_reported == "none":  # the baseline: no model at all
+        return None
     return str(_llm(config, "api_key_env") or "INNOLAB_LLM_API_KEY").removesuffix("_API_KEY")
 
 
