@@ -1,0 +1,38 @@
+"""Heilbronn in a triangle (11 points): the best of many uniformly random point sets."""
+import itertools
+import json
+
+import numpy as np
+
+N = 11
+CORNERS = np.array([[0.0, 0.0], [1.0, 0.0], [0.5, np.sqrt(3) / 2]])
+TRIPLES = np.array(list(itertools.combinations(range(N), 3)))
+rng = np.random.default_rng(11)
+TRIES = 2000
+
+
+def smallest_area(points):
+    c, b, a = points[TRIPLES[:, 2]], points[TRIPLES[:, 1]], points[TRIPLES[:, 0]]
+    cross = (b[:, 0] - a[:, 0]) * (c[:, 1] - a[:, 1]) - (b[:, 1] - a[:, 1]) * (c[:, 0] - a[:, 0])
+    return np.abs(cross).min() / 2
+
+
+def sample_points(rng):
+    centroid = CORNERS.mean(axis=0)
+    u = rng.random(N)
+    v = rng.random(N)
+    flip = u + v > 1
+    u[flip], v[flip] = 1 - u[flip], 1 - v[flip]
+    points = CORNERS[0] + np.outer(u, CORNERS[1] - CORNERS[0]) + np.outer(v, CORNERS[2] - CORNERS[0])
+    return centroid + 0.999 * (points - centroid)
+
+
+best_area, best_points = -1.0, None
+for _ in range(TRIES):
+    points = sample_points(rng)
+    area = smallest_area(points)
+    if area > best_area:
+        best_points, best_area = points, area
+
+with open("submission.json", "w") as handle:
+    json.dump({"points": best_points.tolist()}, handle)

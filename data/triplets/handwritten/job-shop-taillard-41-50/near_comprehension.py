@@ -1,0 +1,30 @@
+"""Job shop (ta41-ta50): dispatching by earliest start, ties to the shortest operation."""
+import json
+
+with open("task.json") as handle:
+    instances = json.load(handle)["params"]["instances"]
+
+
+def dispatch(durations, machines):
+    jobs, ops = len(durations), len(durations[0])
+    next_op = [0] * jobs
+    job_ready = [0] * jobs
+    machine_ready = [0] * (max(max(row) for row in machines) + 1)
+    starts = [[0] * ops for _ in range(jobs)]
+    for _ in range(jobs * ops):
+        start, duration, job = min(
+            (max(job_ready[j], machine_ready[machines[j][next_op[j]]]),
+             durations[j][next_op[j]], j)
+            for j in range(jobs) if next_op[j] < ops)
+        k = next_op[job]
+        starts[job][k] = start
+        job_ready[job] = machine_ready[machines[job][k]] = start + duration
+        next_op[job] += 1
+    return starts
+
+
+schedules = {name: dispatch(instance["duration_matrix"], instance["machines_matrix"])
+             for name, instance in instances.items()}
+
+with open("submission.json", "w") as handle:
+    json.dump({"schedules": schedules}, handle)
