@@ -1,11 +1,13 @@
-"""Triplet validation of a distance back end (paper App. F).
+"""The circular triplet sets: a normaliser regression check, not a validation (paper App. F).
 
-Does it put the farther alternative farther?
-
-A triplet is (base A, closer B, farther C). A back end agrees when D(A, C) > D(A, B). Code triplets
-pair a base program with a cosmetic variant (B) and an algorithmic variant (C); method triplets
-pair a method with one of the same paradigm (B) and one of another paradigm (C). Where triplets
-carry human scores, Spearman and Pearson correlations against them are reported too.
+A triplet is (base A, closer B, farther C). A back end agrees when D(A, C) > D(A, B). The code
+triplets pair a base program with a cosmetic variant (B) from `innolab.novelty.variants`, which
+renames to v0, v1... as the normaliser itself does, and an algorithmic variant (C): agreement on
+them says that the normaliser inverts its own renaming, so they are CIRCULAR and kept only as a
+regression check of the normaliser. Method triplets pair a method with one of the same paradigm
+(B) and one of another paradigm (C). Where triplets carry human scores, Spearman and Pearson
+correlations against them are reported too. The validation that is not circular is
+`innolab.novelty.validation` (hand-written triplets, per transformation family, both axes).
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ class Triplet:
     """A base, a closer and a farther alternative, with human distances where collected."""
 
     name: str
-    kind: str  # "code" or "method"
+    kind: str  # "code" (circular) or "method"
     base: str
     closer: str
     farther: str
@@ -36,10 +38,10 @@ class Triplet:
 
 
 def load_triplets(kind: str = "all", cosmetic_index: int = 0) -> list[Triplet]:
-    """Return the project's triplet set.
+    """Return the circular regression triplet set.
 
     Args:
-        kind: "all", "code" or "method".
+        kind: "all", "code" (the circular normaliser regression triplets) or "method".
         cosmetic_index: Which of each code triplet's cosmetic variants is the closer alternative.
 
     Returns:
@@ -129,10 +131,17 @@ PAPER_COSMETIC = 1.00 / 24 * 100
 PAPER_ALGORITHMIC = 9.75 / 24 * 100
 
 
-def validation_table(backends: list[str], cache_dir: Path, llm_limit: int | None = None,
+# How the regression table labels the circular code triplets.
+CIRCULAR_KIND = "code (circular: normaliser regression)"
+
+
+def regression_table(backends: list[str], cache_dir: Path, llm_limit: int | None = None,
                      llm_settings: dict[str, Any] | None = None,
                      models: list[str] | None = None) -> pd.DataFrame:
-    """Return every back end's validation on the full code and method triplets.
+    """Return every back end's results on the circular code and the method triplets.
+
+    A normaliser regression check, not a validation: the code triplets' near variants rename as
+    the normaliser does (their rows' kind is CIRCULAR_KIND).
 
     Code back ends compare code as `innolab.novelty.scoring.comparable` prepares it (normalised
     for tfidf and embedding). For the llm back end each judge model in `models` gets its rows; with
@@ -178,6 +187,7 @@ def validation_table(backends: list[str], cache_dir: Path, llm_limit: int | None
                                 workers=1 if name == "llm" else 4)
                 scorers.append(scorer)
                 row = validate(scorer, prepared).row()
+                row["kind"] = CIRCULAR_KIND if kind == "code" else kind
                 judged = isinstance(backend, LLMJudge)
                 row["model_calls"] = backend.client.calls if judged else 0
                 row["tokens"] = backend.tokens if judged else 0
@@ -193,7 +203,8 @@ def validation_table(backends: list[str], cache_dir: Path, llm_limit: int | None
                                    np.array(result.mean[len(prepared) :]))
                 rows.append({"backend": "llm ensemble: " + ", ".join(s.backend.name
                                                                      for s in scorers),
-                             "kind": kind, "n": len(prepared), "mean_closer": float(closer.mean()),
+                             "kind": CIRCULAR_KIND if kind == "code" else kind,
+                             "n": len(prepared), "mean_closer": float(closer.mean()),
                              "mean_farther": float(farther.mean()),
                              "agreement": float(np.mean(farther > closer)),
                              "failed": 0, "spearman": None, "pearson": None, "model_calls": 0,
@@ -203,6 +214,10 @@ def validation_table(backends: list[str], cache_dir: Path, llm_limit: int | None
     table["paper_cosmetic"] = PAPER_COSMETIC
     table["paper_algorithmic"] = PAPER_ALGORITHMIC
     return table
+
+
+# The former name (notebook 15 and older callers use it).
+validation_table = regression_table
 
 
 def judge_endpoint() -> tuple[str, int | None]:

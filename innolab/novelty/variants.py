@@ -1,9 +1,10 @@
-"""Cosmetic variants of a program (renaming, reformatting, reordering), for the code triplet set.
+"""Cosmetic variants of a program (renaming, reformatting, reordering): the circular regression set.
 
 A cosmetic variant computes exactly what the original computes: parameters and local variables get
 new names, docstrings and comments go, the layout is regenerated, and top-level definitions may be
 reordered. Function names (the program's interface), attributes, builtins and imported modules keep
-their names.
+their names. The "short" style renames as the normaliser does, so triplets built with it only check
+that the normaliser inverts itself (a regression check, `innolab.novelty.triplets`).
 """
 
 from __future__ import annotations
