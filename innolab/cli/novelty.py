@@ -1,4 +1,4 @@
-"""`innolab novelty`: distances between methods, the back ends' validation, method cards."""
+"""`innolab novelty`: distances, the back ends' validation, method cards, outcome distances."""
 
 from __future__ import annotations
 
@@ -32,20 +32,31 @@ def register(commands: Commands) -> None:
     dist.set_defaults(handler=distance)
     val = sub.add_parser(
         "validate",
-        help="every back end on the project's full triplet set: agreement, "
-        "means, Spearman where human scores exist, Krippendorff's alpha with >= 2 judges",
+        help="agreement per transformation family and back end on the hand-written triplet set, "
+        "method and outcome axes (CSV + markdown), then the circular normaliser regression check",
     )
     val.add_argument(
         "--backend",
         action="append",
         choices=BACKENDS,
-        help="repeat for several (default: ast, tfidf, embedding)",
+        help="repeat for several (default: ast, tfidf, embedding; llm where "
+        "$INNOLAB_LLM_BASE_URL is set)",
     )
     val.add_argument(
-        "--models", help="comma-separated judge models for the llm back end (>= 2: alpha)"
+        "--models", help="comma-separated judge models for the llm back end (>= 2: alpha; "
+        "regression check only)"
     )
-    val.add_argument("--limit", type=int, help="judge only the first N triplets of each kind (llm)")
-    val.add_argument("--output", help="CSV path (default results/novelty/dagent_validation.csv)")
+    val.add_argument("--limit", type=int,
+                     help="judge only the first N regression triplets of each kind (llm)")
+    val.add_argument("--no-outcome", action="store_true",
+                     help="skip the outcome axis (which runs every triplet program once)")
+    val.add_argument("--no-regression", action="store_true",
+                     help="skip the circular normaliser regression check")
+    val.add_argument("--timeout", type=float, default=120.0,
+                     help="time limit of each triplet program in seconds (default 120)")
+    val.add_argument("--output", help="CSV path of the agreement table (default "
+                     "results/novelty/triplet_validation.csv; the markdown and the regression "
+                     "check's normaliser_regression_circular.csv beside it)")
     val.set_defaults(handler=validate)
     card_cmd = sub.add_parser(
         "card", help="the method card (summary, pseudocode) of a solution file, by the LLM"
@@ -83,30 +94,52 @@ def distance(args: argparse.Namespace) -> int:
 
 
 def validate(args: argparse.Namespace) -> int:
-    """The back ends' validation table, written as CSV and printed."""
+    """Agreement on the hand-written triplets (CSV, markdown, printed), then the circular check."""
     from innolab.novelty.backends import NoveltyError
-    from innolab.novelty.triplets import validation_table
+    from innolab.novelty.triplets import judge_endpoint, regression_table
+    from innolab.novelty.validation import (
+        TripletSetError,
+        agreement_table,
+        default_backends,
+        markdown_report,
+    )
     from innolab.paths import project_root
 
     models = [m for m in (args.models or "").split(",") if m]
     output = (
         Path(args.output)
         if args.output
-        else project_root() / "results" / "novelty" / "dagent_validation.csv"
+        else project_root() / "results" / "novelty" / "triplet_validation.csv"
     )
+    backends = args.backend or default_backends()
+    axes = ("method",) if args.no_outcome else ("method", "outcome")
     try:
-        table = validation_table(
-            args.backend or ["ast", "tfidf", "embedding"],
-            output.parent / "cache",
-            models=models,
-            llm_limit=args.limit,
-        )
-    except NoveltyError as error:
+        table = agreement_table(backends, output.parent / "cache", axes=axes,
+                                timeout_s=args.timeout)
+        regression = None
+        if not args.no_regression:
+            limit = args.limit if args.limit is not None else judge_endpoint()[1]
+            regression = regression_table(backends, output.parent / "cache", models=models,
+                                          llm_limit=limit)
+    except (NoveltyError, TripletSetError) as error:
         return fail("novelty validate", error)
     output.parent.mkdir(parents=True, exist_ok=True)
     table.to_csv(output, index=False)
-    columns = ["backend", "kind", "n", "mean_closer", "mean_farther", "agreement", "alpha"]
-    print(table[[c for c in columns if c in table.columns]].to_string(index=False))
+    report = output.with_suffix(".md")
+    report.write_text(markdown_report(table, regression), encoding="utf-8")
+    print("hand-written triplets: agreement = share with d(anchor, near) < d(anchor, far)")
+    pivot = table.pivot_table(index="family", columns=["axis", "backend"], values="agreement",
+                              sort=False, dropna=False)
+    print(pivot.to_string(float_format=lambda v: f"{v:.2f}"))
+    if regression is not None:
+        circular = output.parent / "normaliser_regression_circular.csv"
+        regression.to_csv(circular, index=False)
+        columns = ["backend", "kind", "n", "mean_closer", "mean_farther", "agreement", "alpha"]
+        print("\nnormaliser regression check (circular: near variants rename as the normaliser "
+              "does; not a validation)")
+        print(regression[[c for c in columns if c in regression.columns]].to_string(index=False))
+        print(circular)
+    print(report)
     print(output)
     return 0
 
