@@ -37,6 +37,7 @@ from innolab.llm.errors import LLMError
 from innolab.metrics import score_solution
 from innolab.novelty.backends import NoveltyError, Scorer
 from innolab.novelty.cards import extract_card
+from innolab.novelty.outcome import outcome_novelty
 from innolab.novelty.registry import make_backend
 from innolab.novelty.scoring import (
     comparable,
@@ -382,11 +383,6 @@ class _Assessor:
 
     def outcome(self, file: str, valid: bool) -> dict[str, Any]:
         """Outcome novelty of a submission (innolab.novelty.outcome); None with a note if not."""
-        try:
-            from innolab.novelty.outcome import outcome_novelty
-        except ImportError as error:
-            return {"novelty_out": None, "novelty_out_nearest": None, "rederived_known": None,
-                    "novelty_out_note": f"not computed: no outcome novelty here ({error})"[:500]}
         try:
             result = outcome_novelty(self.task, self.folder.resolve(file), valid)
         except (ValueError, OSError) as error:

@@ -53,6 +53,10 @@ def test_the_scored_submission_keeps_the_program_that_wrote_it(agent, tmp_path, 
     score = folder.read_score()
     assert score["valid"] and score["novelty_backend"] == "ast" and score["novelty"] is not None
     assert score["candidates"] and all(c["novelty"] is not None for c in score["candidates"])
+    # the stored program, re-run alone in a fresh sandbox of the task, writes the same submission
+    assert score["source_status"] == "reproduces", score["source_detail"]
+    assert score["novelty_status"] == "ok" and score["source_seconds"] > 0
+    assert all(c["source_status"] == "reproduces" for c in score["candidates"])
 
 
 def baseline_variants(task_id):

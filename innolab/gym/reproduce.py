@@ -217,8 +217,7 @@ def _run_and_compare(sandbox: Sandbox, program: Program, target: str, limit: flo
 def _command(sandbox: Sandbox, program: Program) -> tuple[list[str], str, str]:
     """The argument list that runs the program, its command line, and how its network is cut."""
     cwd = posixpath.normpath(program.cwd or ".")
-    entry = posixpath.relpath(program.entry, cwd) if cwd != "." else program.entry
-    line = shlex.join(["python3", entry, *program.args])
+    line = shlex.join(program.command())
     line = line if cwd == "." else f"cd {shlex.quote(cwd)} && {line}"
     argv = ["/bin/bash", "-c", line]
     if sandbox.runtime == "docker":
