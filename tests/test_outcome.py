@@ -71,8 +71,13 @@ def _circles(data: dict, rng: np.random.Generator, rectangle: bool) -> dict:
 def _triangle(data: dict, rng: np.random.Generator) -> dict:
     p = np.array(data["points"])
     centroid = np.array([0.5, math.sqrt(3) / 6])
-    m = _rotation(2 * math.pi * rng.integers(3) / 3) @ np.diag([1.0, rng.choice([1.0, -1.0])])
-    return {"points": _shuffled(((p - centroid) @ m.T + centroid).tolist(), rng)}
+    # a turn by a multiple of 120 degrees, then perhaps the mirror x -> 1 - x
+    m = _rotation(2 * math.pi * rng.integers(1, 3) / 3) @ np.diag([rng.choice([1.0, -1.0]), 1.0])
+    moved = (p - centroid) @ m.T + centroid
+    x, y = moved.T
+    slack = 1e-12  # still inside the triangle: a symmetry of the task, not just of the plane
+    assert (y >= -slack).all() and (y <= math.sqrt(3) * np.minimum(x, 1 - x) + slack).all()
+    return {"points": _shuffled(moved.tolist(), rng)}
 
 
 def _similar(data: dict, rng: np.random.Generator) -> dict:
@@ -155,6 +160,26 @@ def test_a_known_solution_under_a_symmetry_of_its_task_is_at_distance_below_one(
         assert outcome_distance(task, output, moved) < 1, name
         result = outcome_novelty(task, moved, valid=True)
         assert result.rederived_known == name and result.novelty_out < 1, result
+
+
+def test_every_symmetry_of_the_square_and_the_triangle_is_seen_through():
+    square = known_outputs("circle-packing-26")["ils-slsqp"]
+    c = np.array(square["circles"])
+    for m in D4:
+        moved = c.copy()
+        moved[:, :2] = (c[:, :2] - 0.5) @ m.T + 0.5
+        assert outcome_distance("circle-packing-26", square, {"circles": moved.tolist()}) < 1e-9
+    triangle = known_outputs("heilbronn-triangle-11")["slsqp-epigraph"]
+    p = np.array(triangle["points"])
+    centroid = np.array([0.5, math.sqrt(3) / 6])
+    for k in range(3):
+        for mirror in (1.0, -1.0):
+            m = _rotation(2 * math.pi * k / 3) @ np.diag([mirror, 1.0])
+            moved = ((p - centroid) @ m.T + centroid).tolist()
+            assert outcome_distance("heilbronn-triangle-11", triangle, {"points": moved}) < 1e-9
+    # the mirror through the centroid's horizontal is no symmetry of the triangle: not undone
+    flipped = ((p - centroid) @ np.diag([1.0, -1.0]) + centroid).tolist()
+    assert outcome_distance("heilbronn-triangle-11", triangle, {"points": flipped}) > 5
 
 
 def test_symmetric_copies_of_a_first_autocorrelation_with_zero_margins_are_shifts():

@@ -495,17 +495,20 @@ def rotation(angle: float) -> np.ndarray:
     return np.array([[c, -s], [s, c]])
 
 
-def dihedral(order: int) -> list[np.ndarray]:
-    """Return the dihedral group of a regular `order`-gon centred at 0 with a vertex on the x axis.
+def dihedral(order: int, mirror: float = 0.0) -> list[np.ndarray]:
+    """Return the dihedral group of a regular `order`-gon centred at 0.
 
     Args:
         order: The polygon's number of sides (4: the square's 8 symmetries).
+        mirror: The angle (radians) of one of its mirror lines through 0 (0: the x axis, a mirror
+            line of the axis-aligned square; π/2: the y axis, one of the triangle (0, 0), (1, 0),
+            (1/2, √3/2) about its centroid).
 
     Returns:
-        Its rotations and reflections (2 x 2 matrices; the reflections through the x axis and its
-        rotations).
+        Its `order` rotations and `order` reflections (2 x 2 matrices).
     """
-    flip = np.diag([1.0, -1.0])
+    c, s = math.cos(2 * mirror), math.sin(2 * mirror)
+    flip = np.array([[c, s], [s, -c]])
     turns = [rotation(2 * math.pi * k / order) for k in range(order)]
     return turns + [t @ flip for t in turns]
 

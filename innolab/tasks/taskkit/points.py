@@ -186,7 +186,7 @@ def _unit(a: np.ndarray, b: np.ndarray) -> float:
 def _in_triangle(a: np.ndarray, b: np.ndarray) -> float:
     if a.shape != b.shape:
         return 100.0
-    return unit_distance(group_rms(a, b, dihedral(3), TRIANGLE_CENTROID), _unit(a, b))
+    return unit_distance(group_rms(a, b, dihedral(3, math.pi / 2), TRIANGLE_CENTROID), _unit(a, b))
 
 
 def _up_to_rotation(a: np.ndarray, b: np.ndarray) -> float:
