@@ -182,6 +182,8 @@ def test_a_valid_run_without_a_back_end_has_n_nan_and_status_not_computed(record
     assert score["source_status"] in ("reproduces", "differs", "error")
     candidate = score["candidates"][-1]
     assert candidate["novelty_status"] == "not_computed" and "source_status" in candidate
+    event = Trace.read(recorded).score  # the score event carries the same fields
+    assert event.novelty_status == "not_computed" and event.source_status == score["source_status"]
     folder = tmp_path / "runs"
     shutil.copytree(recorded, folder / "recorded")
     runs_path, trajectory_path = results.collect(folder)
@@ -247,4 +249,6 @@ def test_a_submission_of_a_known_solutions_output_is_named_rederived(tmp_path):
     assert score["valid"] and score["rederived_known"] == "baseline-grid", score
     assert score["novelty_out"] is not None and score["novelty_out"] < 1
     row = results.runs(tmp_path / "runs").iloc[0]
-    assert row["rederived_known"] == "baseline-grid"
+    assert row["rederived_known"] == row["novelty_out_nearest"] == "baseline-grid"
+    improving = results.trajectory(tmp_path / "runs").query("improving").iloc[0]
+    assert improving["rederived_known"] == "baseline-grid" and improving["novelty_out"] < 1
