@@ -373,6 +373,12 @@ class _Assessor:
         """Whether a reproduced file scores as the recorded one did (the hidden evaluator, here).
 
         Identical means the same validity and score (and, both invalid, the same errors).
+
+        Args:
+            verdict: The hidden evaluator's verdict on the recorded file.
+
+        Returns:
+            The comparison innolab.gym.reproduce.check_source calls with (recorded, reproduced).
         """
         def compare(recorded: Path, reproduced: Path) -> tuple[bool, str]:
             again = evaluate(self.task, reproduced)
@@ -382,7 +388,16 @@ class _Assessor:
         return compare
 
     def outcome(self, file: str, valid: bool) -> dict[str, Any]:
-        """Outcome novelty of a submission (innolab.novelty.outcome); None with a note if not."""
+        """Outcome novelty of a submission (innolab.novelty.outcome).
+
+        Args:
+            file: The submission's run-relative file.
+            valid: Whether the hidden evaluator found it valid.
+
+        Returns:
+            OUTCOME_FIELDS: N_out (None where not computed, the note says why), the nearest
+            known solution's output and the known solution it re-derives (None: none).
+        """
         try:
             result = outcome_novelty(self.task, self.folder.resolve(file), valid)
         except (ValueError, OSError) as error:

@@ -99,6 +99,8 @@ def test_the_recorded_program_has_no_network(recorded, tmp_path):
             "s.connect(('1.1.1.1', 53))\n" + WRITER.format(path="packing.json"))
     run_dir, file, source = with_program(recorded, tmp_path, one_file(code))
     check = check_source(run_dir, file, source, time_limit_s=60)
+    if "network not isolated" in check.detail:  # said in the record; nothing more to test here
+        pytest.skip("this machine refuses a network namespace (unshare -rn)")
     assert check.status == "error" and "OSError" in check.detail, check
 
 
@@ -170,6 +172,12 @@ def test_the_program_reproduces_in_a_fresh_docker_sandbox(recorded, tmp_path, ba
     crashing = with_program(recorded, tmp_path / "crash", one_file("raise SystemExit(3)\n"))
     (crashing[0] / "config.json").write_text(json.dumps(config))
     assert check_source(*crashing, time_limit_s=60).status == "error"
+    online = with_program(recorded, tmp_path / "online", one_file(
+        "import socket\nsocket.create_connection(('1.1.1.1', 53), timeout=3)\n"
+        + WRITER.format(path="packing.json")))
+    (online[0] / "config.json").write_text(json.dumps(config))
+    check = check_source(*online, time_limit_s=60)
+    assert check.status == "error" and "OSError" in check.detail, check
 
 
 # ------------------------------------------------------------------------- scores and run tables
