@@ -75,7 +75,8 @@ def test_anytime_is_the_best_so_far_with_the_papers_imputation():
         ]
     )  # c2 has no candidate: -1 and N 0 throughout
     curve = sw.anytime(trajectory, runs, None, [0, 10, 25, 30, 60], n_resamples=200)
-    assert list(curve.columns) == ["t_s", "n", "mean_ratio", "ci_low", "ci_high", "mean_novelty"]
+    assert list(curve.columns) == ["t_s", "n", "mean_ratio", "ci_low", "ci_high", "mean_novelty",
+                                   "n_novelty"]
     ratio, novelty, _ = sw.anytime_values(trajectory, runs, [0, 10, 25, 30, 60])
     assert ratio.tolist() == [
         [-1, -0.5, -0.5, -0.2, -0.2],

@@ -322,6 +322,10 @@ def impute_scores(
 ) -> pd.DataFrame:
     """Return a copy of a score table with failed configurations imputed (`metrics.impute`).
 
+    NaN novelty: a failed configuration's N is imputed 0 (the paper's N = C · min D with C = 0);
+    a valid configuration whose N was not computed keeps NaN, never 0 (not computed is not "not
+    novel"): whoever averages or tests N leaves those cells out and says how many.
+
     Args:
         scores: One row per (task, framework).
         valid_col: The column of validity.
@@ -329,22 +333,22 @@ def impute_scores(
         novelty_col: The column of novelties.
 
     Returns:
-        The copy, failed configurations set to ratio −1, N 0.
+        The copy, failed configurations set to ratio −1, N 0; valid ones as they were.
 
     Raises:
-        BootstrapError: When a column is missing or a valid configuration lacks a value.
+        BootstrapError: When a column is missing or a valid configuration lacks its ratio.
     """
     missing = [c for c in (valid_col, ratio_col, novelty_col) if c not in scores.columns]
     if missing:
         raise BootstrapError(f"scores lacks the columns {missing}")
     out = scores.copy()
     valid = out[valid_col].astype(bool)
-    lacking = valid & out[[ratio_col, novelty_col]].isna().any(axis=1)
+    lacking = valid & out[ratio_col].isna()
     if lacking.any():
         rows = out.loc[lacking].index.tolist()
-        raise BootstrapError("valid configurations need ratio and novelty (fill unreported cells "
+        raise BootstrapError("valid configurations need a ratio (fill unreported cells "
                              f"first): rows {rows}")
-    imputed = [impute(ok, r, n)
+    imputed = [impute(ok, r, None if pd.isna(n) else n)
                for ok, r, n in zip(valid, out[ratio_col], out[novelty_col], strict=True)]
     out[ratio_col] = [r for r, _ in imputed]
     out[novelty_col] = [n for _, n in imputed]
@@ -368,10 +372,12 @@ def macro_average(
         valid_col: The column of validity.
 
     Returns:
-        One row per framework: the averaged metrics, `n_valid` and `n_tasks`.
+        One row per framework: the averaged metrics, `n_valid`, `n_tasks` and, per metric,
+        `n_<metric>`: the tasks its mean counts. A valid task whose value is NaN (N not computed)
+        is left out of that metric's mean (never read as 0) and so out of `n_<metric>`.
 
     Raises:
-        BootstrapError: When a column is missing, a valid configuration lacks a value, or a
+        BootstrapError: When a column is missing, a valid configuration lacks its ratio, or a
             (framework, task) has more than one row.
     """
     imputed = impute_scores(scores, valid_col=valid_col)
@@ -383,4 +389,6 @@ def macro_average(
     out = grouped[list(metrics)].mean()
     out["n_valid"] = grouped[valid_col].sum().astype(int)
     out["n_tasks"] = grouped[task_col].nunique()
+    for metric in metrics:
+        out[f"n_{metric}"] = grouped[metric].count().astype(int)
     return out.reset_index()

@@ -6,6 +6,7 @@ from decimal import ROUND_HALF_UP, Decimal
 from itertools import combinations
 from typing import Literal
 
+import numpy as np
 import pandas as pd
 
 from innolab.analysis.bootstrap import (
@@ -104,6 +105,9 @@ def framework_matrix(
 ) -> pd.DataFrame:
     """Build the tasks × frameworks matrix of one metric, failed runs imputed pessimistically.
 
+    NaN novelty: a failed configuration's N is 0 (imputed); a valid one whose N was not computed
+    stays NaN in the matrix, for the caller to leave out (never read as 0).
+
     Args:
         scores: One row per (task, framework) with valid, ratio and novelty.
         metric: "ratio" or "novelty".
@@ -117,16 +121,33 @@ def framework_matrix(
     """
     imputed = impute_scores(scores)
     matrix = imputed.pivot(index="task", columns="framework", values=metric)
+    present = imputed.assign(_row=1.0).pivot(index="task", columns="framework", values="_row")
     missing = [f for f in frameworks if f not in matrix.columns]
     if missing:
         raise MainResultsError(f"no scores for frameworks {missing}")
-    if matrix[list(frameworks)].isna().any().any():
+    if present[list(frameworks)].isna().any().any():
         raise MainResultsError(f"every framework needs a row for every task ({metric})")
     return matrix[list(frameworks)]
 
 
+def not_computed(scores: pd.DataFrame) -> int:
+    """Count the valid configurations whose N was not computed (NaN).
+
+    Args:
+        scores: One row per (task, framework) with valid and novelty.
+
+    Returns:
+        How many valid rows have a NaN novelty.
+    """
+    return int((scores["valid"].fillna(False).astype(bool) & scores["novelty"].isna()).sum())
+
+
 def table4_means(scores: pd.DataFrame) -> pd.DataFrame:
     """Compute Table 4: per framework, the mean ratio and novelty over tasks, imputed, and n_valid.
+
+    NaN novelty: a valid task whose N was not computed is left out of the framework's mean N
+    (never read as 0); `not_computed(scores)` counts them, and `bootstrap.macro_average` gives
+    the tasks each mean counts (`n_novelty`).
 
     Args:
         scores: One row per (task, framework) with valid, ratio and novelty.
@@ -150,6 +171,10 @@ def framework_intervals(
 ) -> pd.DataFrame:
     """Bootstrap over tasks the interval of each framework's mean ratio and mean novelty.
 
+    NaN novelty: a valid task whose N was not computed is left out of that framework's N mean
+    and its resamples (a mask), never read as 0; a framework with fewer than 2 tasks counted gets
+    NaN bounds. `not_computed(scores)` counts the cells left out.
+
     Args:
         scores: One row per (task, framework) with valid, ratio and novelty.
         frameworks: The frameworks.
@@ -165,9 +190,11 @@ def framework_intervals(
     """
     rows = []
     for metric in METRICS:
-        matrix = framework_matrix(scores, metric, frameworks)
-        intervals = bootstrap_ci(matrix.to_numpy(), confidence_level=confidence_level,
-                                 n_resamples=n_resamples, rng=rng)
+        matrix = framework_matrix(scores, metric, frameworks).to_numpy(dtype=float)
+        known = ~np.isnan(matrix)
+        intervals = bootstrap_ci(np.where(known, matrix, 0.0), confidence_level=confidence_level,
+                                 n_resamples=n_resamples, rng=rng,
+                                 mask=None if known.all() else known)
         for framework, interval in zip(frameworks, intervals, strict=True):
             rows.append(
                 {"framework": framework, "metric": metric, "mean": interval.mean,
@@ -185,6 +212,11 @@ def paired_tests(
     rng: Rng = 0,
 ) -> pd.DataFrame:
     """Run paired bootstrap tests (Table 5) between frameworks on ratio and novelty.
+
+    NaN novelty: a task where either framework's N was not computed is excluded from that pair's
+    novelty test (never read as 0); with fewer than 2 pairs left the row holds the mean
+    difference of those left (NaN with none) and NaN bounds and p. `not_computed(scores)` counts
+    the cells behind the exclusions.
 
     Args:
         scores: One row per (task, framework) with valid, ratio and novelty.
@@ -211,12 +243,17 @@ def paired_tests(
         for a, b in pairs:
             if a not in matrix.columns or b not in matrix.columns:
                 raise MainResultsError(f"pair ({a!r}, {b!r}) names a framework without scores")
-            test = paired_bootstrap(matrix[a], matrix[b], confidence_level=confidence_level,
+            both = matrix[[a, b]].dropna()
+            row = {"framework_a": a, "framework_b": b, "metric": metric}
+            if len(both) < 2:
+                diffs = (both[a] - both[b]).to_numpy(dtype=float)
+                rows.append({**row, "mean_diff": float(diffs.mean()) if diffs.size else np.nan,
+                             "ci_low": np.nan, "ci_high": np.nan, "p_value": np.nan})
+                continue
+            test = paired_bootstrap(both[a], both[b], confidence_level=confidence_level,
                                     n_resamples=n_resamples, rng=rng)
-            rows.append(
-                {"framework_a": a, "framework_b": b, "metric": metric, "mean_diff": test.mean,
-                 "ci_low": test.ci_low, "ci_high": test.ci_high, "p_value": test.p_value}
-            )
+            rows.append({**row, "mean_diff": test.mean, "ci_low": test.ci_low,
+                         "ci_high": test.ci_high, "p_value": test.p_value})
     return pd.DataFrame(rows)
 
 

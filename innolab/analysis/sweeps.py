@@ -7,6 +7,12 @@ they resample, `n_resamples` and `rng`, as scipy.stats names them, all checked b
 tests name their unit of observation (`unit=`, e.g. `config_id`: one run).
 A run without a valid submission counts with ratio −1 and N 0 (the paper's imputation, App. E.2):
 `runs.parquet` already holds imputed `ratio` and `novelty`.
+
+NaN novelty: a valid run (or candidate) whose N was not computed (no back end, a judge that
+failed, no code; `novelty_status` says which) has N = NaN, never 0. No function here reads it as 0:
+each states in its docstring what it does with it (left out of means with the count reported,
+pairs excluded from paired tests, rows dropped from trend tests and regressions, passed through
+as NaN in tables of single values).
 """
 
 from __future__ import annotations
@@ -112,7 +118,8 @@ def anytime_values(trajectory: pd.DataFrame, runs: pd.DataFrame, grid_s: Sequenc
     """Compute each run's best-so-far value at each time of a grid.
 
     At time t a run's ratio is that of its best valid candidate (hidden evaluator) with t_s <= t,
-    or −1 while it has none; its N is that candidate's N (0 while none).
+    or −1 while it has none; its N is that candidate's N (0 while none: the imputation). NaN
+    novelty: where that candidate's N was not computed, the run's N at t is NaN (not 0).
 
     Args:
         trajectory: The trajectory table (config_id, t_s, valid, ratio, novelty).
@@ -144,7 +151,7 @@ def anytime_values(trajectory: pd.DataFrame, runs: pd.DataFrame, grid_s: Sequenc
     run_of = position[keep]
     t = valid["t_s"].to_numpy(dtype=float)[keep]
     ratio = valid["ratio"].to_numpy(dtype=float)[keep]
-    novelty = valid["novelty"].fillna(FAILED_NOVELTY).to_numpy(dtype=float)[keep]
+    novelty = valid["novelty"].to_numpy(dtype=float)[keep]  # NaN: not computed, kept
     order = np.lexsort((t, run_of))
     run_of, t, ratio, novelty = run_of[order], t[order], ratio[order], novelty[order]
     # best so far within each run: a running maximum that restarts at each run, and the N of the
@@ -191,7 +198,8 @@ def anytime_runs(
 
     Returns:
         Columns `config_id, t_s, ratio, novelty` (repeated measures of each run: test trends on
-        them with `unit="config_id"`).
+        them with `unit="config_id"`). NaN novelty: as `anytime_values`, NaN where the best
+        candidate's N was not computed (a trend test drops those rows, see `trend_holds`).
 
     Raises:
         AnalysisError: As `anytime_values`.
@@ -211,6 +219,10 @@ def anytime(trajectory: pd.DataFrame, runs: pd.DataFrame, by: str | Sequence[str
     Per group and time: the mean best-so-far ratio over runs with a bootstrap interval over runs,
     and the mean N of the best-so-far candidates.
 
+    NaN novelty: a run whose best-so-far candidate's N was not computed is left out of
+    `mean_novelty` at that time (never read as 0); `n_novelty` counts the runs the mean holds
+    (`n` counts those the ratio holds). With none, `mean_novelty` is NaN.
+
     Args:
         trajectory: The trajectory table.
         runs: The runs table.
@@ -221,8 +233,8 @@ def anytime(trajectory: pd.DataFrame, runs: pd.DataFrame, by: str | Sequence[str
         rng: A seed or a numpy Generator.
 
     Returns:
-        Columns `*by, t_s, n, mean_ratio, ci_low, ci_high, mean_novelty` (`n`: runs whose budget
-        reaches t_s).
+        Columns `*by, t_s, n, mean_ratio, ci_low, ci_high, mean_novelty, n_novelty` (`n`: runs
+        whose budget reaches t_s; `n_novelty`: those of them whose N at t_s is known).
 
     Raises:
         AnalysisError: A column is missing, a setting is out of range, or as `anytime_values`.
@@ -238,17 +250,19 @@ def anytime(trajectory: pd.DataFrame, runs: pd.DataFrame, by: str | Sequence[str
         inside = in_budget[members]
         intervals = bootstrap_ci(ratio[members], confidence_level=confidence_level,
                                  n_resamples=n_resamples, rng=rng, mask=inside)
+        counted = inside & ~np.isnan(novelty[members])
+        n_novelty = counted.sum(axis=0)
         with np.errstate(invalid="ignore", divide="ignore"):
-            mean_novelty = (np.where(inside, novelty[members], 0.0).sum(axis=0)
-                            / inside.sum(axis=0))
+            mean_novelty = np.where(counted, novelty[members], 0.0).sum(axis=0) / n_novelty
         for j, (t, interval) in enumerate(zip(grid, intervals, strict=True)):
             if interval.n == 0:
                 continue
             rows.append({**dict(zip(keys, key, strict=True)), "t_s": float(t), "n": interval.n,
                          "mean_ratio": interval.mean, "ci_low": interval.ci_low,
-                         "ci_high": interval.ci_high, "mean_novelty": float(mean_novelty[j])})
+                         "ci_high": interval.ci_high, "mean_novelty": float(mean_novelty[j]),
+                         "n_novelty": int(n_novelty[j])})
     return pd.DataFrame(rows, columns=[*keys, "t_s", "n", "mean_ratio", "ci_low", "ci_high",
-                                       "mean_novelty"])
+                                       "mean_novelty", "n_novelty"])
 
 
 # ---------------------------------------------------------------------------------- Fig. 6(b), 6(c)
@@ -282,6 +296,11 @@ def factor_effect(runs: pd.DataFrame, factor: str, metric: str, best_of: int | N
     seeds of each task, its metric averaged over tasks, the interval from resampling the runs
     within each task.
 
+    NaN novelty (and any NaN metric): per run, NaN rows are left out and `n` counts the runs
+    kept; best of k, the best run is still chosen by ratio, and a task whose best run has a NaN
+    metric is left out of the mean over tasks (`n` counts the tasks kept; in each resample, of
+    the tasks whose drawn best is known). Never read as 0.
+
     Args:
         runs: The runs table (the factor, the metric, task, ratio; seed where known).
         factor: The factor's column.
@@ -309,8 +328,8 @@ def factor_effect(runs: pd.DataFrame, factor: str, metric: str, best_of: int | N
                                 rng=rng)
         rows.append({factor: level, "kind": "per_run", "mean": interval.mean,
                      "ci_low": interval.ci_low, "ci_high": interval.ci_high, "n": interval.n})
-        best = _best_of(part, metric, best_of)
-        estimate = float(best[metric].mean())
+        best = _best_of(part, metric, best_of)[metric].dropna()
+        estimate = float(best.mean()) if len(best) else np.nan
         low, high = _best_of_interval(part, metric, best_of, estimate, confidence_level,
                                       n_resamples, rng)
         rows.append({factor: level, "kind": "best_of_k", "mean": estimate, "ci_low": low,
@@ -323,12 +342,16 @@ def _best_of_interval(part: pd.DataFrame, metric: str, k: int | None, estimate: 
     """Bootstrap the mean over tasks of the best-of-k run's metric, resampling each task's runs.
 
     Returns:
-        The interval's bounds (NaN when a task has fewer than 2 runs). The percentile bounds of
-        a best-of statistic lean below it: they are widened to hold `estimate`.
+        The interval's bounds (NaN when a task has fewer than 2 runs, or the estimate is NaN).
+        The percentile bounds of a best-of statistic lean below it: they are widened to hold
+        `estimate`. A task whose drawn best run has a NaN metric is left out of that resample's
+        mean.
     """
+    if np.isnan(estimate):
+        return np.nan, np.nan
     gen = generator(rng)
     totals = np.zeros(n_resamples)
-    tasks = 0
+    tasks = np.zeros(n_resamples)
     for _, runs_of_task in part.groupby("task", sort=True):
         ordered = _first_k(runs_of_task, k)
         ratio = ordered["ratio"].to_numpy(dtype=float)
@@ -338,10 +361,13 @@ def _best_of_interval(part: pd.DataFrame, metric: str, k: int | None, estimate: 
         # is the run of its smallest drawn rank, and drawing ranks uniformly is drawing runs
         # uniformly
         by_rank = ordered[metric].to_numpy(dtype=float)[np.argsort(-ratio, kind="stable")]
-        totals += by_rank[draw_indices(gen, (n_resamples, len(ratio)), len(ratio)).min(axis=1)]
-        tasks += 1
-    means = totals / max(tasks, 1)
-    if np.isnan(means).any():
+        drawn = by_rank[draw_indices(gen, (n_resamples, len(ratio)), len(ratio)).min(axis=1)]
+        known = ~np.isnan(drawn)
+        totals += np.where(known, drawn, 0.0)
+        tasks += known
+    with np.errstate(invalid="ignore", divide="ignore"):
+        means = totals / tasks  # NaN where no task's drawn best is known: left out
+    if np.isnan(means).all():
         return np.nan, np.nan
     low, high = percentile_bounds(means, estimate, confidence_level)
     return float(low), float(high)
@@ -352,8 +378,8 @@ class TradeOff:
     """Mean ratio and N per level of a factor, the Pareto set and the level with the best trade-off.
 
     Attributes:
-        table: Per level: the factor, mean_ratio, mean_novelty, n, ratio_norm, novelty_norm,
-            product, pareto.
+        table: Per level: the factor, mean_ratio, mean_novelty, n, n_novelty, ratio_norm,
+            novelty_norm, product, pareto.
         best_level: The level with the best trade-off; None when several levels tie.
         rule: The rule that chose it, in words.
     """
@@ -370,6 +396,10 @@ def trade_off(runs: pd.DataFrame, factor: str) -> TradeOff:
     level); the best trade-off is the level with the largest product of the two, among the Pareto
     set (levels that no other level beats on both). With one level, that level.
 
+    NaN novelty: runs whose N was not computed are left out of their level's mean N (never read
+    as 0); `n_novelty` counts the runs the mean holds (`n` all runs of the level). A level with
+    no known N has mean N NaN, is in no Pareto set and cannot be the best level.
+
     Args:
         runs: The runs table (the factor, ratio, novelty).
         factor: The factor's column.
@@ -385,7 +415,8 @@ def trade_off(runs: pd.DataFrame, factor: str) -> TradeOff:
         raise AnalysisError("trade_off needs at least one run")
     table = runs.groupby(factor, sort=True).agg(mean_ratio=("ratio", "mean"),
                                                 mean_novelty=("novelty", "mean"),
-                                                n=("ratio", "size")).reset_index()
+                                                n=("ratio", "size"),
+                                                n_novelty=("novelty", "count")).reset_index()
 
     def normalise(column: pd.Series) -> pd.Series:
         span = column.max() - column.min()
@@ -397,7 +428,7 @@ def trade_off(runs: pd.DataFrame, factor: str) -> TradeOff:
     g, n = table["mean_ratio"].to_numpy(), table["mean_novelty"].to_numpy()
     dominated = [bool(((g >= g[i]) & (n >= n[i]) & ((g > g[i]) | (n > n[i]))).any())
                  for i in range(len(table))]
-    table["pareto"] = ~np.asarray(dominated)
+    table["pareto"] = ~np.asarray(dominated) & table["mean_novelty"].notna().to_numpy()
     front = table[table["pareto"]]
     top = front[np.isclose(front["product"], front["product"].max())]
     best = top[factor].iloc[0] if len(top) == 1 or len(table) == 1 else None
@@ -420,6 +451,11 @@ def paired_effect(runs: pd.DataFrame, factor: str, metric: str,
     bootstrap; p is two-sided Wilcoxon signed-rank from scipy (1.0 when every difference is 0; NaN
     below 2 pairs); `p_holm` holds the per-task p-values Holm-corrected over tasks (statsmodels
     `multipletests`).
+
+    NaN novelty (and any NaN metric): runs whose metric is NaN (N not computed) are left out
+    before matching (several runs on one key average those known), and a key with no known value
+    at either level is an excluded pair, never a difference from 0; `n_pairs` counts the pairs
+    tested.
 
     Args:
         runs: The runs table (the factor, the metric and the `pair_on` columns).
@@ -501,7 +537,7 @@ def prior_trajectory(trajectory: pd.DataFrame, runs: pd.DataFrame | None = None)
     """List G, ratio and N of each improving candidate over time, in runs from a prior (Fig. 5).
 
     N is given against the known solutions (`novelty`) and against the prior itself
-    (`novelty_vs_prior`).
+    (`novelty_vs_prior`). NaN novelty: passed through as NaN (not computed), never 0.
 
     Args:
         trajectory: The trajectory table (config_id, t_s, step, improving, valid, gain, ratio,
@@ -708,6 +744,9 @@ def trend_holds(data: pd.DataFrame, x: str, y: str, trend: Trend, *, unit: str |
     Fewer than `min_levels` distinct x values, fewer than 4 values, or fewer than 2 units with a
     trend of their own is "not enough data".
 
+    NaN novelty (or any NaN x or y): those rows are dropped before testing, never read as 0; `n`
+    and `n_units` count what was tested.
+
     Args:
         data: The values (the unit, x and y columns).
         x: The column of the levels.
@@ -750,6 +789,9 @@ def check_trends(stated: pd.DataFrame, data: pd.DataFrame, x: str, columns: dict
                  unit: str | None = None, alpha: float = 0.05) -> pd.DataFrame:
     """Test each stated trend of `fig6_trends.csv` on `data` with `trend_holds`.
 
+    NaN values (novelty not computed) are dropped by `trend_holds`; `n` says how many were
+    tested.
+
     Args:
         stated: The stated trends (quantity, trend, detail).
         data: The values.
@@ -791,6 +833,9 @@ def regression(runs: pd.DataFrame, formula: str, kind: Literal["ols", "mixed"] =
     `ols`: OLS with errors clustered by `groups` when it has at least 2 levels (else
     heteroscedasticity-robust HC1); `mixed`: a linear mixed model with a random intercept per level
     of `groups`. Example: `regression(runs, "ratio ~ temperature + C(agent)")`.
+
+    NaN novelty (or a NaN in any variable of the formula): the row is dropped (patsy's NA
+    handling), never read as 0; `n` counts the rows fitted.
 
     Args:
         runs: The runs table (boolean columns enter as 0/1).
@@ -853,6 +898,10 @@ def sweep_scores(runs: pd.DataFrame, best_of: int | None = None) -> pd.DataFrame
 
     The paper takes the best of 3.
 
+    NaN novelty: the best run is chosen by ratio; where its N was not computed the cell's novelty
+    is NaN (a valid cell with N unknown), never 0; `main_results` leaves it out of N means and
+    tests and counts it in its note.
+
     Args:
         runs: The runs table (task, agent, valid, ratio, novelty; seed and gain where known).
         best_of: k, the first seeds the best is chosen from; None for all.
@@ -893,7 +942,8 @@ class MainResults:
         means: Table 4 (see `main_results.table4_means`).
         intervals: The bootstrap intervals over tasks; empty below 2 tasks.
         paired: The paired tests (Table 5); empty below 2 tasks or 2 frameworks.
-        note: How many tasks and frameworks, or why intervals and tests are empty.
+        note: How many tasks and frameworks, or why intervals and tests are empty, and how many
+            valid cells have N not computed (left out of N means and tests).
     """
 
     scores: pd.DataFrame
@@ -910,6 +960,10 @@ def main_results(runs: pd.DataFrame, best_of: int | None = None, *,
 
     Best of k per task × framework, pessimistic imputation, macro means, bootstrap intervals over
     tasks, paired tests.
+
+    NaN novelty: a cell whose best run's N was not computed is left out of the framework's mean
+    N and its interval, and excluded from the paired N tests of its task (see
+    `main_results.table4_means`, `framework_intervals`, `paired_tests`); the note says how many.
 
     Args:
         runs: The runs table.
@@ -931,11 +985,14 @@ def main_results(runs: pd.DataFrame, best_of: int | None = None, *,
     means = published.table4_means(scores)
     frameworks = tuple(dict.fromkeys(scores["framework"]))
     tasks = scores["task"].nunique()
+    missing = published.not_computed(scores)
+    unknown = (f"; N not computed for {missing} valid cell(s) of {int(scores['valid'].sum())}: "
+               "left out of N means and tests") if missing else ""
     if tasks < 2:
         empty = pd.DataFrame()
         return MainResults(scores, means, empty, empty,
                            f"{tasks} task(s): intervals and paired tests resample tasks and need "
-                           "at least 2")
+                           f"at least 2{unknown}")
     intervals = published.framework_intervals(scores, frameworks=frameworks,
                                               confidence_level=confidence_level,
                                               n_resamples=n_resamples, rng=rng)
@@ -943,7 +1000,7 @@ def main_results(runs: pd.DataFrame, best_of: int | None = None, *,
                                     n_resamples=n_resamples, rng=rng) \
         if len(frameworks) > 1 else pd.DataFrame()
     return MainResults(scores, means, intervals, paired,
-                       f"{tasks} tasks, {len(frameworks)} framework(s)")
+                       f"{tasks} tasks, {len(frameworks)} framework(s){unknown}")
 
 
 def describe(runs: pd.DataFrame) -> str:
