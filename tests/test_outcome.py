@@ -258,6 +258,8 @@ def test_invalid_is_zero_malformed_or_undescribed_is_nan(tmp_path, monkeypatch):
     output = known_outputs("circle-packing-26")["ils-slsqp"]
     undescribed = outcome_novelty("circle-packing-26", output, valid=True)
     assert math.isnan(undescribed.novelty_out) and "no outcome descriptor" in undescribed.note
+    gym_task = outcome_novelty(object(), output, valid=True)  # a task of no taskkit family
+    assert math.isnan(gym_task.novelty_out) and "not a taskkit task" in gym_task.note
 
 
 @pytest.mark.parametrize(("task", "data", "message"), [

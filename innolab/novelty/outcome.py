@@ -70,6 +70,9 @@ class OutcomeResult:
 def _as_task(task: Task | str) -> Task:
     if isinstance(task, Task):
         return task
+    if not isinstance(task, str):
+        raise OutcomeError(f"{type(task).__name__} is not a taskkit task: it has no outcome "
+                           "descriptor")
     from innolab.tasks.registry import get_task
 
     found = get_task(task)
@@ -208,7 +211,10 @@ def outcome_novelty(task: Task | str, submission: Path | str | dict[str, Any],
         least distance, the nearest known solution and, within the family's tie threshold, the
         known solution it re-derives.
     """
-    task = _as_task(task)
+    try:
+        task = _as_task(task)
+    except OutcomeError as error:
+        return OutcomeResult(math.nan, note=f"not computed: {error}")
     found = family_outcome(task)
     if found is None:
         return OutcomeResult(math.nan, note=f"not computed: task {task.id}'s problem family "
@@ -224,9 +230,13 @@ def outcome_novelty(task: Task | str, submission: Path | str | dict[str, Any],
     if not names:
         return OutcomeResult(math.nan, tie=found.tie,
                              note=f"not computed: task {task.id} has no known solution")
-    distances = {name: found.distance(mine, _known_descriptor(
-        str(task.root), name, _stamp(task.solutions_dir / name / "solution.json")))
-        for name in names}
+    try:
+        distances = {name: found.distance(mine, _known_descriptor(
+            str(task.root), name, _stamp(task.solutions_dir / name / "solution.json")))
+            for name in names}
+    except (TaskError, OutcomeError, Invalid) as error:
+        return OutcomeResult(math.nan, tie=found.tie,
+                             note=f"not computed: a known solution's output: {error}")
     nearest = min(distances, key=lambda name: distances[name])
     value = novelty_metric(True, distances.values())
     rederived = nearest if distances[nearest] <= found.tie else None
