@@ -28,6 +28,19 @@ REGION_COLOURS = {
 }
 
 
+def _drawable(points: pd.DataFrame) -> tuple[pd.DataFrame, int]:
+    """The points whose ratio and N are known, and how many were left out (N not computed)."""
+    known = points["ratio"].notna() & points["novelty"].notna()
+    return points[known], int((~known).sum())
+
+
+def _left_out(ax, count: int) -> None:
+    """Say on the axes how many solutions are not drawn because their N was not computed."""
+    if count:
+        ax.text(0.99, 0.01, f"{count} with N not computed: not drawn", transform=ax.transAxes,
+                ha="right", va="bottom", fontsize=7, color="grey")
+
+
 def gain_novelty_plane(
     points: pd.DataFrame,
     gain_tolerance: float = DEFAULT_GAIN_TOLERANCE,
@@ -35,6 +48,9 @@ def gain_novelty_plane(
     ratio_range: tuple[float, float] = (-1.05, 0.5),
 ) -> Figure:
     """Plot the (ratio, N) plane with the four innovation regions shaded.
+
+    NaN novelty: a solution whose N was not computed has no place on the plane: it is not drawn
+    (never at N = 0), and the figure says how many were left out.
 
     Args:
         points: The solutions: ratio, novelty and an optional label.
@@ -46,6 +62,7 @@ def gain_novelty_plane(
         The figure.
     """
     fig, ax = plt.subplots(figsize=(6, 5.2))
+    points, left_out = _drawable(points)
     lo, hi = ratio_range
     hi = max(hi, float(points["ratio"].max()) + 0.1) if len(points) else hi
     lo = min(lo, float(points["ratio"].min()) - 0.05) if len(points) else lo
@@ -72,6 +89,7 @@ def gain_novelty_plane(
     ax.set_xlabel("ratio G/|V*| (0 = best known; > 0 beats it)")
     ax.set_ylabel("novelty N (0-100)")
     ax.set_title("Innovation regions")
+    _left_out(ax, left_out)
     ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.15), ncol=2, fontsize=7)
     fig.tight_layout()
     return fig
@@ -79,6 +97,9 @@ def gain_novelty_plane(
 
 def complex_plane(points: pd.DataFrame, max_angle: float = DEFAULT_MAX_ANGLE) -> Figure:
     """Plot solutions as z = (1 + ratio)·exp(i·N/100·max_angle); the unit arc is the best known.
+
+    NaN novelty: a solution whose N was not computed has no angle: it is not drawn (never at
+    N = 0), and the figure says how many were left out.
 
     Args:
         points: The solutions: ratio, novelty and an optional label.
@@ -88,6 +109,7 @@ def complex_plane(points: pd.DataFrame, max_angle: float = DEFAULT_MAX_ANGLE) ->
         The figure.
     """
     fig, ax = plt.subplots(figsize=(5, 5))
+    points, left_out = _drawable(points)
     theta = np.linspace(0, max_angle, 100)
     ax.plot(np.cos(theta), np.sin(theta), color="grey", ls="--", lw=0.8,
             label="|z| = 1: equals V*")
@@ -106,6 +128,7 @@ def complex_plane(points: pd.DataFrame, max_angle: float = DEFAULT_MAX_ANGLE) ->
     ax.set_xlabel("Re z")
     ax.set_ylabel("Im z")
     ax.set_title("Complex plane: |z| = 1 + ratio, arg z ∝ N")
+    _left_out(ax, left_out)
     ax.legend(loc="upper right", fontsize=7)
     fig.tight_layout()
     return fig
@@ -114,7 +137,8 @@ def complex_plane(points: pd.DataFrame, max_angle: float = DEFAULT_MAX_ANGLE) ->
 def table2_heatmaps(filled: pd.DataFrame) -> Figure:
     """Plot Table 2 as two heatmaps (ratio, novelty).
 
-    Failed cells are left blank and marked '/', assumed cells are marked '*'.
+    Failed cells are left blank and marked '/', assumed cells are marked '*'. NaN novelty: a
+    valid cell whose N was not computed is left blank and marked 'n/c' (never coloured as 0).
 
     Args:
         filled: Table 2 as `main_results.fill_unreported` returns it (task, framework, ratio,
@@ -124,6 +148,7 @@ def table2_heatmaps(filled: pd.DataFrame) -> Figure:
         The figure.
     """
     fig, axes = plt.subplots(1, 2, figsize=(11, 5), sharey=True)
+    not_computed = bool((filled["valid"].astype(bool) & filled["novelty"].isna()).any())
     tasks = list(dict.fromkeys(filled["task"]))
     frameworks = list(dict.fromkeys(filled["framework"]))
     for ax, metric, cmap, vmin, vmax in ((axes[0], "ratio", "RdYlGn", -1, 0),
@@ -145,11 +170,15 @@ def table2_heatmaps(filled: pd.DataFrame) -> Figure:
             for j, framework in enumerate(frameworks):
                 if not bool(valid.at[task, framework]):
                     ax.text(j + 0.5, i + 0.5, "/", ha="center", va="center", color="grey")
+                elif metric == "novelty" and pd.isna(values.at[task, framework]):
+                    ax.text(j + 0.5, i + 0.5, "n/c", ha="center", va="center", color="grey",
+                            fontsize=7)
         ax.set_title(f"Table 2: {metric}")
         ax.set_xlabel("")
         ax.set_ylabel("")
     fig.text(0.01, 0.01, "'/' no valid submission in 3 runs;  "
-             "'*' value not printed by the paper, filled by assumption",
+             "'*' value not printed by the paper, filled by assumption"
+             + ("; 'n/c' valid, N not computed" if not_computed else ""),
              fontsize=8)
     fig.tight_layout(rect=(0, 0.04, 1, 1))
     return fig
@@ -157,6 +186,9 @@ def table2_heatmaps(filled: pd.DataFrame) -> Figure:
 
 def interval_plot(intervals: pd.DataFrame) -> Figure:
     """Plot each framework's mean with its bootstrap interval, one panel per metric.
+
+    NaN novelty: the intervals leave out N not computed (`framework_intervals`); a NaN mean or
+    bound (no task counted) is not drawn.
 
     Args:
         intervals: framework, metric, mean, ci_low, ci_high (see
@@ -224,6 +256,9 @@ def time_budget_curves(
     curves: pd.DataFrame, by: str | None = None, title: str = "Time budget (Fig. 6a)"
 ) -> Figure:
     """Plot anytime curves: mean best-so-far ratio with its bootstrap band, and mean N.
+
+    NaN novelty: `mean_novelty` already leaves out runs whose N was not computed (`n_novelty`
+    counts the rest); a time with none is a gap in the N line, never 0.
 
     Args:
         curves: The curves from `sweeps.anytime` (t_s, mean_ratio, ci_low, ci_high,
@@ -302,6 +337,9 @@ def temperature_panel(table: pd.DataFrame, factor: str, best_level: object | Non
                       paper_best: tuple[float, float] | None = (0.5, 0.75)) -> Figure:
     """Plot mean ratio and mean N per level, the best trade-off level marked.
 
+    NaN novelty: `mean_novelty` already leaves out runs whose N was not computed (`n_novelty`);
+    a level with none is a gap in the N line, never 0.
+
     Args:
         table: The table from `sweeps.trade_off` (the factor, mean_ratio, mean_novelty).
         factor: The factor's column.
@@ -340,6 +378,8 @@ def temperature_panel(table: pd.DataFrame, factor: str, best_level: object | Non
 
 def prior_trajectory_plot(rows: pd.DataFrame) -> Figure:
     """Plot each improving candidate of the runs from a prior start, over time (Fig. 5).
+
+    NaN novelty: a candidate whose N was not computed is a gap in its run's N line, never 0.
 
     Args:
         rows: The rows from `sweeps.prior_trajectory` (config_id, t_s, ratio, novelty against
