@@ -126,7 +126,13 @@ def validate(args: argparse.Namespace) -> int:
     output.parent.mkdir(parents=True, exist_ok=True)
     table.to_csv(output, index=False)
     report = output.with_suffix(".md")
-    report.write_text(markdown_report(table, regression), encoding="utf-8")
+    notes = []
+    if "llm" not in backends:
+        why = ("not requested" if "llm" in default_backends() else
+               "no judge endpoint configured: $INNOLAB_LLM_BASE_URL unset")
+        notes.append(f"llm judge: not run ({why}); `innolab novelty validate --backend llm` "
+                     "runs it on whatever endpoint is set")
+    report.write_text(markdown_report(table, regression, notes), encoding="utf-8")
     print("hand-written triplets: agreement = share with d(anchor, near) < d(anchor, far)")
     pivot = table.pivot_table(index="family", columns=["axis", "backend"], values="agreement",
                               sort=False, dropna=False)

@@ -299,7 +299,7 @@ def method_rows(backend: str, triplets: Sequence[CodeTriplet], cache_dir: Path,
         else:
             engine = make_backend(backend)
         scorer = Scorer(engine, cache_dir / "distances.sqlite",
-                        workers=1 if backend == "llm" else 4)
+                        workers=1 if backend in ("llm", "embedding") else 4)
         pairs = [(texts[t.path("anchor", folder)], texts[t.path(role, folder)])
                  for role in ("near", "far") for t in triplets]
         values = scorer.distances(pairs, failures="nan")
@@ -411,12 +411,14 @@ def _cell(value: float, digits: int = 2) -> str:
     return "n/a" if value is None or math.isnan(value) else f"{value:.{digits}f}"
 
 
-def markdown_report(table: pd.DataFrame, regression: pd.DataFrame | None = None) -> str:
+def markdown_report(table: pd.DataFrame, regression: pd.DataFrame | None = None,
+                    notes: Sequence[str] = ()) -> str:
     """Return the agreement table as a short markdown report.
 
     Args:
         table: `agreement_table`'s result.
         regression: The circular normaliser regression check's table, shown apart, or None.
+        notes: More lines for the notes (e.g. a back end not run, and why).
 
     Returns:
         Markdown: agreement by family (rows) and back end (columns), then mean distances near /
@@ -430,7 +432,9 @@ def markdown_report(table: pd.DataFrame, regression: pd.DataFrame | None = None)
              "Agreement: the share of triplets with d(anchor, near) < d(anchor, far). Near "
              "variants come from transformations the normaliser does not undo; far variants are "
              "different methods for the same task. Method axis: code back ends; outcome axis: "
-             "`outcome_distance` on the programs' submissions.", "",
+             "`outcome_distance` on the programs' submissions (each near variant writes the "
+             "anchor's submission by construction, so there the axis checks that the far "
+             "methods' solutions lie elsewhere).", "",
              "| family | n | " + " | ".join(head) + " |",
              "|---|---|" + "---|" * len(head)]
     index = table.set_index(["axis", "backend", "family"])
@@ -443,11 +447,12 @@ def markdown_report(table: pd.DataFrame, regression: pd.DataFrame | None = None)
         row = index.loc[(a, b, "all")]
         lines.append(f"| {b} | {a} | {_cell(row['mean_near'], 1)} | {_cell(row['mean_far'], 1)} "
                      f"| {row['scored']}/{row['n']} |")
-    notes = [f"* {b} ({a}): {n}" for (a, b), n in
+    listed = [f"* {b} ({a}): {n}" for (a, b), n in
              table[table["family"] == "all"].set_index(["axis", "backend"])["note"].items()
              if isinstance(n, str) and n]
-    if notes:
-        lines += ["", "Notes:", "", *notes]
+    listed += [f"* {line}" for line in notes]
+    if listed:
+        lines += ["", "Notes:", "", *listed]
     if regression is not None and not regression.empty:
         lines += ["", "## Normaliser regression check (circular; not a validation)", "",
                   "The older code triplets' near variants rename to v0, v1, ... as the normaliser "
