@@ -45,14 +45,16 @@ PURE_DECORATORS = frozenset({
     "functools.total_ordering", "dataclasses.dataclass", "contextlib.contextmanager",
     "numba.jit", "numba.njit", "numba.vectorize", "typing.overload", "typing.final",
 })
-# calls that only build or compute a value (besides every function of `math`)
+# calls that only build, read or compute a value (besides every function of `math`)
 PURE_CALLS = frozenset({
     "dict", "list", "set", "tuple", "frozenset", "range", "int", "float", "str", "bool",
     "complex", "bytes", "len", "abs", "min", "max", "sum", "sorted", "reversed", "enumerate",
     "zip", "round", "pow", "divmod", "object", "typing.TypeVar", "collections.namedtuple",
     "collections.defaultdict", "collections.deque", "collections.Counter",
     "collections.OrderedDict", "re.compile", "pathlib.Path", "fractions.Fraction",
-    "decimal.Decimal",
+    "decimal.Decimal", "time.time", "time.perf_counter", "time.monotonic", "time.process_time",
+    "os.getcwd", "os.cpu_count", "os.getenv", "os.environ.get", "os.path.join",
+    "os.path.dirname", "os.path.basename", "os.path.abspath", "datetime.datetime.now",
 })
 PURE_NUMPY_CALLS = frozenset({
     "array", "asarray", "zeros", "ones", "full", "empty", "arange", "linspace", "eye",
