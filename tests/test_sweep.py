@@ -22,7 +22,7 @@ import yaml
 from innolab import results, runner, sweep
 from innolab.gym.policy import RunConfig
 from innolab.rundir import RunDir
-from innolab.runlock import RunLock
+from innolab.runlock import RunLock, boot_id
 from innolab.sweep import SpecError, load_spec
 from innolab.traces import AnyEvent, read_events
 from tests.fake_llm import FakeLLM
@@ -171,7 +171,7 @@ def test_backbones_map_to_endpoints_by_prefix(tmp_path, monkeypatch):
 HOLDER = """
 import sys, time
 from pathlib import Path
-from innolab.runlock import RunLock
+from innolab.runlock import RunLock, boot_id
 with RunLock(Path(sys.argv[1]), heartbeat_s=0.4, stale_s=4.0):
     print("held", flush=True)
     time.sleep(float(sys.argv[2]))
@@ -430,7 +430,7 @@ def test_local_cluster_sweep_runs_each_configuration_once(tmp_path):
         before, requests = sorted(os.listdir(folder / "runs")), len(server.requests)
         sweep.run(spec, output=folder, workers=2, show_progress=False)  # a rerun is a no-op
         assert sorted(os.listdir(folder / "runs")) == before and len(server.requests) == requests
-        assert sweep.status(folder)["finished"] == 6
+        assert sweep.status(folder)["counts"]["scored"] == 6
         with pytest.raises(SpecError, match="other configurations"):
             sweep.run({**spec, "grid": {"agent": ["aide"]}}, output=folder, show_progress=False)
 
@@ -584,7 +584,7 @@ def test_an_external_scheduler_through_the_cli(tmp_path):
                 text=True,
                 timeout=60,
             )
-            assert "2 finished" in status.stdout
+            assert "2 scored" in status.stdout
     finally:
         for process in (worker, scheduler):
             if process is not None:
@@ -681,3 +681,104 @@ def test_a_local_cluster_leaves_the_callers_environment_as_it_was(monkeypatch):
             client.submit(os.environ.get, "OPENBLAS_NUM_THREADS").result() == "1"
         )  # the workers' own setting
     assert dict(os.environ) == before
+
+
+# ---------------------------------------------- cost cap, attempts and status, read from the folder
+
+
+def test_the_sweep_budget_is_checked_and_set_from_the_command_line():
+    assert "budget.max_cost_usd" in spec_error(
+        {"name": "x", "base": BASE, "budget": {"max_cost_usd": -1}}
+    )
+    assert "budget.colour" in spec_error({"name": "x", "base": BASE, "budget": {"colour": 1}})
+    spec = load_spec({"name": "x", "base": BASE}, ["budget.max_cost_usd=2.5"])
+    assert spec.budget.max_cost_usd == 2.5 and spec.base.budget == "20s"
+    assert load_spec({"name": "x", "base": BASE}).budget.max_cost_usd is None
+    assert "greater than 0" in spec_error({"name": "x", "base": BASE}, ["budget.max_cost_usd=0"])
+
+
+def trace_line(kind: str, **fields) -> str:
+    return json.dumps({"v": 1, "seq": 0, "time": time.time() - 5, "type": kind, **fields}) + "\n"
+
+
+def test_attempts_are_archived_in_the_run_folder_and_a_half_done_archive_is_finished(tmp_path):
+    from innolab.sweep import state
+
+    run_dir = tmp_path / "runs" / "abc"
+    run_dir.mkdir(parents=True)
+    (run_dir / "config.json").write_text("{}")
+    (run_dir / "trace.jsonl").write_text(
+        trace_line("run_started", config={})
+        + trace_line("llm_call", cost_usd=0.25)
+        + trace_line("run_finished", reason="llm_error", budget={}, final_submission=None,
+                     dev_valid=False, dev_score=None)
+    )
+    (run_dir / "score.json").write_text("{}")
+    assert state.failed(run_dir, None) and state.attempts_made(run_dir) == 1
+    ledger = state.Ledger(tmp_path)
+    assert ledger.spent() == pytest.approx(0.25)
+    assert state.archive_attempt(run_dir, None) == 1
+    ledger.forget(run_dir)
+    assert sorted(p.name for p in run_dir.iterdir()) == ["attempts"]
+    first = run_dir / "attempts" / "1"
+    record = json.loads((first / "attempt.json").read_text())
+    assert record["end_reason"] == "llm_error" and record["cost_usd"] == pytest.approx(0.25)
+    assert (first / "score.json").is_file() and state.attempts_made(run_dir) == 1
+    assert ledger.spent() == pytest.approx(0.25)  # the archived attempt's spend still counts
+    # a second attempt, killed half way through its archiving: finished on the next look
+    (run_dir / "config.json").write_text("{}")
+    (run_dir / "trace.jsonl").write_text(trace_line("llm_call", cost_usd=0.5))
+    assert state.attempts_made(run_dir) == 2 and ledger.spent() == pytest.approx(0.75)
+    partial = run_dir / "attempts" / "2.partial"
+    partial.mkdir()
+    (run_dir / "config.json").rename(partial / "config.json")
+    state.finish_archive(run_dir)
+    assert [p.name for p in state.archived(run_dir)] == ["1", "2"]
+    assert (run_dir / "attempts" / "2" / "trace.jsonl").is_file()
+    assert sorted(p.name for p in run_dir.iterdir()) == ["attempts"]
+
+
+def test_status_counts_states_spend_and_a_stop_for_cost(tmp_path):
+    from innolab.sweep import state
+
+    entries = [{"config_id": c, "levels": {"seed": i}, "error": None} for i, c in
+               enumerate(["scored", "failed", "running", "left"])]
+    entries[1]["error"] = "RuntimeError: boom"
+    state.write_manifest(tmp_path, {"name": "s", "configurations": entries,
+                                    "spec": {"budget": {"max_cost_usd": 1.0}},
+                                    "stopped_for_cost": {"max_cost_usd": 1.0, "cost_usd": 1.2}})
+    for name, cost in (("scored", 0.7), ("failed", 0.1), ("running", 0.4)):
+        folder = tmp_path / "runs" / name
+        folder.mkdir(parents=True)
+        (folder / "config.json").write_text("{}")
+        (folder / "trace.jsonl").write_text(trace_line("run_started", config={})
+                                            + trace_line("llm_call", cost_usd=cost))
+    (tmp_path / "runs" / "scored" / "score.json").write_text("{}")
+    (tmp_path / "runs" / "running" / "heartbeat.json").write_text(json.dumps(
+        {"pid": os.getpid(), "host": "here", "boot": boot_id(), "time": time.time(), "beat": 0,
+         "token": "t"}))
+    shown = state.status(tmp_path)
+    assert shown["counts"] == {"pending": 0, "running": 1, "interrupted": 0, "scored": 1,
+                               "failed": 1, "stopped_for_cost": 1}
+    assert shown["cost_usd"] == pytest.approx(1.2) and shown["stopped_for_cost"] is True
+    assert shown["max_cost_usd"] == 1.0
+    [flight] = shown["in_flight"]
+    assert flight["config_id"] == "running" and 4 <= flight["elapsed_s"] < 60
+    assert flight["cost_usd"] == pytest.approx(0.4)
+    done = subprocess.run([str(BIN / "innolab"), "sweep", "status", str(tmp_path)],
+                          capture_output=True, text=True, timeout=60)
+    assert "1 stopped for cost" in done.stdout and "STOPPED FOR COST" in done.stdout
+    assert "in flight: running" in done.stdout and "$1.2000 spent of a $1 cap" in done.stdout
+
+
+def test_bad_cost_cap_and_retry_attempts_through_the_cli(tmp_path):
+    spec = tmp_path / "s.yaml"
+    spec.write_text(yaml.safe_dump({"name": "s", "base": BASE}))
+    for flags, message in ((["--max-cost", "-2"], "--max-cost: must be > 0"),
+                           (["--max-cost", "lots"], "is not a number"),
+                           (["--retry-failed", "--retry-attempts", "0"], "--retry-attempts")):
+        done = subprocess.run([str(BIN / "innolab"), "sweep", "run", str(spec), *flags,
+                               "--output", str(tmp_path / "o")],
+                              capture_output=True, text=True, timeout=120)
+        assert done.returncode == 2 and message in done.stderr, done.stderr
+    assert not (tmp_path / "o").exists()

@@ -21,11 +21,13 @@ def register(commands: Commands) -> None:
     )
     srun = sub.add_parser(
         "run",
-        help="run every configuration of SPEC that has no finished run; prints the "
+        help="run every configuration of SPEC that has no scored run; prints the "
         "sweep folder last",
         description="Each configuration executes notebooks/"
         "20_agent_run.ipynb (papermill) as one Dask task into DIR/runs/<config id>/; a rerun "
-        "skips finished configurations and resumes interrupted ones.",
+        "(after the driver was killed, too) skips scored configurations and resumes the others "
+        "from their checkpoints. Exit status: 0 every configuration ran without failing, 1 one "
+        "failed, 3 the sweep stopped at its cost cap.",
     )
     srun.add_argument("spec", metavar="SPEC", help="a YAML sweep spec (see data/sweeps/)")
     srun.add_argument(
@@ -47,12 +49,37 @@ def register(commands: Commands) -> None:
         metavar="K=V",
         help="override a base field (or name, seeds), e.g. --set budget=20s; repeatable",
     )
+    srun.add_argument(
+        "--max-cost",
+        type=_positive,
+        metavar="USD",
+        help="the sweep's cost cap (default: the spec's budget.max_cost_usd): no run starts once "
+        "the spend of the sweep's runs, in flight included, reaches it; a rerun with a higher "
+        "cap goes on where it stopped",
+    )
+    srun.add_argument(
+        "--retry-failed",
+        action="store_true",
+        help="run only the configurations whose run failed (an error, or the model unreachable; "
+        "not a spent budget or a stall), each failed attempt kept in runs/<id>/attempts/<n>/",
+    )
+    srun.add_argument(
+        "--retry-attempts",
+        type=int,
+        default=1,
+        metavar="N",
+        help="with --retry-failed: the most retries per configuration in all (default 1)",
+    )
     srun.set_defaults(handler=run)
     sstat = sub.add_parser(
-        "status", help="finished, interrupted, failed and pending configurations"
+        "status",
+        help="counts by state (pending, running, scored, failed, stopped for cost), the spend "
+        "so far, the runs in flight",
     )
     sstat.add_argument("sweep_dir", metavar="DIR")
-    sstat.add_argument("--json", action="store_true")
+    sstat.add_argument(
+        "--json", action="store_true", help="as JSON (keys counts, cost_usd, stopped_for_cost...)"
+    )
     sstat.set_defaults(handler=status)
     scol = sub.add_parser(
         "collect", help="rebuild DIR/runs.parquet and DIR/trajectory.parquet from the runs"
@@ -67,10 +94,22 @@ def register(commands: Commands) -> None:
     scol.set_defaults(handler=collect)
 
 
+def _positive(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--max-cost: {text!r} is not a number") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"--max-cost: must be > 0, got {text}")
+    return value
+
+
 def run(args: argparse.Namespace) -> int:
-    """Run the spec; 1 when a configuration failed."""
+    """Run the spec; 1 when a configuration failed, 3 when the sweep stopped at its cost cap."""
     from innolab import sweep
 
+    if args.retry_attempts < 1:
+        return fail("sweep run", f"--retry-attempts: must be at least 1, got {args.retry_attempts}")
     try:
         folder = sweep.run(
             Path(args.spec),
@@ -78,21 +117,45 @@ def run(args: argparse.Namespace) -> int:
             workers=args.workers,
             scheduler=args.scheduler,
             overrides=args.set,
+            max_cost_usd=args.max_cost,
+            retry_failed=args.retry_failed,
+            retry_attempts=args.retry_attempts,
         )
     except sweep.SpecError as error:
         return fail("sweep run", error)
     state = sweep.status(folder)
-    print(
-        f"{state['finished']} of {state['configurations']} configurations finished, "
-        f"{state['failed']} failed",
-        file=sys.stderr,
-    )
+    print(summary(state), file=sys.stderr)
     print(folder)
-    return 0 if state["failed"] == 0 else 1
+    if state["counts"]["failed"]:
+        return 1
+    return 3 if state["stopped_for_cost"] else 0
+
+
+def summary(state: dict) -> str:
+    """A sweep's status in one line: counts by state, the spend, whether it stopped for cost.
+
+    Args:
+        state: `innolab.sweep.status`'s answer.
+
+    Returns:
+        The line.
+    """
+    counts = ", ".join(f"{n} {s.replace('_', ' ')}" for s, n in state["counts"].items() if n)
+    cap = state.get("max_cost_usd")
+    spend = f"${state['cost_usd']:.4f} spent" + (f" of a ${cap:g} cap" if cap else "")
+    stop = (
+        "; STOPPED FOR COST: rerun with a higher --max-cost to go on"
+        if state["stopped_for_cost"]
+        else ""
+    )
+    return (
+        f"sweep {state['name']}: {state['configurations']} configurations: "
+        f"{counts or 'none'}; {spend}{stop}"
+    )
 
 
 def status(args: argparse.Namespace) -> int:
-    """Each configuration's state (or all of it as JSON)."""
+    """Counts by state, the spend, the runs in flight, each configuration (or all as JSON)."""
     from innolab import sweep
 
     try:
@@ -102,15 +165,15 @@ def status(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(state, indent=2))
         return 0
-    print(
-        f"sweep {state['name']}: {state['configurations']} configurations: "
-        f"{state['finished']} finished, "
-        f"{state['interrupted']} interrupted, {state['failed']} failed, {state['pending']} pending"
-    )
+    print(summary(state))
+    for flight in state["in_flight"]:
+        elapsed = "?" if flight["elapsed_s"] is None else f"{flight['elapsed_s']:.0f} s"
+        print(f"  in flight: {flight['config_id']}  {elapsed}  ${flight['cost_usd']:.4f}")
     for identifier, one in state["runs"].items():
         levels = " ".join(f"{k}={v}" for k, v in one["levels"].items())
+        attempts = f"  attempts={one['attempts']}" if one["attempts"] > 1 else ""
         print(
-            f"  {identifier}  {one['state']:11}  {levels}"
+            f"  {identifier}  {one['state']:16}  {levels}{attempts}"
             + (f"  ({one['error']})" if one["error"] else "")
         )
     return 0

@@ -6,14 +6,22 @@ it from its checkpoint. A finished configuration (its run scored) is never submi
 whose worker dies is rescheduled by Dask and its run resumes; the run folder's lock
 (innolab.runlock) keeps a dying worker's kernel and its successor apart: the successor waits while
 the holder's heartbeat is fresh, however long, and never fails a live run.
+
+The driver may die at any moment (SIGKILL included): the same command run again skips every scored
+configuration and resumes the others from their checkpoints, and the workers of its LocalCluster end
+with it (innolab.sweep.orphans). A cost cap (`budget.max_cost_usd`, `--max-cost`) keeps new runs
+from starting once the sweep's spend reaches it; `retry_failed` reruns the failed configurations
+only, each earlier attempt kept in its folder (innolab.sweep.state).
 """
 
 from __future__ import annotations
 
-import json
+import contextlib
 import logging
 import os
 import sys
+import time
+from collections import deque
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import asdict
@@ -24,9 +32,9 @@ from urllib.parse import urlparse
 from tqdm.auto import tqdm
 
 from innolab import __version__
-from innolab.results import MANIFEST, collect, read_manifest
-from innolab.rundir import RunDir, write_atomic
+from innolab.results import collect, read_manifest
 from innolab.runspec import RunSettings
+from innolab.sweep import state
 from innolab.sweep.spec import Configuration, SpecError, SweepSpec, expand, load_spec
 
 LOOPBACK = {"127.0.0.1", "localhost", "::1"}
@@ -43,6 +51,7 @@ def plan(
     spec: SweepSpec | str | Path | dict[str, Any],
     output: Path | None = None,
     overrides: list[str] | None = None,
+    max_cost_usd: float | None = None,
 ) -> tuple[SweepSpec, Path, list[Configuration]]:
     """The validated spec, its folder and its configurations, written to the folder's manifest.
 
@@ -50,6 +59,7 @@ def plan(
         spec: A spec, a YAML file or a mapping.
         output: The sweep folder (default results/sweeps/<name>/).
         overrides: `--set K=V` overrides.
+        max_cost_usd: The sweep's cost cap, instead of the spec's `budget.max_cost_usd`.
 
     Returns:
         The spec, the folder and the configurations (each resolved, with its id).
@@ -57,6 +67,8 @@ def plan(
     Raises:
         innolab.sweep.spec.SpecError: A bad spec, or a folder holding another sweep.
     """
+    if max_cost_usd is not None:
+        overrides = [*(overrides or []), f"budget.max_cost_usd={max_cost_usd!r}"]
     if not isinstance(spec, SweepSpec) or overrides:
         settings = type(spec).settings if isinstance(spec, SweepSpec) else RunSettings
         spec = load_spec(
@@ -77,8 +89,15 @@ def run(
     scheduler: str | None = None,
     overrides: list[str] | None = None,
     show_progress: bool = True,
+    max_cost_usd: float | None = None,
+    retry_failed: bool = False,
+    retry_attempts: int = 1,
 ) -> Path:
-    """Run every configuration of the spec that has no finished run yet, then collect the tables.
+    """Run every configuration of the spec that has no scored run yet, then collect the tables.
+
+    With a cost cap no run starts once the sweep's spend (every attempt's recorded cost, the runs in
+    flight included) reaches it; the runs in flight end at their own budgets and the manifest
+    records that the sweep stopped for cost. A rerun with a higher cap goes on where it stopped.
 
     Args:
         spec: A spec, a YAML file or a mapping.
@@ -87,23 +106,45 @@ def run(
         scheduler: The address of a running Dask scheduler (default: a LocalCluster).
         overrides: `--set K=V` overrides.
         show_progress: Whether to show a progress bar (and the dashboard's address).
+        max_cost_usd: The sweep's cost cap in USD (default: the spec's `budget.max_cost_usd`).
+        retry_failed: Run only the configurations whose run failed (`state.failed`: an error, or
+            a model that stayed unreachable; a spent budget or a stall is a result), each as a new
+            attempt, the failed one kept under its folder's attempts/.
+        retry_attempts: With retry_failed, the most retries a configuration gets in all (its
+            attempts: at most 1 + retry_attempts).
 
     Returns:
         The sweep folder.
 
     Raises:
         innolab.sweep.spec.SpecError: A bad spec, or a folder holding another sweep.
+        ValueError: retry_attempts below 1.
     """
-    spec, folder, configurations = plan(spec, output, overrides)
-    pending = [c for c in configurations if not finished(folder / "runs" / c.config_id)]
-    outcomes: dict[str, dict[str, Any]] = {}
-    if pending:
-        embedded = _embedded_url(pending, scheduler)
-        with _client(scheduler, workers or default_workers(pending), pending) as client:
+    if retry_attempts < 1:
+        raise ValueError(f"retry_attempts: must be at least 1, got {retry_attempts}")
+    spec, folder, configurations = plan(spec, output, overrides, max_cost_usd)
+    manifest = read_manifest(folder) or {}
+    errors = {e["config_id"]: e.get("error") for e in manifest.get("configurations", [])}
+    for configuration in configurations:
+        state.finish_archive(folder / "runs" / configuration.config_id)
+    if retry_failed:
+        todo = [c for c in configurations
+                if state.failed(folder / "runs" / c.config_id, errors.get(c.config_id))
+                and state.attempts_made(folder / "runs" / c.config_id) <= retry_attempts]
+    else:
+        todo = [c for c in configurations if not finished(folder / "runs" / c.config_id)]
+    sweep = _Sweep(folder, spec.budget.max_cost_usd, retry_attempts if retry_failed else 0,
+                   errors)
+    sweep.record_stop(None)
+    if todo and not sweep.over_cap():
+        embedded = _embedded_url(todo, scheduler)
+        with _client(scheduler, workers or default_workers(todo), todo) as client:
             if show_progress and client.dashboard_link:
                 print(f"Dask dashboard: {client.dashboard_link}", file=sys.stderr)
-            outcomes = _execute(client, folder, pending, embedded, show_progress, spec.name)
-    _record_errors(folder, outcomes)
+            sweep.execute(client, todo, embedded, show_progress, spec.name)
+    elif todo:
+        sweep.record_stop(len(todo))
+    _record_errors(folder, sweep.outcomes)
     collect(folder)
     return folder
 
@@ -139,7 +180,7 @@ def finished(run_dir: Path) -> bool:
     Returns:
         True when the run's score.json exists.
     """
-    return RunDir(run_dir).score.is_file()
+    return state.scored(run_dir)
 
 
 def default_workers(configurations: list[Configuration]) -> int:
@@ -202,76 +243,175 @@ def run_configuration(
     from innolab.notebooks import execute_run_notebook
 
     error: str | None = None
-    for _attempt in range(kernel_attempts):
-        try:
-            execute_run_notebook(
-                {
-                    **parameters,
-                    "config": config,
-                    "config_id": config_id,
-                    "novelty": novelty,
-                    "embedded_url": embedded_url,
-                },
-                Path(run_dir),
-            )
-            error = None
-            break
-        except PapermillExecutionError as failure:
-            error = f"{failure.ename}: {failure.evalue}"[:500]
-            break
-        except Exception as failure:  # the kernel, not the run: execute again (the run resumes)
-            error = f"{type(failure).__name__}: {failure}"[:500]
+    with _limits(config.get("llm"), config_id):
+        for _attempt in range(kernel_attempts):
+            try:
+                execute_run_notebook(
+                    {
+                        **parameters,
+                        "config": config,
+                        "config_id": config_id,
+                        "novelty": novelty,
+                        "embedded_url": embedded_url,
+                    },
+                    Path(run_dir),
+                )
+                error = None
+                break
+            except PapermillExecutionError as failure:
+                error = f"{failure.ename}: {failure.evalue}"[:500]
+                break
+            except Exception as failure:  # the kernel, not the run: execute again (it resumes)
+                error = f"{type(failure).__name__}: {failure}"[:500]
     if finished(Path(run_dir)):
         return {"config_id": config_id, "error": None}
     return {"config_id": config_id, "error": error or "the run was not scored"}
 
 
-def _execute(
-    client: Any,
-    folder: Path,
-    pending: list[Configuration],
-    embedded: str | None,
-    show_progress: bool,
-    name: str,
-) -> dict[str, dict[str, Any]]:
-    from distributed import as_completed
+@contextmanager
+def _limits(llm: dict[str, Any] | None, config_id: str) -> Iterator[None]:
+    """The endpoint's limits, shared by the cluster's workers, around one task.
 
-    futures = []
-    for configuration in pending:
-        gpu = _needs_gpu(configuration)
-        futures.append(
-            client.submit(
-                run_configuration,
-                configuration.parameters,
-                configuration.config,
-                configuration.config_id,
-                configuration.novelty,
-                str(folder / "runs" / configuration.config_id),
-                embedded,
-                key=f"innolab-run-{configuration.config_id}",
-                pure=False,
-                resources={"GPU": 1} if gpu else None,
-            )
+    The run's model requests are made in the notebook's kernel, a child of this worker process: it
+    inherits the scheduler's address (DASK_SCHEDULER_ADDRESS, where `distributed.get_client()`
+    finds the cluster) and the run's id (INNOLAB_RUN_ID).
+    """
+    try:
+        from innolab.sweep import limits
+    except ImportError:  # no shared limits in this installation
+        yield
+        return
+    saved = {k: os.environ.get(k) for k in ("DASK_SCHEDULER_ADDRESS", "INNOLAB_RUN_ID")}
+    with contextlib.suppress(ImportError, ValueError):
+        from distributed import get_worker
+
+        os.environ["DASK_SCHEDULER_ADDRESS"] = get_worker().scheduler.address
+    os.environ["INNOLAB_RUN_ID"] = config_id
+    try:
+        with limits.activate(llm, run=config_id):
+            yield
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+
+
+class _Sweep:
+    """One execution of a sweep's configurations: submission under the cost cap, retries, outcomes.
+
+    Attributes:
+        folder: The sweep folder.
+        cap: The cost cap in USD (None: none).
+        retries: The most retries a failed configuration gets in all (0: none).
+        errors: Each configuration's recorded error (updated as runs end).
+        outcomes: Each configuration's outcome in this execution (its error, or None).
+    """
+
+    def __init__(self, folder: Path, cap: float | None, retries: int,
+                 errors: dict[str, str | None]) -> None:
+        self.folder = folder
+        self.cap = cap
+        self.retries = retries
+        self.errors = dict(errors)
+        self.outcomes: dict[str, dict[str, Any]] = {}
+        self.ledger = state.Ledger(folder)
+
+    def run_dir(self, configuration: Configuration) -> Path:
+        """The configuration's run folder."""
+        return self.folder / "runs" / configuration.config_id
+
+    def over_cap(self) -> bool:
+        """Whether the sweep's spend so far reached its cost cap."""
+        return self.cap is not None and self.ledger.spent() >= self.cap
+
+    def record_stop(self, not_started: int | None) -> None:
+        """Record in the manifest that the sweep stopped for its cost cap (None: it did not)."""
+        manifest = read_manifest(self.folder)
+        if manifest is None:
+            return
+        manifest["stopped_for_cost"] = None if not_started is None else {
+            "max_cost_usd": self.cap, "cost_usd": self.ledger.spent(),
+            "not_started": not_started, "time": time.time()}
+        state.write_manifest(self.folder, manifest)
+
+    def execute(self, client: Any, todo: list[Configuration], embedded: str | None,
+                show_progress: bool, name: str) -> None:
+        """Run the configurations on the cluster.
+
+        Without a cap every configuration is submitted at once; with one, no more are in flight
+        than the cluster has threads, and none is submitted once the spend reached the cap.
+        """
+        from distributed import as_completed
+
+        queue = deque(todo)
+        retrying = {c.config_id for c in todo} if self.retries else set()
+        in_flight: dict[str, Configuration] = {}
+        futures = as_completed()
+        with tqdm(total=len(todo), desc=f"sweep {name}", unit="run",
+                  disable=not show_progress) as bar:
+            while queue or in_flight:
+                while queue and len(in_flight) < self._slots(client):
+                    if self.over_cap():
+                        self.record_stop(len(queue))
+                        queue.clear()
+                        break
+                    configuration = queue.popleft()
+                    if configuration.config_id in retrying:
+                        self._archive(configuration)
+                    future = self._submit(client, configuration, embedded)
+                    futures.add(future)
+                    in_flight[future.key] = configuration
+                if not in_flight:
+                    break
+                future = next(futures)
+                configuration = in_flight.pop(future.key)
+                identifier = configuration.config_id
+                try:
+                    outcome = future.result()
+                except Exception as error:  # KilledWorker after Dask's allowed failures...
+                    outcome = {"config_id": identifier,
+                               "error": f"{type(error).__name__}: {error}"[:500]}
+                # a result kept on a worker would be recomputed if that worker died later
+                future.release()
+                self.outcomes[identifier] = outcome
+                self.errors[identifier] = outcome.get("error")
+                run_dir = self.run_dir(configuration)
+                if (self.retries and state.failed(run_dir, outcome.get("error"))
+                        and state.attempts_made(run_dir) <= self.retries):
+                    retrying.add(identifier)
+                    queue.appendleft(configuration)
+                    bar.total += 1
+                bar.update(1)
+
+    def _slots(self, client: Any) -> int:
+        if self.cap is None:
+            return sys.maxsize
+        return max(1, sum(client.nthreads().values()))
+
+    def _archive(self, configuration: Configuration) -> None:
+        run_dir = self.run_dir(configuration)
+        if run_dir.is_dir() and state.attempts_made(run_dir) > len(state.archived(run_dir)):
+            state.archive_attempt(run_dir, self.errors.get(configuration.config_id))
+            self.ledger.forget(run_dir)
+        self.errors[configuration.config_id] = None
+
+    def _submit(self, client: Any, configuration: Configuration, embedded: str | None) -> Any:
+        attempt = state.attempts_made(self.run_dir(configuration))
+        return client.submit(
+            run_configuration,
+            configuration.parameters,
+            configuration.config,
+            configuration.config_id,
+            configuration.novelty,
+            str(self.run_dir(configuration)),
+            embedded,
+            # a retry is another task (a key of its own: never the failed attempt's result)
+            key=f"innolab-run-{configuration.config_id}-{attempt}",
+            pure=False,
+            resources={"GPU": 1} if _needs_gpu(configuration) else None,
         )
-    outcomes: dict[str, dict[str, Any]] = {}
-    with tqdm(
-        total=len(futures), desc=f"sweep {name}", unit="run", disable=not show_progress
-    ) as bar:
-        for future in as_completed(futures):
-            identifier = future.key.removeprefix("innolab-run-")
-            try:
-                outcomes[identifier] = future.result()
-            except (
-                Exception
-            ) as error:  # KilledWorker after Dask's allowed failures, a lost scheduler...
-                outcomes[identifier] = {
-                    "config_id": identifier,
-                    "error": f"{type(error).__name__}: {error}"[:500],
-                }
-            # a result kept on a worker would be recomputed if that worker died later
-            future.release()
-            bar.update(1)
-    return outcomes
 
 
 def _needs_gpu(configuration: Configuration) -> bool:
@@ -304,6 +444,7 @@ def _client(scheduler: str | None, workers: int, pending: list[Configuration]) -
             processes=True,
             dashboard_address=":0",
             silence_logs=logging.ERROR,
+            preload=["innolab.sweep.orphans"],  # workers end with a killed driver
             resources={"GPU": gpus // workers} if gpus >= workers else None,
         ) as cluster,
         Client(cluster) as client,
@@ -360,8 +501,9 @@ def _embedded_url(pending: list[Configuration], scheduler: str | None) -> str | 
 def _write_manifest(folder: Path, spec: SweepSpec, configurations: list[Configuration]) -> None:
     """Write sweep.json.
 
-    It holds the spec and every configuration (id, notebook parameters, factor levels). A folder
-    holds one sweep: running another spec into it is an error.
+    It holds the spec and every configuration (id, notebook parameters, factor levels, its error
+    and attempts), and whether the sweep stopped for cost. A folder holds one sweep: running
+    another spec into it is an error.
     """
     recorded = read_manifest(folder)
     ids = [c.config_id for c in configurations]
@@ -373,68 +515,52 @@ def _write_manifest(folder: Path, spec: SweepSpec, configurations: list[Configur
                 f"({len(before)} recorded, {len(ids)} now, {len(set(before) & set(ids))} shared): "
                 "give another --output"
             )
-        errors = {c["config_id"]: c.get("error") for c in recorded["configurations"]}
+        kept = {c["config_id"]: c for c in recorded["configurations"]}
     else:
-        errors = {}
+        kept = {}
     manifest = {
         "name": spec.name,
         "innolab": __version__,
         "spec": spec.model_dump(mode="json"),
         "factors": spec.factors(),
-        "configurations": [{**asdict(c), "error": errors.get(c.config_id)} for c in configurations],
+        "configurations": [
+            {**asdict(c), "error": kept.get(c.config_id, {}).get("error"),
+             "attempts": kept.get(c.config_id, {}).get("attempts", 0)}
+            for c in configurations
+        ],
+        "stopped_for_cost": (recorded or {}).get("stopped_for_cost"),
     }
-    write_atomic(folder / MANIFEST, (json.dumps(manifest, indent=2, default=str) + "\n").encode())
+    folder.mkdir(parents=True, exist_ok=True)
+    state.write_manifest(folder, manifest)
 
 
 def _record_errors(folder: Path, outcomes: dict[str, dict[str, Any]]) -> None:
+    """Each configuration's error (this execution's outcome) and attempts, into the manifest."""
     manifest = read_manifest(folder)
     if manifest is None:
         return
     for configuration in manifest["configurations"]:
+        run_dir = folder / "runs" / configuration["config_id"]
         outcome = outcomes.get(configuration["config_id"])
         if outcome is not None:
             configuration["error"] = outcome.get("error")
-        elif finished(folder / "runs" / configuration["config_id"]):
+        elif finished(run_dir):
             configuration["error"] = None
-    write_atomic(folder / MANIFEST, (json.dumps(manifest, indent=2, default=str) + "\n").encode())
+        configuration["attempts"] = state.attempts_made(run_dir)
+    state.write_manifest(folder, manifest)
 
 
 def status(folder: Path) -> dict[str, Any]:
-    """How far a sweep is: each configuration finished, interrupted, failed or pending.
-
-    Interrupted: a run folder, not finished; failed: an error recorded; pending: no run folder yet.
+    """How far a sweep is (innolab.sweep.state.status).
 
     Args:
         folder: The sweep folder.
 
     Returns:
-        The sweep's name, each state's count, and each configuration's state, levels and error.
+        Counts by state, the spend so far, whether it stopped for cost, the runs in flight and
+        each configuration's state.
 
     Raises:
         innolab.sweep.spec.SpecError: The folder holds no sweep.
     """
-    folder = Path(folder)
-    manifest = read_manifest(folder)
-    if manifest is None:
-        raise SpecError(f"{folder} is not a sweep folder (no {MANIFEST})")
-    states = {}
-    for configuration in manifest["configurations"]:
-        run_dir = folder / "runs" / configuration["config_id"]
-        if finished(run_dir):
-            state = "finished"
-        elif configuration.get("error"):
-            state = "failed"
-        elif RunDir(run_dir).exists():
-            state = "interrupted"
-        else:
-            state = "pending"
-        states[configuration["config_id"]] = {
-            "state": state,
-            "levels": configuration["levels"],
-            "error": configuration.get("error"),
-        }
-    counts = {
-        s: sum(v["state"] == s for v in states.values())
-        for s in ("finished", "interrupted", "failed", "pending")
-    }
-    return {"name": manifest["name"], "configurations": len(states), **counts, "runs": states}
+    return state.status(folder)

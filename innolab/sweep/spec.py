@@ -57,10 +57,26 @@ def run_fields(settings: type[BaseModel] = RunSettings) -> type[BaseModel]:
 RunFields = run_fields()
 
 
+class SweepBudget(BaseModel):
+    """What the whole sweep may spend (each run's own budgets are `base.budget` and the like).
+
+    `max_cost_usd`: no new run starts once the recorded cost of the sweep's runs (every attempt),
+    plus what the runs in flight spent so far, reaches it; runs in flight end at their own budgets.
+    None: no cap.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    max_cost_usd: float | None = Field(
+        default=None, gt=0, description="the sweep's cost cap in USD (None: none)"
+    )
+
+
 class SweepSpec(BaseModel):
     """A sweep spec: name, base fields, a grid of factors and the seeds of each configuration.
 
-    The grid's configurations are its cartesian product; each runs with every seed.
+    The grid's configurations are its cartesian product; each runs with every seed. `budget` is
+    the sweep's own (a cost cap over all its runs), not a run's.
 
     `settings` is the run schema its configurations resolve with (`spec_class` makes the spec of
     another).
@@ -74,6 +90,7 @@ class SweepSpec(BaseModel):
     base: RunFields = Field(default_factory=RunFields)  # type: ignore[valid-type]
     grid: dict[str, list[Any]] = Field(default_factory=dict)
     seeds: list[int] = Field(default_factory=lambda: [0], min_length=1)
+    budget: SweepBudget = Field(default_factory=SweepBudget)
 
     @classmethod
     def fields_model(cls) -> type[BaseModel]:
@@ -193,7 +210,8 @@ def load_spec(
     """Read a YAML spec (or take a mapping) and apply `--set K=V` overrides.
 
     V is read as YAML; K is a base field (which then leaves the grid, if it was a factor), or
-    `name`, `description`, `seeds`. Prior solutions are files relative to the spec's folder.
+    `name`, `description`, `seeds`, `budget.max_cost_usd`. Prior solutions are files relative to
+    the spec's folder.
 
     Args:
         source: A YAML file or a mapping.
@@ -232,13 +250,15 @@ def load_spec(
             raise SpecError(f"--set {key}: not a YAML value: {error}") from None
         if key in ("name", "description", "seeds"):
             data[key] = value
+        elif key == "budget.max_cost_usd":
+            data["budget"] = {**(data.get("budget") or {}), "max_cost_usd": value}
         elif key in factors:
             data["base"] = {**(data.get("base") or {}), key: value}
             data["grid"] = {k: v for k, v in (data.get("grid") or {}).items() if k != key}
         else:
             raise SpecError(
                 f"--set {key}: not a run field or a spec key; "
-                f"known: name, seeds, {', '.join(factors)}"
+                f"known: name, seeds, budget.max_cost_usd, {', '.join(factors)}"
             )
     return parse_spec(
         data, where + (" with --set " + " ".join(overrides) if overrides else ""), settings
