@@ -192,12 +192,40 @@ class SweepView:
         self.open_button.on_click(lambda _: self.open_run())
         self.run_area = widgets.VBox()
         self.run_view: RunView | None = None
+        # a sweep's live status (innolab.sweep.status), read again by the button while it runs
+        self.status = widgets.HTML()
+        self.status_button = widgets.Button(description="Refresh status",
+                                            tooltip="read the sweep's status again")
+        self.status_button.on_click(lambda _: self.refresh_status())
+        self.refresh_status()
         self._refresh()
         self._draw()
         self.widget = widgets.VBox([widgets.HTML(STYLE_TAG),
+                                    widgets.HBox([self.status, self.status_button]),
                                     widgets.HBox(list(self.filters.values())), self.table,
                                     widgets.HBox([self.picker, self.open_button]), self.curves,
                                     self.run_area], layout=widgets.Layout(overflow="auto"))
+
+    def refresh_status(self) -> dict[str, Any] | None:
+        """Read the sweep's status again: counts by state, spend, stop for cost, runs in flight.
+
+        Returns:
+            The status (None for a folder of runs that is not a sweep).
+        """
+        from innolab import sweep
+
+        if not (self.sweep_dir / "sweep.json").is_file():
+            self.status.value = ""
+            return None
+        state = sweep.status(self.sweep_dir)
+        counts = ", ".join(f"{n} {k.replace('_', ' ')}" for k, n in state["counts"].items() if n)
+        cap = f" of a ${state['max_cost_usd']:g} cap" if state["max_cost_usd"] else ""
+        stop = " — <b>stopped for cost</b>" if state["stopped_for_cost"] else ""
+        flights = "".join(f"<li>{text(f['config_id'])}: {f['elapsed_s'] or 0:.0f} s, "
+                          f"${f['cost_usd']:.4f}</li>" for f in state["in_flight"])
+        self.status.value = (f"<p>{counts or 'no configurations'}; ${state['cost_usd']:.4f} spent"
+                             f"{cap}{stop}</p>" + (f"<ul>{flights}</ul>" if flights else ""))
+        return state
 
     def filtered(self) -> pd.DataFrame:
         """The runs that pass every filter."""
