@@ -532,3 +532,9 @@ def test_comparable_strips_for_every_code_back_end():
         assert comparable(padded, backend) == comparable(AGENT_SLSQP, backend)
     assert math.isclose(StructuralBackend().distance(comparable(padded, "ast"),
                                                      comparable(AGENT_SLSQP, "ast")), 0.0)
+
+
+def test_a_docstring_and_a_future_import_are_no_roots():
+    module = '"""A module of helpers."""\n\nfrom __future__ import annotations\n\n\n' \
+             'def helper() -> int:\n    return 1\n'
+    assert strip_dead_code(module) == module  # nothing runs: a library, kept whole

@@ -7,7 +7,8 @@ Padding a program with unused definitions then leaves what a back end compares u
 Reachability (a fixed point over names):
 
 * roots are the module's top-level statements other than definitions: calls, loops, `if
-  __name__ == "__main__":` blocks, `try` blocks, augmented assignments and so on (kept whole);
+  __name__ == "__main__":` blocks, `try` blocks, augmented assignments and so on (kept whole;
+  docstrings, `pass` and `from __future__` imports stay too, but run nothing);
 * a definition is reached when a reached piece of code names it: a `Name` (any context), a
   `global`/`nonlocal` declaration, a string constant equal to it (`getattr(module, "f")`,
   `__all__`), or an attribute of a module of the same program (`helper.f`, where the text holds
@@ -178,7 +179,7 @@ class _Reachability:
             names = self._defines(statement, module)
             if names is not None:
                 candidates[index] = names
-        roots = [s for i, s in enumerate(body) if i not in candidates and not _is_docstring(s, i)]
+        roots = [s for i, s in enumerate(body) if i not in candidates and not _inert(s)]
         if not roots:
             return None
         by_name: dict[str, list[int]] = {}
@@ -298,9 +299,13 @@ def _target_names(target: ast.expr) -> list[str | None]:
     return [None]
 
 
-def _is_docstring(statement: ast.stmt, index: int) -> bool:
-    return index == 0 and isinstance(statement, ast.Expr) \
-        and isinstance(statement.value, ast.Constant) and isinstance(statement.value.value, str)
+def _inert(statement: ast.stmt) -> bool:
+    """Whether a statement that stays runs nothing (a constant, `pass`, `from __future__`)."""
+    if isinstance(statement, ast.Pass):
+        return True
+    if isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Constant):
+        return True
+    return isinstance(statement, ast.ImportFrom) and statement.module == "__future__"
 
 
 def _first_line(statement: ast.stmt) -> int:
