@@ -538,3 +538,24 @@ def test_a_docstring_and_a_future_import_are_no_roots():
     module = '"""A module of helpers."""\n\nfrom __future__ import annotations\n\n\n' \
              'def helper() -> int:\n    return 1\n'
     assert strip_dead_code(module) == module  # nothing runs: a library, kept whole
+
+
+def test_n_of_a_padded_program_is_that_of_the_program():
+    from innolab.novelty.backends import Scorer
+    from innolab.novelty.scoring import novelty_of_code
+
+    task = get_task("circle-packing-26")
+    scorer = Scorer(StructuralBackend())
+    plain = novelty_of_code(AGENT_SLSQP, True, task, scorer)
+    padded = novelty_of_code(_pad(AGENT_SLSQP), True, task, scorer)
+    assert padded.distances == plain.distances and padded.novelty == plain.novelty > 0
+
+
+def test_the_card_extractor_is_sent_only_the_live_code(tmp_path):
+    from innolab.novelty.cards import extract_card
+    from tests.fake_llm import FakeLLM
+
+    with FakeLLM() as server:
+        extract_card(_pad(AGENT_SLSQP), {"base_url": server.base_url, "model": "fake"})
+        sent = server.requests[-1]["messages"][-1]["content"]
+    assert "def solve(seed)" in sent and "fibonacci" not in sent and "RunningStats" not in sent
