@@ -15,11 +15,13 @@ from innolab.novelty.triplets import CIRCULAR_KIND
 from innolab.novelty.validation import (
     FAMILIES,
     TripletSetError,
+    agreement,
     agreement_table,
+    distance_table,
     load_code_triplets,
     load_manifest,
     markdown_report,
-    outcome_rows,
+    outcome_distances,
     run_program,
     triplet_folder,
 )
@@ -93,7 +95,9 @@ def test_a_failing_program_reports_why(tmp_path):
 
 
 def test_validate_reports_agreement_per_family_and_back_end(tmp_path):
-    table = agreement_table(["ast", "tfidf"], tmp_path, axes=("method",))
+    distances = distance_table(["ast", "tfidf"], tmp_path, axes=("method",))
+    assert len(distances) == 2 * len(TRIPLETS) and distances["d_near"].notna().all()
+    table = agreement(distances)
     assert set(table["backend"]) == {"ast", "tfidf"} and set(table["axis"]) == {"method"}
     for backend in ("ast", "tfidf"):
         rows = table[table["backend"] == backend].set_index("family")
@@ -110,8 +114,10 @@ def test_validate_reports_agreement_per_family_and_back_end(tmp_path):
 
 def test_outcome_axis_runs_the_programs(tmp_path):
     chosen = [_triplet("job-shop-taillard-41-50/rename"), _triplet("kissing-number-11/rename")]
-    rows, outputs = outcome_rows(chosen, tmp_path, timeout_s=60)
-    by_family = {row["family"]: row for row in rows}
+    rows, outputs = outcome_distances(chosen, tmp_path, timeout_s=60)
+    assert [row["triplet"] for row in rows] == [t.id for t in chosen]
+    assert all(row["d_near"] < 1 < row["d_far"] and row["note"] == "" for row in rows)
+    by_family = agreement(pd.DataFrame(rows)).set_index("family").to_dict("index")
     assert set(by_family) == {"rename", "all"}
     assert by_family["all"]["scored"] == 2 and by_family["all"]["agreement"] == 1.0
     assert by_family["all"]["mean_near"] < 1 < by_family["all"]["mean_far"]
@@ -148,7 +154,10 @@ def test_markdown_report_keeps_the_circular_check_apart(tmp_path):
     table = agreement_table(["ast"], tmp_path, axes=("method",), triplets=chosen)
     regression = pd.DataFrame([{"backend": "ast", "kind": CIRCULAR_KIND, "n": 22,
                                 "mean_closer": 0.0, "mean_farther": 33.5, "agreement": 1.0}])
-    text = markdown_report(table, regression, notes=["llm judge: not run"])
+    distances = pd.DataFrame([{"axis": "method", "backend": "ast", "triplet": "x/rename",
+                               "d_near": 5.0, "d_far": 4.0}])
+    text = markdown_report(table, regression, ["llm judge: not run"], distances)
+    assert "ast (method) orders wrongly (near vs far): x/rename (5.0 vs 4.0)" in text
     assert "| rename | 1 |" in text and "ast (method)" in text
     assert "circular" in text.split("## Normaliser regression check")[1]
     assert "llm judge: not run" in text

@@ -55,8 +55,9 @@ def register(commands: Commands) -> None:
     val.add_argument("--timeout", type=float, default=120.0,
                      help="time limit of each triplet program in seconds (default 120)")
     val.add_argument("--output", help="CSV path of the agreement table (default "
-                     "results/novelty/triplet_validation.csv; the markdown and the regression "
-                     "check's normaliser_regression_circular.csv beside it)")
+                     "results/novelty/triplet_validation.csv; beside it the per-triplet "
+                     "distances (_distances.csv), the markdown (.md) and the regression check's "
+                     "normaliser_regression_circular.csv)")
     val.set_defaults(handler=validate)
     card_cmd = sub.add_parser(
         "card", help="the method card (summary, pseudocode) of a solution file, by the LLM"
@@ -99,8 +100,9 @@ def validate(args: argparse.Namespace) -> int:
     from innolab.novelty.triplets import judge_endpoint, regression_table
     from innolab.novelty.validation import (
         TripletSetError,
-        agreement_table,
+        agreement,
         default_backends,
+        distance_table,
         markdown_report,
     )
     from innolab.paths import project_root
@@ -114,8 +116,9 @@ def validate(args: argparse.Namespace) -> int:
     backends = args.backend or default_backends()
     axes = ("method",) if args.no_outcome else ("method", "outcome")
     try:
-        table = agreement_table(backends, output.parent / "cache", axes=axes,
-                                timeout_s=args.timeout)
+        distances = distance_table(backends, output.parent / "cache", axes=axes,
+                                   timeout_s=args.timeout)
+        table = agreement(distances)
         regression = None
         if not args.no_regression:
             limit = args.limit if args.limit is not None else judge_endpoint()[1]
@@ -125,6 +128,7 @@ def validate(args: argparse.Namespace) -> int:
         return fail("novelty validate", error)
     output.parent.mkdir(parents=True, exist_ok=True)
     table.to_csv(output, index=False)
+    distances.to_csv(output.with_name(output.stem + "_distances.csv"), index=False)
     report = output.with_suffix(".md")
     notes = []
     if "llm" not in backends:
@@ -132,10 +136,12 @@ def validate(args: argparse.Namespace) -> int:
                "no judge endpoint configured: $INNOLAB_LLM_BASE_URL unset")
         notes.append(f"llm judge: not run ({why}); `innolab novelty validate --backend llm` "
                      "runs it on whatever endpoint is set")
-    report.write_text(markdown_report(table, regression, notes), encoding="utf-8")
+    report.write_text(markdown_report(table, regression, notes, distances), encoding="utf-8")
     print("hand-written triplets: agreement = share with d(anchor, near) < d(anchor, far)")
-    pivot = table.pivot_table(index="family", columns=["axis", "backend"], values="agreement",
-                              sort=False, dropna=False)
+    labelled = table.assign(column=table["backend"] + " (" + table["axis"] + ")")
+    pivot = labelled.pivot(index="family", columns="column", values="agreement")
+    pivot = pivot.loc[list(dict.fromkeys(labelled["family"])),
+                      list(dict.fromkeys(labelled["column"]))]
     print(pivot.to_string(float_format=lambda v: f"{v:.2f}"))
     if regression is not None:
         circular = output.parent / "normaliser_regression_circular.csv"

@@ -33,7 +33,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-import numpy as np
 import pandas as pd
 
 from innolab.paths import data_dir
@@ -43,9 +42,11 @@ FAMILIES: tuple[str, ...] = ("extract_inline", "loop_comprehension_numpy", "rena
                              "unused_code", "equivalent_call")
 ROLES: tuple[str, ...] = ("anchor", "near", "far")
 SUBMISSION = "submission.json"
-OUTCOME_BACKEND = "outcome"
+OUTCOME_BACKEND = "outcome_distance"
 TABLE_COLUMNS = ["axis", "backend", "family", "n", "scored", "mean_near", "mean_far",
                  "agreement", "note"]
+DISTANCE_COLUMNS = ["axis", "backend", "triplet", "task", "family", "far", "d_near", "d_far",
+                    "note"]
 
 
 class TripletSetError(ValueError):
@@ -239,32 +240,19 @@ def run_program(task_id: str, program: Path, cache_dir: Path, timeout_s: float =
     return ProgramOutput(cached, seconds)
 
 
-def _agreement_rows(axis: str, backend: str, triplets: Sequence[CodeTriplet],
-                    near: Sequence[float], far: Sequence[float], note: str = ""
-                    ) -> list[dict[str, Any]]:
-    """Return one row per family present and one for all, from the triplets' two distances."""
-    near_a, far_a = np.asarray(near, dtype=float), np.asarray(far, dtype=float)
-    families = np.array([t.family for t in triplets])
-    rows = []
-    for family in [f for f in FAMILIES if f in set(families)] + ["all"]:
-        mask = np.ones(len(triplets), bool) if family == "all" else families == family
-        scored = mask & ~(np.isnan(near_a) | np.isnan(far_a))
-        count = int(scored.sum())
-        rows.append({
-            "axis": axis, "backend": backend, "family": family, "n": int(mask.sum()),
-            "scored": count,
-            "mean_near": float(near_a[scored].mean()) if count else math.nan,
-            "mean_far": float(far_a[scored].mean()) if count else math.nan,
-            "agreement": float(np.mean(near_a[scored] < far_a[scored])) if count else math.nan,
-            "note": note if count else (note or "no triplet could be scored"),
-        })
-    return rows
+def _distance_rows(axis: str, backend: str, triplets: Sequence[CodeTriplet],
+                   near: Sequence[float], far: Sequence[float], notes: Sequence[str]
+                   ) -> list[dict[str, Any]]:
+    """Return one DISTANCE_COLUMNS row per triplet."""
+    return [{"axis": axis, "backend": backend, "triplet": t.id, "task": t.task,
+             "family": t.family, "far": t.far, "d_near": float(n), "d_far": float(f),
+             "note": note} for t, n, f, note in zip(triplets, near, far, notes, strict=True)]
 
 
-def method_rows(backend: str, triplets: Sequence[CodeTriplet], cache_dir: Path,
-                folder: Path | None = None, llm_settings: dict[str, Any] | None = None
-                ) -> list[dict[str, Any]]:
-    """Return the method axis's rows of one code back end.
+def method_distances(backend: str, triplets: Sequence[CodeTriplet], cache_dir: Path,
+                     folder: Path | None = None, llm_settings: dict[str, Any] | None = None
+                     ) -> list[dict[str, Any]]:
+    """Return the method axis's distances of one code back end, one row per triplet.
 
     Args:
         backend: A registered back end's name.
@@ -274,9 +262,9 @@ def method_rows(backend: str, triplets: Sequence[CodeTriplet], cache_dir: Path,
         llm_settings: LLM settings of the judge (llm back end only).
 
     Returns:
-        One row per family and one for all; distances the back end could not compute are left
-        out of the agreement and counted in `n - scored`. A back end that cannot be used here
-        (e.g. the local encoder's packages missing) gives rows of NaN saying why.
+        DISTANCE_COLUMNS rows; a distance the back end could not compute is NaN. A back end that
+        cannot be used here (e.g. the local encoder's packages missing) gives NaN rows whose note
+        says why.
 
     Raises:
         NoveltyError: When `backend` is not registered.
@@ -305,16 +293,19 @@ def method_rows(backend: str, triplets: Sequence[CodeTriplet], cache_dir: Path,
         values = scorer.distances(pairs, failures="nan")
     except (NoveltyError, ImportError, OSError) as error:
         nan = [math.nan] * len(triplets)
-        return _agreement_rows("method", backend, triplets, nan, nan,
-                               f"not computed: {error}")
+        return _distance_rows("method", backend, triplets, nan, nan,
+                              [f"not computed: {error}"] * len(triplets))
+    notes = ["" if not (math.isnan(n) or math.isnan(f)) else f"{backend} could not score a pair"
+             for n, f in zip(values[: len(triplets)], values[len(triplets):], strict=True)]
     name = engine.name if backend == "llm" else backend
-    return _agreement_rows("method", name, triplets, values[: len(triplets)],
-                           values[len(triplets):])
+    return _distance_rows("method", name, triplets, values[: len(triplets)],
+                          values[len(triplets):], notes)
 
 
-def outcome_rows(triplets: Sequence[CodeTriplet], cache_dir: Path, folder: Path | None = None,
-                 timeout_s: float = 120.0) -> tuple[list[dict[str, Any]], dict[str, ProgramOutput]]:
-    """Return the outcome axis's rows: outcome distances of the programs' submissions.
+def outcome_distances(triplets: Sequence[CodeTriplet], cache_dir: Path,
+                      folder: Path | None = None, timeout_s: float = 120.0
+                      ) -> tuple[list[dict[str, Any]], dict[str, ProgramOutput]]:
+    """Return the outcome axis's distances: `outcome_distance` of the programs' submissions.
 
     Each program runs once (`run_program`; outputs cached under `cache_dir/outputs`).
 
@@ -325,9 +316,9 @@ def outcome_rows(triplets: Sequence[CodeTriplet], cache_dir: Path, folder: Path 
         timeout_s: Each program's time limit.
 
     Returns:
-        The rows (one per family and one for all; a triplet whose program wrote no submission,
-        or whose submission the family cannot describe, is left out of the agreement) and each
-        program's output by its manifest path.
+        DISTANCE_COLUMNS rows (NaN, with the reason in the note, where a program wrote no
+        submission or the family cannot describe it) and each program's output by its manifest
+        path.
     """
     from innolab.novelty.outcome import OutcomeError, outcome_distance
 
@@ -338,26 +329,58 @@ def outcome_rows(triplets: Sequence[CodeTriplet], cache_dir: Path, folder: Path 
             if name not in outputs:
                 outputs[name] = run_program(t.task, t.path(role, folder), cache_dir / "outputs",
                                             timeout_s)
-    near, far, problems = [], [], []
+    near, far, notes = [], [], []
     for t in triplets:
-        anchor = outputs[t.anchor].submission
-        pair = []
+        anchor = outputs[t.anchor]
+        pair, problems = [], []
         for role in ("near", "far"):
             other = outputs[getattr(t, role)]
-            if anchor is None or other.submission is None:
-                failed = outputs[t.anchor] if anchor is None else other
-                problems.append(f"{t.id}: {failed.error}")
+            failed = anchor if anchor.submission is None else other
+            if anchor.submission is None or other.submission is None:
+                problems.append(f"{getattr(t, 'anchor' if failed is anchor else role)}: "
+                                f"{failed.error}")
                 pair.append(math.nan)
                 continue
             try:
-                pair.append(float(outcome_distance(t.task, anchor, other.submission)))
+                pair.append(float(outcome_distance(t.task, anchor.submission, other.submission)))
             except OutcomeError as error:
-                problems.append(f"{t.id}: {error}")
+                problems.append(str(error))
                 pair.append(math.nan)
         near.append(pair[0])
         far.append(pair[1])
-    note = "; ".join(sorted(set(problems)))
-    return _agreement_rows("outcome", OUTCOME_BACKEND, triplets, near, far, note), outputs
+        notes.append("; ".join(dict.fromkeys(problems)))
+    return _distance_rows("outcome", OUTCOME_BACKEND, triplets, near, far, notes), outputs
+
+
+def agreement(distances: pd.DataFrame) -> pd.DataFrame:
+    """Return agreement per axis, back end and family (and `all`) from per-triplet distances.
+
+    Args:
+        distances: DISTANCE_COLUMNS rows (`distance_table`).
+
+    Returns:
+        TABLE_COLUMNS rows: `n` triplets, `scored` those with both distances, the mean distances
+        to near and far over the scored ones, `agreement` the share of scored triplets with
+        d(anchor, near) < d(anchor, far) (NaN when none is scored), `note` the distinct notes.
+    """
+    rows = []
+    for (axis, backend), group in distances.groupby(["axis", "backend"], sort=False):
+        present = [f for f in FAMILIES if f in set(group["family"])]
+        for family in [*present, "all"]:
+            part = group if family == "all" else group[group["family"] == family]
+            scored = part.dropna(subset=["d_near", "d_far"])
+            count = len(scored)
+            notes = [n for n in dict.fromkeys(part["note"]) if isinstance(n, str) and n]
+            rows.append({
+                "axis": axis, "backend": backend, "family": family, "n": len(part),
+                "scored": count,
+                "mean_near": float(scored["d_near"].mean()) if count else math.nan,
+                "mean_far": float(scored["d_far"].mean()) if count else math.nan,
+                "agreement": float((scored["d_near"] < scored["d_far"]).mean()) if count
+                else math.nan,
+                "note": "; ".join(notes) or ("" if count else "no triplet could be scored"),
+            })
+    return pd.DataFrame(rows, columns=TABLE_COLUMNS)
 
 
 def default_backends() -> list[str]:
@@ -372,12 +395,12 @@ def default_backends() -> list[str]:
     return [*names, "llm"] if LLMSettings.from_env().base_url else names
 
 
-def agreement_table(backends: Sequence[str], cache_dir: Path,
-                    axes: Sequence[Literal["method", "outcome"]] = ("method", "outcome"),
-                    triplets: Sequence[CodeTriplet] | None = None, folder: Path | None = None,
-                    llm_settings: dict[str, Any] | None = None, timeout_s: float = 120.0
-                    ) -> pd.DataFrame:
-    """Return agreement per transformation family, back end and axis on the hand-written set.
+def distance_table(backends: Sequence[str], cache_dir: Path,
+                   axes: Sequence[Literal["method", "outcome"]] = ("method", "outcome"),
+                   triplets: Sequence[CodeTriplet] | None = None, folder: Path | None = None,
+                   llm_settings: dict[str, Any] | None = None, timeout_s: float = 120.0
+                   ) -> pd.DataFrame:
+    """Return every triplet's two distances per back end and axis on the hand-written set.
 
     Args:
         backends: The code back ends of the method axis.
@@ -389,9 +412,8 @@ def agreement_table(backends: Sequence[str], cache_dir: Path,
         timeout_s: Each program's time limit (outcome axis).
 
     Returns:
-        One row per axis, back end and family (and `all`), TABLE_COLUMNS: `n` triplets, `scored`
-        those with both distances, the mean distances to near and far, `agreement` the share of
-        scored triplets with d(anchor, near) < d(anchor, far) (NaN when none is scored), `note`.
+        DISTANCE_COLUMNS rows: axis, back end, the triplet's id, task, family and far program,
+        d(anchor, near), d(anchor, far) (NaN where not computed) and a note saying why.
 
     Raises:
         NoveltyError: When a back end is not registered.
@@ -401,10 +423,30 @@ def agreement_table(backends: Sequence[str], cache_dir: Path,
     rows: list[dict[str, Any]] = []
     if "method" in axes:
         for backend in backends:
-            rows += method_rows(backend, chosen, cache_dir, folder, llm_settings)
+            rows += method_distances(backend, chosen, cache_dir, folder, llm_settings)
     if "outcome" in axes:
-        rows += outcome_rows(chosen, cache_dir, folder, timeout_s)[0]
-    return pd.DataFrame(rows, columns=TABLE_COLUMNS)
+        rows += outcome_distances(chosen, cache_dir, folder, timeout_s)[0]
+    return pd.DataFrame(rows, columns=DISTANCE_COLUMNS)
+
+
+def agreement_table(backends: Sequence[str], cache_dir: Path,
+                    axes: Sequence[Literal["method", "outcome"]] = ("method", "outcome"),
+                    triplets: Sequence[CodeTriplet] | None = None, folder: Path | None = None,
+                    llm_settings: dict[str, Any] | None = None, timeout_s: float = 120.0
+                    ) -> pd.DataFrame:
+    """Return agreement per transformation family, back end and axis on the hand-written set.
+
+    `agreement(distance_table(...))`; the arguments are `distance_table`'s.
+
+    Returns:
+        TABLE_COLUMNS rows (`agreement`).
+
+    Raises:
+        NoveltyError: When a back end is not registered.
+        TripletSetError: When the manifest breaks a rule.
+    """
+    return agreement(distance_table(backends, cache_dir, axes, triplets, folder, llm_settings,
+                                    timeout_s))
 
 
 def _cell(value: float, digits: int = 2) -> str:
@@ -412,13 +454,14 @@ def _cell(value: float, digits: int = 2) -> str:
 
 
 def markdown_report(table: pd.DataFrame, regression: pd.DataFrame | None = None,
-                    notes: Sequence[str] = ()) -> str:
+                    notes: Sequence[str] = (), distances: pd.DataFrame | None = None) -> str:
     """Return the agreement table as a short markdown report.
 
     Args:
         table: `agreement_table`'s result.
         regression: The circular normaliser regression check's table, shown apart, or None.
         notes: More lines for the notes (e.g. a back end not run, and why).
+        distances: `distance_table`'s result, to list the triplets each back end gets wrong.
 
     Returns:
         Markdown: agreement by family (rows) and back end (columns), then mean distances near /
@@ -451,6 +494,13 @@ def markdown_report(table: pd.DataFrame, regression: pd.DataFrame | None = None,
              table[table["family"] == "all"].set_index(["axis", "backend"])["note"].items()
              if isinstance(n, str) and n]
     listed += [f"* {line}" for line in notes]
+    if distances is not None:
+        wrong = distances[~(distances["d_near"] < distances["d_far"])
+                          & distances["d_near"].notna() & distances["d_far"].notna()]
+        for (axis, backend), group in wrong.groupby(["axis", "backend"], sort=False):
+            cases = ", ".join(f"{row.triplet} ({row.d_near:.1f} vs {row.d_far:.1f})"
+                              for row in group.itertuples())
+            listed.append(f"* {backend} ({axis}) orders wrongly (near vs far): {cases}")
     if listed:
         lines += ["", "Notes:", "", *listed]
     if regression is not None and not regression.empty:
