@@ -75,8 +75,11 @@ class SweepBudget(BaseModel):
 class SweepSpec(BaseModel):
     """A sweep spec: name, base fields, a grid of factors and the seeds of each configuration.
 
-    The grid's configurations are its cartesian product; each runs with every seed. `budget` is
-    the sweep's own (a cost cap over all its runs), not a run's.
+    The grid's configurations are its cartesian product; each runs with every seed. `include`
+    adds configurations outside the grid: each entry is merged over `base` (a field set to null
+    leaves the run's default: e.g. a policy with no model takes no temperature) and runs with the
+    entry's own `seeds` or the spec's. `budget` is the sweep's own (a cost cap over all its
+    runs), not a run's.
 
     `settings` is the run schema its configurations resolve with (`spec_class` makes the spec of
     another).
@@ -89,6 +92,7 @@ class SweepSpec(BaseModel):
     description: str = ""
     base: RunFields = Field(default_factory=RunFields)  # type: ignore[valid-type]
     grid: dict[str, list[Any]] = Field(default_factory=dict)
+    include: list[dict[str, Any]] = Field(default_factory=list)
     seeds: list[int] = Field(default_factory=lambda: [0], min_length=1)
     budget: SweepBudget = Field(default_factory=SweepBudget)
 
@@ -116,6 +120,37 @@ class SweepSpec(BaseModel):
                 raise ValueError(f".{factor}: a level is listed twice")
         return grid
 
+    @field_validator("include")
+    @classmethod
+    def _included(cls, include: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        fields = cls.fields_model()
+        factors = tuple(fields.model_fields)
+        for index, entry in enumerate(include):
+            where = f"[{index}]"
+            if not isinstance(entry, dict):
+                raise ValueError(f"{where}: an entry is a mapping of run fields (and seeds)")
+            if not set(entry) - {"seeds"}:
+                raise ValueError(f"{where}: an entry needs at least one run field")
+            for key, value in entry.items():
+                if key == "seeds":
+                    if (not isinstance(value, list) or not value
+                            or not all(isinstance(v, int) and not isinstance(v, bool)
+                                       for v in value)):
+                        raise ValueError(f"{where}.seeds: a non-empty list of integers")
+                    if len(set(value)) != len(value):
+                        raise ValueError(f"{where}.seeds: a seed is listed twice")
+                    continue
+                if key not in factors:
+                    raise ValueError(
+                        f"{where}.{key}: not a run field; known: seeds, {', '.join(factors)}")
+                if value is None:  # null: the base's value does not apply to this entry
+                    continue
+                try:
+                    fields(**{key: value})
+                except ValidationError as error:
+                    raise ValueError(f"{where}.{key}: {error.errors()[0]['msg']}") from None
+        return include
+
     @field_validator("seeds")
     @classmethod
     def _unique(cls, seeds: list[int]) -> list[int]:
@@ -130,7 +165,8 @@ class SweepSpec(BaseModel):
             _context: pydantic's validation context (unused).
 
         Raises:
-            ValueError: a grid factor also fixed in base, or no task or agent in base or the grid.
+            ValueError: a grid factor also fixed in base, or no task or agent in base or the grid
+                (or, for an include entry, in base or the entry).
         """
         both = sorted(set(self.grid) & set(self.base.model_fields_set))
         if both:
@@ -138,10 +174,21 @@ class SweepSpec(BaseModel):
         for required in ("task", "agent"):
             if getattr(self.base, required) is None and required not in self.grid:
                 raise ValueError(f"base.{required}: required (in base or as a grid factor)")
+            for index, entry in enumerate(self.include):
+                if entry.get(required, getattr(self.base, required)) is None:
+                    raise ValueError(
+                        f"include[{index}].{required}: required (in base or the entry)")
 
     def factors(self) -> list[str]:
-        """The varied fields, in the spec's order, then `seed` when several seeds run."""
-        return list(self.grid) + (["seed"] if len(self.seeds) > 1 else [])
+        """The varied fields, in the spec's order (the grid's, then those include entries set).
+
+        Then `seed` when several seeds run.
+        """
+        varied = list(self.grid)
+        for entry in self.include:
+            varied += [k for k in entry if k != "seeds" and k not in varied]
+        seeds = {*self.seeds, *(s for e in self.include for s in e.get("seeds", []))}
+        return varied + (["seed"] if len(seeds) > 1 else [])
 
 
 @functools.cache
@@ -195,7 +242,7 @@ def parse_spec(
             where_in = ".".join(str(part) for part in e["loc"]) or "spec"
             message = e["msg"].removeprefix("Value error, ")
             lines.append(
-                where_in + message if message.startswith(".") else f"{where_in}: {message}"
+                where_in + message if message.startswith((".", "[")) else f"{where_in}: {message}"
             )
         raise SpecError(f"{where}: " + "; ".join(lines)) from None
     except ValueError as error:
@@ -209,9 +256,10 @@ def load_spec(
 ) -> SweepSpec:
     """Read a YAML spec (or take a mapping) and apply `--set K=V` overrides.
 
-    V is read as YAML; K is a base field (which then leaves the grid, if it was a factor), or
-    `name`, `description`, `seeds`, `budget.max_cost_usd`. Prior solutions are files relative to
-    the spec's folder.
+    V is read as YAML; K is a base field (which then leaves the grid, if it was a factor, and the
+    include entries that set it; an entry that sets it to null keeps it unset), or `name`,
+    `description`, `seeds` (also each include entry's), `include`, `budget.max_cost_usd`. Prior
+    solutions are files relative to the spec's folder.
 
     Args:
         source: A YAML file or a mapping.
@@ -248,27 +296,39 @@ def load_spec(
             value = yaml.safe_load(text)
         except yaml.YAMLError as error:
             raise SpecError(f"--set {key}: not a YAML value: {error}") from None
-        if key in ("name", "description", "seeds"):
+        if key in ("name", "description", "seeds", "include"):
             data[key] = value
+            if key == "seeds" and isinstance(data.get("include"), list):
+                data["include"] = [_without(e, "seeds") for e in data["include"]]
         elif key == "budget.max_cost_usd":
             data["budget"] = {**(data.get("budget") or {}), "max_cost_usd": value}
         elif key in factors:
             data["base"] = {**(data.get("base") or {}), key: value}
             data["grid"] = {k: v for k, v in (data.get("grid") or {}).items() if k != key}
+            if isinstance(data.get("include"), list):
+                data["include"] = [
+                    _without(e, key) if isinstance(e, dict) and e.get(key) is not None else e
+                    for e in data["include"]
+                ]
         else:
             raise SpecError(
                 f"--set {key}: not a run field or a spec key; "
-                f"known: name, seeds, budget.max_cost_usd, {', '.join(factors)}"
+                f"known: name, seeds, include, budget.max_cost_usd, {', '.join(factors)}"
             )
     return parse_spec(
         data, where + (" with --set " + " ".join(overrides) if overrides else ""), settings
     )
 
 
+def _without(entry: Any, key: str) -> Any:
+    """An include entry without one key (anything else as it is, for validation to name)."""
+    return {k: v for k, v in entry.items() if k != key} if isinstance(entry, dict) else entry
+
+
 def _priors_beside(data: dict[str, Any], folder: Path) -> dict[str, Any]:
     """Prior-solution files named relative to the spec's folder, made absolute.
 
-    They are named in base or as grid levels.
+    They are named in base, as grid levels or in include entries.
     """
 
     def resolve(value: Any) -> Any:
@@ -284,6 +344,12 @@ def _priors_beside(data: dict[str, Any], folder: Path) -> dict[str, Any]:
             **data["grid"],
             "prior_solution": [resolve(v) for v in data["grid"]["prior_solution"]],
         }
+    if isinstance(data.get("include"), list):
+        data["include"] = [
+            {**e, "prior_solution": resolve(e["prior_solution"])}
+            if isinstance(e, dict) and "prior_solution" in e else e
+            for e in data["include"]
+        ]
     return data
 
 
@@ -307,14 +373,15 @@ class Configuration:
 def expand(spec: SweepSpec) -> list[Configuration]:
     """Every configuration of the spec, each resolved once and with its id.
 
-    The cartesian product of the grid, times the seeds; each configuration's settings are resolved
-    here (`runner.resolve`) and the resolved configuration travels with it to the worker.
+    The cartesian product of the grid, times the seeds, then each include entry (merged over base,
+    its nulls unset) times its seeds; each configuration's settings are resolved here
+    (`runner.resolve`) and the resolved configuration travels with it to the worker.
 
     Args:
         spec: The spec.
 
     Returns:
-        The configurations, in the grid's order.
+        The configurations, in the grid's order, then the include entries'.
 
     Raises:
         SpecError: A configuration that does not resolve (naming its levels), or two grid points
@@ -324,11 +391,24 @@ def expand(spec: SweepSpec) -> list[Configuration]:
 
     base = spec.base.model_dump(exclude_none=True)
     factors = list(spec.grid)
+    points = [  # (fields, levels, seeds) of each configuration before its seeds
+        ({**base, **levels}, levels, spec.seeds)
+        for levels in (
+            dict(zip(factors, combination, strict=True))
+            for combination in itertools.product(*(spec.grid[f] for f in factors))
+        )
+    ]
+    for entry in spec.include:  # merged over base; a null unsets the base's value
+        merged = {**base, **{k: v for k, v in entry.items() if k != "seeds"}}
+        levels = {k: v for k, v in entry.items() if k != "seeds" and v is not None}
+        points.append(
+            ({k: v for k, v in merged.items() if v is not None}, levels,
+             entry.get("seeds", spec.seeds))
+        )
     out = []
-    for combination in itertools.product(*(spec.grid[f] for f in factors)):
-        levels = dict(zip(factors, combination, strict=True))
-        for seed in spec.seeds:
-            fields = {**base, **levels}
+    for point, levels, seeds in points:
+        for seed in seeds:
+            fields = dict(point)
             novelty = fields.pop("novelty", "default")
             parameters = {**fields, "seed": seed}
             if parameters.get("prior_solution"):
