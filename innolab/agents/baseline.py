@@ -39,7 +39,7 @@ FAMILIES = ("circles", "points", "steps", "kissing", "jobshop")  # the families 
 MIN_ROUND_S = 2.0  # a program's shortest time limit
 MAX_ROUND_S = 60.0  # and its longest (later rounds restart from the best so far)
 ROUND_SHARE = 4  # a round takes at most 1/ROUND_SHARE of what is left
-RESERVE_S = 4.0  # kept after a round for its validation and the submission
+RESERVE_S = 3.0  # kept after a round for its validation and the submission
 GRACE_S = 5.0  # the tool's timeout beyond the program's own limit
 DEFAULT_ROUND_S = 10.0  # a round's time limit in a run without a wall clock
 NO_CANDIDATE = "[baseline] no candidate written"
@@ -261,7 +261,7 @@ class BaselinePolicy:
             calls.append(ToolCall(f"s{memory.round}", "submit", {"path": memory.to_submit},
                                   source=source))
             memory.to_submit = memory.submit_command = None
-        limit = round_limit(remaining_s)
+        limit = round_limit(remaining_s, first=memory.round == 0)
         if limit is None:  # no time for another round: submit what is pending, then stop
             memory.candidate = None
             return Action(calls, done=not calls)
@@ -283,14 +283,16 @@ class BaselinePolicy:
         return Action(calls)
 
 
-def round_limit(remaining_s: float | None) -> float | None:
+def round_limit(remaining_s: float | None, first: bool = False) -> float | None:
     """A round program's time limit from what is left of the wall clock.
 
-    A quarter of what is left after the reserve for validation and submission, within
-    [MIN_ROUND_S, MAX_ROUND_S] and within the bash tool's default timeout.
+    A quarter of what is left (an eighth for the first round, so that a first candidate comes
+    early), within [MIN_ROUND_S, MAX_ROUND_S], within the bash tool's default timeout, and leaving
+    the reserve for validation and submission.
 
     Args:
         remaining_s: Seconds left (None: no wall clock).
+        first: Whether the round is the run's first.
 
     Returns:
         Seconds, or None when too little is left for a round.
@@ -301,7 +303,8 @@ def round_limit(remaining_s: float | None) -> float | None:
     usable = remaining_s - RESERVE_S
     if usable < MIN_ROUND_S:
         return None
-    return min(cap, usable, max(MIN_ROUND_S, remaining_s / ROUND_SHARE))
+    share = remaining_s / (2 * ROUND_SHARE if first else ROUND_SHARE)
+    return min(cap, usable, max(MIN_ROUND_S, share))
 
 
 def _result(results: list[ToolResult], call_id: str) -> ToolResult | None:

@@ -19,6 +19,7 @@ import numpy as np
 from scipy.optimize import minimize
 
 SHRINK = 1e-9  # relative margin on every radius: the checks are exact
+ITERATIONS = 120  # SLSQP iterations per restart (more wander more than they gain)
 warnings.filterwarnings("ignore")
 
 
@@ -200,8 +201,11 @@ def fresh_start(box, rng):
     return np.append(z, w) if box.free else z
 
 
-def warm_start(box, best, rng):
-    """The best packing perturbed: jitter, and a few circles moved to random places."""
+def warm_start(box, best, rng, polish=False):
+    """The best packing perturbed: jitter, and a few circles moved to random places.
+
+    A polish only jitters it a little (the local optimum is refined further).
+    """
     n = box.n
     x, y, r = best[:, 0].copy(), best[:, 1].copy(), best[:, 2].copy()
     if box.free:  # translate to the origin; the width is the bounding box's
@@ -211,12 +215,14 @@ def warm_start(box, best, rng):
     else:
         w = 1.0
     h = box.hp - w if box.free else 1.0
-    scale = rng.choice([0.002, 0.01, 0.05])
+    scale = 1e-5 if polish else rng.choice([0.001, 0.003, 0.01])
     x = x + rng.normal(0, scale, n)
     y = y + rng.normal(0, scale, n)
-    moved = rng.choice(n, size=rng.integers(1, 4), replace=False)
+    count = int(rng.integers(1, 3))  # the smallest circles, or random ones, moved
+    moved = np.argsort(r)[:count] if rng.random() < 0.5 else rng.choice(n, count, replace=False)
+    moved = [] if polish else moved
     x[moved], y[moved], r[moved] = rng.uniform(0, w, len(moved)), rng.uniform(0, h, len(moved)), 0.0
-    z = np.concatenate([np.clip(x, 0, w), np.clip(y, 0, h), r * 0.95])
+    z = np.concatenate([np.clip(x, 0, w), np.clip(y, 0, h), r * (1.0 if polish else 0.95)])
     return np.append(z, w) if box.free else z
 
 
@@ -251,9 +257,14 @@ def main():
         restarts += 1
         began = time.time()
         use_warm = best is not None and rng.random() < 0.7
-        z0 = warm_start(box, best, rng) if use_warm else fresh_start(box, rng)
+        if best is not None and restarts == 1 and args.warm:  # first, polish the best so far
+            z0 = warm_start(box, best, rng, polish=True)
+        elif use_warm:
+            z0 = warm_start(box, best, rng)
+        else:
+            z0 = fresh_start(box, rng)
         try:
-            circles = feasible(box, solve(box, z0, 300))
+            circles = feasible(box, solve(box, z0, ITERATIONS))
         except TimeUp:  # the last iterate, made feasible, is a candidate too
             circles = feasible(box, LAST[0]) if LAST[0] is not None else None
             if circles is not None and score(circles) > best_score:
@@ -265,8 +276,6 @@ def main():
             write_json(args.out, {"circles": best.tolist()})
             print(f"restart {restarts}: sum of radii {best_score:.10f}", flush=True)
         longest = max(longest, time.time() - began)
-    if best is not None and not os.path.exists(args.out):
-        write_json(args.out, {"circles": best.tolist()})
     print(f"done: {restarts} restarts, best {best_score:.10f}")
 
 

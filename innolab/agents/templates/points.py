@@ -129,11 +129,13 @@ class Problem:
             return np.stack([u + 0.5 * v, SQRT3 / 2 * v], axis=1)
         return rng.random((self.n, 2))
 
-    def perturb(self, p, rng):
-        """A copy of p jittered, with one or two points moved at random."""
+    def perturb(self, p, rng, polish=False):
+        """A copy of p jittered, with one or two points moved at random (a polish: jitter only)."""
         q = p.copy()
         spread = float(np.ptp(q, axis=0).max())
-        q += rng.normal(0, rng.choice([0.002, 0.01, 0.03]) * spread, q.shape)
+        q += rng.normal(0, (1e-6 if polish else rng.choice([0.002, 0.01, 0.03])) * spread, q.shape)
+        if polish:
+            return self.inside(q) if self.check == "heilbronn_triangle" else q
         moved = rng.choice(self.n, size=rng.integers(1, 3), replace=False)
         fresh = self.random_start(rng)
         if self.check != "heilbronn_triangle":
@@ -293,7 +295,12 @@ def main():
         restarts += 1
         began = time.time()
         use_warm = best is not None and rng.random() < 0.6
-        p0 = problem.perturb(best, rng) if use_warm else problem.random_start(rng)
+        if restarts == 1 and args.warm and best is not None:  # first, polish the best so far
+            p0 = problem.perturb(best, rng, polish=True)
+        elif use_warm:
+            p0 = problem.perturb(best, rng)
+        else:
+            p0 = problem.random_start(rng)
         timed_out = False
         try:
             p = problem.optimise(p0)
