@@ -176,3 +176,18 @@ def test_cli_validate_writes_the_table_and_report(tmp_path):
     report = output.with_suffix(".md").read_text()
     assert "extract_inline" in report and "llm judge" in report
     assert done.stdout.strip().splitlines()[-1] == str(output)
+
+
+def test_the_llm_judge_is_validated_through_a_configured_endpoint(tmp_path):
+    from tests.fake_llm import FakeLLM
+
+    chosen = TRIPLETS[:2]
+    with FakeLLM() as server:
+        settings = {"base_url": server.base_url, "model": "fake"}
+        distances = distance_table(["llm"], tmp_path, axes=("method",), triplets=chosen,
+                                   llm_settings=settings)
+        calls = len(server.requests)
+    pairs = {(t.anchor, getattr(t, role)) for t in chosen for role in ("near", "far")}
+    assert calls == len(pairs) == 3  # one judge call per distinct pair (the far is shared)
+    assert set(distances["backend"]) == {"llm:fake"}
+    assert distances[["d_near", "d_far"]].apply(lambda c: c.between(0, 100)).all().all()
