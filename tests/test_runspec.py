@@ -172,7 +172,7 @@ def test_allowed_values_come_from_their_registries(monkeypatch):
     from innolab.gym import policy
     from innolab.novelty import registry
 
-    with pytest.raises(SettingsError, match="agent: must be one of aide, mlab, codeact, got 'gpt'"):
+    with pytest.raises(SettingsError, match="agent: must be one of aide, mlab, codeact, baseline, got 'gpt'"):
         runspec.validate_settings({"agent": "gpt"})
     with pytest.raises(SettingsError, match="runtime: must be one of local, docker, got 'k8s'"):
         runspec.validate_settings({"runtime": "k8s"})
@@ -182,7 +182,7 @@ def test_allowed_values_come_from_their_registries(monkeypatch):
     assert runspec.validate_settings({"agent": "reflexion"}).agent == "reflexion"
     assert runspec.validate_settings({"runtime": "k8s"}).runtime == "k8s"
     assert (
-        'agent = "aide"  # the scaffold: aide | mlab | codeact | reflexion'
+        'agent = "aide"  # the scaffold: aide | mlab | codeact | baseline | reflexion'
         in runspec.parameters_cell()
     )
     assert "bleu" in runspec.novelty_choices()
