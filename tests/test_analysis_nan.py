@@ -147,3 +147,23 @@ def test_plots_do_not_draw_nan_as_zero():
     fig = plots.table2_heatmaps(filled)
     assert "n/c" in [t.get_text() for t in fig.axes[1].texts]
     plt.close(fig)
+
+
+def test_filling_the_papers_table_refuses_a_printed_cell_without_n():
+    table2 = pd.DataFrame({
+        "task": ["t1", "t2", "t3"], "framework": ["A"] * 3,
+        "status": ["valid", "valid", "valid_unreported"],
+        "gain": [1.0, 2.0, NAN], "ratio": [-0.1, -0.2, NAN], "novelty": [10.0, NAN, NAN]})
+    averages = pd.DataFrame({"framework": ["A"], "n_valid": [3], "gain": [2.0],
+                             "ratio": [-0.2], "novelty": [20.0]})
+    with pytest.raises(mr.MainResultsError, match="printed valid cells need a novelty; missing "
+                                                  "for \\['t2'\\]"):
+        mr.fill_unreported(table2, averages)
+
+
+def test_a_level_without_a_known_n_gets_no_bar():
+    effect = sw.factor_effect(sweep_runs(), "agent", "novelty", n_resamples=200)
+    fig = plots.backbone_bars(effect, "agent", metric_label="mean N (best of k)")
+    widths = [patch.get_width() for patch in fig.axes[0].patches]
+    assert any(math.isnan(w) for w in widths) and 0.0 not in widths
+    plt.close(fig)

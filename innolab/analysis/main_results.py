@@ -52,6 +52,9 @@ def fill_unreported(
     total is snapped to the grid before it is split, which undoes the rounding of the printed
     averages.
 
+    NaN novelty: only the unprinted cells may lack values (they are what is filled); a printed
+    valid cell without a value is refused, never summed as 0.
+
     Args:
         table2: Table 2 in long form: task, framework, status, gain, ratio, novelty.
         averages: The printed averages per framework: framework, n_valid, gain, ratio, novelty.
@@ -63,8 +66,9 @@ def fill_unreported(
         ``assumed`` that marks the filled cells.
 
     Raises:
-        MainResultsError: An unknown method, a grid that is not positive, or averages that lack
-            a framework or disagree with Table 2's count of valid cells.
+        MainResultsError: An unknown method, a grid that is not positive, averages that lack
+            a framework or disagree with Table 2's count of valid cells, or a printed valid cell
+            without a value.
     """
     if method not in FILL_METHODS:
         raise MainResultsError(f"method must be one of {FILL_METHODS}, got {method!r}")
@@ -82,6 +86,10 @@ def fill_unreported(
             continue
         printed = rows[rows["valid"] & ~rows["assumed"]]
         for metric in ("gain", *METRICS):
+            if printed[metric].isna().any():
+                tasks = printed.loc[printed[metric].isna(), "task"].tolist()
+                raise MainResultsError(f"{framework}: printed valid cells need a {metric}; "
+                                       f"missing for {tasks}")
             if method == "equal_split":
                 if framework not in by_framework.index:
                     raise MainResultsError(f"averages has no row for framework {framework!r}")
@@ -282,7 +290,8 @@ def compare_with_published(
 ) -> pd.DataFrame:
     """Put a recomputed Table 4 beside the paper's values.
 
-    A match is equality after rounding as the paper prints (`round_as_printed`).
+    A match is equality after rounding as the paper prints (`round_as_printed`). NaN novelty: a
+    recomputed mean N that is NaN (no task with N computed) matches nothing.
 
     Args:
         recomputed: Table 4 as `table4_means` returns it.

@@ -294,6 +294,9 @@ def backbone_bars(effect: pd.DataFrame, factor: str, paper: pd.DataFrame | None 
                   metric_label: str = "sum of radii (best of k)") -> Figure:
     """Plot the best-of-k value per level of a factor beside the paper's values.
 
+    NaN novelty (or any NaN metric): `factor_effect` leaves NaN values out; a level with none has
+    a NaN mean and gets no bar (never a bar at 0).
+
     Args:
         effect: The effect from `sweeps.factor_effect` (rows of kind best_of_k are plotted).
         factor: The factor's column.
