@@ -151,7 +151,8 @@ def _prior(code: str | None, name: str | None) -> dict[str, Any] | None:
     return {"name": name or f"prior-{digest[:8]}", "sha256": digest, "code": code}
 
 
-MODEL_SETTINGS = ("backbone", "base_url", "temperature", "top_p", "max_tokens")
+ENDPOINT_SETTINGS = ("backbone", "base_url")  # name a model: refused for the baseline
+SAMPLING_SETTINGS = ("temperature", "top_p", "max_tokens")  # shape a model's replies: ignored
 
 
 def _resolve_baseline(
@@ -162,21 +163,30 @@ def _resolve_baseline(
 ) -> RunConfig:
     """The configuration of a baseline run: no model (`model` none), the task's problem family.
 
+    Sampling settings (temperature, top_p, max_tokens) have nothing to act on: they are left out
+    of the configuration, with a warning (so that a notebook or sweep that sets them for every
+    agent runs the baseline too).
+
     Raises:
-        SettingsError: A model setting, the innovation prompt or a scaffold option given to the
+        SettingsError: A model or endpoint, the innovation prompt or a scaffold option given to the
             baseline (naming each).
         innolab.agents.baseline.BaselineError: A task whose family has no search template.
     """
+    import warnings
+
     from innolab.agents.baseline import NO_MODEL, family_of
     from innolab.runspec import SettingsError
     from innolab.tasks.registry import get_task
 
-    given = [k for k in MODEL_SETTINGS if getattr(settings, k) is not None]
+    given = [k for k in ENDPOINT_SETTINGS if getattr(settings, k) is not None]
     if settings.model not in (None, NO_MODEL):
         given.insert(0, "model")
     broken = [f"{k}: the baseline has no model; leave it unset" for k in given]
-    if llm:
-        broken.append(f"settings: the baseline has no model, got {sorted(llm)}")
+    if llm and set(llm) - set(SAMPLING_SETTINGS):
+        named = sorted(set(llm) - set(SAMPLING_SETTINGS))
+        broken.append(f"settings: the baseline has no model, got {named}")
+    ignored = sorted({k for k in SAMPLING_SETTINGS if getattr(settings, k) is not None}
+                     | (set(llm or {}) & set(SAMPLING_SETTINGS)))
     if settings.innovation_prompt:
         broken.append("innovation_prompt: the baseline has no prompt; leave it unset")
     options = {**settings.agent_options, **{
@@ -186,6 +196,8 @@ def _resolve_baseline(
         broken.append(f"agent_options: the baseline takes no options, got {sorted(options)}")
     if broken:
         raise SettingsError("; ".join(broken))
+    if ignored:
+        warnings.warn(f"the baseline has no model: {', '.join(ignored)} ignored", stacklevel=3)
     task_options = resolve_task_options(settings.task, settings.task_options or None)
     family = family_of(get_task(settings.task, task_options))
     args: dict[str, Any] = {"family": family, "seed": settings.seed}

@@ -62,8 +62,13 @@ def test_baseline_is_registered_beside_the_scaffolds_and_resolves_without_a_mode
 
 
 def test_model_settings_and_options_given_to_the_baseline_are_refused_by_name():
-    with pytest.raises(SettingsError, match=r"model: the baseline has no model.*temperature"):
-        runner.agent_config("baseline", "kissing-number-11", model="gpt-x", temperature=0.5)
+    with pytest.raises(SettingsError, match=r"model: the baseline has no model.*base_url"):
+        runner.agent_config("baseline", "kissing-number-11", model="gpt-x",
+                            settings={"base_url": "http://localhost:1/v1"})
+    with pytest.warns(UserWarning, match="no model: temperature ignored"):
+        quiet = runner.agent_config("baseline", "kissing-number-11", temperature=0.5)
+    assert runner.config_id(quiet) == runner.config_id(
+        runner.agent_config("baseline", "kissing-number-11"))
     with pytest.raises(SettingsError, match=r"innovation_prompt"):
         runner.agent_config("baseline", "kissing-number-11", innovation_prompt=True)
     with pytest.raises(SettingsError, match=r"agent_options: the baseline takes no options"):
