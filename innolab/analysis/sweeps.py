@@ -494,8 +494,11 @@ def paired_effect(runs: pd.DataFrame, factor: str, metric: str,
     # scalar keys: a bool level works
     pairs = pd.DataFrame({"a": wide[a], "b": wide[b]}).dropna().reset_index()
     if pairs.empty:
+        known = runs[metric].notna().sum()
         raise AnalysisError(
-            f"no runs at {factor} = {a!r} pair up with runs at {factor} = {b!r} on {keys}")
+            f"no runs at {factor} = {a!r} pair up with runs at {factor} = {b!r} on {keys}"
+            f" with {metric} known at both ({len(runs) - known} of {len(runs)} runs have {metric}"
+            " NaN: not computed)")
     pairs["diff"] = pairs["b"] - pairs["a"]
 
     def row(task: str, diffs: np.ndarray) -> dict[str, Any]:
