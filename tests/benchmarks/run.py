@@ -6,6 +6,10 @@ one header.
     python tests/benchmarks/run.py --only bench_sweep --quick
                                                       one benchmark, at the small size its QUICK
                                                       settings give
+    python tests/benchmarks/run.py --only bench_sweep_scale --quick
+                                                      the sweep at scale (300 configurations against
+                                                      a flaky, rate-limited scripted endpoint) at 12
+                                                      (bench_sweep_scale.main(configurations=N): N)
 
 Everything happens under the `__main__` guard: a Dask LocalCluster (bench_sweep) spawns worker
 processes that import the main module again (as `__mp_main__`), and without the guard each worker
