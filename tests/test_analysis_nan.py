@@ -172,6 +172,6 @@ def test_a_level_without_a_known_n_gets_no_bar():
 def test_paired_effect_with_no_known_pair_says_why():
     runs = sweep_runs()
     unknown = runs[(runs["agent"] == "aide") & (runs["seed"] == 2)]
-    with pytest.raises(sw.AnalysisError, match="with novelty known at both \\(4 of 4 runs have "
-                                               "novelty NaN: not computed\\)"):
+    with pytest.raises(sw.AnalysisError, match="with novelty known \\(4 of 4 runs have "
+                                               "novelty NaN: not computed, left out\\)"):
         sw.paired_effect(unknown, "temperature", "novelty", n_resamples=200)

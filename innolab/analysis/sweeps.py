@@ -489,16 +489,17 @@ def paired_effect(runs: pd.DataFrame, factor: str, metric: str,
     a, b = levels
     wide = runs[runs[factor].isin([a, b])].pivot_table(index=keys, columns=factor, values=metric,
                                                        aggfunc="mean")
+    unknown = int(runs[metric].isna().sum())
+    why = (f" ({unknown} of {len(runs)} runs have {metric} NaN: not computed, left out)"
+           if unknown else "")
     if a not in wide.columns or b not in wide.columns:
-        raise AnalysisError(f"no runs at {factor} = {a!r} or {b!r}")
+        raise AnalysisError(f"no runs at {factor} = {a!r} or {b!r} with {metric} known{why}")
     # scalar keys: a bool level works
     pairs = pd.DataFrame({"a": wide[a], "b": wide[b]}).dropna().reset_index()
     if pairs.empty:
-        known = runs[metric].notna().sum()
         raise AnalysisError(
             f"no runs at {factor} = {a!r} pair up with runs at {factor} = {b!r} on {keys}"
-            f" with {metric} known at both ({len(runs) - known} of {len(runs)} runs have {metric}"
-            " NaN: not computed)")
+            f" with {metric} known at both{why}")
     pairs["diff"] = pairs["b"] - pairs["a"]
 
     def row(task: str, diffs: np.ndarray) -> dict[str, Any]:
