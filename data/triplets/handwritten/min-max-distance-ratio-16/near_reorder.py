@@ -1,0 +1,36 @@
+"""Min-max distance ratio (16 points): hill climbing from a jittered 4 x 4 grid, one point moved at a time."""
+import json
+
+import numpy as np
+from scipy.spatial.distance import pdist
+
+rng = np.random.default_rng(16)
+STEPS = 8000
+N = 16
+
+
+def start_grid(side, rng):
+    grid = np.array([(i, j) for i in range(side) for j in range(side)], dtype=float)
+    return grid + rng.normal(0.0, 0.1, grid.shape)
+
+
+def ratio(points):
+    d = pdist(points)
+    return (d.max() / d.min()) ** 2
+
+
+scale = 0.2
+points = start_grid(4, rng)
+value = ratio(points)
+for step in range(STEPS):
+    k = rng.integers(N)
+    trial = points.copy()
+    trial[k] += rng.normal(0.0, scale, 2)
+    trial_value = ratio(trial)
+    if step % 2000 == 1999:
+        scale /= 2
+    if trial_value < value:
+        points, value = trial, trial_value
+
+with open("submission.json", "w") as handle:
+    json.dump({"points": points.tolist()}, handle)
