@@ -504,6 +504,10 @@ def test_layout_comments_future_imports_and_file_markers():
         # (two comment lines)
         def unused():
             return 2
+
+
+        if __name__ == "__main__":  # an imported module's self-test: never runs
+            print(unused())
         # file: main.py
         from __future__ import annotations
 
@@ -516,10 +520,11 @@ def test_layout_comments_future_imports_and_file_markers():
             return helper.shared()
 
 
-        print(main())
+        if __name__ == "__main__":
+            print(main())
     ''')
     stripped = strip_dead_code(text)
-    assert "unused" not in stripped and "nobody" not in stripped
+    assert "unused" not in stripped and "nobody" not in stripped and "self-test" not in stripped
     assert stripped.count("# file:") == 2 and "from __future__" in stripped
     assert "def shared" in stripped  # reached as helper.shared, a module of the same program
     assert "a = 1; b = 2" in stripped and "# the entry" in stripped

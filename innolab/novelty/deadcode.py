@@ -8,7 +8,9 @@ Reachability (a fixed point over names):
 
 * roots are the module's top-level statements other than definitions: calls, loops, `if
   __name__ == "__main__":` blocks, `try` blocks, augmented assignments and so on (kept whole;
-  docstrings, `pass` and `from __future__` imports stay too, but run nothing);
+  docstrings, `pass` and `from __future__` imports stay too, but run nothing); in a program of
+  several files (`# file: NAME` lines, the entry last) the `__main__` blocks of the imported
+  modules never run and go;
 * a definition is reached when a reached piece of code names it: a `Name` (any context), a
   `global`/`nonlocal` declaration, a string constant equal to it (`getattr(module, "f")`,
   `__all__`), or an attribute of a module of the same program (`helper.f`, where the text holds
@@ -90,7 +92,7 @@ def _strip(source: str) -> str:
     except (SyntaxError, ValueError, RecursionError, MemoryError, OverflowError):
         return source
     try:
-        drops = _Reachability(tree, _local_modules(source)).dropped()
+        drops = _Reachability(tree, _local_modules(source), _entry_line(source)).dropped()
     except RecursionError:
         return source
     if not drops:
@@ -114,6 +116,28 @@ def _local_modules(source: str) -> frozenset[str]:
     return frozenset(n for n in names if n.isidentifier() or "." in n)
 
 
+def _entry_line(source: str) -> int:
+    """The line of the last `# file:` marker (the entry's, which comes last), or 0."""
+    last = 0
+    for number, line in enumerate(source.splitlines(), start=1):
+        if _FILE_MARKER.match(line):
+            last = number
+    return last
+
+
+def _is_main_guard(statement: ast.stmt) -> bool:
+    """Whether a statement is `if __name__ == "__main__":` (either way round)."""
+    if not isinstance(statement, ast.If) or not isinstance(statement.test, ast.Compare):
+        return False
+    test = statement.test
+    if len(test.ops) != 1 or not isinstance(test.ops[0], ast.Eq):
+        return False
+    sides = [test.left, test.comparators[0]]
+    names = [s.id for s in sides if isinstance(s, ast.Name)]
+    constants = [s.value for s in sides if isinstance(s, ast.Constant)]
+    return names == ["__name__"] and constants == ["__main__"]
+
+
 def _dotted(node: ast.expr) -> str | None:
     """`a.b.c` for a chain of attributes on a name; None for anything else."""
     if isinstance(node, ast.Call):
@@ -130,9 +154,10 @@ def _dotted(node: ast.expr) -> str | None:
 class _Reachability:
     """Which statements of a module (and of its reached functions) nothing reaches."""
 
-    def __init__(self, tree: ast.Module, local_modules: frozenset[str]) -> None:
+    def __init__(self, tree: ast.Module, local_modules: frozenset[str], entry_line: int) -> None:
         self.tree = tree
         self.local_modules = local_modules
+        self.entry_line = entry_line
         self.module_aliases = self._module_aliases(tree)
         self.local_aliases = {alias for alias, module in self.module_aliases.items()
                               if module in local_modules or module.split(".")[0] in local_modules}
@@ -202,6 +227,8 @@ class _Reachability:
 
     def _defines(self, statement: ast.stmt, module: bool) -> list[str] | None:
         """The names a droppable definition binds; None when the statement is a root."""
+        if module and statement.lineno < self.entry_line and _is_main_guard(statement):
+            return []  # an imported module's `__main__` block: it never runs
         if isinstance(statement, _Definition):
             if all(self._pure_decorator(d) for d in statement.decorator_list):
                 return [statement.name]
