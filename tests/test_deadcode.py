@@ -564,3 +564,9 @@ def test_the_card_extractor_is_sent_only_the_live_code(tmp_path):
         extract_card(_pad(AGENT_SLSQP), {"base_url": server.base_url, "model": "fake"})
         sent = server.requests[-1]["messages"][-1]["content"]
     assert "def solve(seed)" in sent and "fibonacci" not in sent and "RunningStats" not in sent
+
+
+def test_lines_are_counted_as_python_counts_them():
+    source = ('import os\n\n\ndef unused():\n    return "a\\x0cb\u2028c"  # \x0c form feed\n\n\n'
+              'def used():\n    return 1\r\n\r\nprint(used())\n')
+    assert strip_dead_code(source) == 'def used():\n    return 1\r\n\r\nprint(used())\n'

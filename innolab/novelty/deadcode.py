@@ -68,6 +68,11 @@ PURE_NUMPY_CALLS = frozenset({
 DYNAMIC_NAMES = frozenset({"eval", "exec", "globals", "locals", "vars"})
 _FILE_MARKER = re.compile(r"^# file: (\S+?)(?:\.py)?\s*$", re.MULTILINE)
 _Definition = ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef
+# what parsing a text that is not (or too much) Python raises
+_UNPARSABLE = (SyntaxError, ValueError, RecursionError, MemoryError, OverflowError, SystemError)
+# a line and its end as Python's tokenizer counts lines (not str.splitlines: form feeds and
+# Unicode line separators inside a line do not end it)
+_LINE = re.compile(r".*?(?:\r\n|\r|\n)|.+$", re.DOTALL)
 
 
 def strip_dead_code(source: str) -> str:
@@ -89,7 +94,7 @@ def strip_dead_code(source: str) -> str:
 def _strip(source: str) -> str:
     try:
         tree = pyparse.parse(source)
-    except (SyntaxError, ValueError, RecursionError, MemoryError, OverflowError):
+    except _UNPARSABLE:
         return source
     try:
         drops = _Reachability(tree, _local_modules(source), _entry_line(source)).dropped()
@@ -100,7 +105,7 @@ def _strip(source: str) -> str:
     stripped = _remove_lines(source, drops)
     try:
         pyparse.parse(stripped)
-    except (SyntaxError, ValueError, RecursionError, MemoryError, OverflowError):
+    except _UNPARSABLE:
         return source
     return stripped
 
@@ -119,7 +124,7 @@ def _local_modules(source: str) -> frozenset[str]:
 def _entry_line(source: str) -> int:
     """The line of the last `# file:` marker (the entry's, which comes last), or 0."""
     last = 0
-    for number, line in enumerate(source.splitlines(), start=1):
+    for number, line in enumerate(_LINE.findall(source), start=1):
         if _FILE_MARKER.match(line):
             last = number
     return last
@@ -353,7 +358,7 @@ def _alone(body: list[ast.stmt], index: int) -> bool:
 
 def _remove_lines(source: str, drops: list[ast.stmt]) -> str:
     """The text without the lines of the dropped statements (see the module's docstring)."""
-    lines = source.splitlines(keepends=True)
+    lines = _LINE.findall(source)
     gone = [False] * len(lines)
     for statement in drops:
         start = _first_line(statement) - 1
