@@ -1,17 +1,54 @@
-"""A scripted OpenAI-compatible HTTP server for unit tests (a test double at the network boundary).
+"""A scripted OpenAI-compatible HTTP server for tests (a test double at the network boundary).
 
-It plays a correct circle-packing-26 solution in each scaffold's reply format, and can inject
-faults: 429, 500, a response slower than the client's timeout, a malformed JSON body, or a dropped
-connection.
+It plays a correct circle-packing-26 solution in each scaffold's reply format (`play`), or the
+replies scripted per response schema (`replies`), and counts and logs what it served.
+
+Options of `FakeLLM(...)` (all keyword-friendly; the first five keep their old positions):
+
+- `faults`: a list consumed one per request before any other rule: "429" and "503" (with the
+  `Retry-After` header when `retry_after` is set), "500", "400" (a request the model refuses: too
+  long for its context), "timeout" (the reply comes after `slow_s` seconds), "malformed" (a cut
+  JSON body), "drop" (the connection closes without a reply).
+- `slow_s`: how late a "timeout" reply comes.
+- `program_sleep_s`: the scripted solution sleeps this long first.
+- `replies`, `in_call_order`: per response schema, the JSON object of each assistant turn (or of
+  each call, with in_call_order).
+- `latency_s`: seconds every answered request (200 or 500) takes: a number, or (low, high) drawn
+  uniformly per request.
+- `fault_rates`: after `faults` is used up, each request fails at random with these
+  probabilities, by kind: {"429": p, "503": p, "500": p, "drop": p, "timeout": p, "malformed": p}.
+- `seed`: the seed of the random draws (faults and latencies): the same sequence of requests
+  meets the same faults. Concurrent requests draw in the order they arrive.
+- `retry_after`: the `Retry-After` a 429 or 503 carries: seconds (a number) or any text sent as
+  is (an HTTP-date); None for no header.
+- `max_concurrent`: the endpoint's own cap: a request arriving while that many are in flight is
+  answered 429 (with `retry_after`), as a real endpoint does; None for no cap.
+
+What it records (read them after the requests, or under `lock`):
+
+- `requests`: each request's body, in arrival order.
+- `log`: one entry per request: `run` (the `X-Innolab-Run` header the client sends, or None),
+  `seed` (the request's seed: a call's identity within its run), `schema` (the response format's
+  name), `start` and `end` (time.monotonic()), `status` (HTTP status; None for a dropped
+  connection), `fault` (the injected fault or None), `in_flight` (requests in flight on arrival,
+  itself included).
+- `in_flight`, `max_in_flight`: requests in flight now, and the most ever seen at once.
+- `over_cap`: requests answered 429 because `max_concurrent` were in flight.
+- `served()`: the log's answered (200) entries; `repeated_calls()`: each (run, seed) answered
+  200 more than once (a call made twice).
 """
 
 from __future__ import annotations
 
 import json
+import random
 import threading
 import time
+from collections import Counter
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+RANDOM_FAULTS = ("429", "503", "500", "drop", "timeout", "malformed")
 
 SOLUTION_CODE = (
     "import json\n"
@@ -122,7 +159,7 @@ def play(request: dict[str, Any], code: str = SOLUTION_CODE) -> dict[str, Any]:
 
 
 class FakeLLM:
-    """Serve on 127.0.0.1; `faults` is consumed one per request before normal replies."""
+    """Serve on 127.0.0.1 (see the module's docstring for the options and the records)."""
 
     def __init__(
         self,
@@ -131,7 +168,17 @@ class FakeLLM:
         program_sleep_s: float = 0.0,
         replies: dict[str, list[dict[str, Any]]] | None = None,
         in_call_order: bool = False,
+        latency_s: float | tuple[float, float] = 0.0,
+        fault_rates: dict[str, float] | None = None,
+        seed: int = 0,
+        retry_after: float | str | None = None,
+        max_concurrent: int | None = None,
     ) -> None:
+        unknown = sorted(set(fault_rates or {}) - set(RANDOM_FAULTS))
+        if unknown:
+            raise ValueError(f"fault_rates: unknown fault(s) {unknown}; known: {RANDOM_FAULTS}")
+        if sum((fault_rates or {}).values()) > 1.0:
+            raise ValueError("fault_rates: the probabilities add up to more than 1")
         self.faults = list(faults or [])
         # per response schema: the JSON object of each assistant turn (or of each call, with
         # in_call_order)
@@ -142,8 +189,17 @@ class FakeLLM:
             f"import time\ntime.sleep({program_sleep_s})\n" if program_sleep_s else ""
         ) + SOLUTION_CODE
         self.slow_s = slow_s
+        self.latency_s = latency_s
+        self.fault_rates = dict(fault_rates or {})
+        self.retry_after = retry_after
+        self.max_concurrent = max_concurrent
+        self.random = random.Random(seed)
         self.requests: list[dict[str, Any]] = []
-        self._lock = threading.Lock()
+        self.log: list[dict[str, Any]] = []
+        self.in_flight = 0
+        self.max_in_flight = 0
+        self.over_cap = 0
+        self.lock = threading.Lock()
         owner = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -155,14 +211,23 @@ class FakeLLM:
 
             def do_POST(self) -> None:
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                with owner._lock:
-                    owner.requests.append(body)
-                    fault = owner.faults.pop(0) if owner.faults else None
-                if fault == "429":
-                    return self._send(429, {"error": {"message": "rate limited"}})
-                if (
-                    fault == "400"
-                ):  # a request the model refuses for itself (here: too long for its context)
+                entry = owner._arrive(body, self.headers.get("X-Innolab-Run"))
+                try:
+                    entry["status"] = self._answer(body, entry["fault"])
+                finally:
+                    with owner.lock:
+                        owner.in_flight -= 1
+                        entry["end"] = time.monotonic()
+
+            def _answer(self, body: dict[str, Any], fault: str | None) -> int | None:
+                if fault in ("429", "503", "over_cap"):
+                    status = 503 if fault == "503" else 429
+                    headers = {}
+                    if owner.retry_after is not None:
+                        headers["Retry-After"] = str(owner.retry_after)
+                    message = "unavailable" if status == 503 else "rate limited"
+                    return self._send(status, {"error": {"message": message}}, headers)
+                if fault == "400":  # a request the model refuses for itself (too long)
                     return self._send(
                         400,
                         {
@@ -173,15 +238,16 @@ class FakeLLM:
                             }
                         },
                     )
+                if fault == "drop":
+                    self.connection.shutdown(2)
+                    return None
+                owner._delay()
                 if fault == "500":
                     return self._send(500, {"error": {"message": "boom"}})
                 if fault == "timeout":
                     time.sleep(owner.slow_s)
                 if fault == "malformed":
                     return self._raw(200, b'{"id": "x", "choices": [')
-                if fault == "drop":
-                    self.connection.shutdown(2)
-                    return None
                 message = owner.reply(body)
                 return self._send(
                     200,
@@ -199,18 +265,81 @@ class FakeLLM:
                     },
                 )
 
-            def _send(self, status: int, payload: dict[str, Any]) -> None:
-                self._raw(status, json.dumps(payload).encode())
+            def _send(
+                self, status: int, payload: dict[str, Any], headers: dict[str, str] | None = None
+            ) -> int:
+                return self._raw(status, json.dumps(payload).encode(), headers)
 
-            def _raw(self, status: int, data: bytes) -> None:
+            def _raw(
+                self, status: int, data: bytes, headers: dict[str, str] | None = None
+            ) -> int:
                 self.send_response(status)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(data)))
+                for name, value in (headers or {}).items():
+                    self.send_header(name, value)
                 self.end_headers()
                 self.wfile.write(data)
+                return status
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        class Server(ThreadingHTTPServer):
+            request_queue_size = 256  # many clients connect at once in the scale benchmark
+            daemon_threads = True
+
+        self.server = Server(("127.0.0.1", 0), Handler)
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    def _arrive(self, body: dict[str, Any], run: str | None) -> dict[str, Any]:
+        """Count a request in, choose its fault, and log it."""
+        with self.lock:
+            self.requests.append(body)
+            self.in_flight += 1
+            self.max_in_flight = max(self.max_in_flight, self.in_flight)
+            fault = self.faults.pop(0) if self.faults else self._draw_fault()
+            if fault is None and self.max_concurrent and self.in_flight > self.max_concurrent:
+                fault = "over_cap"
+                self.over_cap += 1
+            entry = {
+                "run": run,
+                "seed": body.get("seed"),
+                "schema": (body.get("response_format") or {}).get("json_schema", {}).get("name"),
+                "start": time.monotonic(),
+                "end": None,
+                "status": None,
+                "fault": fault,
+                "in_flight": self.in_flight,
+            }
+            self.log.append(entry)
+            return entry
+
+    def _draw_fault(self) -> str | None:
+        if not self.fault_rates:
+            return None
+        draw, edge = self.random.random(), 0.0
+        for kind in RANDOM_FAULTS:
+            edge += self.fault_rates.get(kind, 0.0)
+            if draw < edge:
+                return kind
+        return None
+
+    def _delay(self) -> None:
+        if isinstance(self.latency_s, tuple):
+            with self.lock:
+                seconds = self.random.uniform(*self.latency_s)
+        else:
+            seconds = self.latency_s
+        if seconds > 0:
+            time.sleep(seconds)
+
+    def served(self) -> list[dict[str, Any]]:
+        """The log's entries answered 200 (a reply the client could use, or a malformed one)."""
+        with self.lock:
+            return [e for e in self.log if e["status"] == 200 and e["fault"] != "malformed"]
+
+    def repeated_calls(self) -> list[tuple[str | None, int | None]]:
+        """Each (run, seed) answered 200 more than once: a model call made twice."""
+        seen = Counter((e["run"], e["seed"]) for e in self.served())
+        return sorted((k for k, n in seen.items() if n > 1), key=str)
 
     def reply(self, request: dict[str, Any]) -> dict[str, Any]:
         """A scripted turn of `replies` for the request's schema, else what `play` plays."""
@@ -219,8 +348,9 @@ class FakeLLM:
         if script:
             turn = sum(m["role"] == "assistant" for m in request["messages"])
             if self.in_call_order:
-                turn = self.calls.get(schema, 0)
-                self.calls[schema] = turn + 1
+                with self.lock:
+                    turn = self.calls.get(schema, 0)
+                    self.calls[schema] = turn + 1
             return {"role": "assistant", "content": json.dumps(script[min(turn, len(script) - 1)])}
         return play(request, self.code)
 

@@ -1,15 +1,19 @@
-"""OpenAI-compatible chat client: retries with jitter, usage and cost, a cache, JSON replies."""
+"""OpenAI-compatible chat client: limits, retries (Retry-After, jitter), cost, a cache, JSON."""
 
 from __future__ import annotations
 
+import contextlib
+import email.utils
 import json
 import random
 import re
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
+from innolab.llm import gate as gates
 from innolab.llm import local
 from innolab.llm.cache import ResponseCache, request_key
 from innolab.llm.errors import LLMError
@@ -29,7 +33,9 @@ class Completion:
         cached: Whether the reply came from the cache.
         key: The request's cache key.
         attempts: The failed attempts before the reply (error, wait).
-        latency_s: The call's wall time, retries included (0 when cached).
+        latency_s: The call's wall time, retries and waits included (0 when cached).
+        wait_s: Of latency_s, the seconds spent waiting: for the endpoint's limits (a request
+            slot, the pace), for a Retry-After, or backing off before a retry.
         temperature: The temperature the request was sent with.
         seed: The seed the request was sent with.
         call_index: The call's index in the run, where numbered.
@@ -44,6 +50,7 @@ class Completion:
     key: str
     attempts: list[dict[str, Any]] = field(default_factory=list)
     latency_s: float = 0.0
+    wait_s: float = 0.0
     temperature: float | None = None  # the sampling settings the request was sent with
     seed: int | None = None
     call_index: int | None = None
@@ -53,6 +60,61 @@ class Completion:
         payload = asdict(self)
         payload["response"] = payload.pop("text")
         return payload
+
+
+MAX_RETRY_AFTER_S = 600.0  # a longer Retry-After is waited this long (or to the run's deadline)
+RUN_HEADER = "X-Innolab-Run"  # the run id a request carries (innolab.llm.gate.labelled)
+
+
+def retry_after_s(error: Exception, now: datetime | None = None) -> float | None:
+    """Read how long a 429 or 503 reply asks the client to wait.
+
+    Args:
+        error: The error the SDK raised.
+        now: The current time (for an HTTP-date), or None for the clock's.
+
+    Returns:
+        The seconds from `retry-after-ms`, or from `Retry-After` (seconds or an HTTP-date), at
+        most MAX_RETRY_AFTER_S; None for another error or a reply that states none.
+    """
+    import openai
+
+    if not isinstance(error, openai.APIStatusError) or error.status_code not in (429, 503):
+        return None
+    headers = error.response.headers
+    value = headers.get("retry-after-ms")
+    seconds: float | None = None
+    if value is not None:
+        with contextlib.suppress(ValueError):
+            seconds = float(value) / 1000.0
+    value = headers.get("retry-after")
+    if seconds is None and value is not None:
+        try:
+            seconds = float(value)
+        except ValueError:
+            try:
+                when = email.utils.parsedate_to_datetime(value)
+            except (TypeError, ValueError):
+                return None
+            if when.tzinfo is None:
+                when = when.replace(tzinfo=UTC)
+            seconds = (when - (now or datetime.now(UTC))).total_seconds()
+    if seconds is None or seconds != seconds:  # absent, or NaN
+        return None
+    return min(max(seconds, 0.0), MAX_RETRY_AFTER_S)
+
+
+def request_tokens(request: dict[str, Any]) -> int:
+    """Estimate the tokens a request may use, for a tokens-per-minute limit.
+
+    Args:
+        request: The request body.
+
+    Returns:
+        The messages' (and tools') estimated tokens plus the reply's cap: an upper bound.
+    """
+    sent = json.dumps([request.get("messages"), request.get("tools")])
+    return estimate_tokens(sent) + int(request.get("max_tokens") or 0)
 
 
 def _retryable(error: Exception) -> bool:
@@ -202,7 +264,8 @@ class LLMClient:
 
         Raises:
             LLMError: The endpoint failed after the retries, the run's deadline passed, or a
-                replay found no cached response; its `sent` holds the sampling settings.
+                replay found no cached response; its `sent` holds the sampling settings, and for
+                a call that reached the endpoint its attempts, latency_s and wait_s.
         """
         request = self.request(messages, response_format, tools, call_index)
         cache_key = {**request, "_call_index": call_index} if call_index is not None else request
@@ -213,7 +276,7 @@ class LLMClient:
             return self._complete(request, cache_key, key, sent, messages, response_format, tools,
                                   call_index)
         except LLMError as error:
-            error.sent = sent
+            error.sent = {**sent, **getattr(error, "spent", {})}
             raise
 
     def _complete(self, request: dict[str, Any], cache_key: dict[str, Any], key: str,
@@ -229,16 +292,38 @@ class LLMClient:
             raise LLMError(f"replay: no cached response for request {key[:12]}")
         attempts: list[dict[str, Any]] = []
         start = time.monotonic()
+        gate = gates.gate_for(self.settings)
+        tokens = request_tokens(request)
+        run = gates.current_run()
+        headers = {RUN_HEADER: run} if run else None
+        waited = 0.0
+
+        def failed(message: str, cause: Exception | None = None) -> LLMError:
+            error = LLMError(message)
+            error.spent = {"attempts": attempts, "latency_s": time.monotonic() - start,
+                           "wait_s": waited}
+            error.__cause__ = cause
+            return error
+
         for attempt in range(self.settings.max_retries + 1):
-            timeout = self.settings.timeout_s
-            if self.deadline is not None:
-                timeout = min(timeout, self.deadline - time.monotonic())
-                if timeout <= 0:
-                    raise LLMError("the run's time budget ran out before the model answered")
             try:
-                response = self._sdk().chat.completions.create(**request, timeout=timeout)
+                sdk = self._sdk()  # made before the slot is held
+                with self._slot(gate, tokens) as slot_wait:
+                    waited += slot_wait
+                    timeout = self.settings.timeout_s
+                    if self.deadline is not None:
+                        timeout = min(timeout, self.deadline - time.monotonic())
+                        if timeout <= 0:
+                            raise failed("the run's time budget ran out before the model answered")
+                    response = sdk.chat.completions.create(
+                        **request, timeout=timeout, extra_headers=headers)
                 payload = self._payload(response, key)
                 break
+            except LLMError:
+                raise
+            except gates.GateTimeout as error:
+                raise failed("the run's time budget ran out waiting for the endpoint's limits "
+                             f"({error})", error) from error
             except Exception as error:  # classified below; non-retryable errors propagate
                 import openai
 
@@ -258,21 +343,38 @@ class LLMClient:
                 if not _retryable(error) or attempt == self.settings.max_retries:
                     attempts.append({"attempt": attempt,
                                      "error": f"{type(error).__name__}: {error}"[:300]})
-                    raise LLMError(
-                        f"LLM call failed after {attempt + 1} attempt(s): {error}") from error
-                wait = self.settings.backoff_s * 2**attempt * (0.5 + random.random())
+                    raise failed(f"LLM call failed after {attempt + 1} attempt(s): {error}",
+                                 error) from error
+                asked = retry_after_s(error)
+                if asked is not None:
+                    # as asked, and a little later (never earlier): workers do not all return
+                    # at once; every request through the gate holds as long
+                    wait = asked * (1.0 + 0.1 * random.random())
+                    if gate is not None:
+                        gate.hold(asked)
+                else:  # exponential back-off with jitter
+                    wait = self.settings.backoff_s * 2**attempt * (0.5 + random.random())
                 if self.deadline is not None:
                     wait = max(0.0, min(wait, self.deadline - time.monotonic()))
-                attempts.append({"attempt": attempt,
-                                 "error": f"{type(error).__name__}: {error}"[:300],
-                                 "wait_s": round(wait, 3)})
+                entry = {"attempt": attempt, "error": f"{type(error).__name__}: {error}"[:300],
+                         "wait_s": round(wait, 3)}
+                if asked is not None:
+                    entry["retry_after_s"] = round(asked, 3)
+                attempts.append(entry)
+                waited += wait
                 self.sleep(wait)
         self.calls += 1
         if self.cache is not None:
             # before use: a kill after this point repeats no call
             self.cache.put(cache_key, payload)
         return Completion(**payload, cached=False, attempts=attempts,
-                          latency_s=time.monotonic() - start, **sent)
+                          latency_s=time.monotonic() - start, wait_s=waited, **sent)
+
+    def _slot(self, gate: gates.Gate | None, tokens: int) -> contextlib.AbstractContextManager:
+        """The gate's slot for one request (held while it is in flight), or none without limits."""
+        if gate is None:
+            return contextlib.nullcontext(0.0)
+        return gate.slot(tokens, self.deadline)
 
     def _payload(self, response: Any, key: str) -> dict[str, Any]:
         if not getattr(response, "choices", None):

@@ -6,7 +6,10 @@ class LLMError(RuntimeError):
 
     Attributes:
         sent: The sampling settings of the request that failed (temperature, seed, call index),
-            so that a trace records them for failed calls too.
+            so that a trace records them for failed calls too; for a call that reached the
+            endpoint, also its attempts, latency_s and wait_s.
+        spent: What the failed call took (attempts, latency_s, wait_s); merged into `sent`.
     """
 
     sent: dict = {}  # noqa: RUF012 - replaced per instance, never mutated
+    spent: dict = {}  # noqa: RUF012 - replaced per instance, never mutated
