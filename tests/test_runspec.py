@@ -172,7 +172,9 @@ def test_allowed_values_come_from_their_registries(monkeypatch):
     from innolab.gym import policy
     from innolab.novelty import registry
 
-    with pytest.raises(SettingsError, match="agent: must be one of aide, mlab, codeact, baseline, got 'gpt'"):
+    with pytest.raises(
+        SettingsError, match="agent: must be one of aide, mlab, codeact, baseline, got 'gpt'"
+    ):
         runspec.validate_settings({"agent": "gpt"})
     with pytest.raises(SettingsError, match="runtime: must be one of local, docker, got 'k8s'"):
         runspec.validate_settings({"runtime": "k8s"})
