@@ -165,6 +165,34 @@ def test_the_capture_sees_every_spelling_of_running_python_in_docker(base_image)
                     lambda: DockerSandbox(base_image))
 
 
+def test_a_script_that_reads_what_an_earlier_command_wrote_is_stored_with_that_command():
+    sandbox = LocalSandbox()
+    try:
+        sandbox.write_files({
+            "shapes.py": GRID.encode(),
+            "prep.py": b"import json, sys\nfrom shapes import grid\n"
+                       b"json.dump(grid(int(sys.argv[1])), open('data/circles.json', 'w'))\n",
+            "probe.py": b"print(open('shapes.py').read()[:10])\n",
+            "final.py": b"import json\ncircles = json.load(open('data/circles.json'))\n"
+                        b"json.dump({'circles': circles}, open('submission.json', 'w'))\n"})
+        capture = Capture()
+        for command in ("mkdir -p data && python3 prep.py 26", "python3 probe.py",
+                        "python3 final.py"):
+            assert sandbox.exec(command).returncode == 0
+        capture.read(sandbox)
+        program = build_program("submission.json", capture, [])
+        written = sandbox.read_file("submission.json")
+    finally:
+        sandbox.close()
+    assert program.entry == "pipeline.py"
+    assert set(program.files) == {"pipeline.py", "prep.py", "shapes.py", "final.py"}
+    fresh = LocalSandbox()
+    try:
+        assert run_program(fresh, program, "submission.json") == written
+    finally:
+        fresh.close()
+
+
 def test_the_agent_can_neither_read_the_capture_log_nor_change_the_hook():
     sandbox = LocalSandbox()
     try:

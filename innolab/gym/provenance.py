@@ -198,7 +198,10 @@ def build_program(path: str, capture: Capture, code_log: Sequence[CodeAction],
         cell = writer.cell if not writer.session else _cell_of_write(capture, writer, path)
         return session_program(cells, capture, path, cell)
     if writer is not None:
-        return process_program(capture, capture.root(writer), source, read)
+        chain = producers(capture, capture.root(writer))
+        if len(chain) > 1 and source is None:
+            return pipeline_program(capture, chain, read)
+        return process_program(capture, chain[-1], source, read)
     if source is not None:
         return Program({SCAFFOLD_ENTRY: source}, SCAFFOLD_ENTRY)
     if cells and any(path in analyse(e.code).writes | analyse(e.code).appends for e in cells):
@@ -218,7 +221,8 @@ def _cell_of_write(capture: Capture, process: Process, path: str) -> int | None:
 
 
 def process_program(capture: Capture, root: Process, source: str | None = None,
-                    read: Callable[[str], str | None] | None = None) -> Program | None:
+                    read: Callable[[str], str | None] | None = None,
+                    command_name: str = COMMAND_ENTRY) -> Program | None:
     """The program a process ran: its entry, and every workspace file it and those below ran.
 
     Args:
@@ -226,6 +230,7 @@ def process_program(capture: Capture, root: Process, source: str | None = None,
         root: the process (the outermost Python process of a command).
         source: the entry's text as the scaffold knows it (replacing a `python -c` command's).
         read: reads a workspace file's current text, for a file the log holds no text of.
+        command_name: the entry's name for a `python -c` command's code.
 
     Returns:
         The program; None when the process ran nothing a program can name (an entry outside the
@@ -243,7 +248,7 @@ def process_program(capture: Capture, root: Process, source: str | None = None,
     how = run.get("how")
     if source is not None or how == "command":
         entry = posixpath.normpath(posixpath.join(cwd, SCAFFOLD_ENTRY if source is not None
-                                                  else COMMAND_ENTRY))
+                                                  else command_name))
         text = source if source is not None else str(run.get("code", ""))
     elif how == "module":
         module = str(run.get("module", ""))
@@ -259,6 +264,72 @@ def process_program(capture: Capture, root: Process, source: str | None = None,
         return None
     files.pop(entry, None)
     return Program({**files, entry: text}, entry, args, cwd)
+
+
+def producers(capture: Capture, root: Process) -> list[Process]:
+    """A command's process and, before it, those that wrote the workspace files it read.
+
+    Transitively: a file read is traced to the last command that wrote it before the reader began
+    (files whose code ran, and files the reader wrote first, excepted).
+
+    Args:
+        capture: the sandbox's capture.
+        root: the outermost process of the command.
+
+    Returns:
+        The commands' outermost processes, in the order they began, `root` last.
+    """
+    chain = {root.key: root}
+    todo = [root]
+    while todo:
+        process = todo.pop()
+        tree = list(capture.subtree(process))
+        code = {name for p in tree for name in p.activity.code}
+        written = {name for p in tree for name in [*p.activity.writes, *p.activity.appends]}
+        for name in sorted({n for p in tree for n in p.activity.reads} - code - written):
+            writer = capture.writer(name, before=process.start)
+            if writer is None or writer.session or writer.cell is not None:
+                continue
+            producer = capture.root(writer)
+            if producer.key not in chain:
+                chain[producer.key] = producer
+                todo.append(producer)
+    return sorted(chain.values(), key=lambda p: p.start)
+
+
+PIPELINE_ENTRY = "pipeline.py"
+
+
+def pipeline_program(capture: Capture, chain: Sequence[Process],
+                     read: Callable[[str], str | None] | None = None) -> Program | None:
+    """Commands that ran one after another, each reading what the ones before wrote, as one program.
+
+    The entry (`pipeline.py`) makes the folders the commands wrote into, then runs each command's
+    program in turn from its folder.
+
+    Args:
+        capture: the sandbox's capture.
+        chain: the commands' outermost processes, in order (see `producers`).
+        read: reads a workspace file's current text, for a file the log holds no text of.
+
+    Returns:
+        The program; None when a command's program cannot be named.
+    """
+    files: dict[str, str] = {}
+    folders = sorted({posixpath.dirname(name) for process in chain
+                      for p in capture.subtree(process)
+                      for name in [*p.activity.writes, *p.activity.appends]} - {""})
+    lines = ["import os", "import subprocess", "import sys", ""]
+    lines += [f"os.makedirs({folder!r}, exist_ok=True)" for folder in folders]
+    for index, process in enumerate(chain):
+        program = process_program(capture, process, None, read, command_name=f"command_{index}.py")
+        if program is None:
+            return None
+        files.update(program.files)
+        argv = ", ".join(repr(a) for a in program.command()[1:])
+        lines.append(f"subprocess.run([sys.executable, {argv}], cwd={program.cwd!r}, check=True)")
+    files.pop(PIPELINE_ENTRY, None)
+    return Program({**files, PIPELINE_ENTRY: "\n".join(lines) + "\n"}, PIPELINE_ENTRY)
 
 
 def session_program(cells: Sequence[CodeAction], capture: Capture, path: str,
