@@ -570,3 +570,9 @@ def test_lines_are_counted_as_python_counts_them():
     source = ('import os\n\n\ndef unused():\n    return "a\\x0cb\u2028c"  # \x0c form feed\n\n\n'
               'def used():\n    return 1\r\n\r\nprint(used())\n')
     assert strip_dead_code(source) == 'def used():\n    return 1\r\n\r\nprint(used())\n'
+
+
+def test_a_comment_like_line_inside_a_string_stays():
+    source = ('X = """a\n# part of the string"""\n# the helper\ndef unused():\n    pass\n\n\n'
+              'print(X)\n')
+    assert strip_dead_code(source) == 'X = """a\n# part of the string"""\nprint(X)\n'

@@ -35,7 +35,9 @@ from __future__ import annotations
 
 import ast
 import functools
+import io
 import re
+import tokenize
 from collections.abc import Iterable, Iterator
 
 from innolab import pyparse
@@ -356,9 +358,22 @@ def _alone(body: list[ast.stmt], index: int) -> bool:
     return not (after is not None and _first_line(after) <= end)
 
 
+def _comment_lines(source: str) -> set[int]:
+    """The (0-based) lines that hold a comment and nothing else, by Python's tokenizer."""
+    found: set[int] = set()
+    try:
+        for token in tokenize.generate_tokens(io.StringIO(source, newline=None).readline):
+            if token.type == tokenize.COMMENT and not token.line[:token.start[1]].strip():
+                found.add(token.start[0] - 1)
+    except (tokenize.TokenError, SyntaxError):
+        return set()
+    return found
+
+
 def _remove_lines(source: str, drops: list[ast.stmt]) -> str:
     """The text without the lines of the dropped statements (see the module's docstring)."""
     lines = _LINE.findall(source)
+    comments = _comment_lines(source)
     gone = [False] * len(lines)
     for statement in drops:
         start = _first_line(statement) - 1
@@ -366,7 +381,7 @@ def _remove_lines(source: str, drops: list[ast.stmt]) -> str:
         for i in range(start, end + 1):
             gone[i] = True
         above = start - 1
-        while above >= 0 and lines[above].lstrip().startswith("#") \
+        while above >= 0 and above in comments \
                 and not _FILE_MARKER.match(lines[above].strip()) and not gone[above]:
             gone[above] = True
             above -= 1
