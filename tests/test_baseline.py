@@ -24,6 +24,7 @@ from innolab.agents.baseline import (
 )
 from innolab.gym.policy import Observation
 from innolab.gym.run import execute
+from innolab.gym.tools import ToolResult
 from innolab.runspec import SettingsError
 from innolab.tasks.registry import get_task
 
@@ -174,3 +175,23 @@ def test_a_docker_run_reaches_a_valid_submission(tmp_path, base_image):
     assert outcome["dev_valid"], outcome
     assert json.loads((tmp_path / "run" / "config.json").read_text())["runtime"] == "docker"
     assert len(submissions(tmp_path / "run")) >= 1
+
+
+def test_a_prior_solution_runs_as_the_first_round_and_is_submitted_as_itself():
+    prior = "import json\njson.dump({'circles': []}, open('submission.json', 'w'))\n"
+    config = runner.agent_config("baseline", "circle-packing-26", initial_solution=prior)
+    assert config.policy_args["initial_solution"] == prior
+    assert config.prior_solution["code"] == prior
+    policy = BaselinePolicy(**config.policy_args)
+    writes = policy.step(Observation(0, "", [], 30.0)).tool_calls
+    assert [c.arguments["path"] for c in writes] == ["baseline_circles.py", "prior_solution.py"]
+    run = policy.step(Observation(1, "", [], 29.0)).tool_calls[0]
+    assert "python3 prior_solution.py && mv submission.json candidate-0.json" in run.arguments[
+        "command"]
+    ran = ToolResult("r0", "bash", "[exit code 0]", True)
+    assert policy.step(Observation(2, "", [ran], 28.0)).tool_calls[0].name == "validate"
+    verdict = {"valid": True, "score": 2.0, "errors": []}
+    checked = ToolResult("r0-v", "validate", "", True, extra={"verdict": verdict})
+    calls = policy.step(Observation(3, "", [checked], 27.0)).tool_calls
+    assert [c.name for c in calls] == ["submit", "bash"] and calls[0].source == prior
+    assert "--warm candidate-0.json" in calls[1].arguments["command"]
