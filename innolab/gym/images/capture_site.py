@@ -77,6 +77,8 @@ class _Capture:
             path = os.fsdecode(path)
         if not isinstance(path, str):
             return None
+        if path.startswith("/") and not path.startswith(self.prefix) and "/.." not in path:
+            return path if allow_outside else None  # the common case, decided at once
         absolute = os.path.normpath(os.path.join(os.getcwd(), path))
         if absolute == self.workspace:
             return "."
