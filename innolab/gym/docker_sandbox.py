@@ -1,4 +1,9 @@
-"""Docker sandbox: no network, CPU/memory/pids limits, read-only root, non-root, tmpfs workspace."""
+"""Docker sandbox: no network, CPU/memory/pids limits, read-only root, non-root, tmpfs workspace.
+
+Its Python processes log what they run (innolab.gym.capture): the hook and its log live on the
+container's /tmp, written there as the container's root, so that the sandbox user can append to the
+log but neither read it nor change the hook; `read_capture` reads the log back.
+"""
 
 from __future__ import annotations
 

@@ -22,6 +22,10 @@ not trusted.
 
 A warden process (innolab.gym.leftovers) kills the sandbox's processes and removes its folders when
 the run that opened it ends, however it ends.
+
+The commands' Python processes log what they run (innolab.gym.capture): the hook lies in a folder of
+the sandbox's own (on their PYTHONPATH), its log beside it; where the commands run as their own
+user, they can append to the log but neither read it nor change the hook.
 """
 
 from __future__ import annotations
