@@ -4,12 +4,13 @@ scaffold the stored program, whose entry writes the submission when run alone in
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
 
 import pytest
 
 from innolab import runner
-from innolab.gym.capture import Capture
+from innolab.gym.capture import SITE_FILE, Capture, site_source
 from innolab.gym.cellslice import analyse, slice_cells
 from innolab.gym.factory import open_sandbox
 from innolab.gym.local import LocalSandbox
@@ -191,6 +192,28 @@ def test_a_script_that_reads_what_an_earlier_command_wrote_is_stored_with_that_c
         assert run_program(fresh, program, "submission.json") == written
     finally:
         fresh.close()
+
+
+def test_past_half_its_limit_the_log_leaves_texts_out_and_past_it_logs_nothing(tmp_path):
+    site, work = tmp_path / "site", tmp_path / "work"
+    site.mkdir()
+    work.mkdir()
+    log = tmp_path / "log.jsonl"
+    log.touch()
+    (site / SITE_FILE).write_text(site_source(str(work), str(log), limit=3000))
+    (work / "big.py").write_text("X = '" + "x" * 1200 + "'\n")
+    names = ("a", "b", "c", "d", "e", "f")
+    for name in names:
+        (work / f"{name}.py").write_text(f"import big\nopen('{name}.txt', 'w').write(big.X)\n")
+    env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(site)}
+    for name in names:
+        subprocess.run(["python3", f"{name}.py"], cwd=work, env=env, check=True)
+    capture = Capture()
+    capture.feed(log.read_bytes())
+    code = [r for r in capture.records if r["k"] == "code"]
+    assert code[0]["text"] and code[-1]["text"] is None and code[-1]["sha"]
+    assert not [p for p in capture.processes if p.argv == ["f.py"]]  # the log was full
+    assert log.stat().st_size < 3000 + 500
 
 
 def test_the_agent_can_neither_read_the_capture_log_nor_change_the_hook():

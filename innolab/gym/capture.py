@@ -21,19 +21,23 @@ from typing import Any
 
 HOOK_FILE = Path(__file__).resolve().parent / "images" / "capture_site.py"
 SITE_FILE = "sitecustomize.py"
+LOG_LIMIT = 64_000_000
 
 
-def site_source(workspace: str, log: str) -> str:
+def site_source(workspace: str, log: str, limit: int = LOG_LIMIT) -> str:
     """The `sitecustomize.py` a sandbox's Python processes start with.
 
     Args:
         workspace: the workspace folder as the sandbox's commands see it.
         log: the capture log's path as they see it (it must exist and be writable by them).
+        limit: the log's largest size in bytes (past half of it, files' texts are left out and
+            read from the workspace instead; past it, nothing more is logged).
 
     Returns:
         The hook's source and the call that installs it.
     """
-    return HOOK_FILE.read_text(encoding="utf-8") + f"\n\ninstall({workspace!r}, {log!r})\n"
+    hook = HOOK_FILE.read_text(encoding="utf-8")
+    return hook + f"\n\ninstall({workspace!r}, {log!r}, {int(limit)})\n"
 
 
 def cell_digest(code: str) -> str:

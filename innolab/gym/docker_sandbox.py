@@ -193,7 +193,9 @@ class DockerSandbox(Sandbox):
         Raises:
             SandboxError: The hook could not be written.
         """
-        source = base64.b64encode(site_source(WORKSPACE, CAPTURE_LOG).encode()).decode()
+        # the log shares the container's /tmp with the agent: an eighth of it at most
+        limit = self.limits.tmp_mb * 1_000_000 // 8
+        source = base64.b64encode(site_source(WORKSPACE, CAPTURE_LOG, limit).encode()).decode()
         script = (f'mkdir -m 755 {SITE_DIR} && echo "$0" | base64 -d > {SITE_DIR}/{SITE_FILE} '
                   f"&& chmod 644 {SITE_DIR}/{SITE_FILE} && : > {CAPTURE_LOG} "
                   f"&& chmod 622 {CAPTURE_LOG}")

@@ -196,7 +196,7 @@ def build_program(path: str, capture: Capture, code_log: Sequence[CodeAction],
     writer = capture.writer(path)
     if writer is not None and (writer.session or writer.cell is not None):
         cell = writer.cell if not writer.session else _cell_of_write(capture, writer, path)
-        return session_program(cells, capture, path, cell)
+        return session_program(cells, capture, path, cell, read)
     if writer is not None:
         chain = producers(capture, capture.root(writer))
         if len(chain) > 1 and source is None:
@@ -205,11 +205,11 @@ def build_program(path: str, capture: Capture, code_log: Sequence[CodeAction],
     if source is not None:
         return Program({SCAFFOLD_ENTRY: source}, SCAFFOLD_ENTRY)
     if cells and any(path in analyse(e.code).writes | analyse(e.code).appends for e in cells):
-        return session_program(cells, capture, path, None)
+        return session_program(cells, capture, path, None, read)
     last = capture.last_run()
     if last is not None:
         return process_program(capture, last, None, read)
-    return session_program(cells, capture, path, None) if cells else None
+    return session_program(cells, capture, path, None, read) if cells else None
 
 
 def _cell_of_write(capture: Capture, process: Process, path: str) -> int | None:
@@ -333,7 +333,8 @@ def pipeline_program(capture: Capture, chain: Sequence[Process],
 
 
 def session_program(cells: Sequence[CodeAction], capture: Capture, path: str,
-                    writing_cell: int | None) -> Program:
+                    writing_cell: int | None,
+                    read: Callable[[str], str | None] | None = None) -> Program:
     """The persistent interpreter's actions a file depends on, as one program.
 
     A def-use slice (innolab.gym.cellslice) back from the action that wrote the file: the one the
@@ -349,6 +350,7 @@ def session_program(cells: Sequence[CodeAction], capture: Capture, path: str,
         capture: the sandbox's capture.
         path: the file, workspace-relative.
         writing_cell: the index, among `capture.cells`, of the action the capture saw write it.
+        read: reads a workspace file's current text, for a file the log holds no text of.
 
     Returns:
         The program.
@@ -371,8 +373,10 @@ def session_program(cells: Sequence[CodeAction], capture: Capture, path: str,
     files: dict[str, str] = {}
     for index in kept:
         if runs[index] is not None:
-            code = capture.cells[runs[index]].activity.code
-            files.update({k: v for k, v in code.items() if v is not None})
+            for name, text in capture.cells[runs[index]].activity.code.items():
+                text = text if text is not None else (read(name) if read else None)
+                if text is not None:
+                    files[name] = text
     parts = [f"# cell {i} (step {cells[i].step})\n{_guarded(cells[i])}" for i in kept]
     files.pop(SESSION_ENTRY, None)
     return Program({**files, SESSION_ENTRY: "\n\n".join(parts) + "\n"}, SESSION_ENTRY)

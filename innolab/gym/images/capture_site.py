@@ -1,7 +1,7 @@
 """The sandbox's Python start-up hook: it logs which workspace files each Python process ran.
 
 innolab copies this file into a sandbox as `sitecustomize.py`, on the PYTHONPATH of the sandbox's
-commands, after a line that calls `install(WORKSPACE, LOG)`. Every Python process of the
+commands, with a last line that calls `install(WORKSPACE, LOG, LIMIT)`. Every Python process of the
 sandbox then installs an audit hook (PEP 578) that appends JSON lines to LOG:
 
 * `proc`: the process (pid, parent pid, argv, working folder), before its first other record;
@@ -34,10 +34,11 @@ CELL_FILENAME = "<action>"
 class _Capture:
     """One process's capture state: the log's descriptor and what it has logged already."""
 
-    def __init__(self, workspace, log):
+    def __init__(self, workspace, log, limit):
         self.workspace = os.path.realpath(workspace)
         self.prefix = self.workspace.rstrip("/") + "/"
         self.log = log
+        self.limit = limit
         self.fd = None
         self.pid = None
         self.busy = set()
@@ -57,6 +58,12 @@ class _Capture:
                      "cwd": self._relative(os.getcwd(), allow_outside=True)})
 
     def _write(self, record):
+        size = os.fstat(self.fd).st_size
+        if size > self.limit:
+            return  # the log is full: nothing more is logged
+        if size > self.limit // 2 and record.get("text") is not None:
+            text = record["text"].encode("utf-8", "replace")
+            record["text"], record["sha"] = None, hashlib.sha256(text).hexdigest()
         record["pid"] = self.pid
         record["t"] = round(time.time(), 6)
         os.write(self.fd, (json.dumps(record) + "\n").encode("utf-8"))
@@ -77,7 +84,8 @@ class _Capture:
             path = os.fsdecode(path)
         if not isinstance(path, str):
             return None
-        if path.startswith("/") and not path.startswith(self.prefix) and "/.." not in path:
+        if path.startswith("/") and not path.startswith(self.prefix) and "/.." not in path \
+                and path != self.workspace:
             return path if allow_outside else None  # the common case, decided at once
         absolute = os.path.normpath(os.path.join(os.getcwd(), path))
         if absolute == self.workspace:
@@ -177,15 +185,17 @@ class _Capture:
         self.emit({"k": "read", "path": relative}, ("read", relative))
 
 
-def install(workspace, log):
+def install(workspace, log, limit=64_000_000):
     """Install the capture hook for this process, then the sitecustomize it stands in front of.
 
     Args:
         workspace: the sandbox's workspace folder.
         log: the capture log (appended to, one JSON line per record).
+        limit: the log's largest size in bytes; past half of it, files' texts are left out (innolab
+            then reads them from the workspace), past it nothing more is logged.
     """
     try:
-        capture = _Capture(workspace, log)
+        capture = _Capture(workspace, log, limit)
         sys.addaudithook(capture.hook)
     except Exception:
         pass
