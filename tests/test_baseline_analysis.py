@@ -167,3 +167,12 @@ def test_novelty_axes_plot_leaves_nan_out_and_names_a_missing_axis():
     assert any("novelty_out is not in these tables" in t for t in texts)
     with pytest.raises(sw.AnalysisError, match="kind must be"):
         bl.novelty_axes_plot(frame, "agent", kind="bars")
+
+
+def test_the_viewer_names_the_baseline_a_classical_search():
+    from innolab.viewer.model import AGENT_LABELS
+    from innolab.viewer.views import factor_text
+
+    assert factor_text("agent", "baseline") == "baseline (classical search)"
+    assert factor_text("agent", "aide") == "aide"
+    assert "classical search, not an agent" in AGENT_LABELS["baseline"]

@@ -270,3 +270,51 @@ def test_sweep_notebook_reads_the_runs_against_v_star_as_of_a_date(tmp_path):
             assert any(gain == pytest.approx(s - v_star, abs=1e-12) for s in scores), label
             assert ratio == pytest.approx(gain / abs(v_star), abs=1e-12), label
     assert (tables["then"]["gain"] > tables["recorded"]["gain"]).all()  # a lower V* then
+
+
+@pytest.mark.notebook
+def test_sweep_notebooks_write_agent_vs_baseline_from_the_committed_tables(reproduced):
+    from innolab.analysis.baseline import VERSUS_COLUMNS
+
+    out, _ = reproduced  # the committed offline tables (with or without baseline runs)
+    committed = Path(__file__).parents[1] / "results" / "sweeps" / "offline" / "runs.parquet"
+    has_baseline = "baseline" in set(pd.read_parquet(committed)["agent"])
+    for name in SWEEP_NOTEBOOKS:
+        table = pd.read_csv(out / "results" / name / "agent_vs_baseline.csv")
+        assert list(table.columns) == VERSUS_COLUMNS, name
+        assert set(table["agent"]) == {"aide", "codeact"}, name
+        if has_baseline:
+            assert (table[table["metric"] == "ratio"]["n_pairs"] >= 1).all(), name
+        else:
+            assert (table["n_pairs"] == 0).all(), name
+            assert table["note"].str.contains("no baseline runs").all(), name
+
+
+@pytest.mark.notebook
+def test_sweep_notebooks_show_the_baseline_beside_the_agents(tmp_path):
+    from innolab.analysis.baseline import BASELINE_LABEL, VERSUS_COLUMNS
+    from tests.test_baseline_analysis import with_baseline
+
+    sweep_dir = with_baseline(tmp_path / "sweep")  # the committed tables + baseline runs + N_out
+    for name in SWEEP_NOTEBOOKS:
+        executed = tmp_path / f"{name}.ipynb"
+        notebooks.execute(
+            notebooks_dir() / f"{name}.ipynb", executed,
+            {"sweep_dir": str(sweep_dir), "results_dir": str(tmp_path / "results"),
+             "figures_dir": str(tmp_path / "figures"), "n_resamples": 200},
+        )
+        assert json.loads(executed.read_text())["metadata"]["papermill"]["exception"] is None
+        versus = pd.read_csv(tmp_path / "results" / name / "agent_vs_baseline.csv")
+        assert list(versus.columns) == VERSUS_COLUMNS
+        ratio = versus[versus["metric"] == "ratio"].set_index("agent")
+        assert (ratio["n_pairs"] == 1).all() and (ratio["runs_baseline"] == 1).all(), name
+        assert set(versus["metric"]) == {"ratio", "novelty", "novelty_out"} or name == "22_backbone"
+        figure = "anytime_novelty_axes" if name == "21_time_budget" else "novelty_axes"
+        assert (tmp_path / "figures" / name / f"{figure}.png").stat().st_size > 10_000, name
+    trends = pd.read_csv(tmp_path / "results" / "21_time_budget" / "trends.csv")
+    gain = trends[(trends["agent"] == BASELINE_LABEL) & (trends["axis"] == "ratio")].iloc[0]
+    assert gain["this sweep"] == "holds" and gain["unit"] == "config_id" and gain["n_units"] == 6
+    curves = pd.read_csv(tmp_path / "results" / "21_time_budget" / "anytime.csv")
+    assert BASELINE_LABEL in set(curves["agent"]) and curves["mean_novelty_out"].notna().any()
+    rates = pd.read_csv(tmp_path / "results" / "25_success_and_prompt" / "success_rates.csv")
+    assert BASELINE_LABEL in set(rates["agent"])

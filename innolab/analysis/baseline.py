@@ -211,14 +211,16 @@ def trend_checks(stated: pd.DataFrame, data: pd.DataFrame, x: str, by: str = "ag
         alpha: The tests' significance level.
 
     Returns:
-        `sweeps.check_trends`'s columns after `by` and `axis` (the column tested).
+        `sweeps.check_trends`'s columns after `by` and `axis` (the column tested); with no data,
+        one group "all" whose checks say "not enough data".
 
     Raises:
         AnalysisError: A column is missing, or as `sweeps.trend_holds`.
     """
     sw._columns(data, [by, x, unit, "ratio", "novelty"], "data")
     tables = []
-    for group, part in data.groupby(by, sort=True):
+    groups = list(data.groupby(by, sort=True)) or [("all", data)]  # none: "not enough data"
+    for group, part in groups:
         axes = [({"gain": "ratio", "novelty": "novelty"}, "ratio / novelty")]
         if "novelty_out" in part:
             axes.append(({"novelty": "novelty_out"}, "novelty_out"))
@@ -227,8 +229,6 @@ def trend_checks(stated: pd.DataFrame, data: pd.DataFrame, x: str, by: str = "ag
             checks.insert(0, "axis", [columns.get(q, axis) for q in checks["quantity"]])
             checks.insert(0, by, BASELINE_LABEL if group == BASELINE else group)
             tables.append(checks)
-    if not tables:
-        return pd.DataFrame(columns=[by, "axis"])
     return pd.concat(tables, ignore_index=True)
 
 

@@ -27,6 +27,9 @@ from innolab.traces import (
 STEP_EVENTS = (LLMCall, ToolCallEvent, ToolResultEvent, Validation, Submission, Node, ResearchLog)
 
 
+# policies that are not agents, named as what they are wherever the viewer shows a run
+AGENT_LABELS = {"baseline": "baseline (a budget-matched classical search, not an agent)"}
+
 @dataclass
 class Step:
     """What happened in one step of the run loop (times in seconds since the run started)."""
@@ -78,6 +81,11 @@ class RunData:
     def agent(self) -> str:
         """The run's scaffold ("?" where the configuration names none)."""
         return str(self.config.get("agent", "?"))
+
+    @property
+    def agent_label(self) -> str:
+        """The run's policy as a person reads it: the baseline is named a classical search."""
+        return AGENT_LABELS.get(self.agent, self.agent)
 
     @property
     def model(self) -> str:

@@ -358,7 +358,7 @@ def header_html(run: RunData) -> str:
     """Task, agent, model, how the run ended and its final score."""
     score = run.score or {}
     finished = run.finished or {}
-    rows = [("task", run.task), ("agent", run.agent), ("model", run.model),
+    rows = [("task", run.task), ("agent", run.agent_label), ("model", run.model),
             ("ended", finished.get("reason", "not finished")),
             ("final submission", finished.get("final_submission") or "-"),
             ("final dev score", number(finished.get("dev_score")))]

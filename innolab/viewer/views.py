@@ -126,6 +126,8 @@ def factor_text(factor: str, value: Any) -> str:
         return "innovation prompt" if value is True else "plain prompt"
     if factor == "top_p":
         return f"top_p={shown}"
+    if factor == "agent" and value == "baseline":
+        return "baseline (classical search)"
     return shown
 
 
