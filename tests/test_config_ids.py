@@ -93,10 +93,9 @@ def test_ids_of_the_reference_sweep():
 
     configurations = expand(load_spec(data_dir() / "sweeps" / "offline.yaml"))
     baseline = sorted(c.config_id for c in configurations if c.levels.get("agent") == "baseline")
-    assert baseline == [  # the baseline's include entries: 5 x 60 s and 1 x 30 s
+    assert baseline == [  # the baseline's include entries: 4 x 60 s and 1 x 30 s
         "3b3d6cbc1fc0",
         "5d0307c75d81",
-        "a4df5dca8556",
         "e8464ed50834",
         "ee623442f801",
         "f9de627d2146",
