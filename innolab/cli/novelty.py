@@ -101,6 +101,7 @@ def validate(args: argparse.Namespace) -> int:
     from innolab.novelty.validation import (
         TripletSetError,
         agreement,
+        backend_notes,
         default_backends,
         distance_table,
         markdown_report,
@@ -130,13 +131,8 @@ def validate(args: argparse.Namespace) -> int:
     table.to_csv(output, index=False)
     distances.to_csv(output.with_name(output.stem + "_distances.csv"), index=False)
     report = output.with_suffix(".md")
-    notes = []
-    if "llm" not in backends:
-        why = ("not requested" if "llm" in default_backends() else
-               "no judge endpoint configured: $INNOLAB_LLM_BASE_URL unset")
-        notes.append(f"llm judge: not run ({why}); `innolab novelty validate --backend llm` "
-                     "runs it on whatever endpoint is set")
-    report.write_text(markdown_report(table, regression, notes, distances), encoding="utf-8")
+    report.write_text(markdown_report(table, regression, backend_notes(backends), distances),
+                      encoding="utf-8")
     print("hand-written triplets: agreement = share with d(anchor, near) < d(anchor, far)")
     labelled = table.assign(column=table["backend"] + " (" + table["axis"] + ")")
     pivot = labelled.pivot(index="family", columns="column", values="agreement")

@@ -395,6 +395,23 @@ def default_backends() -> list[str]:
     return [*names, "llm"] if LLMSettings.from_env().base_url else names
 
 
+def backend_notes(backends: Sequence[str]) -> list[str]:
+    """Return what a report should say about back ends left out (the llm judge, and why).
+
+    Args:
+        backends: The back ends validated.
+
+    Returns:
+        A line for the llm judge where it was not validated, else none.
+    """
+    if "llm" in backends:
+        return []
+    why = ("not requested" if "llm" in default_backends()
+           else "no judge endpoint configured: $INNOLAB_LLM_BASE_URL unset")
+    return [f"llm judge: not run ({why}); `innolab novelty validate --backend llm` runs it on "
+            "whatever endpoint is set"]
+
+
 def distance_table(backends: Sequence[str], cache_dir: Path,
                    axes: Sequence[Literal["method", "outcome"]] = ("method", "outcome"),
                    triplets: Sequence[CodeTriplet] | None = None, folder: Path | None = None,
