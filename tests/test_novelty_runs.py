@@ -16,7 +16,7 @@ from innolab.novelty.backends import Scorer
 from innolab.novelty.registry import make_backend
 from innolab.novelty.scoring import default_backend, known_code, novelty_of_code
 from innolab.novelty.structure import normalise, structural_distance
-from innolab.novelty.triplets import load_triplets, validate
+from innolab.novelty.triplets import CIRCULAR_KIND, load_triplets, validate
 from innolab.novelty.variants import cosmetic_variant
 from innolab.rundir import RunDir
 from innolab.tasks import builtin_ids, get_task
@@ -133,6 +133,7 @@ def test_cli_validate_writes_the_agreement_table_with_alpha(tmp_path):
                 "judge-a,judge-b",
                 "--limit",
                 "3",
+                "--no-outcome",
                 "--output",
                 str(output),
             ],
@@ -144,8 +145,8 @@ def test_cli_validate_writes_the_agreement_table_with_alpha(tmp_path):
     assert done.returncode == 0, done.stderr[-2000:]
     import pandas as pd
 
-    table = pd.read_csv(output)
-    ast_code = table[(table["backend"] == "ast") & (table["kind"] == "code")].iloc[0]
+    table = pd.read_csv(output.parent / "normaliser_regression_circular.csv")
+    ast_code = table[(table["backend"] == "ast") & (table["kind"] == CIRCULAR_KIND)].iloc[0]
     assert ast_code["n"] == 22 and ast_code["agreement"] >= 0.9 and ast_code["mean_closer"] <= 10
     judges = table[table["backend"].str.startswith("llm:")]
     assert set(judges["backend"]) == {"llm:judge-a", "llm:judge-b"}
