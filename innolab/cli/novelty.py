@@ -43,8 +43,8 @@ def register(commands: Commands) -> None:
         "$INNOLAB_LLM_BASE_URL is set)",
     )
     val.add_argument(
-        "--models", help="comma-separated judge models for the llm back end (>= 2: alpha; "
-        "regression check only)"
+        "--models", help="comma-separated judge models for the llm back end (the first judges "
+        "the hand-written triplets; >= 2: alpha on the regression check)"
     )
     val.add_argument("--limit", type=int,
                      help="judge only the first N regression triplets of each kind (llm)")
@@ -118,6 +118,7 @@ def validate(args: argparse.Namespace) -> int:
     axes = ("method",) if args.no_outcome else ("method", "outcome")
     try:
         distances = distance_table(backends, output.parent / "cache", axes=axes,
+                                   llm_settings={"model": models[0]} if models else None,
                                    timeout_s=args.timeout)
         table = agreement(distances)
         regression = None
