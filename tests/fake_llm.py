@@ -29,10 +29,11 @@ What it records (read them after the requests, or under `lock`):
 - `requests`: each request's body, in arrival order.
 - `log`: one entry per request: `run` (the `X-Innolab-Run` header the client sends, or None),
   `seed` (the request's seed: a call's identity within its run), `schema` (the response format's
-  name), `start` and `end` (time.monotonic()), `status` (HTTP status; None for a dropped
-  connection), `fault` (the injected fault or None), `in_flight` (requests in flight on arrival,
-  itself included).
-- `in_flight`, `max_in_flight`: requests in flight now, and the most ever seen at once.
+  name), `start` and `end` (time.monotonic(): the request read, its reply begun), `status` (HTTP
+  status; None for a dropped connection), `fault` (the injected fault or None), `in_flight`
+  (requests in flight on arrival, itself included).
+- `in_flight`, `max_in_flight`: requests in flight now (read, not yet answered), and the most
+  ever seen at once.
 - `over_cap`: requests answered 429 because `max_concurrent` were in flight.
 - `served()`: the log's answered (200) entries; `repeated_calls()`: each (run, seed) answered
   200 more than once (a call made twice).
@@ -203,6 +204,8 @@ class FakeLLM:
         owner = self
 
         class Handler(BaseHTTPRequestHandler):
+            entry: dict[str, Any] | None = None  # the POST being answered
+
             def log_message(self, *args: Any) -> None:
                 pass
 
@@ -211,13 +214,11 @@ class FakeLLM:
 
             def do_POST(self) -> None:
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                entry = owner._arrive(body, self.headers.get("X-Innolab-Run"))
+                entry = self.entry = owner._arrive(body, self.headers.get("X-Innolab-Run"))
                 try:
                     entry["status"] = self._answer(body, entry["fault"])
                 finally:
-                    with owner.lock:
-                        owner.in_flight -= 1
-                        entry["end"] = time.monotonic()
+                    owner._leave(entry)
 
             def _answer(self, body: dict[str, Any], fault: str | None) -> int | None:
                 if fault in ("429", "503", "over_cap"):
@@ -239,6 +240,8 @@ class FakeLLM:
                         },
                     )
                 if fault == "drop":
+                    if self.entry is not None:
+                        owner._leave(self.entry)
                     self.connection.shutdown(2)
                     return None
                 owner._delay()
@@ -273,6 +276,9 @@ class FakeLLM:
             def _raw(
                 self, status: int, data: bytes, headers: dict[str, str] | None = None
             ) -> int:
+                # out of flight before the client can read the reply (and send its next request)
+                if self.entry is not None:
+                    owner._leave(self.entry)
                 self.send_response(status)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(data)))
@@ -311,6 +317,13 @@ class FakeLLM:
             }
             self.log.append(entry)
             return entry
+
+    def _leave(self, entry: dict[str, Any]) -> None:
+        """Count a request out (once), as its reply begins."""
+        with self.lock:
+            if entry["end"] is None:
+                self.in_flight -= 1
+                entry["end"] = time.monotonic()
 
     def _draw_fault(self) -> str | None:
         if not self.fault_rates:

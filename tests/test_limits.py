@@ -59,10 +59,10 @@ def test_two_workers_hold_the_concurrency_cap_together(dask_client):
         free = run_on_cluster(dask_client, llm(server.base_url), tasks=8, calls=3)
         uncapped = server.max_in_flight
     assert uncapped > 2  # without a cap, 8 threads on 2 workers do overlap
-    with FakeLLM(latency_s=0.15) as server:
+    with FakeLLM(latency_s=0.15, max_concurrent=2, retry_after=1) as server:
         capped = run_on_cluster(dask_client, llm(server.base_url, max_concurrent_requests=2),
                                 tasks=8, calls=3)
-        assert server.max_in_flight <= 2
+        assert server.max_in_flight <= 2 and server.over_cap == 0  # the endpoint's own count
         assert len(server.served()) == 24 and not server.repeated_calls()
         assert {e["run"] for e in server.log} == {f"run-{i}" for i in range(8)}
     assert {r["gate"] for r in free} == {None}

@@ -3,6 +3,7 @@ bounded fields."""
 
 import json
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
@@ -270,3 +271,40 @@ def test_the_embedded_model_threads_are_fixed_unless_set(monkeypatch):
         monkeypatch.setenv("INNOLAB_LOCAL_MODEL_THREADS", wrong)
         with pytest.raises(LLMError, match="INNOLAB_LOCAL_MODEL_THREADS"):
             local.default_threads()
+
+
+def test_the_scripted_server_injects_seeded_faults_and_logs_runs():
+    from innolab.llm import gate
+
+    def faults_met(seed):
+        rates = {"429": 0.2, "500": 0.2, "drop": 0.1}
+        with FakeLLM(fault_rates=rates, seed=seed, retry_after=0, latency_s=(0.0, 0.01)) as server:
+            client = LLMClient(settings(server.base_url, max_retries=10))
+            with gate.labelled("run-a"):
+                for i in range(10):
+                    client.chat(MESSAGES, call_index=i)
+            assert len(server.served()) == 10 and not server.repeated_calls()
+            assert {e["run"] for e in server.log} == {"run-a"}
+            return [e["fault"] for e in server.log]
+
+    first = faults_met(3)
+    assert first == faults_met(3) and first != faults_met(4)  # seeded
+    assert {"429", "500", "drop"} <= set(first)
+    with pytest.raises(ValueError, match="fault_rates"):
+        FakeLLM(fault_rates={"fire": 0.1})
+
+
+def test_the_scripted_server_has_a_concurrency_cap_of_its_own():
+    with FakeLLM(latency_s=1.0, max_concurrent=1, retry_after=2) as server:
+        busy, other = (LLMClient(settings(server.base_url, max_retries=0)) for _ in range(2))
+        other._sdk()  # made before: its request comes while the first is in flight
+        first = threading.Thread(target=busy.chat, args=(MESSAGES,))
+        first.start()
+        while not server.in_flight:
+            time.sleep(0.01)
+        with pytest.raises(LLMError, match="429") as caught:
+            other.chat(MESSAGES, call_index=1)
+        first.join()
+    assert server.over_cap == 1 and server.max_in_flight == 2
+    assert [e["status"] for e in server.log] == [200, 429]
+    assert caught.value.sent["attempts"][0]["error"].startswith("RateLimitError")

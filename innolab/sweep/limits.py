@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import threading
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -44,16 +45,6 @@ class DaskGate(Gate):
         self._client = get_client()
         self._key = ["innolab-llm-pace", name]  # in the scheduler's metadata
 
-    def close(self) -> None:
-        """Stop this object's lease refreshes; the scheduler keeps the gate for the others.
-
-        (`Semaphore.close` would delete the semaphore on the scheduler, under every worker.)
-        """
-        for held in (self._slots, self._lock):
-            callback = getattr(held, "refresh_callback", None)
-            if callback is not None:
-                callback.stop()
-
     def _take(self, timeout: float | None) -> bool:
         assert self._slots is not None
         return bool(self._slots.acquire(timeout=timeout))
@@ -69,6 +60,33 @@ class DaskGate(Gate):
             if new != pace:
                 self._client.set_metadata(self._key, new)
         return wait
+
+
+_shared: dict[tuple[str, str, tuple[tuple[str, int], ...]], DaskGate] = {}
+_shared_lock = threading.Lock()
+
+
+def cluster_gate(settings: LLMSettings) -> DaskGate:
+    """This process's handle on the cluster's gate for the settings' endpoint and limits.
+
+    One per scheduler, endpoint and limits, kept for the life of the process: every run of the
+    process shares it, and its leases are refreshed for as long as a request holds one.
+
+    Args:
+        settings: The model settings (with limits); call inside a Dask worker.
+
+    Returns:
+        The gate.
+    """
+    from distributed import get_worker
+
+    limits = settings.limits()
+    name = (get_worker().scheduler.address, gates.endpoint_key(settings),
+            tuple(sorted(limits.items())))
+    with _shared_lock:
+        if name not in _shared:
+            _shared[name] = DaskGate(name[1], **limits)
+        return _shared[name]
 
 
 def in_worker() -> bool:
@@ -125,9 +143,5 @@ def activate(llm: dict[str, Any] | LLMSettings | None,
             with gates.installed(key, local):
                 yield local
             return
-        shared = DaskGate(key, **limits)
-        try:
-            with gates.installed(key, shared):
-                yield shared
-        finally:
-            shared.close()
+        with gates.installed(key, cluster_gate(settings)) as shared:
+            yield shared
