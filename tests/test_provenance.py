@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from innolab import runner
+from innolab import runner, traces
 from innolab.gym.capture import SITE_FILE, Capture, site_source
 from innolab.gym.cellslice import analyse, slice_cells
 from innolab.gym.factory import open_sandbox
@@ -307,4 +307,37 @@ def test_aide_stores_the_nodes_program(tmp_path):
     assert outcome["valid"]
     run_dir, program = stored_program(outcome)
     assert program.files == {"program.py": SOLUTION_CODE} and program.entry == "program.py"
+    assert_entry_writes_the_submission(run_dir, program)
+
+
+def test_a_resumed_codeact_run_slices_the_cells_run_before_and_after_the_resume(tmp_path):
+    """The run is stopped after three cells and resumed as a killed one (the trace cut back to its
+    checkpoint); the interpreter replays those cells, and the slice still finds the writing cell
+    by what ran."""
+    cells = [
+        {"action": "python", "code": "import json"},
+        {"action": "python", "code": "trial = [i * i for i in range(5)]\nprint(sum(trial))"},
+        {"action": "python", "code": GRID},
+        {"action": "python", "code": "def save(c):\n    json.dump({'circles': c}, open("
+                                     "'submission' + '.json', 'w'))"},
+        {"action": "python", "code": "save(grid(26))"},
+        {"action": "submit", "path": "submission.json", "code": ""},
+        {"action": "finish", "code": ""},
+    ]
+    replies = [{"thought": "go", "path": "", **c} for c in cells]
+    with FakeLLM(replies={"codeact_action": replies}, in_call_order=True) as server:
+        config = scripted_config("codeact", server.base_url)
+        config.max_steps = 3
+        outcome = runner.start(config, tmp_path / "run", novelty=None, show_progress=False)
+        run_dir = Path(outcome["run_dir"])
+        state_file = run_dir / "checkpoint" / "state.json"
+        saved = json.loads(state_file.read_text())
+        saved["budget"]["max_steps"] = 8
+        state_file.write_text(json.dumps(saved))
+        traces.truncate_to(run_dir, saved["trace"])
+        outcome = runner.resume(run_dir, novelty=None, show_progress=False)
+    assert outcome["dev_valid"]  # (score.json was written when the run first stopped)
+    run_dir, program = stored_program(outcome)
+    text = program.files[program.entry]
+    assert "trial" not in text and "save(grid(26))" in text and "def grid" in text
     assert_entry_writes_the_submission(run_dir, program)
