@@ -70,6 +70,26 @@ def test_two_workers_hold_the_concurrency_cap_together(dask_client):
     assert sum(sum(r["waits"]) for r in capped) > 1.0  # the waits are recorded
 
 
+def test_a_process_outside_the_workers_joins_the_cluster_gate(dask_client):
+    """A run's kernel is no worker: it holds the same gate through the scheduler's client."""
+    with FakeLLM(latency_s=0.15) as server:
+        settings = llm(server.base_url, max_concurrent_requests=2)
+        key = gates.endpoint_key(LLMSettings.model_validate(settings))
+        outside = limits.DaskGate(key, max_concurrent_requests=2)
+        with gates.installed(key, outside):
+            futures = [dask_client.submit(sweep_task, settings, 2, f"w{i}", pure=False)
+                       for i in range(4)]
+            client = LLMClient(LLMSettings.model_validate(settings))
+            threads = [threading.Thread(target=client.chat, args=(MESSAGES,),
+                                        kwargs={"call_index": i}) for i in range(4)]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join()
+            dask_client.gather(futures)
+        assert server.max_in_flight <= 2 and len(server.served()) == 12
+
+
 def test_requests_per_minute_spaces_requests_across_workers(dask_client):
     with FakeLLM() as server:
         run_on_cluster(dask_client, llm(server.base_url, requests_per_minute=300), tasks=4,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import os
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -247,6 +248,8 @@ def gate_for(settings: LLMSettings) -> Gate | None:
 def labelled(run: str | None) -> Iterator[None]:
     """Label the requests made inside (in this thread) with a run id (sent as X-Innolab-Run).
 
+    A process that makes a single run's requests may instead set RUN_VAR in its environment.
+
     Args:
         run: The run's id, or None for no label.
 
@@ -260,9 +263,16 @@ def labelled(run: str | None) -> Iterator[None]:
         _run.reset(token)
 
 
+RUN_VAR = "INNOLAB_RUN_ID"  # a process that makes one run's requests (a sweep's kernel) says so
+
+
 def current_run() -> str | None:
-    """The run id the requests of this thread carry, or None."""
-    return _run.get()
+    """The run id the requests of this thread carry: its label, else the process's RUN_VAR.
+
+    Returns:
+        The run id, or None.
+    """
+    return _run.get() or os.environ.get(RUN_VAR) or None
 
 
 def describe(gate: Gate | None) -> dict[str, Any]:
