@@ -128,9 +128,10 @@ def run(
     for configuration in configurations:
         state.finish_archive(folder / "runs" / configuration.config_id)
     if retry_failed:
-        todo = [c for c in configurations
+        todo = [c for c in configurations  # never one that something still executes
                 if state.failed(folder / "runs" / c.config_id, errors.get(c.config_id))
-                and state.attempts_made(folder / "runs" / c.config_id) <= retry_attempts]
+                and state.attempts_made(folder / "runs" / c.config_id) <= retry_attempts
+                and not state.running(folder / "runs" / c.config_id)]
     else:
         todo = [c for c in configurations if not finished(folder / "runs" / c.config_id)]
     sweep = _Sweep(folder, spec.budget.max_cost_usd, retry_attempts if retry_failed else 0,
@@ -272,30 +273,24 @@ def run_configuration(
 def _limits(llm: dict[str, Any] | None, config_id: str) -> Iterator[None]:
     """The endpoint's limits, shared by the cluster's workers, around one task.
 
-    The run's model requests are made in the notebook's kernel, a child of this worker process: it
-    inherits the scheduler's address (DASK_SCHEDULER_ADDRESS, where `distributed.get_client()`
-    finds the cluster) and the run's id (INNOLAB_RUN_ID).
+    The run's model requests are made in the notebook's kernel, a child of this worker process:
+    innolab.sweep.kernel hands it the scheduler's address, the run's settings and id, and the
+    kernel joins the cluster's gate as it starts.
     """
     try:
         from innolab.sweep import limits
     except ImportError:  # no shared limits in this installation
         yield
         return
-    saved = {k: os.environ.get(k) for k in ("DASK_SCHEDULER_ADDRESS", "INNOLAB_RUN_ID")}
+    from innolab.sweep.kernel import handed_to_kernels
+
+    scheduler = None
     with contextlib.suppress(ImportError, ValueError):
         from distributed import get_worker
 
-        os.environ["DASK_SCHEDULER_ADDRESS"] = get_worker().scheduler.address
-    os.environ["INNOLAB_RUN_ID"] = config_id
-    try:
-        with limits.activate(llm, run=config_id):
-            yield
-    finally:
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
+        scheduler = get_worker().scheduler.address
+    with limits.activate(llm, run=config_id), handed_to_kernels(llm, config_id, scheduler):
+        yield
 
 
 class _Sweep:

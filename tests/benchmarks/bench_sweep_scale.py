@@ -1,6 +1,6 @@
 """A sweep at scale against a flaky, rate-limited endpoint: 300 configurations of short CodeAct runs
 against the scripted OpenAI-compatible server with latency, 429s with Retry-After, 500s and dropped
-connections injected (and a 12-second outage a third of the way through), on 2 workers that share a
+connections injected (and a 30-second outage a third of the way through), on 2 workers that share a
 cap of 1 request in flight (below their demand of 2). It reports the configurations done exactly
 once (scored, and every reply the server gave them recorded once in a trace: no run executed
 twice), the most requests the server saw in flight at once (never above the cap), the failed runs
@@ -29,7 +29,7 @@ WORKERS = 2
 PRICE = 1.0  # USD per million tokens in and out
 FAULTS = {"429": 0.05, "500": 0.04, "drop": 0.03}
 LATENCY_S = (0.02, 0.2)
-OUTAGE_S = 12.0  # the endpoint answers 500 to everything for this long (beyond 4 retries' backoff)
+OUTAGE_S = 30.0  # the endpoint answers 500 to everything this long (beyond 4 retries with backoff)
 QUICK = {"configurations": 12, "direct_runs": 2}  # `run.py --quick`
 
 

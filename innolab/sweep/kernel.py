@@ -1,0 +1,84 @@
+"""The endpoint's shared limits inside a run notebook's kernel, the process that makes the requests.
+
+A sweep's task executes the run notebook with papermill: the run, and every model request it
+makes, lives in a Jupyter kernel, a child process of the Dask worker, where no Dask worker is. The
+worker hands the kernel what it needs through its environment (the scheduler's address, the run's
+model settings and id) and an IPython startup file that calls `enter` as the kernel starts: the
+kernel's requests then pass the cluster's gate (innolab.sweep.limits.DaskGate), jointly with every
+other worker's, and carry the run's id.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+LLM_VAR = "INNOLAB_SWEEP_LLM"  # the run's model settings (config.json's llm), as JSON
+RUN_VAR = "INNOLAB_RUN_ID"  # the run's id (its configuration's)
+SCHEDULER_VAR = "DASK_SCHEDULER_ADDRESS"  # where distributed.get_client() finds the cluster
+STARTUP = "from innolab.sweep.kernel import enter\nenter()\n"
+
+_held = contextlib.ExitStack()  # the kernel's gate, held for the kernel's life
+
+
+@contextlib.contextmanager
+def handed_to_kernels(llm: dict[str, Any] | None, run: str, scheduler: str | None
+                      ) -> Iterator[None]:
+    """Inside, kernels started by this process join the cluster's limits for this run.
+
+    Args:
+        llm: The run's model settings (None: no model, nothing to hand over).
+        run: The run's id.
+        scheduler: The Dask scheduler's address (None: not on a cluster; nothing to hand over).
+
+    Yields:
+        Nothing.
+    """
+    if not llm or not scheduler:
+        yield
+        return
+    with tempfile.TemporaryDirectory(prefix="innolab-ipython-") as folder:
+        startup = Path(folder) / "profile_default" / "startup"
+        startup.mkdir(parents=True)
+        (startup / "00-innolab-limits.py").write_text(STARTUP, encoding="utf-8")
+        values = {LLM_VAR: json.dumps(llm), RUN_VAR: run, SCHEDULER_VAR: scheduler,
+                  "IPYTHONDIR": folder}
+        saved = {key: os.environ.get(key) for key in values}
+        os.environ.update(values)
+        try:
+            yield
+        finally:
+            for key, value in saved.items():
+                if value is None:
+                    os.environ.pop(key, None)
+                else:
+                    os.environ[key] = value
+
+
+def enter() -> None:
+    """In a kernel a sweep's worker started: route the run's requests through the cluster's gate.
+
+    Does nothing outside such a kernel, or for settings without limits.
+    """
+    text, scheduler = os.environ.get(LLM_VAR), os.environ.get(SCHEDULER_VAR)
+    if not text or not scheduler:
+        return
+    from innolab.llm import gate as gates
+    from innolab.llm.settings import LLMSettings
+    from innolab.sweep.limits import DaskGate
+
+    settings = LLMSettings.model_validate(json.loads(text))
+    _held.enter_context(gates.labelled(os.environ.get(RUN_VAR)))
+    limits = settings.limits()
+    if limits:
+        from distributed import Client
+
+        # the kernel's client of the cluster: the default one the gate's Semaphore and Lock use
+        _held.enter_context(Client(scheduler, set_as_default=True, timeout="60s"))
+        key = gates.endpoint_key(settings)
+        _held.enter_context(gates.installed(key, DaskGate(key, **limits)))
