@@ -176,3 +176,18 @@ def test_the_viewer_names_the_baseline_a_classical_search():
     assert factor_text("agent", "baseline") == "baseline (classical search)"
     assert factor_text("agent", "aide") == "aide"
     assert "classical search, not an agent" in AGENT_LABELS["baseline"]
+
+
+def test_an_include_entrys_prior_solution_is_a_file_beside_the_spec(tmp_path):
+    import shutil
+
+    import yaml
+
+    shutil.copytree(SPECS / "priors", tmp_path / "priors")
+    (tmp_path / "s.yaml").write_text(yaml.safe_dump({
+        "name": "s", "base": {"task": "circle-packing-26", "agent": "aide", "runtime": "local"},
+        "include": [{"agent": "baseline",
+                     "prior_solution": "priors/circle-packing-26-row-lattice.py"}]}))
+    plain, baseline = expand(load_spec(tmp_path / "s.yaml"))
+    assert plain.config["prior_solution"] is None
+    assert baseline.config["prior_solution"]["name"] == "circle-packing-26-row-lattice"
