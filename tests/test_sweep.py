@@ -158,7 +158,8 @@ def test_backbones_map_to_endpoints_by_prefix(tmp_path, monkeypatch):
         monkeypatch.setenv(f"{name}_MODEL", model)
         monkeypatch.setenv(f"{name}_API_KEY", "sk-secret")
     configurations = sweep.expand(spec)
-    assert len(configurations) == 9
+    assert len(configurations) == 12  # 3 backbones x 3 seeds, then the baseline's row x 3 seeds
+    assert [c.config["model_reported"] for c in configurations[9:]] == ["none"] * 3
     from innolab.runner import config_from_parameters
 
     config = config_from_parameters(configurations[3].parameters)
