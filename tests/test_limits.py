@@ -185,7 +185,10 @@ def test_a_deadline_ends_the_wait_for_a_limit_as_an_llm_error():
         client.deadline = time.monotonic() + 0.3
         with pytest.raises(LLMError, match="limits") as caught:
             client.chat(MESSAGES, call_index=1)
-    assert "wait_s" in caught.value.sent and caught.value.sent["call_index"] == 1
+        # it waited to the deadline: the run ends by its budget, not by a failed call
+        assert time.monotonic() >= client.deadline and len(server.log) == 1
+    assert caught.value.sent["wait_s"] >= 0.25 and caught.value.sent["call_index"] == 1
+    assert LLMCall(failed=True, **caught.value.sent).latency_s >= 0.25
 
 
 def test_the_pace_admits_evenly():

@@ -308,6 +308,7 @@ class LLMClient:
         for attempt in range(self.settings.max_retries + 1):
             try:
                 sdk = self._sdk()  # made before the slot is held
+                entered = time.monotonic()
                 with self._slot(gate, tokens) as slot_wait:
                     waited += slot_wait
                     timeout = self.settings.timeout_s
@@ -322,6 +323,7 @@ class LLMClient:
             except LLMError:
                 raise
             except gates.GateTimeout as error:
+                waited += time.monotonic() - entered
                 raise failed("the run's time budget ran out waiting for the endpoint's limits "
                              f"({error})", error) from error
             except Exception as error:  # classified below; non-retryable errors propagate
