@@ -96,6 +96,13 @@ def wait_for(condition, seconds: float, poll_s: float = 0.2) -> bool:
     return True
 
 
+def command_line(process: psutil.Process) -> list[str]:
+    try:
+        return process.cmdline()
+    except psutil.Error:
+        return [f"pid {process.pid}, gone"]
+
+
 def alive(process: psutil.Process) -> bool:
     try:
         return process.is_running() and process.status() != psutil.STATUS_ZOMBIE
@@ -154,10 +161,16 @@ def test_cost_cap_then_a_killed_driver_then_a_rerun_score_each_configuration_onc
             if driver.poll() is None:
                 driver.kill()
         killed_at = time.monotonic()
-        assert descendants, "the driver had no worker processes"
-        # no orphan: every worker (and its kernel, and the kernel's programs) ends with the driver
-        assert wait_for(lambda: not any(alive(p) for p in descendants), 30), [
-            (p.pid, p.name()) for p in descendants if alive(p)
+        workers = [p for p in descendants if "spawn_main" in " ".join(command_line(p))]
+        kernels = [p for p in descendants if "ipykernel" in " ".join(command_line(p))]
+        assert len(workers) == 2 and kernels, [command_line(p) for p in descendants]
+        # no orphan: every worker, and its kernel, ends with the driver at once; whatever else the
+        # sweep had started (the runs' programs, their clean-up helpers) soon after
+        assert wait_for(lambda: not any(alive(p) for p in workers + kernels), 15), [
+            command_line(p) for p in workers + kernels if alive(p)
+        ]
+        assert wait_for(lambda: not any(alive(p) for p in descendants), 90), [
+            command_line(p) for p in descendants if alive(p)
         ]
         # with every process of the killed sweep gone, its folder holds still: what it had scored,
         # and the runs it had started (in flight at the kill)

@@ -9,6 +9,7 @@ and the programs its run started), so the rerun's workers find the run folders f
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import threading
@@ -49,16 +50,27 @@ def watch(parent: int, poll_s: float = POLL_S) -> threading.Thread:
 
 
 def end_tree() -> None:
-    """Kill every process under this one (SIGKILL), then this process."""
+    """Kill every process under this one (SIGKILL), then this process.
+
+    The tree is stopped first (SIGSTOP), then looked at again, so that a process started meanwhile
+    is not missed; then each is killed.
+    """
     import psutil
 
-    try:
-        children = psutil.Process().children(recursive=True)
-    except psutil.Error:
-        children = []
-    for child in children:
+    seen: dict[int, psutil.Process] = {}
+    for _round in range(3):
         try:
-            child.kill()
+            found = psutil.Process().children(recursive=True)
         except psutil.Error:
-            continue
+            break
+        fresh = [p for p in found if p.pid not in seen]
+        if not fresh:
+            break
+        for process in fresh:
+            seen[process.pid] = process
+            with contextlib.suppress(psutil.Error):
+                process.suspend()
+    for process in seen.values():
+        with contextlib.suppress(psutil.Error):
+            process.kill()
     os.kill(os.getpid(), signal.SIGKILL)
