@@ -155,22 +155,23 @@ def test_cost_cap_then_a_killed_driver_then_a_rerun_score_each_configuration_onc
                 240,
             ), state.status(out)["counts"]
             descendants = psutil.Process(driver.pid).children(recursive=True)
+            lines = {p.pid: " ".join(command_line(p)) for p in descendants}  # read while alive
             driver.send_signal(signal.SIGKILL)
             driver.wait(timeout=30)
         finally:
             if driver.poll() is None:
                 driver.kill()
         killed_at = time.monotonic()
-        workers = [p for p in descendants if "spawn_main" in " ".join(command_line(p))]
-        kernels = [p for p in descendants if "ipykernel" in " ".join(command_line(p))]
-        assert len(workers) == 2 and kernels, [command_line(p) for p in descendants]
+        workers = [p for p in descendants if "spawn_main" in lines[p.pid]]
+        kernels = [p for p in descendants if "ipykernel" in lines[p.pid]]
+        assert len(workers) == 2, lines
         # no orphan: every worker, and its kernel, ends with the driver at once; whatever else the
         # sweep had started (the runs' programs, their clean-up helpers) soon after
         assert wait_for(lambda: not any(alive(p) for p in workers + kernels), 15), [
-            command_line(p) for p in workers + kernels if alive(p)
+            lines[p.pid] for p in workers + kernels if alive(p)
         ]
         assert wait_for(lambda: not any(alive(p) for p in descendants), 90), [
-            command_line(p) for p in descendants if alive(p)
+            lines[p.pid] for p in descendants if alive(p)
         ]
         # with every process of the killed sweep gone, its folder holds still: what it had scored,
         # and the runs it had started (in flight at the kill)

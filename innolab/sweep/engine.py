@@ -275,13 +275,8 @@ def _limits(llm: dict[str, Any] | None, config_id: str) -> Iterator[None]:
 
     The run's model requests are made in the notebook's kernel, a child of this worker process:
     innolab.sweep.kernel hands it the scheduler's address, the run's settings and id, and the
-    kernel joins the cluster's gate as it starts.
+    kernel joins the cluster's gate as it starts, and watches this process to end with it.
     """
-    try:
-        from innolab.sweep import limits
-    except ImportError:  # no shared limits in this installation
-        yield
-        return
     from innolab.sweep.kernel import handed_to_kernels
 
     scheduler = None
@@ -289,6 +284,12 @@ def _limits(llm: dict[str, Any] | None, config_id: str) -> Iterator[None]:
         from distributed import get_worker
 
         scheduler = get_worker().scheduler.address
+    try:
+        from innolab.sweep import limits
+    except ImportError:  # no shared limits in this installation: the kernel still ends with us
+        with handed_to_kernels(None, config_id, scheduler):
+            yield
+        return
     with limits.activate(llm, run=config_id), handed_to_kernels(llm, config_id, scheduler):
         yield
 

@@ -1,11 +1,12 @@
-"""The endpoint's shared limits inside a run notebook's kernel, the process that makes the requests.
+"""A run notebook's kernel in a sweep: the shared limits there, and its end with its worker.
 
 A sweep's task executes the run notebook with papermill: the run, and every model request it
 makes, lives in a Jupyter kernel, a child process of the Dask worker, where no Dask worker is. The
 worker hands the kernel what it needs through its environment (the scheduler's address, the run's
 model settings and id) and an IPython startup file that calls `enter` as the kernel starts: the
 kernel's requests then pass the cluster's gate (innolab.sweep.limits.DaskGate), jointly with every
-other worker's, and carry the run's id.
+other worker's, and carry the run's id; and the kernel watches its worker (innolab.sweep.orphans),
+ending with it however it ends (a worker that closes itself when its driver died leaves no kernel).
 """
 
 from __future__ import annotations
@@ -39,14 +40,14 @@ def handed_to_kernels(llm: dict[str, Any] | None, run: str, scheduler: str | Non
     Yields:
         Nothing.
     """
-    if not llm or not scheduler:
+    if not scheduler:
         yield
         return
     with tempfile.TemporaryDirectory(prefix="innolab-ipython-") as folder:
         startup = Path(folder) / "profile_default" / "startup"
         startup.mkdir(parents=True)
         (startup / "00-innolab-limits.py").write_text(STARTUP, encoding="utf-8")
-        values = {LLM_VAR: json.dumps(llm), RUN_VAR: run, SCHEDULER_VAR: scheduler,
+        values = {LLM_VAR: json.dumps(llm or {}), RUN_VAR: run, SCHEDULER_VAR: scheduler,
                   "IPYTHONDIR": folder}
         saved = {key: os.environ.get(key) for key in values}
         os.environ.update(values)
@@ -61,12 +62,17 @@ def handed_to_kernels(llm: dict[str, Any] | None, run: str, scheduler: str | Non
 
 
 def enter() -> None:
-    """In a kernel a sweep's worker started: route the run's requests through the cluster's gate.
+    """In a kernel a sweep's worker started: end with the worker, pass the cluster's gate.
 
-    Does nothing outside such a kernel, or for settings without limits.
+    Does nothing outside such a kernel; no gate for a run without a model or without limits.
     """
     text, scheduler = os.environ.get(LLM_VAR), os.environ.get(SCHEDULER_VAR)
-    if not text or not scheduler:
+    if text is None or not scheduler:
+        return
+    from innolab.sweep import orphans
+
+    orphans.watch(os.getppid())
+    if text == "{}":
         return
     from innolab.llm import gate as gates
     from innolab.llm.settings import LLMSettings
