@@ -186,7 +186,9 @@ RUN_TABLE_COLUMNS: list[Column] = [
     Column("novelty_raw", lambda r: r.recorded("novelty")),
     Column("novelty_backend", lambda r: r.recorded("novelty_backend")),
     Column("novelty_status", lambda r: novelty_status(r.score)),
-    Column("novelty_out", lambda r: _number(r.recorded("novelty_out"))),
+    Column("novelty_out",  # an invalid run's is the paper's N = 0, as the method axis's
+           lambda r: _number(r.recorded("novelty_out")) if r.valid else FAILED[1],
+           lambda entry: FAILED[1]),
     Column("novelty_out_nearest", lambda r: r.recorded("novelty_out_nearest")),
     Column("rederived_known", lambda r: r.recorded("rederived_known")),
     Column("source_status", lambda r: r.recorded("source_status")),

@@ -214,6 +214,7 @@ def test_an_invalid_run_keeps_n_zero(tmp_path):
     assert not outcome["valid"]
     row = results.runs(tmp_path / "runs").iloc[0]
     assert not row["valid"] and row["novelty"] == 0.0 and row["ratio"] == -1.0
+    assert row["novelty_out"] == 0.0  # both axes: an invalid run is N = 0
 
 
 def test_the_stored_program_of_a_scored_run_is_checked_and_its_n_carries_the_status(tmp_path):
