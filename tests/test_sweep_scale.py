@@ -23,7 +23,7 @@ from innolab.traces import read_events
 from tests.fake_llm import FakeLLM
 
 BIN = Path(sys.executable).parent
-CONFIGURATIONS = 20  # 30 take 6.5 min on a loaded 2-core machine
+CONFIGURATIONS = 12  # 30 take 6.5 min on a loaded 2-core machine; 12 keep make test short
 PRICE = 1000.0  # USD per million tokens, in and out: a scripted call (150 tokens) costs 0.15
 CAP = 1  # requests in flight at once, for both workers together
 
