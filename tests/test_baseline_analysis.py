@@ -15,14 +15,22 @@ OFFLINE = project_root() / "results" / "sweeps" / "offline"
 SPECS = project_root() / "data" / "sweeps"
 
 
+def agents_only() -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The committed offline tables without the baseline's runs (they may hold some)."""
+    runs = pd.read_parquet(OFFLINE / "runs.parquet")
+    trajectory = pd.read_parquet(OFFLINE / "trajectory.parquet")
+    theirs = set(runs.loc[runs["agent"] == "baseline", "config_id"])
+    return (runs[runs["agent"] != "baseline"].reset_index(drop=True),
+            trajectory[~trajectory["config_id"].isin(theirs)].reset_index(drop=True))
+
+
 def with_baseline(folder: Path, seeds: int = 4, outcome: bool = True) -> Path:
     """A sweep folder: the committed offline tables plus baseline runs (and N_out when asked).
 
     The baseline's rows: `seeds` runs of 60 s from scratch whose best-so-far rises at 3 times,
     and one of 30 s at seed 0 (the agents' budget and seed), as the offline spec runs them.
     """
-    runs = pd.read_parquet(OFFLINE / "runs.parquet")
-    trajectory = pd.read_parquet(OFFLINE / "trajectory.parquet")
+    runs, trajectory = agents_only()
     template = runs.iloc[0]
     added, steps = [], []
     for index, (seed, budget) in enumerate([(s, 60.0) for s in range(seeds)] + [(0, 30.0)]):
@@ -102,26 +110,28 @@ def test_shipped_specs_have_the_baseline_as_a_row(monkeypatch):
                    for c in expand(load_spec(SPECS / f"{name}.yaml", ["seeds=[0]"])))
 
 
-def test_agent_vs_baseline_pairs_on_task_seed_and_budget(tmp_path):
+def test_agent_vs_baseline_pairs_on_task_seed_budget_and_start(tmp_path):
     runs = pd.read_parquet(with_baseline(tmp_path / "s") / "runs.parquet")
     table = bl.agent_vs_baseline(runs, n_resamples=200)
     assert list(table.columns) == bl.VERSUS_COLUMNS
     assert set(table["agent"]) == {"aide", "codeact"}
     assert set(table["metric"]) == {"ratio", "novelty", "novelty_out"}
     aide = table[(table["agent"] == "aide") & (table["metric"] == "ratio")].iloc[0]
-    # aide's 4 runs at (circle-packing-26, 0, 30 s) average into one pair with the 30 s baseline
-    assert aide["n_pairs"] == 1 and aide["runs_agent"] == 4 and aide["runs_baseline"] == 1
-    mine = runs[(runs["agent"] == "aide")]["ratio"].mean()
+    # aide's 2 runs from scratch at (circle-packing-26, 0, 30 s) average into one pair with the
+    # 30 s baseline; its 2 runs from the prior solution have no baseline run of that start
+    assert aide["n_pairs"] == 1 and aide["runs_agent"] == 2 and aide["runs_baseline"] == 1
+    mine = runs[(runs["agent"] == "aide") & runs["prior_solution"].isna()]["ratio"].mean()
     base = runs[(runs["agent"] == "baseline") & (runs["budget_s"] == 30)]["ratio"].iloc[0]
     assert aide["mean_diff"] == pytest.approx(mine - base)
-    assert aide["valid_agent"] == int(runs[runs["agent"] == "aide"]["valid"].sum())
+    scratch = runs[(runs["agent"] == "aide") & runs["prior_solution"].isna()]
+    assert aide["valid_agent"] == int(scratch["valid"].sum())
     out = table[(table["agent"] == "aide") & (table["metric"] == "novelty_out")].iloc[0]
     # the one baseline run at the agents' budget has N_out not computed: no pair, said so
     assert out["n_pairs"] == 0 and out["known_baseline"] == 0 and out["note"].startswith("no")
 
 
 def test_agent_vs_baseline_without_baseline_runs_says_so():
-    runs = pd.read_parquet(OFFLINE / "runs.parquet")
+    runs, _ = agents_only()
     table = bl.agent_vs_baseline(runs, n_resamples=200)
     assert (table["n_pairs"] == 0).all() and (table["runs_baseline"] == 0).all()
     assert table["note"].str.contains("no baseline runs").all()

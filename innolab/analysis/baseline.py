@@ -33,7 +33,8 @@ BASELINE = "baseline"  # the baseline's `agent` in the tables (its `model` is "n
 BASELINE_LABEL = "baseline (classical search)"  # what figures and tables call it
 NOVELTY_AXES = {"novelty": "N (method)", "novelty_out": "N_out (outcome)"}
 DEFAULT_METRICS = ("ratio", "novelty", "novelty_out")
-PAIR_ON = ("task", "seed", "budget_s")  # a matched budget: same task, seed and budget
+# a matched budget and start: same task, seed, budget and prior solution (None: from scratch)
+PAIR_ON = ("task", "seed", "budget_s", "prior_solution")
 VERSUS_COLUMNS = [
     "agent", "metric", "task", "level_a", "level_b", "mean_diff", "ci_low", "ci_high", "p_value",
     "p_holm", "n_pairs", "runs_agent", "valid_agent", "known_agent", "runs_baseline",
@@ -242,9 +243,10 @@ def agent_vs_baseline(runs: pd.DataFrame, metrics: Sequence[str] | None = None,
                       n_resamples: int = DEFAULT_RESAMPLES, rng: Rng = 0) -> pd.DataFrame:
     """Each agent against the baseline at a matched budget: `sweeps.paired_effect` per metric.
 
-    An agent's runs pair with the baseline's runs of the same `pair_on` key (task, seed and
-    budget); several runs on one key (an agent's temperatures, say) average into one value, so
-    one key is one pair. `mean_diff` is agent − baseline (level_b − level_a). With its
+    An agent's runs pair with the baseline's runs of the same `pair_on` key (task, seed, budget
+    and prior solution: a run from a prior never pairs with one from scratch); several runs on
+    one key (an agent's temperatures, say) average into one value, so one key is one pair.
+    `mean_diff` is agent − baseline (level_b − level_a). With its
     denominators per row: the runs attempted on each side at the keys both sides have
     (`runs_agent`, `runs_baseline`), of them valid (`valid_*`) and with the metric known
     (`known_*`).
@@ -269,6 +271,9 @@ def agent_vs_baseline(runs: pd.DataFrame, metrics: Sequence[str] | None = None,
             out of range.
     """
     keys = list(pair_on)
+    if "prior_solution" in keys:  # from scratch is a start of its own: None pairs with None
+        start = runs["prior_solution"] if "prior_solution" in runs else pd.Series(None, runs.index)
+        runs = runs.assign(prior_solution=start.fillna("none").astype(str))
     sw._columns(runs, ["agent", "valid", *keys], "runs")
     if metrics is None:
         metrics = [m for m in DEFAULT_METRICS if m in runs]
