@@ -37,13 +37,18 @@ def fake_config(agent, url, **extra):
     )
 
 
+@pytest.mark.parametrize("runtime", ["local", pytest.param("docker", marks=pytest.mark.docker)])
 @pytest.mark.parametrize("agent", ["aide", "mlab", "codeact"])
-def test_the_scored_submission_keeps_the_program_that_wrote_it(agent, tmp_path, monkeypatch):
+def test_the_scored_submission_keeps_the_program_that_wrote_it(agent, runtime, tmp_path,
+                                                               monkeypatch, request):
     monkeypatch.delenv("INNOLAB_LLM_BASE_URL", raising=False)
+    docker = {"runtime": "docker", "image": request.getfixturevalue("base_image")} \
+        if runtime == "docker" else {}
     with FakeLLM() as server:
         outcome = runner.start(
-            fake_config(agent, server.base_url), tmp_path / "run", show_progress=False
+            fake_config(agent, server.base_url, **docker), tmp_path / "run", show_progress=False
         )
+    assert json.loads((Path(outcome["run_dir"]) / "config.json").read_text())["runtime"] == runtime
     folder = RunDir(outcome["run_dir"])
     events = traces.read_events(folder.root)
     submissions = [e for e in events if e.type == "submission"]
