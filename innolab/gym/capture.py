@@ -17,7 +17,10 @@ import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from innolab.gym.sandbox import Sandbox
 
 HOOK_FILE = Path(__file__).resolve().parent / "images" / "capture_site.py"
 SITE_FILE = "sitecustomize.py"
@@ -145,18 +148,16 @@ class Capture:
         self._by_pid: dict[int, int] = {}
         self._current_cell: dict[int, int] = {}
 
-    def read(self, sandbox: Any) -> list[dict[str, Any]]:
+    def read(self, sandbox: Sandbox) -> list[dict[str, Any]]:
         """Read what the sandbox's log gained since the last read.
 
         Args:
-            sandbox: the sandbox (a back end without capture logs nothing).
+            sandbox: the sandbox (a back end without the hook logs nothing: `Sandbox.read_capture`).
 
         Returns:
             The new records.
         """
-        reader = getattr(sandbox, "read_capture", None)
-        data = reader(self.offset) if reader is not None else b""
-        return self.feed(data)
+        return self.feed(sandbox.read_capture(self.offset))
 
     def feed(self, data: bytes) -> list[dict[str, Any]]:
         """Take the log's next bytes (a line still being written is left for the next read).
