@@ -92,7 +92,7 @@ def _resolve(
         "seed": settings.seed,
         **{
             k: getattr(settings, k)
-            for k in ("base_url", "top_p", "max_tokens")
+            for k in ("base_url", "top_p", "max_tokens", *LIMIT_FIELDS)
             if getattr(settings, k) is not None
         },
         **(llm or {}),
@@ -153,6 +153,7 @@ def _prior(code: str | None, name: str | None) -> dict[str, Any] | None:
 
 ENDPOINT_SETTINGS = ("backbone", "base_url")  # name a model: refused for the baseline
 SAMPLING_SETTINGS = ("temperature", "top_p", "max_tokens")  # shape a model's replies: ignored
+# (the endpoint's limits, LIMIT_FIELDS, pace a model's requests: ignored for the baseline too)
 
 
 def _resolve_baseline(
@@ -163,9 +164,9 @@ def _resolve_baseline(
 ) -> RunConfig:
     """The configuration of a baseline run: no model (`model` none), the task's problem family.
 
-    Sampling settings (temperature, top_p, max_tokens) have nothing to act on: they are left out
-    of the configuration, with a warning (so that a notebook or sweep that sets them for every
-    agent runs the baseline too).
+    Sampling settings (temperature, top_p, max_tokens) and the endpoint's limits have nothing to
+    act on: they are left out of the configuration, with a warning (so that a notebook or sweep
+    that sets them for every agent runs the baseline too).
 
     Raises:
         SettingsError: A model or endpoint, the innovation prompt or a scaffold option given to the
@@ -182,11 +183,12 @@ def _resolve_baseline(
     if settings.model not in (None, NO_MODEL):
         given.insert(0, "model")
     broken = [f"{k}: the baseline has no model; leave it unset" for k in given]
-    if llm and set(llm) - set(SAMPLING_SETTINGS):
-        named = sorted(set(llm) - set(SAMPLING_SETTINGS))
+    if llm and set(llm) - {*SAMPLING_SETTINGS, *LIMIT_FIELDS}:
+        named = sorted(set(llm) - {*SAMPLING_SETTINGS, *LIMIT_FIELDS})
         broken.append(f"settings: the baseline has no model, got {named}")
-    ignored = sorted({k for k in SAMPLING_SETTINGS if getattr(settings, k) is not None}
-                     | (set(llm or {}) & set(SAMPLING_SETTINGS)))
+    ignored = sorted({k for k in (*SAMPLING_SETTINGS, *LIMIT_FIELDS)
+                      if getattr(settings, k) is not None}
+                     | (set(llm or {}) & {*SAMPLING_SETTINGS, *LIMIT_FIELDS}))
     if settings.innovation_prompt:
         broken.append("innovation_prompt: the baseline has no prompt; leave it unset")
     options = {**settings.agent_options, **{

@@ -175,6 +175,20 @@ class RunSettings(BaseModel):
     max_tokens: Annotated[MaxTokens | None, NO_COLUMN] = Field(
         default=None, description="a reply's token cap; None: $INNOLAB_LLM_MAX_TOKENS or 512"
     )
+    max_concurrent_requests: Annotated[int | None, NO_COLUMN] = Field(
+        default=None, gt=0,
+        description="the endpoint's cap on requests in flight, shared by a sweep's workers; "
+        "None: $INNOLAB_LLM_MAX_CONCURRENT_REQUESTS or none",
+    )
+    requests_per_minute: Annotated[int | None, NO_COLUMN] = Field(
+        default=None, gt=0,
+        description="the endpoint's request rate limit; None: $INNOLAB_LLM_REQUESTS_PER_MINUTE "
+        "or none",
+    )
+    tokens_per_minute: Annotated[int | None, NO_COLUMN] = Field(
+        default=None, gt=0,
+        description="the endpoint's token rate limit; None: $INNOLAB_LLM_TOKENS_PER_MINUTE or none",
+    )
     seed: Annotated[int, Setting(read=lambda c: c.seed)] = Field(
         default=0,
         description="the run seed; each model call's seed derives from (seed, call index)",

@@ -219,3 +219,30 @@ def test_limits_are_validated_and_change_no_config_id(monkeypatch):
     assert len(ids) == 1
     assert RunConfig(task="t", policy="m:f", llm=limited.model_dump()).as_dict()["llm"][
         "max_concurrent_requests"] == 8  # recorded in config.json, but not in the id
+
+
+
+def test_a_spec_states_the_limits_for_its_runs_and_the_ids_stay(monkeypatch):
+    from innolab.sweep.spec import SpecError, expand, parse_spec
+
+    for name in ("MAX_CONCURRENT_REQUESTS", "REQUESTS_PER_MINUTE", "TOKENS_PER_MINUTE"):
+        monkeypatch.delenv(f"INNOLAB_LLM_{name}", raising=False)
+    base = {"task": "circle-packing-26", "agent": "codeact", "base_url": "http://127.0.0.1:9/v1",
+            "model": "fake", "budget": "10s"}
+    spec = {"name": "capped", "base": {**base, "max_concurrent_requests": 8,
+                                       "requests_per_minute": 500},
+            "include": [{"agent": "baseline", "base_url": None, "model": None}]}
+    with pytest.warns(UserWarning, match="max_concurrent_requests, requests_per_minute"):
+        capped = expand(parse_spec(spec))
+    plain = expand(parse_spec({**spec, "base": base}))
+    agent, control = (c.config for c in capped)
+    assert agent["llm"]["max_concurrent_requests"] == 8
+    assert agent["llm"]["requests_per_minute"] == 500
+    assert "tokens_per_minute" not in agent["llm"]  # unset: not written
+    assert control["llm"] is None  # the baseline has no requests to pace (the warning says so)
+    assert [c.config_id for c in capped] == [c.config_id for c in plain]
+    monkeypatch.setenv("INNOLAB_LLM_MAX_CONCURRENT_REQUESTS", "2")  # the spec wins over the env
+    with pytest.warns(UserWarning):
+        assert expand(parse_spec(spec))[0].config["llm"]["max_concurrent_requests"] == 8
+    with pytest.raises(SpecError, match="max_concurrent_requests"):
+        parse_spec({**spec, "base": {**base, "max_concurrent_requests": 0}})

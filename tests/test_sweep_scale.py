@@ -29,13 +29,9 @@ CAP = 1  # requests in flight at once, for both workers together
 
 
 def environment() -> dict[str, str]:
-    """The driver's environment: prices and the endpoint's concurrency cap, as a user sets them."""
+    """The driver's environment: the endpoint's prices as a user sets them (the cap: the spec)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("INNOLAB_LLM_")}
-    env.update(
-        INNOLAB_LLM_PRICE_IN=str(PRICE),
-        INNOLAB_LLM_PRICE_OUT=str(PRICE),
-        INNOLAB_LLM_MAX_CONCURRENT_REQUESTS=str(CAP),
-    )
+    env.update(INNOLAB_LLM_PRICE_IN=str(PRICE), INNOLAB_LLM_PRICE_OUT=str(PRICE))
     return env
 
 
@@ -53,6 +49,7 @@ def write_spec(folder: Path, server: FakeLLM) -> Path:
                     "base_url": server.base_url,
                     "model": "fake",
                     "novelty": "none",
+                    "max_concurrent_requests": CAP,  # shared by both workers
                 },
                 "seeds": list(range(CONFIGURATIONS)),
             }

@@ -44,6 +44,7 @@ def spec(server: FakeLLM, configurations: int) -> dict:
             "base_url": server.base_url,
             "model": "fake",
             "novelty": "none",
+            "max_concurrent_requests": CAP,  # the endpoint's cap, stated in the spec
         },
         "seeds": list(range(configurations)),
     }
@@ -119,8 +120,7 @@ def main(configurations: int = 300, direct_runs: int = 5) -> dict[str, float]:
     """The sweep's figures at `configurations` runs, and `direct_runs` direct runs for overhead."""
     figures: dict[str, float] = {}
     saved = dict(os.environ)
-    os.environ.update(INNOLAB_LLM_PRICE_IN=str(PRICE), INNOLAB_LLM_PRICE_OUT=str(PRICE),
-                      INNOLAB_LLM_MAX_CONCURRENT_REQUESTS=str(CAP))
+    os.environ.update(INNOLAB_LLM_PRICE_IN=str(PRICE), INNOLAB_LLM_PRICE_OUT=str(PRICE))
     try:
         with tempfile.TemporaryDirectory() as scratch, FakeLLM(
             latency_s=LATENCY_S, fault_rates=FAULTS, retry_after=1, seed=0
