@@ -246,3 +246,5 @@ def test_a_spec_states_the_limits_for_its_runs_and_the_ids_stay(monkeypatch):
         assert expand(parse_spec(spec))[0].config["llm"]["max_concurrent_requests"] == 8
     with pytest.raises(SpecError, match="max_concurrent_requests"):
         parse_spec({**spec, "base": {**base, "max_concurrent_requests": 0}})
+    with pytest.raises(SpecError, match="cannot be a factor"):
+        parse_spec({**spec, "grid": {"requests_per_minute": [100, 500]}})

@@ -12,6 +12,7 @@ from typing import Annotated, Any, ClassVar
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model, field_validator
 
+from innolab.llm.settings import LIMIT_FIELDS
 from innolab.runspec import NOVELTY_CHOICES, RunSettings, optional_fields, validate_settings
 
 
@@ -109,6 +110,10 @@ class SweepSpec(BaseModel):
         for factor, levels in grid.items():
             if factor not in factors:
                 raise ValueError(f"{factor!r} is not a run field; known: {', '.join(factors)}")
+            if factor in LIMIT_FIELDS:
+                raise ValueError(
+                    f".{factor}: an endpoint's limit paces requests and changes no result, so it "
+                    "cannot be a factor; set it in base (or an include entry)")
             if not levels:
                 raise ValueError(f".{factor}: a factor needs at least one level")
             for index, level in enumerate(levels):
