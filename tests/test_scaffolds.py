@@ -587,12 +587,15 @@ def test_codeact_submits_by_its_short_path_field_whatever_its_code_holds(tmp_pat
     assert [(c.name, c.arguments) for c in action.tool_calls] == [("submit", {"path": "out.json"})]
 
 
-def test_aide_records_a_cut_program_as_a_buggy_node_without_running_it(tmp_path):
+def test_aide_runs_a_cut_program_as_a_node_and_tells_the_model_it_was_cut(tmp_path):
+    """As AIDE runs what its code extraction returned once its retries are spent: a cut program is
+    run and validated (a buggy node with its error), and the debug stage reads that it was cut."""
     from innolab.agents.aide import AideAgent, node_schema
+    from innolab.gym.tools import ToolResult
     from innolab.tasks import get_task
 
     code = full(node_schema(512), "code")
-    replies = {"aide_node": [{"plan": "long", "code": code}, {"plan": "short", "code": "print(2)"}]}
+    replies = {"aide_node": [{"plan": "long", "code": code}]}
     task = get_task("circle-packing-26")
     with FakeLLM(replies=replies, in_call_order=True) as server:
         agent = AideAgent(
@@ -605,14 +608,18 @@ def test_aide_records_a_cut_program_as_a_buggy_node_without_running_it(tmp_path)
             cache_path=str(tmp_path / "cache.sqlite"),
         )
         first = agent.step(Observation(0, task.description, [], 60.0, task.direction))
-        second = agent.step(Observation(1, task.description, [], 60.0, task.direction))
+        ran = ToolResult("n0", "python", "SyntaxError: unterminated string literal", False)
+        second = agent.step(Observation(1, task.description, [ran], 59.0, task.direction))
+        verdict = ToolResult("n0-v", "validate", "", True, extra={"verdict": {
+            "valid": False, "errors": ["no submission.json"]}})
+        agent.step(Observation(2, task.description, [verdict], 58.0, task.direction))
+    assert [c.name for c in first.tool_calls] == ["python"]
+    assert first.tool_calls[0].arguments["code"].endswith(code)
+    assert [c.name for c in second.tool_calls] == ["validate"]
     node = agent.journal.nodes[0]
-    assert not first.tool_calls and node.buggy and not node.ran
+    assert node.buggy and not node.ran
     assert f"Your program was cut at {len(code)} characters" in node.output
-    assert any(e.type == "node" for e in first.events)  # the node's journal event
-    assert [c.name for c in second.tool_calls] == ["python"] and "print(2)" in second.tool_calls[
-        0
-    ].arguments["code"]
+    assert "SyntaxError" in node.output and "no submission.json" in node.output
 
 
 def test_mlab_does_not_save_an_edit_cut_at_its_limit(tmp_path):

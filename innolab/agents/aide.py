@@ -50,7 +50,8 @@ INSTRUCTIONS = {
     "improve": ("This program is valid. Improve its score with one focused change and return the "
                 "whole program."),
 }
-CUT = "Write a shorter program: fewer lines, no comments, the same method."
+CUT_RAN = ("Your program was cut at {chars} characters (the longest a reply can hold) and ran as "
+           "it was cut. Write a shorter program: fewer lines, no comments, the same method.")
 
 
 Phase = Literal["generate", "execute", "evaluate"]
@@ -156,7 +157,7 @@ class AideAgent(LLMAgent):
             observation: the last step's results (the run's or the validation's).
 
         Returns:
-            The action: run the program, validate, submit, or (a cut program) nothing.
+            The action: run the program (cut or not), validate, or submit.
         """
         self.bound(observation)
         memory = self.memory
@@ -164,7 +165,7 @@ class AideAgent(LLMAgent):
         journal = memory.journal
         if memory.phase == "execute":  # the node's program ran: validate what it wrote
             node = journal.nodes[-1]
-            node.output = self.describe_results(observation.results)
+            node.output += self.describe_results(observation.results)
             node.ran = bool(observation.results and observation.results[0].ok)
             memory.phase = "evaluate"
             validate = ToolCall(f"n{node.id}-v", "validate", {"path": "submission.json"})
@@ -204,10 +205,11 @@ class AideAgent(LLMAgent):
         node = Node(id=len(journal.nodes), parent=parent.id if parent else None, plan=plan[:2000],
                     code=code)
         journal.nodes.append(node)
-        if completion is not None and "code" in self.cut:  # a cut program is a buggy node, not run
-            node.output = self.cut_note("program", self.cut["code"], CUT)
-            node.evaluated = True
-            return self.action([], completion, [*events, journal.event(node)])
+        if completion is not None and "code" in self.cut:
+            # a cut program runs like any other, as AIDE runs what its code extraction returned
+            # once its retries are spent: the error it raises, with the note, is what the debug
+            # stage reads (and the run keeps stepping when a small model's drafts run long)
+            node.output = CUT_RAN.format(chars=self.cut["code"]) + "\n"
         self.memory.phase = "execute"
         run = ToolCall(f"n{node.id}", "python", {"code": CLEAR + code})
         return self.action([run], completion, events)
