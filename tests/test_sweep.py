@@ -496,6 +496,7 @@ def test_a_worker_killed_mid_run_still_gives_exactly_once(tmp_path):
 
 
 def test_an_external_scheduler_through_the_cli(tmp_path):
+    """Two worker processes of an external scheduler run a sweep, sharing its endpoint limit."""
     scheduler_file = tmp_path / "scheduler.json"
     scheduler = subprocess.Popen(
         [
@@ -532,7 +533,7 @@ def test_an_external_scheduler_through_the_cli(tmp_path):
                 "--nthreads",
                 "1",
                 "--nworkers",
-                "1",
+                "2",
                 "--no-dashboard",
                 "--host",
                 "127.0.0.1",
@@ -540,7 +541,7 @@ def test_an_external_scheduler_through_the_cli(tmp_path):
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )
-        with FakeLLM() as server:
+        with FakeLLM(latency_s=0.1) as server:
             spec = tmp_path / "external.yaml"
             spec.write_text(
                 yaml.safe_dump(
@@ -553,6 +554,7 @@ def test_an_external_scheduler_through_the_cli(tmp_path):
                             "base_url": server.base_url,
                             "model": "fake",
                             "novelty": "ast",
+                            "max_concurrent_requests": 1,  # both workers' runs share it
                         },
                         "grid": {"agent": ["codeact", "mlab"]},
                     }
@@ -579,6 +581,9 @@ def test_an_external_scheduler_through_the_cli(tmp_path):
             assert done.stdout.strip().splitlines()[-1] == str((tmp_path / "out").resolve())
             table = assert_exactly_once(tmp_path / "out", 2, server)
             assert set(table["budget_s"]) == {30.0}
+            # the limit, stated in the spec, held across the external scheduler's two workers
+            # (and the kernels their run notebooks started), by the server's own count
+            assert server.max_in_flight == 1
             status = subprocess.run(
                 [str(BIN / "innolab"), "sweep", "status", str(tmp_path / "out")],
                 capture_output=True,
