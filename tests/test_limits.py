@@ -140,6 +140,26 @@ def test_retry_after_is_honoured_and_counted_as_waiting():
     assert event.wait_s >= 1.0 and not event.failed
 
 
+def test_a_rate_limit_is_waited_for_within_the_run_budget_not_failed():
+    """Six 429s with Retry-After, more than max_retries (4): a run with a deadline waits them out
+    (waiting, not failing); a call with no deadline to bound the waits still gives up."""
+    with FakeLLM(["429"] * 6, retry_after=0.1) as server:
+        client = LLMClient(LLMSettings.model_validate(llm(server.base_url)))
+        client.deadline = time.monotonic() + 30
+        completion = client.chat(MESSAGES)
+        assert len(server.log) == 7
+    assert len(completion.attempts) == 6 and completion.wait_s >= 0.6
+    assert all(a["retry_after_s"] == 0.1 for a in completion.attempts)
+    with (FakeLLM(["429"] * 6, retry_after=0.1) as server,
+          pytest.raises(LLMError, match="after 5 attempt")):
+        LLMClient(LLMSettings.model_validate(llm(server.base_url))).chat(MESSAGES)
+    with FakeLLM(["500"] * 6) as server:  # no Retry-After: each failure counts, deadline or not
+        client = LLMClient(LLMSettings.model_validate(llm(server.base_url)))
+        client.deadline = time.monotonic() + 30
+        with pytest.raises(LLMError, match="after 5 attempt"):
+            client.chat(MESSAGES)
+
+
 def test_retry_after_holds_every_request_through_the_gate():
     with FakeLLM(["503"], retry_after=0.8) as server:
         settings = llm(server.base_url, max_concurrent_requests=4)

@@ -296,7 +296,9 @@ def test_the_scripted_server_injects_seeded_faults_and_logs_runs():
 
 def test_the_scripted_server_has_a_concurrency_cap_of_its_own():
     with FakeLLM(latency_s=1.0, max_concurrent=1, retry_after=2) as server:
-        busy, other = (LLMClient(settings(server.base_url, max_retries=0)) for _ in range(2))
+        # a timeout well above the reply's 1 s latency: only the cap can fail a request here
+        busy, other = (LLMClient(settings(server.base_url, max_retries=0).model_copy(
+            update={"timeout_s": 20.0})) for _ in range(2))
         other._sdk()  # made before: its request comes while the first is in flight
         first = threading.Thread(target=busy.chat, args=(MESSAGES,))
         first.start()
@@ -305,6 +307,9 @@ def test_the_scripted_server_has_a_concurrency_cap_of_its_own():
         with pytest.raises(LLMError, match="429") as caught:
             other.chat(MESSAGES, call_index=1)
         first.join()
+        deadline = time.monotonic() + 10  # the server logs an answer's status once it is sent
+        while any(e["status"] is None for e in server.log) and time.monotonic() < deadline:
+            time.sleep(0.01)
     assert server.over_cap == 1 and server.max_in_flight == 2
     assert [e["status"] for e in server.log] == [200, 429]
     assert caught.value.sent["attempts"][0]["error"].startswith("RateLimitError")

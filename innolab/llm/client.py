@@ -305,7 +305,9 @@ class LLMClient:
             error.__cause__ = cause
             return error
 
-        for attempt in range(self.settings.max_retries + 1):
+        attempt = failures = 0  # every attempt; those that count against max_retries
+        while True:
+            attempt += 1
             try:
                 sdk = self._sdk()  # made before the slot is held
                 entered = time.monotonic()
@@ -340,14 +342,20 @@ class LLMClient:
                         self.supports_schema = False
                         note = "response_format unsupported"
                     request = self.request(messages, response_format, tools, call_index)
-                    attempts.append({"attempt": attempt, "error": note, "wait_s": 0})
+                    attempts.append({"attempt": attempt - 1, "error": note, "wait_s": 0})
                     continue
-                if not _retryable(error) or attempt == self.settings.max_retries:
-                    attempts.append({"attempt": attempt,
+                asked = retry_after_s(error) if _retryable(error) else None
+                # an endpoint that says when to come back is waited for, not failed: such an
+                # answer does not count against max_retries while the run's deadline bounds it
+                limited = asked is not None and self.deadline is not None
+                if not _retryable(error) or (not limited
+                                             and failures == self.settings.max_retries):
+                    attempts.append({"attempt": attempt - 1,
                                      "error": f"{type(error).__name__}: {error}"[:300]})
-                    raise failed(f"LLM call failed after {attempt + 1} attempt(s): {error}",
+                    raise failed(f"LLM call failed after {attempt} attempt(s): {error}",
                                  error) from error
-                asked = retry_after_s(error)
+                if not limited:
+                    failures += 1
                 if asked is not None:
                     # as asked, and a little later (never earlier): workers do not all return
                     # at once; every request through the gate holds as long
@@ -355,10 +363,10 @@ class LLMClient:
                     if gate is not None:
                         gate.hold(asked)
                 else:  # exponential back-off with jitter
-                    wait = self.settings.backoff_s * 2**attempt * (0.5 + random.random())
+                    wait = self.settings.backoff_s * 2**(failures - 1) * (0.5 + random.random())
                 if self.deadline is not None:
                     wait = max(0.0, min(wait, self.deadline - time.monotonic()))
-                entry = {"attempt": attempt, "error": f"{type(error).__name__}: {error}"[:300],
+                entry = {"attempt": attempt - 1, "error": f"{type(error).__name__}: {error}"[:300],
                          "wait_s": round(wait, 3)}
                 if asked is not None:
                     entry["retry_after_s"] = round(asked, 3)
