@@ -37,7 +37,7 @@ from pydantic import BaseModel
 from innolab import runspec
 from innolab.gym.policy import RunConfig
 from innolab.metrics import impute
-from innolab.rundir import RunDir, write_atomic
+from innolab.rundir import RunDir, attempts_made, write_atomic
 from innolab.scoring import AsOf, ScoringError, novelty_status, reread, resolve_as_of
 from innolab.tasks.model import TaskError
 from innolab.tasks.registry import get_task, scheme_of
@@ -384,7 +384,8 @@ def build(
                    else _missing_row(configuration, model))
             row["error"] = configuration.get("error") if not row["complete"] else None
             # retries (innolab sweep run --retry-failed): the attempt that counts is the last
-            made = configuration.get("attempts", int(folder is not None))
+            # read from the folder (the manifest's count is written when the sweep ends)
+            made = attempts_made(folder) if folder is not None else 0
             row["attempt"] = row["attempts"] = made
             levels = {k: v for k, v in configuration["levels"].items() if k not in row}
             rows.append({**row, **levels})

@@ -38,6 +38,7 @@ FINAL_SUBMISSION = "submission.json"
 LLM_CACHE = "llm_cache.sqlite"
 DISTANCE_CACHE = "distances.sqlite"
 METHOD_CARD = "method_card.json"
+ATTEMPTS = "attempts"  # a sweep's earlier attempts of the configuration: attempts/1, 2...
 SCORE_FILE = "score.json"
 NOTEBOOK = "run.ipynb"
 RESEARCH_LOG = "research_log.md"
@@ -291,3 +292,31 @@ def runs_root() -> Path:
     from innolab.paths import project_root
 
     return Path(os.environ.get("INNOLAB_RUNS_DIR", project_root() / "results" / "runs"))
+
+
+def archived(run_dir: Path) -> list[Path]:
+    """The configuration's earlier attempts kept in its folder, in order.
+
+    Args:
+        run_dir: The configuration's run folder.
+
+    Returns:
+        attempts/1, attempts/2, ... that exist.
+    """
+    folder = run_dir / ATTEMPTS
+    if not folder.is_dir():
+        return []
+    return sorted((p for p in folder.iterdir() if p.name.isdigit()), key=lambda p: int(p.name))
+
+
+def attempts_made(run_dir: Path) -> int:
+    """How many attempts a configuration has had: the archived ones and the one in its folder.
+
+    Args:
+        run_dir: The configuration's run folder.
+
+    Returns:
+        0 for a configuration never started.
+    """
+    current = run_dir.is_dir() and any(p.name != ATTEMPTS for p in run_dir.iterdir())
+    return len(archived(run_dir)) + int(current)

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from innolab.results import MANIFEST, read_manifest
-from innolab.rundir import RunDir, write_atomic
+from innolab.rundir import ATTEMPTS, RunDir, archived, attempts_made, write_atomic
 from innolab.runlock import STALE_S, read_heartbeat
 from innolab.sweep.spec import SpecError
 
@@ -29,7 +29,6 @@ from innolab.sweep.spec import SpecError
 # that finished or stalled are results)
 FAILED_REASONS = frozenset({"llm_error"})
 STATES = ("pending", "running", "interrupted", "scored", "failed", "stopped_for_cost")
-ATTEMPTS = "attempts"
 ATTEMPT_RECORD = "attempt.json"
 PARTIAL = ".partial"
 
@@ -110,34 +109,6 @@ def running(run_dir: Path) -> bool:
         except PermissionError:
             return True
     return True
-
-
-def archived(run_dir: Path) -> list[Path]:
-    """The configuration's earlier attempts kept in its folder, in order.
-
-    Args:
-        run_dir: The configuration's run folder.
-
-    Returns:
-        attempts/1, attempts/2, ... that exist.
-    """
-    folder = run_dir / ATTEMPTS
-    if not folder.is_dir():
-        return []
-    return sorted((p for p in folder.iterdir() if p.name.isdigit()), key=lambda p: int(p.name))
-
-
-def attempts_made(run_dir: Path) -> int:
-    """How many attempts a configuration has had: the archived ones and the one in its folder.
-
-    Args:
-        run_dir: The configuration's run folder.
-
-    Returns:
-        0 for a configuration never started.
-    """
-    current = run_dir.is_dir() and any(p.name != ATTEMPTS for p in run_dir.iterdir())
-    return len(archived(run_dir)) + int(current)
 
 
 def failed(run_dir: Path, error: str | None) -> bool:
