@@ -59,8 +59,12 @@ def execute(
     executed: Path,
     parameters: dict[str, Any] | None = None,
     timeout_s: int = 600,
+    kernel_manager_class: type | None = None,
 ) -> NotebookRun:
-    """Execute one notebook with papermill, injecting parameters into its `parameters` cell."""
+    """Execute one notebook with papermill, injecting parameters into its `parameters` cell.
+
+    A `kernel_manager_class` starts its kernel (None: nbclient's default).
+    """
     if not source.is_file():
         raise NotebookError(f"notebook {source} does not exist")
     parameters = dict(parameters or {})
@@ -74,6 +78,7 @@ def execute(
         cwd=str(source.parent),
         progress_bar=False,
         execution_timeout=timeout_s,
+        **({"kernel_manager_class": kernel_manager_class} if kernel_manager_class else {}),
     )
     _relativise_papermill_paths(executed)
     return NotebookRun(source.stem, source, executed, parameters)
@@ -137,7 +142,8 @@ RUN_NOTEBOOK_20 = "20_agent_run.ipynb"
 
 
 def execute_run_notebook(parameters: dict[str, Any], run_dir: Path,
-                         timeout_s: int = 24 * 3600) -> Path:
+                         timeout_s: int = 24 * 3600,
+                         kernel_manager_class: type | None = None) -> Path:
     """One run through notebooks/20_agent_run.ipynb, its executed copy kept as the run's record.
 
     Executing it again resumes the run, or only reports it when it has finished.
@@ -146,6 +152,7 @@ def execute_run_notebook(parameters: dict[str, Any], run_dir: Path,
         parameters: the notebook's parameters (`run_dir` is set from the next argument).
         run_dir: the run folder.
         timeout_s: the notebook's time limit.
+        kernel_manager_class: the kernel manager to start its kernel with (None: nbclient's).
 
     Returns:
         The executed copy (<run>/run.ipynb).
@@ -154,7 +161,7 @@ def execute_run_notebook(parameters: dict[str, Any], run_dir: Path,
     folder.root.mkdir(parents=True, exist_ok=True)
     source = notebooks_dir() / RUN_NOTEBOOK_20
     execute(source, folder.notebook, {**parameters, "run_dir": str(folder.root)},
-            timeout_s=timeout_s)
+            timeout_s=timeout_s, kernel_manager_class=kernel_manager_class)
     return folder.notebook
 
 

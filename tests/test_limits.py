@@ -268,3 +268,30 @@ def test_a_spec_states_the_limits_for_its_runs_and_the_ids_stay(monkeypatch):
         parse_spec({**spec, "base": {**base, "max_concurrent_requests": 0}})
     with pytest.raises(SpecError, match="cannot be a factor"):
         parse_spec({**spec, "grid": {"requests_per_minute": [100, 500]}})
+
+
+
+def test_each_run_hands_its_own_environment_to_its_kernels_only():
+    """Two runs at once on one worker (a worker with two threads): neither touches the worker's
+    environment, and the kernel of each run's manager sees that run's id."""
+    import os
+
+    import nbformat
+    from nbclient import NotebookClient
+
+    from innolab.notebooks import KERNEL_NAME
+    from innolab.sweep import kernel
+
+    seen = {}
+    with (kernel.handed_to_kernels({}, "run-a", "tcp://127.0.0.1:1") as first,
+          kernel.handed_to_kernels({}, "run-b", "tcp://127.0.0.1:1") as second):
+        assert kernel.RUN_VAR not in os.environ and kernel.LLM_VAR not in os.environ
+        for run, manager in (("run-a", first), ("run-b", second)):
+            notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(
+                f"import os\nprint(os.environ.get({kernel.RUN_VAR!r}))")])
+            NotebookClient(notebook, kernel_name=KERNEL_NAME, kernel_manager_class=manager,
+                           timeout=120).execute()
+            seen[run] = notebook.cells[0].outputs[0]["text"].strip()
+    assert seen == {"run-a": "run-a", "run-b": "run-b"}
+    with kernel.handed_to_kernels({}, "run-c", None) as off_cluster:
+        assert off_cluster is None

@@ -244,7 +244,7 @@ def run_configuration(
     from innolab.notebooks import execute_run_notebook
 
     error: str | None = None
-    with _limits(config.get("llm"), config_id):
+    with _limits(config.get("llm"), config_id) as manager:
         for _attempt in range(kernel_attempts):
             try:
                 execute_run_notebook(
@@ -256,6 +256,7 @@ def run_configuration(
                         "embedded_url": embedded_url,
                     },
                     Path(run_dir),
+                    kernel_manager_class=manager,
                 )
                 error = None
                 break
@@ -270,7 +271,7 @@ def run_configuration(
 
 
 @contextmanager
-def _limits(llm: dict[str, Any] | None, config_id: str) -> Iterator[None]:
+def _limits(llm: dict[str, Any] | None, config_id: str) -> Iterator[type | None]:
     """The endpoint's limits, shared by the cluster's workers, around one task.
 
     The run's model requests are made in the notebook's kernel, a child of this worker process:
@@ -287,11 +288,12 @@ def _limits(llm: dict[str, Any] | None, config_id: str) -> Iterator[None]:
     try:
         from innolab.sweep import limits
     except ImportError:  # no shared limits in this installation: the kernel still ends with us
-        with handed_to_kernels(None, config_id, scheduler):
-            yield
+        with handed_to_kernels(None, config_id, scheduler) as manager:
+            yield manager
         return
-    with limits.activate(llm, run=config_id), handed_to_kernels(llm, config_id, scheduler):
-        yield
+    with (limits.activate(llm, run=config_id),
+          handed_to_kernels(llm, config_id, scheduler) as manager):
+        yield manager
 
 
 class _Sweep:

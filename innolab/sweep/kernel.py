@@ -2,11 +2,12 @@
 
 A sweep's task executes the run notebook with papermill: the run, and every model request it
 makes, lives in a Jupyter kernel, a child process of the Dask worker, where no Dask worker is. The
-worker hands the kernel what it needs through its environment (the scheduler's address, the run's
-model settings and id) and an IPython startup file that calls `enter` as the kernel starts: the
-kernel's requests then pass the cluster's gate (innolab.sweep.limits.DaskGate), jointly with every
-other worker's, and carry the run's id; and the kernel watches its worker (innolab.sweep.orphans),
-ending with it however it ends (a worker that closes itself when its driver died leaves no kernel).
+worker hands the kernel what it needs through the kernel's own environment (the scheduler's
+address, the run's model settings and id) and an IPython startup file that calls `enter` as the
+kernel starts: the kernel's requests then pass the cluster's gate (innolab.sweep.limits.DaskGate),
+jointly with every other worker's, and carry the run's id; and the kernel watches its worker
+(innolab.sweep.orphans), ending with it however it ends (a worker that closes itself when its
+driver died leaves no kernel).
 """
 
 from __future__ import annotations
@@ -29,8 +30,11 @@ _held = contextlib.ExitStack()  # the kernel's gate, held for the kernel's life
 
 @contextlib.contextmanager
 def handed_to_kernels(llm: dict[str, Any] | None, run: str, scheduler: str | None
-                      ) -> Iterator[None]:
-    """Inside, kernels started by this process join the cluster's limits for this run.
+                      ) -> Iterator[type | None]:
+    """Inside, the kernels of the yielded kernel manager join the cluster's limits for this run.
+
+    The run's environment goes to its own kernels only (`kernel_manager`), never to the worker's
+    process environment: the tasks of a worker with several threads each hand over their own.
 
     Args:
         llm: The run's model settings (None: no model, nothing to hand over).
@@ -38,27 +42,41 @@ def handed_to_kernels(llm: dict[str, Any] | None, run: str, scheduler: str | Non
         scheduler: The Dask scheduler's address (None: not on a cluster; nothing to hand over).
 
     Yields:
-        Nothing.
+        The kernel manager class to execute the run notebook with (papermill's
+        `kernel_manager_class`), or None off a cluster.
     """
     if not scheduler:
-        yield
+        yield None
         return
     with tempfile.TemporaryDirectory(prefix="innolab-ipython-") as folder:
         startup = Path(folder) / "profile_default" / "startup"
         startup.mkdir(parents=True)
         (startup / "00-innolab-limits.py").write_text(STARTUP, encoding="utf-8")
-        values = {LLM_VAR: json.dumps(llm or {}), RUN_VAR: run, SCHEDULER_VAR: scheduler,
-                  "IPYTHONDIR": folder}
-        saved = {key: os.environ.get(key) for key in values}
-        os.environ.update(values)
-        try:
-            yield
-        finally:
-            for key, value in saved.items():
-                if value is None:
-                    os.environ.pop(key, None)
-                else:
-                    os.environ[key] = value
+        yield kernel_manager({LLM_VAR: json.dumps(llm or {}), RUN_VAR: run,
+                              SCHEDULER_VAR: scheduler, "IPYTHONDIR": folder})
+
+
+def kernel_manager(env: dict[str, str]) -> type:
+    """A kernel manager whose kernels start with `env` over the process's environment.
+
+    Args:
+        env: The variables to add.
+
+    Returns:
+        A subclass of jupyter_client's AsyncKernelManager (nbclient's default), made for this run.
+    """
+    from jupyter_client.manager import AsyncKernelManager, KernelManager
+
+    extra = dict(env)
+
+    class RunKernelManager(AsyncKernelManager):
+        """Starts (and restarts) its kernels with the run's variables."""
+
+        async def start_kernel(self, **kw: Any) -> None:  # type: ignore[override]
+            kw["env"] = {**kw.get("env", os.environ), **extra}
+            await KernelManager._async_start_kernel(self, **kw)
+
+    return RunKernelManager
 
 
 def enter() -> None:
