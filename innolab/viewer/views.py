@@ -7,6 +7,7 @@ filters by factor, best-so-far curves of the selected runs, a run opened in a Ru
 from __future__ import annotations
 
 import math
+import threading
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -199,7 +200,10 @@ class SweepView:
         self.status_button = widgets.Button(description="Refresh status",
                                             tooltip="read the sweep's status again")
         self.status_button.on_click(lambda _: self.refresh_status())
-        self.refresh_status()
+        self._stop = threading.Event()
+        state = self.refresh_status()
+        if state is not None and state["counts"].get("running"):
+            self.watch()  # a sweep that runs: follow it
         self._refresh()
         self._draw()
         self.widget = widgets.VBox([widgets.HTML(STYLE_TAG),
@@ -228,6 +232,38 @@ class SweepView:
         self.status.value = (f"<p>{counts or 'no configurations'}; ${state['cost_usd']:.4f} spent"
                              f"{cap}{stop}</p>" + (f"<ul>{flights}</ul>" if flights else ""))
         return state
+
+    def watch(self, interval_s: float = 5.0) -> threading.Thread:
+        """Read the status again every `interval_s` seconds, in the background.
+
+        Until the sweep has nothing pending or running, or `unwatch` is called. A view opened on a
+        sweep with runs in flight watches it from the start.
+
+        Args:
+            interval_s: The seconds between two readings.
+
+        Returns:
+            The watching thread (a daemon).
+        """
+        self.unwatch()  # one watcher at a time
+        stop = self._stop = threading.Event()
+
+        def follow() -> None:
+            while True:
+                state = self.refresh_status()
+                counts = (state or {}).get("counts", {})
+                if not counts.get("pending") and not counts.get("running"):
+                    return
+                if stop.wait(interval_s):
+                    return
+
+        thread = threading.Thread(target=follow, name="sweep-status", daemon=True)
+        thread.start()
+        return thread
+
+    def unwatch(self) -> None:
+        """Stop reading the status in the background."""
+        self._stop.set()
 
     def filtered(self) -> pd.DataFrame:
         """The runs that pass every filter."""
