@@ -459,7 +459,8 @@ def test_mlab_acts_after_a_reflection(tmp_path):
 @pytest.mark.parametrize("max_tokens", [50, 512])
 def test_a_reply_cut_at_the_token_cap_acts_on_what_it_holds(max_tokens, tmp_path, monkeypatch):
     """The scripted server reports 50 completion tokens: with a cap of 50 the cut reply is read as
-    far as it goes (the program it was writing is known to be cut, so it does not run); below the
+    far as it goes (the program it was writing is known to be cut: it runs as cut, and the model is
+    told); below the
     cap, a reply that is not JSON is answered as malformed."""
     import tests.fake_llm as fake_llm
     from innolab.agents.codeact import CodeActAgent
@@ -481,8 +482,9 @@ def test_a_reply_cut_at_the_token_cap_acts_on_what_it_holds(max_tokens, tmp_path
             cache_path=str(tmp_path / "cache.sqlite"),
         )
         action = agent.step(Observation(0, task.description, [], 60.0, task.direction))
-    if max_tokens == 50:  # the program it was writing is cut: not run, and the model is told
-        assert not action.tool_calls
+    if max_tokens == 50:  # the program it was writing is cut: run as cut, and the model is told
+        assert [(c.name, c.arguments) for c in action.tool_calls] == [
+            ("python_session", {"code": "print(1011111111111"})]
         assert "Your code was cut at 19 characters" in agent.memory.messages[-1]["content"]
     else:
         assert (
@@ -526,17 +528,14 @@ def full(schema: dict, field: str) -> str:
     return ("print(1)\n" * limit)[:limit]
 
 
-def test_codeact_does_not_run_code_cut_at_its_limit(tmp_path):
+def test_codeact_runs_code_cut_at_its_limit_and_says_it_was_cut(tmp_path):
+    """As CodeAct's reference implementation closes an unclosed code block and runs it: the cut
+    code runs, its error comes back, and the model reads that it was cut."""
     from innolab.agents.codeact import ACTIONS, CodeActAgent, action_schema
     from innolab.tasks import get_task
 
     code = full(action_schema(ACTIONS, 512), "code")
-    replies = {
-        "codeact_action": [
-            {"thought": "t", "action": "python", "code": code},
-            {"thought": "t", "action": "python", "code": "print(2)"},
-        ]
-    }
+    replies = {"codeact_action": [{"thought": "t", "action": "python", "code": code}]}
     task = get_task("circle-packing-26")
     with FakeLLM(replies=replies, in_call_order=True) as server:
         agent = CodeActAgent(
@@ -550,12 +549,10 @@ def test_codeact_does_not_run_code_cut_at_its_limit(tmp_path):
         )
         first = agent.step(Observation(0, task.description, [], 60.0, task.direction))
         note = agent.memory.messages[-1]["content"]
-        second = agent.step(Observation(1, task.description, [], 60.0, task.direction))
-    assert not first.tool_calls and f"Your code was cut at {len(code)} characters" in note
+    assert [(c.name, c.arguments) for c in first.tool_calls] == [
+        ("python_session", {"code": code})]
+    assert f"Your code was cut at {len(code)} characters" in note and "ran as it was cut" in note
     assert "Write shorter code" in note
-    assert [(c.name, c.arguments) for c in second.tool_calls] == [
-        ("python_session", {"code": "print(2)"})
-    ]
 
 
 def test_codeact_submits_by_its_short_path_field_whatever_its_code_holds(tmp_path):

@@ -56,6 +56,7 @@ NOT_YET = ("Nothing has been submitted yet, so finishing now would score nothing
 
 CUT = ("Write shorter code: one part per turn (the interpreter keeps your definitions between "
        "turns), or write a file in parts and run it.")
+CUT_RAN = ("Your {what} was cut at {chars} characters (the longest a reply can hold) and {then}.")
 FORMAT = ('Reply with one JSON object: {"thought": ..., "action": "python|bash|submit|finish", '
           '"path": ..., "code": ...}')
 
@@ -144,10 +145,11 @@ class CodeActAgent(LLMAgent):
                 memory.messages.append({"role": "user", "content": FORMAT})
                 return self.action([], completion, events)
             kind, code = reply["action"], str(reply.get("code", ""))
-            if kind in ("python", "bash") and "code" in self.cut:  # a cut program is never run
-                note = self.cut_note("code", self.cut["code"], CUT)
-                memory.messages.append({"role": "user", "content": note})
-                return self.action([], completion, events)
+            if kind in ("python", "bash") and "code" in self.cut:
+                # cut code runs as it was cut, as CodeAct's reference implementation (OpenHands)
+                # closes an unclosed code block and runs it: its error, and this note, come back
+                memory.messages.append({"role": "user", "content": CUT_RAN.format(
+                    what="code", chars=self.cut["code"], then="ran as it was cut") + " " + CUT})
             if kind != "finish":
                 break
             if memory.submitted:
@@ -155,10 +157,10 @@ class CodeActAgent(LLMAgent):
             memory.messages.append({"role": "user", "content": NOT_YET})
         else:
             return self.action([], completion, events)
-        if kind == "submit" and "path" in self.cut:  # a cut path names no file: say so, not guess
-            note = self.cut_note("path", self.cut["path"], "Give the submission's path only.")
-            memory.messages.append({"role": "user", "content": note})
-            return self.action([], completion, events)
+        if kind == "submit" and "path" in self.cut:  # the submit tool says whether it names a file
+            memory.messages.append({"role": "user", "content": CUT_RAN.format(
+                what="path", chars=self.cut["path"], then="was submitted as it was cut")
+                + " Give the submission's path only."})
         if kind == "submit":
             arguments = {"path": str(reply.get("path", "")).strip() or "submission.json"}
         else:
