@@ -149,13 +149,14 @@ def test_cost_cap_then_a_killed_driver_then_a_rerun_score_each_configuration_onc
             assert wait_for(lambda: state.status(out)["counts"]["running"] >= 1, 240)
             view = SweepView(out)  # opened while the sweep runs: it follows the status by itself
             opened = view.status.value
+            # read again on its own, at a moment with runs in flight (listed with their times)
+            assert wait_for(lambda: (v := view.status.value) != opened and " running" in v
+                            and "<li>" in v, 60), (opened, view.status.value)
             assert wait_for(
                 lambda: (s := state.status(out))["counts"]["scored"] >= 6
                 and s["counts"]["running"] >= 1,
                 240,
             ), state.status(out)["counts"]
-            assert wait_for(lambda: view.status.value != opened, 30), opened
-            assert " running" in view.status.value and "<li>" in view.status.value  # in flight
             descendants = psutil.Process(driver.pid).children(recursive=True)
             lines = {p.pid: " ".join(command_line(p)) for p in descendants}  # read while alive
             driver.send_signal(signal.SIGKILL)
