@@ -153,7 +153,8 @@ def _prior(code: str | None, name: str | None) -> dict[str, Any] | None:
 
 ENDPOINT_SETTINGS = ("backbone", "base_url")  # name a model: refused for the baseline
 SAMPLING_SETTINGS = ("temperature", "top_p", "max_tokens")  # shape a model's replies: ignored
-# (the endpoint's limits, LIMIT_FIELDS, pace a model's requests: ignored for the baseline too)
+# what the baseline ignores: the sampling settings, and the endpoint's limits that pace requests
+NOTHING_TO_ACT_ON = frozenset({*SAMPLING_SETTINGS, *LIMIT_FIELDS})
 
 
 def _resolve_baseline(
@@ -183,12 +184,11 @@ def _resolve_baseline(
     if settings.model not in (None, NO_MODEL):
         given.insert(0, "model")
     broken = [f"{k}: the baseline has no model; leave it unset" for k in given]
-    if llm and set(llm) - {*SAMPLING_SETTINGS, *LIMIT_FIELDS}:
-        named = sorted(set(llm) - {*SAMPLING_SETTINGS, *LIMIT_FIELDS})
+    if llm and set(llm) - NOTHING_TO_ACT_ON:
+        named = sorted(set(llm) - NOTHING_TO_ACT_ON)
         broken.append(f"settings: the baseline has no model, got {named}")
-    ignored = sorted({k for k in (*SAMPLING_SETTINGS, *LIMIT_FIELDS)
-                      if getattr(settings, k) is not None}
-                     | (set(llm or {}) & {*SAMPLING_SETTINGS, *LIMIT_FIELDS}))
+    ignored = sorted({k for k in NOTHING_TO_ACT_ON if getattr(settings, k) is not None}
+                     | (set(llm or {}) & NOTHING_TO_ACT_ON))
     if settings.innovation_prompt:
         broken.append("innovation_prompt: the baseline has no prompt; leave it unset")
     options = {**settings.agent_options, **{

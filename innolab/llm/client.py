@@ -344,12 +344,12 @@ class LLMClient:
                     request = self.request(messages, response_format, tools, call_index)
                     attempts.append({"attempt": attempt - 1, "error": note, "wait_s": 0})
                     continue
-                asked = retry_after_s(error) if _retryable(error) else None
+                retryable = _retryable(error)
+                asked = retry_after_s(error) if retryable else None
                 # an endpoint that says when to come back is waited for, not failed: such an
                 # answer does not count against max_retries while the run's deadline bounds it
                 limited = asked is not None and self.deadline is not None
-                if not _retryable(error) or (not limited
-                                             and failures == self.settings.max_retries):
+                if not retryable or (not limited and failures == self.settings.max_retries):
                     attempts.append({"attempt": attempt - 1,
                                      "error": f"{type(error).__name__}: {error}"[:300]})
                     raise failed(f"LLM call failed after {attempt} attempt(s): {error}",
