@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from datetime import UTC, datetime, timedelta
@@ -241,7 +242,6 @@ def test_limits_are_validated_and_change_no_config_id(monkeypatch):
         "max_concurrent_requests"] == 8  # recorded in config.json, but not in the id
 
 
-
 def test_a_spec_states_the_limits_for_its_runs_and_the_ids_stay(monkeypatch):
     from innolab.sweep.spec import SpecError, expand, parse_spec
 
@@ -270,12 +270,9 @@ def test_a_spec_states_the_limits_for_its_runs_and_the_ids_stay(monkeypatch):
         parse_spec({**spec, "grid": {"requests_per_minute": [100, 500]}})
 
 
-
 def test_each_run_hands_its_own_environment_to_its_kernels_only():
     """Two runs at once on one worker (a worker with two threads): neither touches the worker's
     environment, and the kernel of each run's manager sees that run's id."""
-    import os
-
     import nbformat
     from nbclient import NotebookClient
 
@@ -295,3 +292,19 @@ def test_each_run_hands_its_own_environment_to_its_kernels_only():
     assert seen == {"run-a": "run-a", "run-b": "run-b"}
     with kernel.handed_to_kernels({}, "run-c", None) as off_cluster:
         assert off_cluster is None
+
+
+def test_a_kernel_watches_the_worker_that_launched_it_not_its_parent_now(monkeypatch):
+    """A kernel whose worker died while it started is reparented before `enter` runs: it must watch
+    the pid it was launched by (and so end at once), not whichever process adopted it."""
+    from innolab.sweep import kernel, orphans
+
+    watched = []
+    monkeypatch.setattr(orphans, "watch", watched.append)
+    monkeypatch.setenv(kernel.LLM_VAR, "{}")
+    monkeypatch.setenv(kernel.SCHEDULER_VAR, "tcp://127.0.0.1:1")
+    monkeypatch.setenv(kernel.PARENT_VAR, "424242")
+    kernel.enter()
+    assert watched == [424242] and watched[0] != os.getppid()
+    with kernel.handed_to_kernels({}, "run-d", "tcp://127.0.0.1:1") as manager:
+        assert manager is not None  # the worker hands over its own pid, read at launch

@@ -318,3 +318,22 @@ def test_numbers_are_written_for_people(mixed):
     assert not long_numbers.search(table.to_string()) and not long_numbers.search(
         run_view.totals.value
     )
+
+
+def test_a_sweep_view_stops_watching_a_sweep_that_no_longer_runs(tmp_path):
+    """A sweep planned but not running (its driver stopped or was killed): pending runs, none in
+    flight. The watch reads it for `idle_s` and ends, rather than following it for ever."""
+    from innolab.sweep.engine import plan
+    from innolab.viewer import SweepView
+
+    spec = {"name": "idle", "base": {"task": "circle-packing-26", "agent": "baseline",
+                                     "budget": "10s"}, "seeds": [0, 1]}
+    _, folder, _ = plan(spec, tmp_path / "idle")
+    view = SweepView(folder)
+    assert "2 pending" in view.status.value
+    calls = []
+    original = view.refresh_status
+    view.refresh_status = lambda: calls.append(1) or original()  # type: ignore[method-assign]
+    thread = view.watch(interval_s=0.01, idle_s=0.1)
+    thread.join(timeout=10)
+    assert not thread.is_alive() and len(calls) >= 2

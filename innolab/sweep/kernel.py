@@ -23,6 +23,9 @@ from typing import Any
 LLM_VAR = "INNOLAB_SWEEP_LLM"  # the run's model settings (config.json's llm), as JSON
 RUN_VAR = "INNOLAB_RUN_ID"  # the run's id (its configuration's)
 SCHEDULER_VAR = "DASK_SCHEDULER_ADDRESS"  # where distributed.get_client() finds the cluster
+# the worker that starts the kernel: its parent, as it was when launched (a kernel whose worker
+# died while it started finds itself reparented by the time `enter` runs, and must end at once)
+PARENT_VAR = "INNOLAB_KERNEL_PARENT"
 STARTUP = "from innolab.sweep.kernel import enter\nenter()\n"
 
 _held = contextlib.ExitStack()  # the kernel's gate, held for the kernel's life
@@ -53,7 +56,8 @@ def handed_to_kernels(llm: dict[str, Any] | None, run: str, scheduler: str | Non
         startup.mkdir(parents=True)
         (startup / "00-innolab-limits.py").write_text(STARTUP, encoding="utf-8")
         yield kernel_manager({LLM_VAR: json.dumps(llm or {}), RUN_VAR: run,
-                              SCHEDULER_VAR: scheduler, "IPYTHONDIR": folder})
+                              SCHEDULER_VAR: scheduler, PARENT_VAR: str(os.getpid()),
+                              "IPYTHONDIR": folder})
 
 
 def kernel_manager(env: dict[str, str]) -> type:
@@ -89,7 +93,7 @@ def enter() -> None:
         return
     from innolab.sweep import orphans
 
-    orphans.watch(os.getppid())
+    orphans.watch(int(os.environ.get(PARENT_VAR) or os.getppid()))
     if text == "{}":
         return
     from innolab.llm import gate as gates

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import threading
+import time
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -233,14 +234,18 @@ class SweepView:
                              f"{cap}{stop}</p>" + (f"<ul>{flights}</ul>" if flights else ""))
         return state
 
-    def watch(self, interval_s: float = 5.0) -> threading.Thread:
+    def watch(self, interval_s: float = 5.0, idle_s: float = 120.0) -> threading.Thread:
         """Read the status again every `interval_s` seconds, in the background.
 
-        Until the sweep has nothing pending or running, or `unwatch` is called. A view opened on a
-        sweep with runs in flight watches it from the start.
+        Until the sweep has nothing pending or running, until no run has been in flight for
+        `idle_s` seconds (a driver that stopped or was killed leaves its pending runs pending;
+        between two runs, while a kernel starts, none is in flight for a few seconds), or until
+        `unwatch` is called. A view opened on a sweep with runs in flight watches it from the
+        start.
 
         Args:
             interval_s: The seconds between two readings.
+            idle_s: How long without a run in flight ends the watch.
 
         Returns:
             The watching thread (a daemon).
@@ -249,10 +254,14 @@ class SweepView:
         stop = self._stop = threading.Event()
 
         def follow() -> None:
+            last_seen = time.monotonic()  # when a run was last in flight
             while True:
                 state = self.refresh_status()
                 counts = (state or {}).get("counts", {})
-                if not counts.get("pending") and not counts.get("running"):
+                if counts.get("running"):
+                    last_seen = time.monotonic()
+                done = not counts.get("pending") and not counts.get("running")
+                if done or time.monotonic() - last_seen >= idle_s:
                     return
                 if stop.wait(interval_s):
                     return
