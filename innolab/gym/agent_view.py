@@ -15,6 +15,7 @@ import json
 from types import ModuleType
 from typing import Any
 
+from innolab import pyparse
 from innolab.gym.policy import RunConfig
 from innolab.gym.task import GymTask
 from innolab.gym.tools import TOOL_SPECS
@@ -83,7 +84,7 @@ def source_literals(module: ModuleType) -> list[str]:
         ) from None
     return [
         node.value
-        for node in ast.walk(ast.parse(source))
+        for node in ast.walk(pyparse.parse(source))
         if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.strip()
     ]
 

@@ -17,6 +17,8 @@ import builtins
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
+from innolab import pyparse
+
 BUILTINS = frozenset(dir(builtins))
 STAR = "*"
 WRITE_WORDS = ("write", "save", "dump", "to_", "savetxt", "savez")
@@ -56,7 +58,7 @@ def analyse(code: str) -> Cell:
         The cell's analysis (`parsed` False, and nothing else, for code that does not parse).
     """
     try:
-        tree = ast.parse(code)
+        tree = pyparse.parse(code)
     except (SyntaxError, ValueError):
         return Cell(parsed=False)
     cell = Cell()

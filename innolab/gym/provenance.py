@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from innolab import pyparse
 from innolab.gym.capture import Capture, Process, cell_digest
 from innolab.gym.cellslice import analyse, slice_cells
 from innolab.gym.runstate import CodeAction, program_text
@@ -404,14 +405,16 @@ def _guarded(entry: CodeAction) -> str:
     if not entry.failed:
         return entry.code.rstrip()
     try:
-        tree = ast.parse(entry.code)
+        tree = pyparse.parse(entry.code)
     except SyntaxError:
         return "\n".join(f"# {line}" for line in entry.code.splitlines())  # it ran nothing
     handler = ast.ExceptHandler(type=ast.Name("Exception", ast.Load()), name=None,
                                 body=[ast.Pass()])
     guarded = ast.Module(body=[ast.Try(body=tree.body or [ast.Pass()], handlers=[handler],
                                        orelse=[], finalbody=[])], type_ignores=[])
-    return "# this action failed in the session\n" + ast.unparse(ast.fix_missing_locations(guarded))
+    with pyparse.lock():
+        text = ast.unparse(ast.fix_missing_locations(guarded))
+    return "# this action failed in the session\n" + text
 
 
 def code_log_program(code_log: Sequence[CodeAction]) -> Program:

@@ -76,4 +76,5 @@ def cosmetic_variant(source: str, style: str = "short", reorder: bool = False) -
         imports = [n for n in tree.body if isinstance(n, ast.Import | ast.ImportFrom)]
         rest = [n for n in tree.body if not isinstance(n, ast.Import | ast.ImportFrom)]
         tree.body = imports + rest[::-1]
-    return ast.unparse(ast.fix_missing_locations(tree)) + "\n"
+    with pyparse.lock():
+        return ast.unparse(ast.fix_missing_locations(tree)) + "\n"
