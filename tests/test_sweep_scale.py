@@ -148,10 +148,15 @@ def test_cost_cap_then_a_killed_driver_then_a_rerun_score_each_configuration_onc
         try:
             assert wait_for(lambda: state.status(out)["counts"]["running"] >= 1, 240)
             view = SweepView(out)  # opened while the sweep runs: it follows the status by itself
-            opened = view.status.value
-            # read again on its own, at a moment with runs in flight (listed with their times)
-            assert wait_for(lambda: (v := view.status.value) != opened and " running" in v
-                            and "<li>" in v, 60), (opened, view.status.value)
+
+            def lists_runs_in_flight() -> bool:  # with their times; read again while it does not
+                shown = view.status.value
+                if " running" in shown and "<li>" in shown:
+                    return True
+                view.refresh_status()
+                return False
+
+            assert wait_for(lists_runs_in_flight, 60), view.status.value
             assert wait_for(
                 lambda: (s := state.status(out))["counts"]["scored"] >= 6
                 and s["counts"]["running"] >= 1,
@@ -176,6 +181,14 @@ def test_cost_cap_then_a_killed_driver_then_a_rerun_score_each_configuration_onc
         assert wait_for(lambda: not any(alive(p) for p in descendants), 90), [
             lines[p.pid] for p in descendants if alive(p)
         ]
+        # the view opened before the kill went on reading the status by itself: it shows the
+        # killed sweep's counts
+        after_kill = state.status(out)["counts"]
+        scored = f"{after_kill['scored']} scored"
+        assert wait_for(lambda: any(f"{lead}{scored}" in view.status.value
+                                    for lead in ("<p>", ", ")), 30), (
+            after_kill, view.status.value)
+        view.unwatch()
         # with every process of the killed sweep gone, its folder holds still: what it had scored,
         # and the runs it had started (in flight at the kill)
         scored_before = {c for c in shown["runs"] if state.scored(out / "runs" / c)}
