@@ -788,3 +788,27 @@ def test_bad_cost_cap_and_retry_attempts_through_the_cli(tmp_path):
                               capture_output=True, text=True, timeout=120)
         assert done.returncode == 2 and message in done.stderr, done.stderr
     assert not (tmp_path / "o").exists()
+
+
+def test_a_run_whose_holder_is_a_zombie_is_not_running(tmp_path):
+    """A killed executor that nobody has reaped (no init reaps it in a container) runs nothing."""
+    from innolab.sweep.state import running
+
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    beat = {"pid": child.pid, "host": "h", "boot": boot_id(), "time": time.time(), "beat": 1,
+            "token": "t"}
+    RunDir(run_dir).heartbeat.write_text(json.dumps(beat))
+    try:
+        deadline = time.monotonic() + 30
+        while psutil.Process(child.pid).status() != psutil.STATUS_ZOMBIE:
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        assert not running(run_dir)  # its pid still answers signal 0
+        os.kill(child.pid, 0)
+    finally:
+        child.wait()
+    beat["pid"] = os.getpid()
+    RunDir(run_dir).heartbeat.write_text(json.dumps(beat))
+    assert running(run_dir)

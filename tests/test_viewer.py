@@ -337,3 +337,29 @@ def test_a_sweep_view_stops_watching_a_sweep_that_no_longer_runs(tmp_path):
     thread = view.watch(interval_s=0.01, idle_s=0.1)
     thread.join(timeout=10)
     assert not thread.is_alive() and len(calls) >= 2
+
+
+def test_a_sweep_view_reading_a_file_caught_mid_write_says_so_and_reads_again(tmp_path):
+    from innolab.sweep.engine import plan
+    from innolab.viewer import SweepView
+
+    spec = {"name": "torn", "base": {"task": "circle-packing-26", "agent": "baseline",
+                                     "budget": "10s"}, "seeds": [0]}
+    _, folder, _ = plan(spec, tmp_path / "torn")
+    view = SweepView(folder)
+    shown: list[str] = []
+    original = view.refresh_status
+
+    def torn_once():
+        if not shown:
+            shown.append("torn")
+            raise ValueError("Expecting value: line 1 column 1 (char 0)")
+        shown.append(view.status.value)
+        return original()
+
+    view.refresh_status = torn_once  # type: ignore[method-assign]
+    thread = view.watch(interval_s=0.01, idle_s=0.2)
+    thread.join(timeout=10)
+    assert not thread.is_alive() and len(shown) >= 2
+    assert "could not be read" in shown[1] and "Expecting value" in shown[1]
+    assert "1 pending" in view.status.value

@@ -14,11 +14,12 @@ next attempt runs in the configuration's folder again; the attempt that counts i
 from __future__ import annotations
 
 import json
-import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+import psutil
 
 from innolab.results import MANIFEST, read_manifest
 from innolab.rundir import ATTEMPTS, RunDir, archived, attempts_made, write_atomic
@@ -90,7 +91,7 @@ def scored(run_dir: Path) -> bool:
 
 
 def running(run_dir: Path) -> bool:
-    """Whether a live process holds the run folder's lock (its heartbeat fresh, its pid alive).
+    """Whether a live process holds the run folder's lock (heartbeat fresh, pid alive, no zombie).
 
     Args:
         run_dir: The run folder.
@@ -102,11 +103,11 @@ def running(run_dir: Path) -> bool:
     if holder is None or time.time() - holder.time > STALE_S:
         return False
     if holder.on_this_machine():
-        try:
-            os.kill(holder.pid, 0)
-        except ProcessLookupError:
+        try:  # a killed executor nobody has reaped yet (a zombie) runs nothing
+            return psutil.Process(holder.pid).status() != psutil.STATUS_ZOMBIE
+        except psutil.NoSuchProcess:
             return False
-        except PermissionError:
+        except psutil.AccessDenied:
             return True
     return True
 

@@ -256,7 +256,12 @@ class SweepView:
         def follow() -> None:
             last_seen = time.monotonic()  # when a run was last in flight
             while True:
-                state = self.refresh_status()
+                try:
+                    state = self.refresh_status()
+                except (OSError, ValueError) as error:  # a file caught mid-write: read it again
+                    self.status.value = (f"<p>the status could not be read ({text(str(error))});"
+                                         f" reading it again in {interval_s:g} s</p>")
+                    state = {"counts": {"pending": 1}}  # not done; idle_s still bounds it
                 counts = (state or {}).get("counts", {})
                 if counts.get("running"):
                     last_seen = time.monotonic()
