@@ -553,3 +553,22 @@ def test_a_temporary_folder_the_sandbox_user_cannot_pass_is_a_clear_error(tmp_pa
     monkeypatch.setattr(tempfile, "tempdir", str(private))
     with pytest.raises(SandboxError, match=r"lets no other user pass.*TMPDIR"):
         LocalSandbox()
+
+
+def test_an_owner_that_ended_unreaped_is_not_alive():
+    """A killed run nobody has reaped (a zombie: no init reaps it in a container) owns nothing."""
+    from innolab.gym.leftovers import owner_alive
+
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    token = owner_token(child.pid)
+    try:
+        assert owner_alive(token)
+        child.kill()
+        deadline = time.monotonic() + 30
+        while Path(f"/proc/{child.pid}/stat").read_text().split(") ")[1][0] != "Z":
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        assert not owner_alive(token)  # its /proc entry is still there
+    finally:
+        child.wait()
+    assert not owner_alive(token)

@@ -46,13 +46,15 @@ def _start_time(pid: int) -> int | None:
     """The process's start time in clock ticks since boot (field 22 of /proc/PID/stat).
 
     Returns:
-        The start time, or None when the process is gone.
+        The start time, or None when the process is gone or has ended unreaped (a zombie, state Z,
+        which a killed run leaves where nothing reaps it, as in a container).
     """
     try:
         text = Path(f"/proc/{pid}/stat").read_text()
     except OSError:
         return None
-    return int(text[text.rindex(")") + 2 :].split()[19])
+    fields = text[text.rindex(")") + 2 :].split()
+    return None if fields[0] == "Z" else int(fields[19])
 
 
 def owner_token(pid: int | None = None) -> dict[str, Any]:

@@ -257,15 +257,14 @@ class SweepView:
             last_seen = time.monotonic()  # when a run was last in flight
             while True:
                 try:
-                    state = self.refresh_status()
+                    counts = (self.refresh_status() or {}).get("counts", {})
                 except (OSError, ValueError) as error:  # a file caught mid-write: read it again
                     self.status.value = (f"<p>the status could not be read ({text(str(error))});"
                                          f" reading it again in {interval_s:g} s</p>")
-                    state = {"counts": {"pending": 1}}  # not done; idle_s still bounds it
-                counts = (state or {}).get("counts", {})
-                if counts.get("running"):
+                    counts = None  # unread: neither done nor in flight (idle_s still bounds it)
+                if counts and counts.get("running"):
                     last_seen = time.monotonic()
-                done = not counts.get("pending") and not counts.get("running")
+                done = counts is not None and not (counts.get("pending") or counts.get("running"))
                 if done or time.monotonic() - last_seen >= idle_s:
                     return
                 if stop.wait(interval_s):
