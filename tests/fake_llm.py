@@ -344,8 +344,17 @@ class FakeLLM:
         if seconds > 0:
             time.sleep(seconds)
 
+    def settled(self, timeout_s: float = 10.0) -> None:
+        """Wait until no request is being answered: a client can read its reply before the
+        handler has logged the answer's status."""
+        deadline = time.monotonic() + timeout_s
+        while self.in_flight and time.monotonic() < deadline:
+            time.sleep(0.01)
+
     def served(self) -> list[dict[str, Any]]:
-        """The log's entries answered 200 (a reply the client could use, or a malformed one)."""
+        """The log's entries answered 200 (a reply the client could use, or a malformed one),
+        once the answers being sent are logged."""
+        self.settled()
         with self.lock:
             return [e for e in self.log if e["status"] == 200 and e["fault"] != "malformed"]
 

@@ -307,9 +307,7 @@ def test_the_scripted_server_has_a_concurrency_cap_of_its_own():
         with pytest.raises(LLMError, match="429") as caught:
             other.chat(MESSAGES, call_index=1)
         first.join()
-        deadline = time.monotonic() + 10  # the server logs an answer's status once it is sent
-        while any(e["status"] is None for e in server.log) and time.monotonic() < deadline:
-            time.sleep(0.01)
+        server.settled()  # the server logs an answer's status once it is sent
     assert server.over_cap == 1 and server.max_in_flight == 2
     assert [e["status"] for e in server.log] == [200, 429]
     assert caught.value.sent["attempts"][0]["error"].startswith("RateLimitError")
