@@ -216,7 +216,10 @@ class FakeLLM:
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 entry = self.entry = owner._arrive(body, self.headers.get("X-Innolab-Run"))
                 try:
-                    entry["status"] = self._answer(body, entry["fault"])
+                    self._answer(body, entry["fault"])
+                except BaseException:
+                    entry["status"] = None  # the reply never reached the client
+                    raise
                 finally:
                     owner._leave(entry)
 
@@ -276,9 +279,10 @@ class FakeLLM:
             def _raw(
                 self, status: int, data: bytes, headers: dict[str, str] | None = None
             ) -> int:
-                # out of flight before the client can read the reply (and send its next request)
+                # out of flight, its status logged, before the client can read the reply (and
+                # send its next request, or read the log)
                 if self.entry is not None:
-                    owner._leave(self.entry)
+                    owner._leave(self.entry, status)
                 self.send_response(status)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(data)))
@@ -318,12 +322,13 @@ class FakeLLM:
             self.log.append(entry)
             return entry
 
-    def _leave(self, entry: dict[str, Any]) -> None:
-        """Count a request out (once), as its reply begins."""
+    def _leave(self, entry: dict[str, Any], status: int | None = None) -> None:
+        """Count a request out (once), as its reply begins, with the status it is answered."""
         with self.lock:
             if entry["end"] is None:
                 self.in_flight -= 1
                 entry["end"] = time.monotonic()
+                entry["status"] = status
 
     def _draw_fault(self) -> str | None:
         if not self.fault_rates:
@@ -344,17 +349,8 @@ class FakeLLM:
         if seconds > 0:
             time.sleep(seconds)
 
-    def settled(self, timeout_s: float = 10.0) -> None:
-        """Wait until no request is being answered: a client can read its reply before the
-        handler has logged the answer's status."""
-        deadline = time.monotonic() + timeout_s
-        while self.in_flight and time.monotonic() < deadline:
-            time.sleep(0.01)
-
     def served(self) -> list[dict[str, Any]]:
-        """The log's entries answered 200 (a reply the client could use, or a malformed one),
-        once the answers being sent are logged."""
-        self.settled()
+        """The log's entries answered 200 (a reply the client could use, or a malformed one)."""
         with self.lock:
             return [e for e in self.log if e["status"] == 200 and e["fault"] != "malformed"]
 
