@@ -173,7 +173,9 @@ class RunSettings(BaseModel):
         default=None, description="nucleus sampling; None: $INNOLAB_LLM_TOP_P or the endpoint's"
     )
     max_tokens: Annotated[MaxTokens | None, NO_COLUMN] = Field(
-        default=None, description="a reply's token cap; None: $INNOLAB_LLM_MAX_TOKENS or 512"
+        default=None,
+        description="a reply's token cap; None: $INNOLAB_LLM_MAX_TOKENS, else 256 for the "
+        "embedded model and 512 for an endpoint",
     )
     max_concurrent_requests: Annotated[int | None, NO_COLUMN] = Field(
         default=None, gt=0,

@@ -1,4 +1,11 @@
-"""Config ids are known answers, computed with the code before the run schema: they never change."""
+"""Config ids are known answers, computed with the code before the run schema.
+
+A refactor never changes them; only a change of what a configuration resolves to does. The one
+such change: the embedded model's reply cap, 512 -> 256 tokens (EMBEDDED_MAX_TOKENS in
+innolab.llm.settings), which gave every embedded configuration a new id. A config.json written
+before (512 in it) keeps its id, as do the committed offline sweep's runs
+(`test_ids_of_config_files_written_before`).
+"""
 
 from __future__ import annotations
 
@@ -21,12 +28,12 @@ def clean_environment(monkeypatch):
 
 
 def test_ids_of_resolved_configurations(tmp_path, monkeypatch):
-    assert runner.config_id(runner.agent_config("aide", "circle-packing-26")) == "decb886a2a14"
-    assert runner.config_id(runner.config_from_parameters({})) == "dd95061a5f44"
+    assert runner.config_id(runner.agent_config("aide", "circle-packing-26")) == "d5b30ce4fb85"
+    assert runner.config_id(runner.config_from_parameters({})) == "0d9c5d13f903"
     # an int budget was written as given (300, not 300.0), so its id stays that of the int
     assert (
         runner.config_id(runner.agent_config("aide", "circle-packing-26", budget_s=300))
-        == "87e009a09049"
+        == "becfc7f06e81"
     )
     assert (
         runner.config_id(
@@ -41,7 +48,7 @@ def test_ids_of_resolved_configurations(tmp_path, monkeypatch):
                 task_options=None,
             )
         )
-        == "787d40660a85"
+        == "3e129caa51ae"
     )
     sampling = {
         "agent": "codeact",
@@ -62,7 +69,7 @@ def test_ids_of_resolved_configurations(tmp_path, monkeypatch):
                 {"prior_solution": str(prior), "innovation_prompt": True, "budget": 30}
             )
         )
-        == "1413c4e51af1"
+        == "736a6904c665"
     )
     assert (
         runner.config_id(
@@ -75,7 +82,7 @@ def test_ids_of_resolved_configurations(tmp_path, monkeypatch):
                 }
             )
         )
-        == "1e3f4112ef67"
+        == "30d5129810a8"
     )
     monkeypatch.setenv("OPENAI_BASE_URL", "https://api.example.org/v1")
     monkeypatch.setenv("OPENAI_MODEL", "gpt-x")
@@ -102,14 +109,14 @@ def test_ids_of_the_reference_sweep():
     ]
     ids = sorted(c.config_id for c in configurations if c.levels.get("agent") != "baseline")
     assert ids == [
-        "01fcd861d5ec",
-        "189db263ffe7",
-        "4deb12747cc7",
-        "59abd5fcadf5",
-        "699f13fbb8be",
-        "aeb62fb6a768",
-        "c497685ccc9e",
-        "f362acca2700",
+        "1daaef198e26",
+        "2212ae2d8e19",
+        "4188c5e09ae4",
+        "69bfaebed96d",
+        "c6dd28ffc2d6",
+        "d9091bd26eed",
+        "ec5ee32984e8",
+        "f24685496e3b",
     ]
 
 

@@ -233,7 +233,7 @@ def test_limits_are_validated_and_change_no_config_id(monkeypatch):
     monkeypatch.setenv("INNOLAB_LLM_MAX_CONCURRENT_REQUESTS", "8")
     limited = LLMSettings.from_env()
     assert limited.limits() == {"max_concurrent_requests": 8, "tokens_per_minute": 90000}
-    plain = LLMSettings()
+    plain = LLMSettings(max_tokens=limited.max_tokens)  # the same model settings, no limits
     assert "tokens_per_minute" not in plain.model_dump()  # unset: config.json as before
     ids = {config_id(RunConfig(task="circle-packing-26", policy="m:f", llm=s.model_dump()))
            for s in (plain, limited.model_copy(update={"api_key_env": plain.api_key_env}))}

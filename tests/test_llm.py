@@ -273,6 +273,33 @@ def test_the_embedded_model_threads_are_fixed_unless_set(monkeypatch):
             local.default_threads()
 
 
+def test_the_embedded_model_has_its_own_reply_cap(monkeypatch):
+    """Resolved for the embedded model, a reply is capped at EMBEDDED_MAX_TOKENS unless a cap is
+    given (argument or variable); an endpoint keeps 512; settings read back keep what was
+    written."""
+    import os
+
+    from innolab import runner
+    from innolab.llm.settings import EMBEDDED_MAX_TOKENS
+
+    for name in [n for n in os.environ if n.startswith("INNOLAB_LLM")]:
+        monkeypatch.delenv(name)
+    assert EMBEDDED_MAX_TOKENS == 256
+    assert LLMSettings.from_env().max_tokens == EMBEDDED_MAX_TOKENS
+    assert LLMSettings.from_env(max_tokens=1024).max_tokens == 1024
+    assert LLMSettings.from_env(base_url="http://127.0.0.1:9/v1").max_tokens == 512
+    assert LLMSettings().max_tokens == 512  # as a config.json written before reads back
+    config = runner.config_from_parameters({})
+    assert config.as_dict()["llm"]["max_tokens"] == EMBEDDED_MAX_TOKENS
+    given = runner.config_from_parameters({"max_tokens": 512})
+    assert given.as_dict()["llm"]["max_tokens"] == 512
+    monkeypatch.setenv("INNOLAB_LLM_MAX_TOKENS", "300")
+    assert LLMSettings.from_env().max_tokens == 300
+    monkeypatch.setenv("INNOLAB_LLM_BASE_URL", "http://127.0.0.1:9/v1")
+    monkeypatch.delenv("INNOLAB_LLM_MAX_TOKENS")
+    assert LLMSettings.from_env().max_tokens == 512
+
+
 def test_the_scripted_server_injects_seeded_faults_and_logs_runs():
     from innolab.llm import gate
 

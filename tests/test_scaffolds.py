@@ -381,7 +381,7 @@ def test_no_scaffold_text_names_a_problem_family():
                 assert not words_in(node.value), (name, node.lineno, node.value[:120])
 
 
-@pytest.mark.parametrize("max_tokens", [512, 4096])
+@pytest.mark.parametrize("max_tokens", [256, 512, 4096])
 def test_a_reply_that_fills_every_field_fits_the_token_cap(max_tokens):
     """Each scaffold's reply formats: every free-text field bounded, the short ones small, and a
     reply that fills them all (text at CHARS_PER_TOKEN, the program at PAYLOAD_CHARS_PER_TOKEN)
@@ -392,7 +392,7 @@ def test_a_reply_that_fills_every_field_fits_the_token_cap(max_tokens):
     formats = {
         "codeact": codeact.action_schema(codeact.ACTIONS, max_tokens),
         "aide": aide.node_schema(max_tokens),
-        "mlab": mlab.SCHEMA,
+        "mlab": mlab.action_schema(mlab.ACTIONS, max_tokens),
         "mlab edit": mlab.edit_schema(max_tokens),
         "mlab answer": mlab.ANSWER_SCHEMA,
     }
@@ -493,15 +493,22 @@ def test_a_reply_cut_at_the_token_cap_acts_on_what_it_holds(max_tokens, tmp_path
         )
 
 
-def test_an_mlab_step_reaches_its_action_within_the_token_cap():
-    """Even at one token per character, the fields before MLAB's action fit a 512-token cap with its
-    structure."""
+@pytest.mark.parametrize("max_tokens", [128, 256, 512, 4096])
+def test_an_mlab_step_reaches_its_action_within_the_token_cap(max_tokens):
+    """Even at one token per character, the fields before MLAB's action fit the token cap with its
+    structure: as written from 512 tokens up, in proportion below (the embedded model's 256)."""
     from innolab.agents import mlab
     from innolab.llm.client import STRUCTURE_TOKENS
 
-    properties = mlab.SCHEMA["json_schema"]["schema"]["properties"]
+    properties = mlab.action_schema(mlab.ACTIONS, max_tokens)["json_schema"]["schema"]["properties"]
     before = list(properties)[: list(properties).index("action")]
-    assert STRUCTURE_TOKENS + sum(properties[key]["maxLength"] for key in before) + 16 <= 512
+    assert before == list(mlab.BEFORE_ACTION)
+    held = [properties[key]["maxLength"] for key in before]
+    assert STRUCTURE_TOKENS + sum(held) + 16 <= max_tokens
+    if max_tokens >= 512:
+        assert held == [mlab.LIMITS[key] for key in before]
+    else:  # shrunk, in proportion, and no further than needed
+        assert STRUCTURE_TOKENS + sum(held) + 16 > max_tokens - len(held)
 
 
 # ------------------------------------------------------------------------------------- cut programs

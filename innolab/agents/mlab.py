@@ -22,7 +22,7 @@ from typing import Any, Literal
 from innolab.agents.base import AgentState, LLMAgent
 from innolab.gym.policy import Action, Observation
 from innolab.gym.tools import ToolCall
-from innolab.llm.client import json_schema, payload_chars, text
+from innolab.llm.client import STRUCTURE_TOKENS, json_schema, payload_chars, text
 from innolab.traces import Event, ResearchLog
 
 ACTIONS = ["List Files", "Copy File", "Inspect Script Lines", "Execute Script", "Understand File",
@@ -38,30 +38,54 @@ ROLE = ("You are a research agent working on a task. Each step, reply with: refl
         "Validate (file: a candidate submission); Final Answer (file: the submission; ends the "
         "research). One short sentence per field.")
 # characters per field: the four before the action are short enough that a reply reaches its
-# action within a 512-token cap even at one token per character (a small model writing digits)
+# action within a 512-token cap even at one token per character (a small model writing digits);
+# under a smaller cap they shrink in proportion (`limits`)
 LIMITS = {"reflection": 100, "research_plan_and_status": 160, "fact_check": 80, "thought": 100,
           "file": 100, "other_file": 100, "request": 240}
+BEFORE_ACTION = ("reflection", "research_plan_and_status", "fact_check", "thought")
+ACTION_TOKENS = 16  # the action's key and name, closing what comes before it
 ANSWER_CHARS = 600
 
 
-def action_schema(actions: list[str]) -> dict:
+def limits(max_tokens: int) -> dict[str, int]:
+    """Each field's maxLength under a reply cap.
+
+    The fields before the action keep LIMITS while they fit the cap at one token per character
+    (with the reply's structure and the action); under a smaller cap they shrink in proportion, so
+    that a reply still reaches its action.
+
+    Args:
+        max_tokens: the reply's token cap.
+
+    Returns:
+        The characters each field may hold.
+    """
+    room = max_tokens - STRUCTURE_TOKENS - ACTION_TOKENS
+    scale = min(1.0, max(room, 0) / sum(LIMITS[key] for key in BEFORE_ACTION))
+    return {key: max(8, int(chars * scale)) if key in BEFORE_ACTION else chars
+            for key, chars in LIMITS.items()}
+
+
+def action_schema(actions: list[str], max_tokens: int = 512) -> dict:
     """A research step's reply format.
 
     Args:
         actions: the actions offered.
+        max_tokens: the reply's token cap (the fields before the action fit it, see `limits`).
 
     Returns:
         The response_format (a JSON schema): the research fields, one action and its input.
     """
+    size = limits(max_tokens)
     return json_schema("mlab_action", {
-        "reflection": text(LIMITS["reflection"]),
-        "research_plan_and_status": text(LIMITS["research_plan_and_status"]),
-        "fact_check": text(LIMITS["fact_check"]),
-        "thought": text(LIMITS["thought"]),
+        "reflection": text(size["reflection"]),
+        "research_plan_and_status": text(size["research_plan_and_status"]),
+        "fact_check": text(size["fact_check"]),
+        "thought": text(size["thought"]),
         "action": {"type": "string", "enum": actions},
         "action_input": {"type": "object", "properties": {
-            "file": text(LIMITS["file"]), "other_file": text(LIMITS["other_file"]),
-            "request": text(LIMITS["request"]), "start_line": {"type": "integer"},
+            "file": text(size["file"]), "other_file": text(size["other_file"]),
+            "request": text(size["request"]), "start_line": {"type": "integer"},
             "end_line": {"type": "integer"}},
             "required": ["file", "other_file", "request", "start_line", "end_line"],
             "additionalProperties": False},
@@ -70,8 +94,6 @@ def action_schema(actions: list[str]) -> dict:
 
 
 ACTING = [a for a in ACTIONS if a != "Reflection"]  # the actions that use a tool
-SCHEMA = action_schema(ACTIONS)
-SCHEMA_ACTING = action_schema(ACTING)  # after REFLECTIONS_PER_STEP reflections, the step acts
 
 
 def edit_schema(max_tokens: int) -> dict:
@@ -217,8 +239,9 @@ class MlabAgent(LLMAgent):
             observed = True
             memory.turn += 1
             allowed = ACTIONS if reflections < REFLECTIONS_PER_STEP else ACTING
+            # after REFLECTIONS_PER_STEP reflections, the step acts
             reply, completion = self.ask(self.context(memory.messages),
-                                         SCHEMA if allowed is ACTIONS else SCHEMA_ACTING)
+                                         action_schema(allowed, self.settings.max_tokens))
             memory.messages.append({"role": "assistant", "content": completion.text})
             events.append(self.llm_event(completion, "research step"))
             if self.repeats(completion.text):  # a loop of identical steps: dropped, and asked again

@@ -461,7 +461,7 @@ STRUCTURE_TOKENS = 48  # a reply's keys, quotes and spacing, beside its values
 # closes its JSON within the token cap (a denser program would be cut at the cap instead; either
 # way `cut_fields` reports the cut).
 PAYLOAD_CHARS_PER_TOKEN = 2.0
-MIN_PAYLOAD_CHARS = 400
+MIN_PAYLOAD_CHARS = 200  # a few lines of code, under the smallest cap
 
 
 def text(max_chars: int, description: str | None = None) -> dict[str, Any]:

@@ -27,6 +27,12 @@ MaxTokens = Annotated[int, Field(gt=0, le=200_000)]
 # a configuration's id (innolab.runner.config_id) and, when unset, out of its config.json.
 LIMIT_FIELDS = ("max_concurrent_requests", "requests_per_minute", "tokens_per_minute")
 
+# The embedded model's reply cap, where none is given (an endpoint's default stays 512).
+# SmolLM2-135M on one thread writes about 20-40 tokens/s and often fills a JSON string with digits
+# up to the cap: at 512, such a reply took 13-27 s and a 60 s CodeAct run made as few as 2 tool
+# calls; at 256, at least 3 for each of seeds 0-9 (tests/benchmarks/stepping.py; see README).
+EMBEDDED_MAX_TOKENS = 256
+
 
 class LLMSettings(BaseModel):
     """Where and how to call the model.
@@ -51,7 +57,7 @@ class LLMSettings(BaseModel):
     temperature: Temperature = 0.7
     top_p: TopP | None = None
     seed: int | None = 0
-    max_tokens: MaxTokens = 512
+    max_tokens: MaxTokens = 512  # from_env gives the embedded model EMBEDDED_MAX_TOKENS
     timeout_s: float = Field(default=120.0, gt=0)
     max_retries: int = Field(default=4, ge=0, le=20)
     backoff_s: float = Field(default=0.5, ge=0.0)
@@ -92,7 +98,8 @@ class LLMSettings(BaseModel):
             **overrides: Settings given explicitly.
 
         Returns:
-            The validated settings (api_key_env names PREFIX_API_KEY).
+            The validated settings (api_key_env names PREFIX_API_KEY); with no base_url (the
+            embedded model) and no max_tokens given, max_tokens is EMBEDDED_MAX_TOKENS.
 
         Raises:
             ValueError: A prefix that is not a variable name, or a setting that breaks its rule.
@@ -118,6 +125,9 @@ class LLMSettings(BaseModel):
             if value not in (None, ""):
                 env[field] = value
         given = {k: v for k, v in overrides.items() if v is not None}
+        embedded = not (given.get("base_url") or env.get("base_url"))
+        if embedded and "max_tokens" not in given and "max_tokens" not in env:
+            given["max_tokens"] = EMBEDDED_MAX_TOKENS
         try:
             return cls(**{**env, **given})
         except ValidationError as error:
