@@ -149,8 +149,9 @@ def test_replay_needs_no_endpoint(tmp_path):
 EMBEDDED_SEEDS = {
     "aide": 0,
     "mlab": 5,
-    "codeact": 2,
-}  # mlab seed 5 once spent every call inside one string field
+    "codeact": 6,
+}  # mlab seed 5 once spent every call inside one string field; codeact seed 6 made 2 tool calls
+# with a 512-token reply cap (every reply digits up to the cap), 6 with the embedded model's 256
 
 
 @pytest.mark.parametrize("agent", AGENTS)

@@ -494,6 +494,21 @@ def test_a_reply_cut_at_the_token_cap_acts_on_what_it_holds(max_tokens, tmp_path
 
 
 @pytest.mark.parametrize("max_tokens", [128, 256, 512, 4096])
+def test_an_aide_plan_leaves_room_for_its_program(max_tokens):
+    """Even at one token per character, AIDE's plan leaves at least half of what the cap holds
+    beside the reply's structure to the program."""
+    from innolab.agents import aide
+    from innolab.llm.client import STRUCTURE_TOKENS
+
+    properties = aide.node_schema(max_tokens)["json_schema"]["schema"]["properties"]
+    assert list(properties) == ["plan", "code"]
+    plan = properties["plan"]["maxLength"]
+    room = max_tokens - STRUCTURE_TOKENS
+    assert room - plan >= room // 2
+    assert plan == min(aide.PLAN_CHARS, room // 2)  # as written where the cap has room for it
+
+
+@pytest.mark.parametrize("max_tokens", [128, 256, 512, 4096])
 def test_an_mlab_step_reaches_its_action_within_the_token_cap(max_tokens):
     """Even at one token per character, the fields before MLAB's action fit the token cap with its
     structure: as written from 512 tokens up, in proportion below (the embedded model's 256)."""

@@ -19,7 +19,7 @@ from innolab.agents.aide_journal import Journal, Node, SearchPolicy
 from innolab.agents.base import AgentState, LLMAgent
 from innolab.gym.policy import Action, Observation
 from innolab.gym.tools import ToolCall
-from innolab.llm.client import json_schema, payload_chars, text
+from innolab.llm.client import STRUCTURE_TOKENS, json_schema, payload_chars, text
 from innolab.traces import Event
 
 ROLE = ("You are an expert solving a task by writing complete Python programs. Each program must "
@@ -28,18 +28,35 @@ ROLE = ("You are an expert solving a task by writing complete Python programs. E
 PLAN_CHARS = 300
 
 
+def plan_chars(max_tokens: int) -> int:
+    """The plan's maxLength under a reply cap.
+
+    PLAN_CHARS, or half of what the cap leaves beside the reply's structure where that is less
+    (232 at 512 tokens, 104 at 256): even at one token per character (a small model writing digits)
+    a reply's plan leaves room for its program.
+
+    Args:
+        max_tokens: the reply's token cap.
+
+    Returns:
+        The characters the plan may hold (at least 16).
+    """
+    return max(16, min(PLAN_CHARS, (max_tokens - STRUCTURE_TOKENS) // 2))
+
+
 def node_schema(max_tokens: int) -> dict:
     """The reply format of an AIDE node: a short plan and the whole program.
 
     Args:
         max_tokens: the reply's token cap; the program's length is bounded so the reply closes
-            within it.
+            within it, and the plan so that the program starts within it (`plan_chars`).
 
     Returns:
         The response_format (a JSON schema).
     """
-    code = text(payload_chars(max_tokens, PLAN_CHARS))
-    return json_schema("aide_node", {"plan": text(PLAN_CHARS), "code": code}, ["plan", "code"])
+    plan = plan_chars(max_tokens)
+    code = text(payload_chars(max_tokens, plan))
+    return json_schema("aide_node", {"plan": text(plan), "code": code}, ["plan", "code"])
 
 
 CLEAR = "import os\nif os.path.exists('submission.json'):\n    os.remove('submission.json')\n"
