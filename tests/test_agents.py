@@ -150,8 +150,8 @@ EMBEDDED_SEEDS = {
     "aide": 0,
     "mlab": 5,
     "codeact": 6,
-}  # mlab seed 5 once spent every call inside one string field; codeact seed 6 made 2 tool calls
-# with a 512-token reply cap (every reply digits up to the cap), 6 with the embedded model's 256
+}  # mlab seed 5 once spent every call inside one string field; codeact seed 6 writes digits up to
+# the cap in every reply: 3 tool calls with a 512-token reply cap, 6-7 with the embedded model's 256
 
 
 @pytest.mark.parametrize("agent", AGENTS)
@@ -161,6 +161,7 @@ def test_every_scaffold_takes_real_steps_on_the_embedded_model(agent, tmp_path):
     measures seeds 0-9), and no reply comes from the cache (every call of a fresh run is a new
     sample)."""
     pytest.importorskip("xllamacpp")
+    from innolab.llm.settings import EMBEDDED_MAX_TOKENS
     from tests.benchmarks.stepping import measure
 
     result = measure(agent, EMBEDDED_SEEDS[agent], tmp_path, budget_s=60)
@@ -171,7 +172,10 @@ def test_every_scaffold_takes_real_steps_on_the_embedded_model(agent, tmp_path):
         "score",
     ]
     assert result.tool_calls >= 3, (result, traces.summary(result.run_dir))
+    # the embedded model's own reply cap, recorded and kept
+    assert events[0].config["llm"]["max_tokens"] == EMBEDDED_MAX_TOKENS
     calls = [e for e in events if e.type == "llm_call" and not e.failed]
+    assert max(e.completion_tokens for e in calls) <= EMBEDDED_MAX_TOKENS
     assert calls and not any(e.cached for e in calls)
     assert len({e.call_index for e in calls}) == len(calls) and len({e.seed for e in calls}) == len(
         calls
