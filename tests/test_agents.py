@@ -173,7 +173,7 @@ def test_every_scaffold_takes_real_steps_on_the_embedded_model(agent, tmp_path):
     ]
     assert result.tool_calls >= 3, (result, traces.summary(result.run_dir))
     # the embedded model's own reply cap, recorded and kept
-    assert events[0].config["llm"]["max_tokens"] == EMBEDDED_MAX_TOKENS
+    assert events[0].config["llm"]["max_tokens"] == EMBEDDED_MAX_TOKENS == 256
     calls = [e for e in events if e.type == "llm_call" and not e.failed]
     assert max(e.completion_tokens for e in calls) <= EMBEDDED_MAX_TOKENS
     assert calls and not any(e.cached for e in calls)
