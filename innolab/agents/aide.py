@@ -31,9 +31,10 @@ PLAN_CHARS = 300
 def plan_chars(max_tokens: int) -> int:
     """The plan's maxLength under a reply cap.
 
-    PLAN_CHARS, or half of what the cap leaves beside the reply's structure where that is less
-    (232 at 512 tokens, 104 at 256): even at one token per character (a small model writing digits)
-    a reply's plan leaves room for its program.
+    PLAN_CHARS from 512 tokens up (the requests recorded before stay as they were); under a smaller
+    cap, half of what it leaves beside the reply's structure (104 at 256 tokens), so that even at
+    one token per character (a small model writing digits) a reply's plan leaves room for its
+    program.
 
     Args:
         max_tokens: the reply's token cap.
@@ -41,6 +42,8 @@ def plan_chars(max_tokens: int) -> int:
     Returns:
         The characters the plan may hold (at least 16).
     """
+    if max_tokens >= 512:
+        return PLAN_CHARS
     return max(16, min(PLAN_CHARS, (max_tokens - STRUCTURE_TOKENS) // 2))
 
 
