@@ -134,7 +134,14 @@ RAMBLE = [
 
 
 def test_string_limits_and_payload_sizes():
+    from innolab.llm.client import STRUCTURE_TOKENS, lead_chars
+
     assert text(40, "why") == {"type": "string", "maxLength": 40, "description": "why"}
+    fields = {"a": 100, "b": 300}
+    assert lead_chars(fields, 512, 16) == fields  # they fit: as written
+    small = lead_chars(fields, 256, 16)  # in proportion, within the room at one token a character
+    assert small == {"a": 48, "b": 144} and sum(small.values()) <= 256 - STRUCTURE_TOKENS - 16
+    assert lead_chars(fields, 40, 16) == {"a": 8, "b": 8}  # no room: the floor
     with pytest.raises(ValueError, match="max_chars"):
         text(0)
     assert (

@@ -19,32 +19,16 @@ from innolab.agents.aide_journal import Journal, Node, SearchPolicy
 from innolab.agents.base import AgentState, LLMAgent
 from innolab.gym.policy import Action, Observation
 from innolab.gym.tools import ToolCall
-from innolab.llm.client import STRUCTURE_TOKENS, json_schema, payload_chars, text
+from innolab.llm.client import json_schema, lead_chars, payload_chars, text
 from innolab.traces import Event
 
 ROLE = ("You are an expert solving a task by writing complete Python programs. Each program must "
         "write submission.json in the format the task describes. Reply with a short plan (a "
         "sentence or two) and the full program, kept short.")
 PLAN_CHARS = 300
-
-
-def plan_chars(max_tokens: int) -> int:
-    """The plan's maxLength under a reply cap.
-
-    PLAN_CHARS from 512 tokens up (the requests recorded before stay as they were); under a smaller
-    cap, half of what it leaves beside the reply's structure (104 at 256 tokens), so that even at
-    one token per character (a small model writing digits) a reply's plan leaves room for its
-    program.
-
-    Args:
-        max_tokens: the reply's token cap.
-
-    Returns:
-        The characters the plan may hold (at least 16).
-    """
-    if max_tokens >= 512:
-        return PLAN_CHARS
-    return max(16, min(PLAN_CHARS, (max_tokens - STRUCTURE_TOKENS) // 2))
+# what a plan leaves to the program's start at one token per character: the plan keeps PLAN_CHARS
+# from a 512-token cap up and shrinks below it (`lead_chars`; 104 characters at 256)
+PROGRAM_TOKENS = 104
 
 
 def node_schema(max_tokens: int) -> dict:
@@ -52,12 +36,12 @@ def node_schema(max_tokens: int) -> dict:
 
     Args:
         max_tokens: the reply's token cap; the program's length is bounded so the reply closes
-            within it, and the plan so that the program starts within it (`plan_chars`).
+            within it, and the plan so that the program starts within it (PROGRAM_TOKENS).
 
     Returns:
         The response_format (a JSON schema).
     """
-    plan = plan_chars(max_tokens)
+    plan = lead_chars({"plan": PLAN_CHARS}, max_tokens, PROGRAM_TOKENS)["plan"]
     code = text(payload_chars(max_tokens, plan))
     return json_schema("aide_node", {"plan": text(plan), "code": code}, ["plan", "code"])
 

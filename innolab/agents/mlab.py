@@ -22,7 +22,7 @@ from typing import Any, Literal
 from innolab.agents.base import AgentState, LLMAgent
 from innolab.gym.policy import Action, Observation
 from innolab.gym.tools import ToolCall
-from innolab.llm.client import STRUCTURE_TOKENS, json_schema, payload_chars, text
+from innolab.llm.client import json_schema, lead_chars, payload_chars, text
 from innolab.traces import Event, ResearchLog
 
 ACTIONS = ["List Files", "Copy File", "Inspect Script Lines", "Execute Script", "Understand File",
@@ -50,9 +50,8 @@ ANSWER_CHARS = 600
 def limits(max_tokens: int) -> dict[str, int]:
     """Each field's maxLength under a reply cap.
 
-    The fields before the action keep LIMITS while they fit the cap at one token per character
-    (with the reply's structure and the action); under a smaller cap they shrink in proportion, so
-    that a reply still reaches its action.
+    Those before the action as `lead_chars` sizes them (as written from 512 tokens up, smaller
+    below), the action's input as written.
 
     Args:
         max_tokens: the reply's token cap.
@@ -60,10 +59,8 @@ def limits(max_tokens: int) -> dict[str, int]:
     Returns:
         The characters each field may hold.
     """
-    room = max_tokens - STRUCTURE_TOKENS - ACTION_TOKENS
-    scale = min(1.0, max(room, 0) / sum(LIMITS[key] for key in BEFORE_ACTION))
-    return {key: max(8, int(chars * scale)) if key in BEFORE_ACTION else chars
-            for key, chars in LIMITS.items()}
+    lead = lead_chars({key: LIMITS[key] for key in BEFORE_ACTION}, max_tokens, ACTION_TOKENS)
+    return {**LIMITS, **lead}
 
 
 def action_schema(actions: list[str], max_tokens: int = 512) -> dict:

@@ -507,6 +507,26 @@ def payload_chars(max_tokens: int, bounded_chars: int) -> int:
     return max(MIN_PAYLOAD_CHARS, int(left * PAYLOAD_CHARS_PER_TOKEN))
 
 
+def lead_chars(limits: dict[str, int], max_tokens: int, reserve_tokens: int) -> dict[str, int]:
+    """Size the fields that come before a reply's action or program under a token cap.
+
+    Even at one token per character (a small model writing digits), those fields and the reply's
+    structure leave `reserve_tokens` of the cap to what follows them. They keep `limits` where that
+    already holds and shrink in proportion where it does not (to at least 8 characters each).
+
+    Args:
+        limits: Each leading field's maxLength as written.
+        max_tokens: The reply's token cap.
+        reserve_tokens: What must be left for the part that follows them.
+
+    Returns:
+        Each field's maxLength under this cap.
+    """
+    room = max(max_tokens - STRUCTURE_TOKENS - reserve_tokens, 0)
+    scale = min(1.0, room / sum(limits.values()))
+    return {key: max(8, int(chars * scale)) for key, chars in limits.items()}
+
+
 def cut_fields(reply: dict[str, Any] | None, response_format: dict[str, Any] | None,
                capped: bool = False) -> dict[str, int]:
     """Find the reply's top-level string fields that were cut.
