@@ -57,11 +57,15 @@ class RunSource:
     trace: Trace
     score: dict[str, Any] | None
     relative_to: Path | None = None
+    trace_error: str | None = None  # why the trace could not be read (None: it was, or none yet)
 
     @classmethod
     def read(cls, run_dir: Path, relative_to: Path | None = None,
              as_of: AsOf = None) -> RunSource:
         """A run folder read once; a missing or broken trace reads as an empty one.
+
+        A broken trace (one that two executors wrote, a bad line) is named in the row's `error`
+        and its run counts as not complete: its score is not read.
 
         Args:
             run_dir: the run folder (it holds a config.json).
@@ -73,12 +77,15 @@ class RunSource:
         """
         folder = RunDir(run_dir)
         config = RunConfig.from_dict(folder.read_config())
+        error = None
         try:
             trace = Trace.read(folder.root)
-        except (TraceError, OSError):
-            trace = Trace([])
-        score = read_as_of(folder, config.task, trace, as_of)
-        return cls(folder, config, trace, score, relative_to)
+        except TraceError as broken:
+            trace, error = Trace([]), f"trace: {broken}" if folder.trace.exists() else None
+        except OSError as broken:
+            trace, error = Trace([]), f"trace: {broken}"
+        score = None if error else read_as_of(folder, config.task, trace, as_of)
+        return cls(folder, config, trace, score, relative_to, error)
 
     @cached_property
     def config_id(self) -> str:
@@ -201,7 +208,7 @@ RUN_TABLE_COLUMNS: list[Column] = [
                                    for c in r.trace.llm_calls)),
     Column("cost_usd", lambda r: sum(c.cost_usd for c in r.trace.llm_calls)),
     Column("wall_s", lambda r: r.trace.wall_s),
-    Column("error", lambda r: None),
+    Column("error", lambda r: r.trace_error),
 ]
 RUN_COLUMNS = [c.name for c in RUN_TABLE_COLUMNS]
 
@@ -382,7 +389,8 @@ def build(
             folder = folders.get(configuration["config_id"])
             row = (run_row(folder, path, as_of, model) if folder is not None
                    else _missing_row(configuration, model))
-            row["error"] = configuration.get("error") if not row["complete"] else None
+            row["error"] = row["error"] or (
+                configuration.get("error") if not row["complete"] else None)
             # retries (innolab sweep run --retry-failed): the attempt that counts is the last
             # read from the folder (the manifest's count is written when the sweep ends)
             made = attempts_made(folder) if folder is not None else 0

@@ -50,7 +50,29 @@ log = logging.getLogger(__name__)
 
 
 class LockError(RuntimeError):
-    """A run folder's lock could not be taken (never raised because another executor is alive)."""
+    """A run folder's lock could not be taken."""
+
+
+class RunBusy(LockError):
+    """Another live executor holds the run (raised only to a caller that chose not to wait).
+
+    Attributes:
+        run_dir: The run folder.
+        holder: The holder its heartbeat names (None: missing or unreadable).
+    """
+
+    def __init__(self, run_dir: Path, holder: Holder | None) -> None:
+        """Name the run and its holder."""
+        self.run_dir, self.holder = run_dir, holder
+        who = holder.describe() if holder is not None else "a process whose heartbeat is unreadable"
+        super().__init__(f"{run_dir} is being executed by {who}; a run has one executor at a "
+                         "time: wait until it ends")
+
+
+# the locks this process holds, by (lock file, thread): a nested `with` in the same thread is the
+# same executor (the runner holds the run while the gym executes it and scoring scores it)
+_HELD: dict[tuple[str, int], RunLock] = {}
+_HELD_GUARD = threading.Lock()
 
 
 def boot_id() -> str:
@@ -143,7 +165,8 @@ class RunLock:
     """
 
     def __init__(self, run_dir: Path, heartbeat_s: float = HEARTBEAT_S, stale_s: float = STALE_S,
-                 report_s: float = REPORT_S, on_lost: Callable[[], None] = end_process) -> None:
+                 report_s: float = REPORT_S, on_lost: Callable[[], None] = end_process,
+                 wait: bool = True) -> None:
         """Make the lock of a run folder; nothing is taken until the `with` block.
 
         Args:
@@ -153,6 +176,7 @@ class RunLock:
             report_s: How often a waiter logs that it is still waiting.
             on_lost: Called when the lock was taken over from this holder (default: end the
                 process).
+            wait: Whether to wait for a live holder (False: raise RunBusy naming it).
 
         Raises:
             ValueError: heartbeat_s is not positive, or stale_s does not exceed twice it.
@@ -168,8 +192,10 @@ class RunLock:
                                                       folder.lock_guard)
         (self.heartbeat_s, self.stale_s, self.report_s,
          self.on_lost) = heartbeat_s, stale_s, report_s, on_lost
+        self.wait = wait
         self.token = secrets.token_hex(8)
         self.beats = 0
+        self._outer: RunLock | None = None  # the same thread's lock this one nests in
         self.handle: IO[str] | None = None
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -179,13 +205,29 @@ class RunLock:
     def __enter__(self) -> RunLock:
         """Wait until this process is the folder's only executor, taking a stale lock over.
 
+        A lock the same thread already holds is entered again at once (the executor is the same).
+
         Returns:
             The lock, held.
 
         Raises:
             LockError: A fresh lock file was locked by someone outside the guard.
+            RunBusy: A live holder, when this lock does not wait.
         """
+        key = (str(self.path.resolve()), threading.get_ident())
+        with _HELD_GUARD:
+            outer = _HELD.get(key)
+        if outer is not None and outer.handle is not None:
+            self._outer = outer
+            return self
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._acquire()
+        with _HELD_GUARD:
+            _HELD[key] = self
+        return self
+
+    def _acquire(self) -> None:
+        """Wait until this process is the folder's only executor (see `__enter__`)."""
         # the heartbeat as last read, and since when it is unchanged
         seen: tuple[str | None, float] | None = None
         began = time.monotonic()
@@ -208,13 +250,13 @@ class RunLock:
                         self._claim(handle, None if reported is None else
                                     f"done waiting for {self.path.parent}: its holder let go "
                                     f"after {now - began:.0f} s")
-                        return self
+                        return
                     if stale:
                         who = holder.describe() if holder is not None else "an unreadable heartbeat"
                         self._claim(handle, f"took over {self.path.parent} from {who}, "
                                             f"unchanged for {now - seen[1]:.1f} s "
                                             "(flock does not reach its machine)")
-                        return self
+                        return
                     fcntl.flock(handle, fcntl.LOCK_UN)
                 elif stale:
                     handle.close()
@@ -223,8 +265,10 @@ class RunLock:
                     self._take_over(f"took over {self.path.parent} from {who}, "
                                     f"unchanged for {now - seen[1]:.1f} s "
                                     "(stopped or hung: it still holds flock)")
-                    return self
+                    return
                 handle.close()
+            if not self.wait:
+                raise RunBusy(self.path.parent, holder)
             if reported is None or now - reported >= self.report_s:
                 reported = now
                 who = (holder.describe() if holder is not None
@@ -314,7 +358,15 @@ class RunLock:
                 return
 
     def __exit__(self, *exc: object) -> None:
-        """Stop the heartbeat and let the lock go (its heartbeat removed if still ours)."""
+        """Stop the heartbeat and let the lock go (its heartbeat removed if still ours).
+
+        A nested lock lets nothing go: its outer one does.
+        """
+        if self._outer is not None:
+            self._outer = None
+            return
+        with _HELD_GUARD:
+            _HELD.pop((str(self.path.resolve()), threading.get_ident()), None)
         self._stop.set()
         if self._thread is not None:
             self._thread.join()

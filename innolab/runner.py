@@ -17,11 +17,11 @@ from urllib.parse import urlparse
 from innolab.agents import SCAFFOLDS
 from innolab.gym.budget import parse_duration
 from innolab.gym.policy import RunConfig
-from innolab.gym.run import create_run, execute, load_config, new_run_id
+from innolab.gym.run import RunError, create_run, execute, load_config, new_run_id
 from innolab.llm.client import LLMClient
 from innolab.llm.errors import LLMError
 from innolab.llm.settings import LIMIT_FIELDS, LOCAL_MODEL, LLMSettings
-from innolab.rundir import LLM_CACHE, RunDir
+from innolab.rundir import LLM_CACHE, RunDir, runs_root
 from innolab.runlock import HEARTBEAT_S, STALE_S, RunLock
 from innolab.runspec import RunSettings, validate_settings
 from innolab.scoring import score_run
@@ -379,6 +379,9 @@ def start(
 ) -> dict[str, Any]:
     """Create a run folder, execute the run, score it.
 
+    The folder's lock (innolab.runlock) is held from its creation to its score: a second executor
+    of the same folder never runs it twice.
+
     Args:
         config: The resolved configuration.
         run_dir: The run folder (None: results/runs/<id>).
@@ -391,10 +394,15 @@ def start(
     Raises:
         innolab.tasks.leaks.LeakError: The agent would be shown a hidden number (the run does not
             start).
+        innolab.gym.run.RunError: The folder already holds a run.
     """
     refuse_leaks(config)
-    folder = create_run(settle(config), run_dir)
-    return finish(execute(folder, show_progress=show_progress), novelty)
+    target = Path(run_dir) if run_dir is not None else runs_root() / new_run_id(config)
+    if RunDir(target).exists():
+        raise RunError(f"{target} already holds a run (resume it: innolab run --resume {target})")
+    with RunLock(target):
+        folder = create_run(settle(config), target)
+        return finish(execute(folder, show_progress=show_progress), novelty)
 
 
 def refuse_leaks(config: RunConfig) -> None:
@@ -419,19 +427,31 @@ def refuse_leaks(config: RunConfig) -> None:
 
 
 def resume(
-    run_dir: Path, novelty: str | None = "default", show_progress: bool = True
+    run_dir: Path, novelty: str | None = "default", show_progress: bool = True,
+    wait: bool = True,
 ) -> dict[str, Any]:
     """Continue a killed run from its last checkpoint, then score it (a finished one: reported).
+
+    The run's lock (innolab.runlock) is held throughout: a run another process is executing is
+    waited for (then found finished and reported) or, with wait False, refused.
 
     Args:
         run_dir: The run folder.
         novelty: The back end of N (None: N is not computed).
         show_progress: Whether to show a progress bar.
+        wait: Whether to wait for another executor of the run.
 
     Returns:
         The outcome, with V, G, ratio and N.
+
+    Raises:
+        innolab.runlock.RunBusy: Another executor holds the run and wait is False.
+        innolab.gym.run.RunError: Not a run folder.
     """
-    return finish(execute(Path(run_dir), resume=True, show_progress=show_progress), novelty)
+    folder = Path(run_dir)
+    load_config(folder)  # not a run folder: said before a lock file is made in it
+    with RunLock(folder, wait=wait):
+        return finish(execute(folder, resume=True, show_progress=show_progress), novelty)
 
 
 def finish(outcome: dict[str, Any], novelty: str | None) -> dict[str, Any]:

@@ -48,6 +48,7 @@ from innolab.novelty.scoring import (
     novelty_against,
 )
 from innolab.rundir import RunDir, RunDirError
+from innolab.runlock import RunLock
 from innolab.tasks.evaluation import Evaluation, evaluate
 from innolab.tasks.frontier import FrontierError, as_date, utc_today
 from innolab.tasks.model import Task, TaskError
@@ -76,7 +77,7 @@ OUTCOME_FIELDS = ("novelty_out", "novelty_out_nearest", "novelty_out_note", "red
 
 def score_run(run_dir: str | Path, novelty_backend: str | None = "default",
               settings: dict[str, Any] | None = None, table: Path | None = None,
-              source_time_limit_s: float | None = None) -> dict[str, Any]:
+              source_time_limit_s: float | None = None, wait: bool = True) -> dict[str, Any]:
     """V, G, ratio and (with a back end) N of a finished run and of every improving candidate.
 
     Written once. Each assessed submission (the final one and every improving candidate) also
@@ -87,6 +88,9 @@ def score_run(run_dir: str | Path, novelty_backend: str | None = "default",
     it re-derives) and how its N came about (`novelty_status`, one of NOVELTY_STATUSES). N not
     computed is None, never 0 (an invalid submission's N is the paper's 0).
 
+    The run's lock (innolab.runlock) is held while it is scored: a run executing elsewhere is
+    scored after it ends (or, with wait False, refused), and two scorers never write twice.
+
     Args:
         run_dir: the run folder.
         novelty_backend: "default" (the DAGENT judge where a judge endpoint is configured, else the
@@ -96,6 +100,7 @@ def score_run(run_dir: str | Path, novelty_backend: str | None = "default",
         table: the CSV the score's row is appended to (default: the run folder's scores table).
         source_time_limit_s: the time limit of each program's re-run (None: the run's exec time
             limit, innolab.gym.reproduce.exec_time_limit).
+        wait: wait for another executor of the run (False: raise innolab.runlock.RunBusy).
 
     Returns:
         The score's row (with `already_scored` true when the run was scored before: then nothing
@@ -104,8 +109,21 @@ def score_run(run_dir: str | Path, novelty_backend: str | None = "default",
 
     Raises:
         ScoringError: not a run folder, a run without a trace, or a run that has not finished.
+        innolab.runlock.RunBusy: another executor holds the run and wait is False.
     """
     folder = RunDir(Path(run_dir))
+    if not folder.exists():
+        raise ScoringError(f"{folder.root} is not a run folder (no {folder.config.name})")
+    recorded = folder.read_score()
+    if recorded is not None:  # read without the lock: a scored run is never written again
+        return {**recorded, "already_scored": True}
+    with RunLock(folder.root, wait=wait):
+        return _score_run(folder, novelty_backend, settings, table, source_time_limit_s)
+
+
+def _score_run(folder: RunDir, novelty_backend: str | None, settings: dict[str, Any] | None,
+               table: Path | None, source_time_limit_s: float | None) -> dict[str, Any]:
+    """`score_run` of a folder whose lock is held."""
     recorded = folder.read_score()
     if recorded is not None:
         return {**recorded, "already_scored": True}

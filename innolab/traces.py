@@ -363,7 +363,9 @@ def truncate_to(run_dir: Path, position: dict[str, int]) -> None:
 def read_events(run_dir: Path) -> list[AnyEvent]:
     """The events of a run's trace, older schema versions upgraded.
 
-    A torn last line (a kill during a write) is ignored.
+    A torn last line (a kill during a write) is ignored. A trace that two executors wrote is
+    refused (naming the line): sequence numbers that do not rise by one, or a second
+    `run_finished` or `score` event (a run ends once and is scored once).
 
     Args:
         run_dir: the run folder.
@@ -378,7 +380,8 @@ def read_events(run_dir: Path) -> list[AnyEvent]:
     if not path.is_file():
         raise TraceError(f"{run_dir} has no {TRACE_FILE}")
     lines = path.read_bytes().split(b"\n")
-    events = []
+    events: list[AnyEvent] = []
+    once: dict[str, int] = {}  # run_finished and score: the line of the first
     for number, line in enumerate(lines, start=1):
         if not line.strip():
             continue
@@ -394,6 +397,17 @@ def read_events(run_dir: Path) -> list[AnyEvent]:
         except TraceError as error:
             text = str(error)
             raise TraceError(text if text.startswith(path.name) else f"{where}: {text}") from None
+        if events and event.seq != events[-1].seq + 1:  # type: ignore[operator]
+            raise TraceError(
+                f"{where}: sequence number {event.seq} where {events[-1].seq + 1} comes next "  # type: ignore[operator]
+                "(events out of order or written twice: two executors of one run)")
+        # version 1 wrote the gym's own score event before the scorer's: only run_finished once
+        if event.type == "run_finished" or (event.type == "score" and data.get("v") != 1):
+            if event.type in once:
+                raise TraceError(
+                    f"{where}: a second {event.type} event (the first on line "
+                    f"{once[event.type]}): the run was executed or scored twice")
+            once[event.type] = number
         events.append(event)
     return events
 

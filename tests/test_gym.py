@@ -338,6 +338,94 @@ def test_cli_resume_continues_a_killed_run(tmp_path):
     _steps_are_complete(run_dir, 5)
 
 
+def _cli(*args: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.run([INNOLAB, *args], capture_output=True, text=True, env=env, cwd=ROOT,
+                          timeout=300)
+
+
+def test_a_run_being_executed_is_not_executed_again_by_a_resume(tmp_path):
+    """The resume race: a second executor is refused (naming the holder) or waits; one run, once."""
+    run_dir = tmp_path / "run"
+    first = subprocess.Popen(
+        [INNOLAB, "run", "--agent", "baseline", "--task", "circle-packing-26", "--budget", "8s",
+         "--novelty", "none", "--run-dir", str(run_dir)],
+        cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)},
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        while not (run_dir / "trace.jsonl").exists():
+            assert first.poll() is None, first.stderr.read()[-2000:]
+            time.sleep(0.1)
+        refused = _cli("run", "--resume", str(run_dir), "--novelty", "none")
+        assert refused.returncode == 4, refused.stderr[-2000:]
+        assert f"pid {first.pid}" in refused.stderr and "--wait" in refused.stderr
+        busy_score = _cli("score", str(run_dir))
+        assert busy_score.returncode == 4 and f"pid {first.pid}" in busy_score.stderr
+        waited = _cli("run", "--resume", str(run_dir), "--novelty", "none", "--wait")
+        assert waited.returncode == 0, waited.stderr[-2000:]
+        assert waited.stdout.strip().splitlines()[-1] == str(run_dir)
+        assert first.wait(timeout=120) == 0
+    finally:
+        first.kill()
+    events = traces.read_events(run_dir)
+    assert [e.seq for e in events] == list(range(len(events)))
+    assert sum(e.type == "run_started" for e in events) == 1
+    assert sum(e.type == "run_finished" for e in events) == 1
+    assert sum(e.type == "score" for e in events) == 1
+    rows = (tmp_path / "scores.csv").read_text().strip().splitlines()
+    assert len(rows) == 2  # the header and the run, once
+
+
+def test_a_trace_two_executors_wrote_is_refused_naming_the_line(tmp_path):
+    writer = traces.TraceWriter(tmp_path)
+    writer.emit(traces.RunStarted(step=0, config={}))
+    writer.emit(traces.Checkpoint(step=1))
+    writer.close()
+    lines = (tmp_path / "trace.jsonl").read_text().splitlines()
+    (tmp_path / "trace.jsonl").write_text("\n".join([*lines, lines[1]]) + "\n")
+    with pytest.raises(traces.TraceError, match="line 3: sequence number 1 where 2 comes next"):
+        traces.read_events(tmp_path)
+    finished = {"v": 2, "time": 1.0, "type": "run_finished", "step": None, "reason": "steps",
+                "budget": {}, "final_submission": None, "dev_valid": False, "dev_score": None}
+    (tmp_path / "trace.jsonl").write_text("\n".join(
+        [*lines, json.dumps({**finished, "seq": 2}), json.dumps({**finished, "seq": 3})]) + "\n")
+    with pytest.raises(traces.TraceError,
+                       match="line 4: a second run_finished event \\(the first on line 3\\)"):
+        traces.read_events(tmp_path)
+
+
+def test_every_way_into_a_run_takes_its_lock(tmp_path):
+    """start, resume and score each refuse (or wait for) a run another executor holds."""
+    from innolab.runlock import RunBusy, RunLock
+
+    outcome = runner.start(scripted_config(policy_args={"steps": 2}), tmp_path / "run",
+                           novelty=None, show_progress=False)
+    run_dir = Path(outcome["run_dir"])
+    (run_dir / "score.json").unlink()
+    holder = subprocess.Popen(
+        [sys.executable, "-c",
+         "import sys, time; from pathlib import Path; from innolab.runlock import RunLock\n"
+         "with RunLock(Path(sys.argv[1])):\n    print('held', flush=True); time.sleep(60)",
+         str(run_dir)], cwd=ROOT, stdout=subprocess.PIPE, text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)})
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        with pytest.raises(RunBusy, match=f"pid {holder.pid}"):
+            runner.resume(run_dir, novelty=None, show_progress=False, wait=False)
+        with pytest.raises(RunBusy, match=f"pid {holder.pid}"):
+            score_run(run_dir, novelty_backend=None, wait=False)
+        with pytest.raises(RunBusy):
+            from innolab.gym.run import execute
+            execute(run_dir, resume=True, show_progress=False, wait=False)
+    finally:
+        holder.kill()
+        holder.wait()
+    # the same thread enters its own lock again (the runner holds it while the gym executes)
+    with RunLock(run_dir, wait=False), RunLock(run_dir, wait=False):
+        assert score_run(run_dir, novelty_backend=None, wait=False)["valid"] is not None
+    assert not (run_dir / "heartbeat.json").exists()  # let go by the outer lock
+
+
 def test_trace_events_are_typed_on_write_and_on_read(tmp_path):
     writer = traces.TraceWriter(tmp_path)
     writer.emit(traces.Checkpoint(step=1))

@@ -703,8 +703,8 @@ def test_the_sweep_budget_is_checked_and_set_from_the_command_line():
     assert "greater than 0" in spec_error({"name": "x", "base": BASE}, ["budget.max_cost_usd=0"])
 
 
-def trace_line(kind: str, **fields) -> str:
-    return json.dumps({"v": 1, "seq": 0, "time": time.time() - 5, "type": kind, **fields}) + "\n"
+def trace_line(kind: str, seq: int = 0, **fields) -> str:
+    return json.dumps({"v": 1, "seq": seq, "time": time.time() - 5, "type": kind, **fields}) + "\n"
 
 
 def test_attempts_are_archived_in_the_run_folder_and_a_half_done_archive_is_finished(tmp_path):
@@ -715,8 +715,8 @@ def test_attempts_are_archived_in_the_run_folder_and_a_half_done_archive_is_fini
     (run_dir / "config.json").write_text("{}")
     (run_dir / "trace.jsonl").write_text(
         trace_line("run_started", config={})
-        + trace_line("llm_call", cost_usd=0.25)
-        + trace_line("run_finished", reason="llm_error", budget={}, final_submission=None,
+        + trace_line("llm_call", seq=1, cost_usd=0.25)
+        + trace_line("run_finished", seq=2, reason="llm_error", budget={}, final_submission=None,
                      dev_valid=False, dev_score=None)
     )
     (run_dir / "score.json").write_text("{}")
@@ -758,7 +758,7 @@ def test_status_counts_states_spend_and_a_stop_for_cost(tmp_path):
         folder.mkdir(parents=True)
         (folder / "config.json").write_text("{}")
         (folder / "trace.jsonl").write_text(trace_line("run_started", config={})
-                                            + trace_line("llm_call", cost_usd=cost))
+                                            + trace_line("llm_call", seq=1, cost_usd=cost))
     (tmp_path / "runs" / "scored" / "score.json").write_text("{}")
     (tmp_path / "runs" / "running" / "heartbeat.json").write_text(json.dumps(
         {"pid": os.getpid(), "host": "here", "boot": boot_id(), "time": time.time(), "beat": 0,

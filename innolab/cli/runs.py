@@ -13,6 +13,7 @@ from innolab.runspec import add_options, novelty_choices, settings_from_args
 # The command line's own defaults: a longer budget than a sweep's (the schema's), no task and no
 # agent unless given (a run says which agent on which task).
 RUN_DEFAULTS: dict[str, str | None] = {"budget": "10m", "task": None, "agent": None}
+BUSY = 4  # the exit status of a run another process is executing (innolab.runlock.RunBusy)
 
 
 def register(commands: Commands) -> None:
@@ -35,6 +36,12 @@ def register(commands: Commands) -> None:
     )
     run_cmd.add_argument(
         "--resume", metavar="RUN_DIR", help="continue the run in RUN_DIR from its last checkpoint"
+    )
+    run_cmd.add_argument(
+        "--wait",
+        action="store_true",
+        help="with --resume: wait while another process executes the run, then report it "
+        "(default: refuse, naming that process, exit status 4)",
     )
     run_cmd.add_argument(
         "--repo", metavar="PATH", help="an EXP-Bench task's repository clone (--task expbench:<id>)"
@@ -76,6 +83,12 @@ def register(commands: Commands) -> None:
         "endpoint is configured, else ast)",
     )
     score_cmd.add_argument(
+        "--wait",
+        action="store_true",
+        help="wait while another process executes or scores the run (default: refuse, naming "
+        "that process, exit status 4)",
+    )
+    score_cmd.add_argument(
         "--as-of",
         metavar="DATE|run|today",
         help="read the score against V* as of a date (YYYY-MM-DD), the day the run started "
@@ -91,11 +104,12 @@ def run(args: argparse.Namespace) -> int:
     from innolab.gym.budget import BudgetError
     from innolab.gym.run import RunError
     from innolab.llm import LLMError
+    from innolab.runlock import RunBusy
 
     novelty = None if args.novelty == "none" else args.novelty
     try:
         if args.resume:
-            outcome = runner.resume(Path(args.resume), novelty=novelty)
+            outcome = runner.resume(Path(args.resume), novelty=novelty, wait=args.wait)
         else:
             if not args.agent or not args.task:
                 return fail("run", "give --agent and --task (or --resume RUN_DIR)")
@@ -107,6 +121,9 @@ def run(args: argparse.Namespace) -> int:
             outcome = runner.start(
                 config, Path(args.run_dir) if args.run_dir else None, novelty=novelty
             )
+    except RunBusy as error:
+        fail("run", f"{error} (or give --wait)")
+        return BUSY
     except (RunError, BudgetError, LLMError, ValueError) as error:
         return fail("run", error)
     from innolab.traces import summary
@@ -143,15 +160,20 @@ def score(args: argparse.Namespace) -> int:
         args: run_dir, backend and as_of.
 
     Returns:
-        0, or 2 with the reason when the run cannot be scored or read as of that date.
+        0, or 2 with the reason when the run cannot be scored or read as of that date, or 4 when
+        another process holds the run (without --wait).
     """
+    from innolab.runlock import RunBusy
     from innolab.scoring import ScoringError, read_score, score_run
 
     try:
-        row = score_run(Path(args.run_dir), novelty_backend=args.backend)
+        row = score_run(Path(args.run_dir), novelty_backend=args.backend, wait=args.wait)
         if args.as_of is not None:
             row = read_score(Path(args.run_dir), as_of=args.as_of)
             print(as_of_line(row), file=sys.stderr)
+    except RunBusy as error:
+        fail("score", f"{error} (or give --wait)")
+        return BUSY
     except ScoringError as error:
         return fail("score", error)
     print(json.dumps(row, default=str))

@@ -49,6 +49,7 @@ from innolab.gym.task import GymTask
 from innolab.gym.tools import Toolbox, ToolCall
 from innolab.llm.client import LLMError
 from innolab.rundir import RunDir, runs_root, write_atomic
+from innolab.runlock import RunLock
 from innolab.tasks.registry import get_task
 from innolab.traces import (
     Checkpoint,
@@ -192,15 +193,19 @@ class RunContext:
     trace: TraceWriter
 
 
-def execute(run_dir: Path, resume: bool = False, show_progress: bool = True) -> dict[str, Any]:
+def execute(run_dir: Path, resume: bool = False, show_progress: bool = True,
+            wait: bool = True) -> dict[str, Any]:
     """Run (or resume) the run in run_dir until the policy finishes or a budget is spent.
 
-    Name its final submission. Scoring is innolab.scoring's job, outside the gym.
+    Name its final submission. Scoring is innolab.scoring's job, outside the gym. The run's lock
+    (innolab.runlock) is held throughout: one executor per run; a second waits until the first
+    ends and then finds the run finished (or, with wait False, is refused with the holder named).
 
     Args:
         run_dir: a run directory made by `create_run`.
         resume: continue from the last checkpoint (a finished run is only reported).
         show_progress: show a progress bar.
+        wait: wait for another executor of the run (False: raise innolab.runlock.RunBusy).
 
     Returns:
         The outcome: run_dir, reason, final_submission, dev_valid, dev_score (and already_finished
@@ -208,8 +213,16 @@ def execute(run_dir: Path, resume: bool = False, show_progress: bool = True) -> 
 
     Raises:
         RunError: the run folder, its configuration or its checkpoint cannot be read.
+        innolab.runlock.RunBusy: another executor holds the run and wait is False.
     """
     folder = RunDir(run_dir)
+    load_config(folder.root)  # not a run folder: said before a lock file is made in it
+    with RunLock(folder.root, wait=wait):
+        return _execute(folder, resume, show_progress)
+
+
+def _execute(folder: RunDir, resume: bool, show_progress: bool) -> dict[str, Any]:
+    """`execute` with the run's lock held."""
     config = load_config(folder.root)
     task = get_task(config.task, config.task_options)
     policy = make_policy(config, folder.root)
