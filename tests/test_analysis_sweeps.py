@@ -3,6 +3,7 @@ scripted sweep."""
 
 from __future__ import annotations
 
+import itertools
 import json
 from pathlib import Path
 
@@ -13,6 +14,7 @@ from scipy import stats
 from statsmodels.stats.proportion import proportion_confint
 
 from innolab import notebooks, sweep
+from innolab.analysis import bootstrap as bs
 from innolab.analysis import sweeps as sw
 from innolab.paths import data_dir, notebooks_dir
 from tests.fake_llm import FakeLLM
@@ -41,17 +43,23 @@ def run_table(**columns) -> pd.DataFrame:
 # ------------------------------------------------------------------------------------ success rates
 
 
-def test_success_rates_use_wilson_intervals_from_statsmodels():
+def test_success_rates_use_wilson_intervals_which_contain_the_rate_unclipped():
     runs = run_table(
-        agent=["a"] * 5 + ["b"] * 3, valid=[True, True, False, False, False, True, True, True]
+        agent=["a"] * 5 + ["b"] * 3 + ["c"] * 4,
+        valid=[True, True, False, False, False, True, True, True, False, False, None, False],
     )
     table = sw.success_rates(runs, "agent", confidence_level=0.9)
     assert list(table.columns) == ["agent", "n", "successes", "rate", "ci_low", "ci_high"]
-    a, b = table.itertuples(index=False)
+    a, b, c = table.itertuples(index=False)
     assert (a.n, a.successes, a.rate) == (5, 2, 0.4) and (b.n, b.successes, b.rate) == (3, 3, 1.0)
+    # a missing `valid` is a failure, kept in the denominator
+    assert (c.n, c.successes, c.rate) == (4, 0, 0.0)
+    # statsmodels' Wilson bounds, computed independently, agree
     low, high = proportion_confint(2, 5, alpha=0.1, method="wilson")
     assert a.ci_low == pytest.approx(low) and a.ci_high == pytest.approx(high)
-    assert b.ci_high == pytest.approx(1.0) and b.ci_low < 1.0
+    # at n and at 0 successes the score interval's bounds are exactly 1 and 0, by the method
+    # (statsmodels' closed form leaves them a rounding error off, which a clip used to hide)
+    assert b.ci_high == 1.0 and b.ci_low < 1.0 and c.ci_low == 0.0 and c.ci_high > 0.0
     with pytest.raises(sw.AnalysisError, match="lacks the columns \\['nope'\\]"):
         sw.success_rates(runs, "nope")
 
@@ -132,7 +140,9 @@ def test_factor_effect_per_run_and_best_of_k():
         novelty=[10.0, 30.0, 50.0, 0.0, 60.0, 70.0, 80.0, 20.0],
     )
     effect = sw.factor_effect(runs, "temperature", "novelty", n_resamples=500)
-    assert list(effect.columns) == ["temperature", "kind", "mean", "ci_low", "ci_high", "n"]
+    assert list(effect.columns) == [
+        "temperature", "kind", "mean", "ci_low", "ci_high", "n", "method", "note"
+    ]
     per_run = effect[effect["kind"] == "per_run"].set_index("temperature")
     assert per_run["mean"].to_dict() == pytest.approx({0.2: 22.5, 0.8: 57.5})
     best = effect[effect["kind"] == "best_of_k"].set_index("temperature")
@@ -140,8 +150,81 @@ def test_factor_effect_per_run_and_best_of_k():
     # a: 60, b: 80
     assert best["mean"].to_dict() == pytest.approx({0.2: 40.0, 0.8: 70.0})
     assert best["n"].tolist() == [2, 2]
+    # best of 1 is one seed drawn at random: its expectation is the mean of the task's runs
+    # (a: 20, b: 25 at 0.2; a: 65, b: 50 at 0.8), not the first seed's value
     first = sw.factor_effect(runs, "temperature", "novelty", best_of=1, n_resamples=500)
-    assert first[first["kind"] == "best_of_k"]["mean"].tolist() == pytest.approx([30.0, 70.0])
+    assert first[first["kind"] == "best_of_k"]["mean"].tolist() == pytest.approx([22.5, 57.5])
+
+
+def test_best_of_weights_are_the_order_statistics_of_a_random_k_subset():
+    # 4 runs, best of 2: the best of the 6 pairs is rank 1 in 3 of them, rank 2 in 2, rank 3 in 1
+    assert sw.best_of_weights(4, 2) == pytest.approx([3 / 6, 2 / 6, 1 / 6, 0.0])
+    assert sw.best_of_weights(3, 3).tolist() == [1.0, 0.0, 0.0]  # m = k: the observed best
+    assert sw.best_of_weights(5, 1) == pytest.approx([0.2] * 5)  # k = 1: any run, the mean
+    values = np.array([0.9, 0.5, 0.4, 0.1, -1.0])  # ranked best first
+    subsets = [max(c) for c in itertools.combinations(values, 3)]
+    assert np.dot(sw.best_of_weights(5, 3), values) == pytest.approx(np.mean(subsets))
+    with pytest.raises(sw.AnalysisError, match="1 <= k <= m"):
+        sw.best_of_weights(2, 3)
+
+
+def best_of_runs(tasks: int, seeds: int = 3, seed: int = 0) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    rows = [
+        {"task": f"t{t}", "seed": s, "level": "x", "ratio": rng.uniform(-1, 0)}
+        for t in range(tasks)
+        for s in range(seeds)
+    ]
+    return run_table(**pd.DataFrame(rows).to_dict(orient="list")).assign(
+        score=lambda d: 2.0 + d["ratio"]
+    )
+
+
+def test_best_of_k_interval_is_a_bootstrap_over_tasks_that_contains_its_estimate_unclipped():
+    runs = best_of_runs(tasks=6)
+    effect = sw.factor_effect(runs, "level", "score", best_of=3, n_resamples=2000, rng=1)
+    best = effect[effect["kind"] == "best_of_k"].iloc[0]
+    assert "bootstrap over tasks" in best["method"] and "seeds not resampled" in best["method"]
+    # the estimate: the mean over tasks of each task's best of its 3 seeds
+    per_task = runs.groupby("task")["score"].max()
+    assert best["mean"] == pytest.approx(per_task.mean()) and best["n"] == 6
+    # the interval: the engine's percentile bootstrap of that mean over the 6 task values (drawn
+    # after the per-run row's), as it is; it contains the estimate by the method (no bound equals
+    # it, as a clip would make it)
+    gen = np.random.default_rng(1)
+    bs.bootstrap_ci(runs["score"].to_numpy(), n_resamples=2000, rng=gen)  # the per-run row's draws
+    reference = bs.bootstrap_ci(per_task.to_numpy(), n_resamples=2000, rng=gen)
+    assert (best["ci_low"], best["ci_high"]) == (reference.ci_low, reference.ci_high)
+    assert best["ci_low"] < best["mean"] < best["ci_high"]
+    assert best["note"] == ""
+    # the old within-task bootstrap of the best over resampled seeds lay wholly below the
+    # estimate (a resampled best never exceeds the observed one): its upper bound was the clip
+    within = np.array(
+        [
+            np.mean([rng_best(g, np.random.default_rng(r)) for _, g in runs.groupby("task")])
+            for r in range(300)
+        ]
+    )
+    assert (within <= best["mean"] + 1e-12).all()
+
+
+def rng_best(group: pd.DataFrame, rng: np.random.Generator) -> float:
+    drawn = rng.integers(0, len(group), len(group))
+    ratio, score = group["ratio"].to_numpy()[drawn], group["score"].to_numpy()[drawn]
+    return float(score[np.argmax(ratio)])
+
+
+def test_best_of_k_with_one_task_has_no_interval_and_says_why():
+    effect = sw.factor_effect(best_of_runs(tasks=1, seeds=5), "level", "score", best_of=3,
+                              n_resamples=500)
+    best = effect[effect["kind"] == "best_of_k"].iloc[0]
+    assert np.isfinite(best["mean"]) and best["n"] == 1
+    assert np.isnan(best["ci_low"]) and np.isnan(best["ci_high"])
+    assert "needs at least 2" in best["note"] and "invalid" in best["note"]
+    # a task with fewer seeds than k counts with the best of those it has, and says so
+    short = sw.factor_effect(best_of_runs(tasks=2, seeds=2), "level", "score", best_of=3,
+                             n_resamples=500)
+    assert "fewer than 3 seeds, best of those: t0 (2), t1 (2)" in short["note"].iloc[1]
 
 
 def test_trade_off_finds_the_pareto_set_and_the_best_level():
@@ -366,9 +449,15 @@ def test_regression_recovers_a_planted_slope_with_task_clustered_errors():
         "ci_high",
         "n",
         "method",
+        "hypothesis",
+        "note",
     ]
     slope = table.set_index("term").loc["temperature"]
     assert slope["ci_low"] < -0.5 < slope["ci_high"] and slope["p_value"] < 1e-6
+    # the Wald interval is symmetric about its estimate: it contains it by construction
+    half = slope["ci_high"] - slope["estimate"]
+    assert slope["estimate"] - slope["ci_low"] == pytest.approx(half) and half > 0
+    assert "H0: coefficient = 0" in slope["hypothesis"] and slope["note"] == ""
     assert table["method"].iloc[0] == "OLS, errors clustered by task"
     mixed = sw.regression(runs, "ratio ~ temperature", kind="mixed")
     assert mixed.set_index("term").loc["temperature", "estimate"] == pytest.approx(-0.5, abs=0.05)

@@ -1,6 +1,6 @@
 """innolab.analysis.bootstrap, the one bootstrap engine: cross-checks against scipy.stats.bootstrap,
-paired tests, imputation, errors, and the property that every interval innolab reports holds its
-estimate."""
+paired tests, imputation, errors, and the property that every interval innolab reports contains its
+estimate by its method, or is NaN with a reason (never widened)."""
 
 import numpy as np
 import pandas as pd
@@ -177,13 +177,22 @@ def test_resampled_means_are_double_precision():
     assert constant.ci_low == constant.mean == constant.ci_high == 2.1666666645
 
 
-def test_a_percentile_bound_that_misses_its_estimate_is_widened_to_it():
-    low, high = b.percentile_bounds(np.array([[1.0], [1.1], [1.2]]), np.array([2.0]), 0.95)
-    assert low[0] == pytest.approx(1.005) and high[0] == 2.0
-    low, high = b.hold_estimate(
-        np.array([0.5, np.nan]), np.array([0.6, np.nan]), np.array([0.7, np.nan])
-    )
-    assert low.tolist()[0] == 0.5 and high.tolist()[0] == 0.7 and np.isnan(low[1])
+def test_percentile_bounds_are_not_widened_and_an_interval_that_misses_its_mean_is_nan_with_why():
+    # the bounds are the resamples' quantiles as they are: 2.0 lies outside them and stays outside
+    low, high = b.percentile_bounds(np.array([[1.0], [1.1], [1.2]]), 0.95)
+    assert low[0] == pytest.approx(1.005) and high[0] == pytest.approx(1.195)
+    assert not hasattr(b, "hold_estimate")
+    # a skewed column at a confidence level near 0: the central 1 % of the resampled means lies
+    # below the mean, so there is no percentile interval that contains it: NaN, and the note says so
+    skewed = [1.06, 0.0, 0.0, 0.17, 4.33, 0.31, 0.43]
+    missed = b.bootstrap_ci(skewed, confidence_level=0.01, n_resamples=2000, rng=1)
+    assert missed.mean == pytest.approx(0.9)
+    assert np.isnan(missed.ci_low) and np.isnan(missed.ci_high)
+    assert "miss the mean 0.9" in missed.note
+    # the same column at 0.95: an interval, which contains its mean by the method, and no note
+    given = b.bootstrap_ci(skewed, n_resamples=2000, rng=1)
+    assert given.ci_low < given.mean < given.ci_high and given.note == ""
+    assert "at least 2" in b.bootstrap_ci([0.4]).note
 
 
 # ------------------------------------------------------ property: every interval holds its estimate
@@ -239,7 +248,9 @@ def test_bootstrap_intervals_hold_their_estimate(rows, data, confidence_level, n
         )
         for interval in intervals:
             assert holds(interval.mean, interval.ci_low, interval.ci_high), interval
-            assert np.isnan(interval.ci_low) == (interval.n < 2)
+            # NaN bounds only with a reason: fewer than 2 units, or bounds that miss the mean
+            assert np.isnan(interval.ci_low) == bool(interval.note)
+            assert (interval.n < 2) <= bool(interval.note)
     single = b.bootstrap_ci(
         matrix[:, 0], confidence_level=confidence_level, n_resamples=n_resamples, rng=rng
     )
@@ -261,6 +272,7 @@ def test_paired_intervals_hold_their_estimate(pairs, confidence_level, n_resampl
         a, c, confidence_level=confidence_level, n_resamples=n_resamples, rng=rng, p_method=p_method
     )
     assert holds(test.mean, test.ci_low, test.ci_high), test
+    assert np.isnan(test.ci_low) == bool(test.note)
     assert 0 < test.p_value <= 1
 
 

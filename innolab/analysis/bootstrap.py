@@ -7,15 +7,23 @@ type (`Interval`; a paired test is an `Interval` of the mean difference with its
 of resampling is the row: a vector (or a matrix, one column per statistic) holds one value per unit
 (a task, a run).
 
-Every interval holds its estimate: means and bounds are computed in float64 from float64 values,
-and a percentile bound that misses its estimate (a skewed statistic such as best of k, or the last
-bit of rounding) is widened to it (`hold_estimate`).
+An interval contains its estimate by its method, or is NaN with a reason (`Interval.note`); no
+bound is ever widened to its estimate. The percentile interval of a mean over units contains the
+mean wherever at least α/2 of the resampled means lie on each side of it (the resampled means
+centre on the mean), and it is computed so that rounding cannot break this: in float64, on
+deviations from a reference value of each column (its first counted value), so that a constant
+column's resampled means, bounds and mean are that value exactly, and the bounds and mean are that
+reference plus deviations (rounding is monotone, so bounds that contain the mean's deviation
+contain the mean). Where the bounds still miss the mean (the resampled means lie on one side of it
+beyond the tail α/2, possible at a confidence level near 0 with a skewed column), the bounds are
+NaN and the note says so. A statistic whose percentile bootstrap is invalid (a maximum such as best
+of k) is not resampled here: see `innolab.analysis.sweeps.factor_effect`.
 """
 
 from __future__ import annotations
 
 import warnings
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Literal
 
 import numpy as np
@@ -40,7 +48,11 @@ class BootstrapError(ValueError):
 
 @dataclass(frozen=True)
 class Interval:
-    """A mean over `n` units and its percentile bootstrap interval (NaN bounds below 2 units)."""
+    """A mean over `n` units and its percentile bootstrap interval.
+
+    The bounds are NaN below 2 units, or where the percentile bounds miss the mean; `note` then
+    says which (empty where the interval is given).
+    """
 
     mean: float
     ci_low: float
@@ -48,6 +60,7 @@ class Interval:
     n: int
     confidence_level: float
     n_resamples: int
+    note: str = field(default="", kw_only=True)
 
     def as_dict(self) -> dict[str, float]:
         """Return the interval's fields by name."""
@@ -123,33 +136,16 @@ def draw_indices(gen: np.random.Generator, size: tuple[int, int], n: int) -> np.
     return gen.integers(0, n, size=size, dtype=dtype)
 
 
-def hold_estimate(estimate: np.ndarray | float, low: np.ndarray | float,
-                  high: np.ndarray | float) -> tuple[np.ndarray, np.ndarray]:
-    """Return bounds widened, where needed, to contain their estimate.
-
-    Args:
-        estimate: The estimates.
-        low: Their lower bounds.
-        high: Their upper bounds.
-
-    Returns:
-        The lower and upper bounds (NaN stays NaN).
-    """
-    estimate = np.asarray(estimate, dtype=float)
-    return np.minimum(low, estimate), np.maximum(high, estimate)
-
-
-def percentile_bounds(samples: np.ndarray, estimate: np.ndarray | float, confidence_level: float
+def percentile_bounds(samples: np.ndarray, confidence_level: float
                       ) -> tuple[np.ndarray, np.ndarray]:
-    """Return the percentile bounds of bootstrap statistics, holding the estimate.
+    """Return the percentile bounds of bootstrap statistics, as they are (nothing is widened).
 
     Args:
         samples: The statistics, resamples × columns; NaN resamples are left out.
-        estimate: The estimate of each column.
         confidence_level: The confidence level of the bounds.
 
     Returns:
-        The lower and upper bounds of each column.
+        The lower and upper bounds of each column (NaN for a column with no resample left).
     """
     alpha = (1.0 - confidence_level) / 2.0
     quantile = np.nanquantile if np.isnan(samples).any() else np.quantile
@@ -157,7 +153,51 @@ def percentile_bounds(samples: np.ndarray, estimate: np.ndarray | float, confide
         # a column with no resample left: NaN bounds
         warnings.simplefilter("ignore", RuntimeWarning)
         low, high = quantile(samples, [alpha, 1.0 - alpha], axis=0)
-    return hold_estimate(estimate, low, high)
+    return np.asarray(low, dtype=float), np.asarray(high, dtype=float)
+
+
+def _missed_note(confidence_level: float, low: float, high: float, mean: float) -> str:
+    return (f"no interval: the {confidence_level:g} percentile bounds [{low:.6g}, {high:.6g}] of "
+            f"the resampled means miss the mean {mean:.6g} (more than the tail of the resamples "
+            "lies on one side of it)")
+
+
+def _percentile_interval(matrix: np.ndarray, present: np.ndarray | None, confidence_level: float,
+                         n_resamples: int, gen: np.random.Generator
+                         ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, list[str],
+                                    np.ndarray | None]:
+    """The mean of each column over its counted units and its percentile interval.
+
+    Computed on deviations from each column's first counted value (see the module's docstring).
+
+    Returns:
+        (mean, ci_low, ci_high, n, notes, resampled means or None below 2 units in every column).
+    """
+    counted = np.ones(matrix.shape, dtype=bool) if present is None else present
+    n = counted.sum(axis=0)
+    reference = np.zeros(matrix.shape[1])
+    if matrix.shape[0]:
+        first = np.argmax(counted, axis=0)
+        reference = np.where(n > 0, matrix[first, np.arange(matrix.shape[1])], 0.0)
+    with np.errstate(invalid="ignore", over="ignore"):
+        deviation = np.where(counted, matrix - reference, 0.0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        centre = deviation.sum(axis=0) / n
+    mean = reference + centre
+    low = np.full(matrix.shape[1], np.nan)
+    high = np.full(matrix.shape[1], np.nan)
+    notes = [f"{k} unit(s): an interval needs at least 2" if k < 2 else "" for k in n]
+    if not (n >= 2).any():
+        return mean, low, high, n, notes, None
+    means = _resample_means(deviation, present, n_resamples, gen)
+    dev_low, dev_high = percentile_bounds(means, confidence_level)
+    for j in np.flatnonzero(n >= 2):
+        if dev_low[j] <= centre[j] <= dev_high[j]:
+            low[j], high[j] = reference[j] + dev_low[j], reference[j] + dev_high[j]
+        else:
+            notes[j] = _missed_note(confidence_level, reference[j] + dev_low[j],
+                                    reference[j] + dev_high[j], mean[j])
+    return mean, low, high, n, notes, means + reference
 
 
 def _unit_matrix(values: Values, mask: np.ndarray | None, name: str
@@ -237,7 +277,8 @@ def bootstrap_ci(values: Values, *, confidence_level: float = DEFAULT_CONFIDENCE
 
     Returns:
         One Interval for a vector, one per column of a matrix. A column with fewer than 2 counted
-        units gets NaN bounds (and a NaN mean with none).
+        units gets NaN bounds (and a NaN mean with none), as does one whose percentile bounds miss
+        its mean; the Interval's note says which.
 
     Raises:
         BootstrapError: When a setting breaks its rule, the values are not 1-D or 2-D, the mask
@@ -245,19 +286,10 @@ def bootstrap_ci(values: Values, *, confidence_level: float = DEFAULT_CONFIDENCE
     """
     check_settings(confidence_level=confidence_level, n_resamples=n_resamples)
     matrix, present = _unit_matrix(values, mask, "values")
-    counted = np.ones(matrix.shape, dtype=bool) if present is None else present
-    n = counted.sum(axis=0)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        observed = np.where(counted, matrix, 0.0).sum(axis=0) / n
-    gen = generator(rng)
-    if (n >= 2).any():
-        means = _resample_means(matrix, present, n_resamples, gen)
-        low, high = percentile_bounds(means, observed, confidence_level)
-    else:
-        low, high = np.full(matrix.shape[1], np.nan), np.full(matrix.shape[1], np.nan)
-    low, high = np.where(n >= 2, low, np.nan), np.where(n >= 2, high, np.nan)
+    observed, low, high, n, notes, _ = _percentile_interval(matrix, present, confidence_level,
+                                                            n_resamples, generator(rng))
     intervals = [Interval(float(observed[j]), float(low[j]), float(high[j]), int(n[j]),
-                          float(confidence_level), int(n_resamples))
+                          float(confidence_level), int(n_resamples), note=notes[j])
                  for j in range(matrix.shape[1])]
     return intervals[0] if np.ndim(values) == 1 else intervals
 
@@ -290,7 +322,8 @@ def paired_bootstrap(a: Values, b: Values, *, confidence_level: float = DEFAULT_
             under H0).
 
     Returns:
-        The mean difference, its percentile interval and its two-sided p-value.
+        The mean difference, its percentile interval (NaN with a note where the bounds miss the
+        mean, as `bootstrap_ci`) and its two-sided p-value.
 
     Raises:
         BootstrapError: When a setting breaks its rule, `a` and `b` are not vectors of one length,
@@ -305,13 +338,12 @@ def paired_bootstrap(a: Values, b: Values, *, confidence_level: float = DEFAULT_
                              f"{va.shape[0]} and {vb.shape[0]} units")
     if va.shape[0] < 2:
         raise BootstrapError(f"a paired test needs at least 2 units, got {va.shape[0]}")
-    diffs = va - vb
-    observed = diffs.mean(axis=0)
-    means = _resample_means(diffs, None, n_resamples, generator(rng))
-    low, high = percentile_bounds(means, observed, confidence_level)
+    observed, low, high, n, notes, means = _percentile_interval(
+        va - vb, None, confidence_level, n_resamples, generator(rng))
     p = _two_sided_p(means, observed, p_method)
-    return PairedTest(float(observed[0]), float(low[0]), float(high[0]), int(diffs.shape[0]),
-                      float(confidence_level), int(n_resamples), p_value=float(p[0]))
+    return PairedTest(float(observed[0]), float(low[0]), float(high[0]), int(n[0]),
+                      float(confidence_level), int(n_resamples), p_value=float(p[0]),
+                      note=notes[0])
 
 
 def impute_scores(

@@ -3,8 +3,12 @@
 DataFrames in (`runs.parquet` and `trajectory.parquet` of `innolab.results`), DataFrames or small
 frozen results out, no file I/O. Interval functions take keyword-only `confidence_level` and, where
 they resample, `n_resamples` and `rng`, as scipy.stats names them, all checked by
-`innolab.analysis.bootstrap` (the one bootstrap engine); every interval holds its estimate. Trend
-tests name their unit of observation (`unit=`, e.g. `config_id`: one run).
+`innolab.analysis.bootstrap` (the one bootstrap engine). Every interval contains its estimate by
+its method (a percentile bootstrap of a mean, Wilson's score interval, a Wald interval) or is NaN
+with a reason; none is widened to its estimate, and a best of k is not bootstrapped over its own
+seeds (see `factor_effect`). Every statistic names its unit of observation (a run, a task; trend
+tests take `unit=`, e.g. `config_id`: one run), and every test states its hypothesis in its
+docstring and its output.
 A run without a valid submission counts with ratio −1 and N 0 (the paper's imputation, App. E.2):
 `runs.parquet` already holds imputed `ratio` and `novelty`.
 
@@ -17,6 +21,7 @@ as NaN in tables of single values).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -31,10 +36,7 @@ from innolab.analysis.bootstrap import (
     Rng,
     bootstrap_ci,
     check_settings,
-    draw_indices,
     generator,
-    hold_estimate,
-    percentile_bounds,
 )
 from innolab.metrics import FAILED_NOVELTY, FAILED_RATIO
 
@@ -78,6 +80,12 @@ def success_rates(
 ) -> pd.DataFrame:
     """Compute the share of runs with a valid submission per group, with Wilson intervals (Table 6).
 
+    Unit: a run; every run of the group is in its denominator (a run whose `valid` is missing
+    counts as a failure). The interval is Wilson's score interval
+    (`scipy.stats.binomtest(...).proportion_ci(method="wilson")`): the rates that the score test
+    does not reject, which contain the observed rate by construction (its score statistic is 0),
+    with the bounds at 0 and at n successes exactly 0 and 1. Nothing is widened.
+
     Args:
         runs: The runs table (needs `valid` and the `by` columns).
         by: The grouping column or columns.
@@ -89,8 +97,6 @@ def success_rates(
     Raises:
         AnalysisError: A column is missing or the confidence level is out of range.
     """
-    from statsmodels.stats.proportion import proportion_confint
-
     keys = _by(by)
     _columns(runs, [*keys, "valid"], "runs")
     check_settings(confidence_level=confidence_level)
@@ -102,11 +108,10 @@ def success_rates(
         table = table.drop(columns=table.columns[0])
     table["successes"] = table["successes"].astype(int)
     table["rate"] = table["successes"] / table["n"]
-    low, high = proportion_confint(table["successes"], table["n"], alpha=1 - confidence_level,
-                                   method="wilson")
-    low, high = hold_estimate(table["rate"].to_numpy(dtype=float), np.asarray(low, dtype=float),
-                              np.asarray(high, dtype=float))
-    table["ci_low"], table["ci_high"] = low, high
+    bounds = [stats.binomtest(int(k), int(n)).proportion_ci(confidence_level, method="wilson")
+              for k, n in zip(table["successes"], table["n"], strict=True)]
+    table["ci_low"] = [float(b.low) for b in bounds]
+    table["ci_high"] = [float(b.high) for b in bounds]
     return table[[*keys, "n", "successes", "rate", "ci_low", "ci_high"]]
 
 
@@ -268,21 +273,57 @@ def anytime(trajectory: pd.DataFrame, runs: pd.DataFrame, by: str | Sequence[str
 # ---------------------------------------------------------------------------------- Fig. 6(b), 6(c)
 
 
-def _first_k(part: pd.DataFrame, k: int | None) -> pd.DataFrame:
-    """The runs of each task in seed order, the first k of them (all when None).
+def best_of_weights(m: int, k: int) -> np.ndarray:
+    """Return the chance that the run of each rank is the best of k runs drawn from m.
+
+    Order statistics: among k of m runs drawn without replacement, every k-subset equally
+    likely, the run of rank i (1 = the best) is the best of the subset with chance
+    C(m − i, k − 1) / C(m, k). Weighting each run's value by it gives the mean over all k-subsets
+    of the best run's value: the unbiased estimate of the expected best of k from m runs (the
+    observed best when m = k; the mean of the runs when k = 1).
+
+    Args:
+        m: The runs.
+        k: The runs the best is chosen from, 1 ≤ k ≤ m.
 
     Returns:
-        What "best of k" chooses from.
+        The m weights, by rank (best first); they sum to 1.
+
+    Raises:
+        AnalysisError: k is not within 1..m.
     """
-    ordered = part.sort_values(["seed"] if "seed" in part else [], kind="stable")
-    return ordered if k is None else ordered.groupby("task", sort=False).head(k)
+    if not 1 <= k <= m:
+        raise AnalysisError(f"best of k needs 1 <= k <= m, got k = {k}, m = {m}")
+    total = math.comb(m, k)
+    return np.array([math.comb(m - i, k - 1) / total for i in range(1, m + 1)])
 
 
-def _best_of(part: pd.DataFrame, metric: str, k: int | None) -> pd.DataFrame:
-    """The best run (by imputed ratio) of each (task, level) among its first k seeds."""
-    ordered = _first_k(part, k)
-    best = ordered.loc[ordered.groupby("task", sort=True)["ratio"].idxmax()]
-    return best[list(dict.fromkeys(["task", metric, "ratio"]))]
+@dataclass(frozen=True)
+class _TaskBest:
+    """One task's best of k: its value (NaN when no weighted run's metric is known) and counts."""
+
+    value: float
+    seeds: int
+    k: int
+
+
+def _task_best_of(runs_of_task: pd.DataFrame, metric: str, k: int | None) -> _TaskBest:
+    """The expected metric of the best run by ratio among k of the task's seeds (order statistics).
+
+    Runs are ranked by ratio, best first, ties in seed order. A run whose metric is NaN (not
+    computed) is left out of the weights: the value is the mean over the k-subsets whose best
+    run's metric is known.
+    """
+    ordered = runs_of_task.sort_values(["seed"] if "seed" in runs_of_task else [], kind="stable")
+    ordered = ordered.sort_values("ratio", ascending=False, kind="stable", na_position="last")
+    m = len(ordered)
+    chosen = m if k is None else min(k, m)
+    weights = best_of_weights(m, chosen)
+    values = ordered[metric].to_numpy(dtype=float)
+    known = ~np.isnan(values)
+    weight = float(weights[known].sum())
+    value = float(np.dot(weights[known], values[known]) / weight) if weight > 0 else np.nan
+    return _TaskBest(value, m, chosen)
 
 
 def factor_effect(runs: pd.DataFrame, factor: str, metric: str, best_of: int | None = None, *,
@@ -290,28 +331,39 @@ def factor_effect(runs: pd.DataFrame, factor: str, metric: str, best_of: int | N
                   n_resamples: int = DEFAULT_RESAMPLES, rng: Rng = 0) -> pd.DataFrame:
     """Measure a factor's effect on a metric, per level, per run and best of k.
 
-    Per run (`kind` "per_run"): the mean with a bootstrap over runs; rows whose metric is missing
-    (for example `score` of an invalid run) are left out. Best of k per (task, level), as the
-    paper reports (`kind` "best_of_k"): the run with the best ratio among the first `best_of`
-    seeds of each task, its metric averaged over tasks, the interval from resampling the runs
-    within each task.
+    Per run (`kind` "per_run"): unit a run; the mean over runs with a percentile bootstrap over
+    runs; rows whose metric is missing (for example `score` of an invalid run) are left out.
+
+    Best of k (`kind` "best_of_k"), as the paper reports (the run with the best ratio among k
+    seeds of a task, its metric): unit a task. Each task's value is the expected best of k over
+    its m seeds by order statistics (`best_of_weights`: the mean over every k of its m seeds of
+    the best run's metric; with m = k, the observed best; a task with fewer than k seeds counts
+    with the best of those it has, said in `note`); the estimate is the mean over tasks. The
+    interval is a percentile bootstrap over tasks of these per-task values (a mean, for which the
+    percentile bootstrap is valid). Seeds are not resampled: the bootstrap of a maximum over
+    resampled seeds is invalid (its resampled best can never exceed the observed best). With
+    fewer than 2 tasks there is no interval: NaN, and `note` says why. Failed runs count with
+    their imputed ratio −1 (and N 0), so they stay in every k-subset.
 
     NaN novelty (and any NaN metric): per run, NaN rows are left out and `n` counts the runs
-    kept; best of k, the best run is still chosen by ratio, and a task whose best run has a NaN
-    metric is left out of the mean over tasks (`n` counts the tasks kept; in each resample, of
-    the tasks whose drawn best is known). Never read as 0.
+    kept; best of k, the runs are still ranked by ratio, a run whose metric is NaN is left out of
+    its task's weights (the mean over the k-subsets whose best run's metric is known), and a task
+    where no weighted run's metric is known is left out of the mean over tasks (`n` counts the
+    tasks kept; `note` the tasks left out). Never read as 0.
 
     Args:
         runs: The runs table (the factor, the metric, task, ratio; seed where known).
         factor: The factor's column.
         metric: The metric's column.
-        best_of: k, the seeds per task the best is chosen from; None for all.
+        best_of: k, the seeds per task the best is chosen from; None for all of a task's seeds.
         confidence_level: The intervals' confidence level.
         n_resamples: The number of bootstrap resamples.
         rng: A seed or a numpy Generator.
 
     Returns:
-        Columns `factor, kind, mean, ci_low, ci_high, n`, two rows per level.
+        Columns `factor, kind, mean, ci_low, ci_high, n, method, note`, two rows per level
+        (`n`: runs per run, tasks for best of k; `method`: the estimate and its interval in
+        words; `note`: why a bound is NaN, and what a best of k left out).
 
     Raises:
         AnalysisError: A column is missing, a setting is out of range, or `best_of` is not a
@@ -319,58 +371,46 @@ def factor_effect(runs: pd.DataFrame, factor: str, metric: str, best_of: int | N
     """
     check_settings(confidence_level=confidence_level, n_resamples=n_resamples)
     _columns(runs, [factor, metric, "task", "ratio"], "runs")
-    if best_of is not None and (int(best_of) != best_of or best_of < 1):
+    if best_of is not None and (isinstance(best_of, bool) or int(best_of) != best_of
+                                or best_of < 1):
         raise AnalysisError(f"best_of must be a positive integer or None, got {best_of!r}")
+    k = None if best_of is None else int(best_of)
+    gen = generator(rng)
+    settings = {"confidence_level": confidence_level, "n_resamples": n_resamples, "rng": gen}
+    per_run_method = "mean over runs; percentile bootstrap over runs"
+    chosen = ("the best of all its seeds" if k is None else
+              f"the mean over every {k} of its seeds of the best (order statistics)")
+    best_method = (f"per task, {metric} of the run best by ratio: {chosen}; mean over tasks; "
+                   "percentile bootstrap over tasks (seeds not resampled)")
     rows = []
     for (level,), part in _groups(runs, [factor]):
         values = part[metric].dropna().to_numpy(dtype=float)
-        interval = bootstrap_ci(values, confidence_level=confidence_level, n_resamples=n_resamples,
-                                rng=rng)
+        interval = bootstrap_ci(values, **settings)
         rows.append({factor: level, "kind": "per_run", "mean": interval.mean,
-                     "ci_low": interval.ci_low, "ci_high": interval.ci_high, "n": interval.n})
-        best = _best_of(part, metric, best_of)[metric].dropna()
-        estimate = float(best.mean()) if len(best) else np.nan
-        low, high = _best_of_interval(part, metric, best_of, estimate, confidence_level,
-                                      n_resamples, rng)
-        rows.append({factor: level, "kind": "best_of_k", "mean": estimate, "ci_low": low,
-                     "ci_high": high, "n": len(best)})
-    return pd.DataFrame(rows, columns=[factor, "kind", "mean", "ci_low", "ci_high", "n"])
-
-
-def _best_of_interval(part: pd.DataFrame, metric: str, k: int | None, estimate: float,
-                      confidence_level: float, n_resamples: int, rng: Rng) -> tuple[float, float]:
-    """Bootstrap the mean over tasks of the best-of-k run's metric, resampling each task's runs.
-
-    Returns:
-        The interval's bounds (NaN when a task has fewer than 2 runs, or the estimate is NaN).
-        The percentile bounds of a best-of statistic lean below it: they are widened to hold
-        `estimate`. A task whose drawn best run has a NaN metric is left out of that resample's
-        mean.
-    """
-    if np.isnan(estimate):
-        return np.nan, np.nan
-    gen = generator(rng)
-    totals = np.zeros(n_resamples)
-    tasks = np.zeros(n_resamples)
-    for _, runs_of_task in part.groupby("task", sort=True):
-        ordered = _first_k(runs_of_task, k)
-        ratio = ordered["ratio"].to_numpy(dtype=float)
-        if len(ratio) < 2:
-            return np.nan, np.nan
-        # runs ranked best first (ties in seed order, as the point estimate): the best of a resample
-        # is the run of its smallest drawn rank, and drawing ranks uniformly is drawing runs
-        # uniformly
-        by_rank = ordered[metric].to_numpy(dtype=float)[np.argsort(-ratio, kind="stable")]
-        drawn = by_rank[draw_indices(gen, (n_resamples, len(ratio)), len(ratio)).min(axis=1)]
-        known = ~np.isnan(drawn)
-        totals += np.where(known, drawn, 0.0)
-        tasks += known
-    with np.errstate(invalid="ignore", divide="ignore"):
-        means = totals / tasks  # NaN where no task's drawn best is known: left out
-    if np.isnan(means).all():
-        return np.nan, np.nan
-    low, high = percentile_bounds(means, estimate, confidence_level)
-    return float(low), float(high)
+                     "ci_low": interval.ci_low, "ci_high": interval.ci_high, "n": interval.n,
+                     "method": per_run_method, "note": interval.note})
+        tasks = {task: _task_best_of(of_task, metric, k)
+                 for task, of_task in part.groupby("task", sort=True)}
+        known = {task: best for task, best in tasks.items() if not np.isnan(best.value)}
+        best = bootstrap_ci(np.array([b.value for b in known.values()], dtype=float), **settings)
+        notes = []
+        if best.n < 2:
+            notes.append(f"{best.n} task(s) with a known best of k: the interval resamples tasks "
+                         "and needs at least 2 (a bootstrap of the best over resampled seeds is "
+                         "invalid, so none is given)")
+        elif best.note:
+            notes.append(best.note)
+        if len(known) < len(tasks):
+            notes.append(f"{len(tasks) - len(known)} task(s) left out: no run that could be the "
+                         f"best has {metric} known")
+        short = [f"{task} ({b.seeds})" for task, b in tasks.items() if k is not None and b.k < k]
+        if short:
+            notes.append(f"fewer than {k} seeds, best of those: {', '.join(short)}")
+        rows.append({factor: level, "kind": "best_of_k", "mean": best.mean, "ci_low": best.ci_low,
+                     "ci_high": best.ci_high, "n": best.n, "method": best_method,
+                     "note": "; ".join(notes)})
+    return pd.DataFrame(rows, columns=[factor, "kind", "mean", "ci_low", "ci_high", "n", "method",
+                                       "note"])
 
 
 @dataclass(frozen=True)
@@ -838,6 +878,14 @@ def regression(runs: pd.DataFrame, formula: str, kind: Literal["ols", "mixed"] =
     heteroscedasticity-robust HC1); `mixed`: a linear mixed model with a random intercept per level
     of `groups`. Example: `regression(runs, "ratio ~ temperature + C(agent)")`.
 
+    Unit: a row of `runs` (a run); `ols` clusters the errors by `groups`, so runs of one task are
+    not taken as independent. Each coefficient is tested against H0: coefficient = 0 (two-sided
+    Wald test, t for OLS, z for the mixed model; a parametric test, so no floor on p set by n).
+    The interval is the Wald interval, estimate ± quantile × standard error (statsmodels
+    `conf_int`): symmetric about the estimate, so it contains it by construction (subtracting or
+    adding a non-negative number cannot round past the estimate); NaN where the standard error
+    is not computed, with a note.
+
     NaN novelty (or a NaN in any variable of the formula): the row is dropped (patsy's NA
     handling), never read as 0; `n` counts the rows fitted.
 
@@ -849,7 +897,8 @@ def regression(runs: pd.DataFrame, formula: str, kind: Literal["ols", "mixed"] =
         confidence_level: The intervals' confidence level.
 
     Returns:
-        Columns `term, estimate, std_error, statistic, p_value, ci_low, ci_high, n, method`.
+        Columns `term, estimate, std_error, statistic, p_value, ci_low, ci_high, n, method,
+        hypothesis, note` (note: why a bound is NaN; empty otherwise).
 
     Raises:
         AnalysisError: An unknown kind, a confidence level out of range, or a formula that does
@@ -883,14 +932,18 @@ def regression(runs: pd.DataFrame, formula: str, kind: Literal["ols", "mixed"] =
     except (PatsyError, ValueError, np.linalg.LinAlgError, KeyError) as error:
         raise AnalysisError(f"formula {formula!r}: {str(error).splitlines()[0]}") from None
     interval = fit.conf_int(alpha=1 - confidence_level)
-    low, high = hold_estimate(fit.params.to_numpy(dtype=float),
-                              interval.iloc[:, 0].to_numpy(dtype=float),
-                              interval.iloc[:, 1].to_numpy(dtype=float))
+    error = fit.bse.to_numpy(dtype=float)
     table = pd.DataFrame({"term": fit.params.index, "estimate": fit.params.to_numpy(),
-                          "std_error": fit.bse.to_numpy(), "statistic": fit.tvalues.to_numpy(),
-                          "p_value": fit.pvalues.to_numpy(), "ci_low": low, "ci_high": high})
+                          "std_error": error, "statistic": fit.tvalues.to_numpy(),
+                          "p_value": fit.pvalues.to_numpy(),
+                          "ci_low": interval.iloc[:, 0].to_numpy(dtype=float),
+                          "ci_high": interval.iloc[:, 1].to_numpy(dtype=float)})
     table["n"] = int(fit.nobs)
     table["method"] = method
+    table["hypothesis"] = "H0: coefficient = 0 (two-sided Wald test; no floor on p)"
+    table["note"] = np.where(np.isfinite(error), "",
+                             "standard error not computed (a term the data do not identify): "
+                             "no p-value or interval")
     return table
 
 
