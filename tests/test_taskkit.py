@@ -3,6 +3,8 @@ fuzzing."""
 
 import json
 import math
+from decimal import Decimal, getcontext
+from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -177,12 +179,70 @@ def test_heilbronn_triangle_containment_is_exact():
     assert "outside" in check("points:heilbronn_triangle", {"points": outside}, n=11)[0][0]
 
 
+def test_a_point_outside_the_triangle_is_reported_with_its_distance_from_each_side():
+    """The distance from the line y = √3·c is (y − √3·c) / 2, here recomputed in 50 digits."""
+    inside = [[0.5, 0.1], [0.3, 0.2], [0.7, 0.2], [0.5, 0.5], [0.4, 0.3], [0.6, 0.3],
+              [0.5, 0.25], [0.45, 0.15], [0.55, 0.15]]
+    x, y = 0.3612735110422483, 0.6257440765539699  # 9.2e-18 beyond y = √3·x, exactly
+    apex = [0.5, 0.9]  # beyond both upper sides
+    base = [-0.1, -0.01]  # below the base and beyond y = √3·x
+
+    def beyond(py, c):
+        getcontext().prec = 50
+        return f"{float((Decimal(py) - Decimal(3).sqrt() * Decimal(c)) / 2):.3g}"
+
+    errors = check("points:heilbronn_triangle", {"points": [*inside, [x, y], apex]}, n=11)[0]
+    assert errors == [
+        "containment: 2 violation(s): "
+        f"points[9] lies outside the triangle (left of the side y = √3·x by {beyond(y, x)}); "
+        "points[10] lies outside the triangle (left of the side y = √3·x by "
+        f"{beyond(0.9, 0.5)}, right of the side y = √3·(1 − x) by {beyond(0.9, 0.5)})"]
+    assert beyond(y, x) == "9.24e-18"
+    errors = check("points:heilbronn_triangle", {"points": [*inside, base, [0.5, 0.3]]}, n=11)[0]
+    assert errors == ["containment: 1 violation(s): points[9] lies outside the triangle (below "
+                      f"the base by 0.01, left of the side y = √3·x by {beyond(-0.01, -0.1)})"]
+
+
 def test_erdos_rescaling_rule():
     assert check("steps:erdos_minimum_overlap", {"heights": [0.25] * 10}, max_n=100)[
         1
     ] == pytest.approx(0.5)
     errors, _ = check("steps:erdos_minimum_overlap", {"heights": [0.0] * 9 + [1.0]}, max_n=100)
     assert "exceeds 1" in errors[0]
+
+
+def test_erdos_rescaling_is_exact():
+    """The description promises rescaling to sum n/2 exactly: the range is decided in rationals.
+
+    These heights sum to 2 in float64 (so float64 rescaling multiplies by 1.0 and keeps every
+    height at or below 1), but their exact sum is 2 - 2^-53 + 1e-17 (as float64 values), below 2:
+    rescaled exactly, the first height is 2 / that sum > 1.
+    """
+    heights = [1.0, 1e-17, 0.0, 0.9999999999999999]
+    assert math.fsum(heights) == 2.0 and max(heights) == 1.0
+    exact = sum(map(Fraction, heights))
+    excess = Fraction(heights[0]) * 2 / exact - 1
+    assert exact < 2 and excess > 0
+    errors, score = check("steps:erdos_minimum_overlap", {"heights": heights}, max_n=100)
+    assert score is None
+    assert errors == [
+        f"heights[0] exceeds 1 by {float(excess):.3g} after rescaling exactly to sum 2"]
+    assert errors[0].startswith("heights[0] exceeds 1 by 5.05e-17")
+
+
+def test_erdos_rescaled_heights_are_each_the_float_nearest_their_exact_value():
+    from innolab.tasks.taskkit.steps import rescaled_exactly
+
+    rng = np.random.default_rng(7)
+    h = 0.15 + 0.7 * rng.random(999)  # mean about 1/2: rescaled, all stay below 1
+    h[[3, 10, 500]] = [5e-324, 1e-300, 0.0]  # a subnormal, a tiny and a zero height
+    exact = sum(map(Fraction, h.tolist()))
+    g = rescaled_exactly(h, 999 / 2, "heights")
+    assert [float(Fraction(x) * 999 / (2 * exact)) for x in h.tolist()] == g.tolist()
+    assert g[500] == 0.0 and abs(math.fsum(g) - 999 / 2) <= 1e-12
+    # heights already summing to n/2 exactly are left as they are
+    same = np.array([0.5, 0.25, 0.75, 0.5])
+    assert rescaled_exactly(same, 2.0, "heights").tolist() == same.tolist()
 
 
 def test_step_function_caps():

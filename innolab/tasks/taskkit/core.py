@@ -11,7 +11,7 @@ Rules that hold for every problem:
 * constraints are checked with zero tolerance: exactly in rational arithmetic where that is cheap
   (circles, points, triangles: a float64 value is a dyadic rational, so `fractions.Fraction` decides
   without rounding), exactly in Python integers (kissing vectors, schedules), or in float64
-  (step-function objectives);
+  (step-function objectives; the Erdős heights' rescaling and range are exact);
 * every violated constraint is listed (up to `MAX_LISTED_VIOLATIONS`) with its magnitude.
 """
 

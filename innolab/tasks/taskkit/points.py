@@ -57,10 +57,33 @@ def _double_area(a: Point, b: Point, c: Point) -> Fraction:
     return abs((b[0] - a[0]) * (c[1] - a[1]) - (b[1] - a[1]) * (c[0] - a[0]))
 
 
+def _minus_sqrt3(a: Fraction, b: Fraction) -> tuple[int, float]:
+    """The sign of a − √3·b, decided exactly, and its value to float64's relative precision.
+
+    With a and b of one sign, a − √3·b = (a² − 3b²) / (a + √3·b): the numerator is exact, so no
+    cancellation loses the value; with opposite signs the two terms add and nothing cancels.
+
+    Args:
+        a: A rational.
+        b: Another rational.
+
+    Returns:
+        (-1, 0 or 1, the value as a float).
+    """
+    if a >= 0 >= b or a <= 0 <= b:
+        sign = 0 if a == b == 0 else 1 if a >= 0 >= b else -1
+        return sign, float(a) - math.sqrt(3) * float(b)
+    numerator = a * a - 3 * b * b
+    sign = (numerator > 0) - (numerator < 0)
+    return (sign if a > 0 else -sign), float(numerator) / (float(a) + math.sqrt(3) * float(b))
+
+
 def heilbronn_triangle(data: dict[str, Any], n: int) -> float:
     """Check n points in the triangle (0,0), (1,0), (1/2, √3/2); score min area / (√3/4).
 
-    The score, the smallest triangle's area over the triangle's, is maximised.
+    The score, the smallest triangle's area over the triangle's, is maximised. Containment is
+    decided exactly (rationals; √3 only through squares); a point outside is reported with its
+    distance from each side's line it lies beyond (to 3 significant digits).
 
     Args:
         data: The submission: {"points": [[x, y], ...]}.
@@ -78,14 +101,16 @@ def heilbronn_triangle(data: dict[str, Any], n: int) -> float:
     q = [(Fraction(x), Fraction(y)) for x, y in p.tolist()]
     outside = []
     for i, (x, y) in enumerate(q):
-        # y ≥ 0, y ≤ √3·x and y ≤ √3·(1 − x), decided exactly by squaring non-negative sides.
+        # y ≥ 0, y ≤ √3·x and y ≤ √3·(1 − x), decided exactly; the distance from the line
+        # y = √3·c is (y − √3·c) / 2.
         broken = []
         if y < 0:
             broken.append(f"below the base by {size(-y)}")
-        if x < 0 or y * y > 3 * x * x:
-            broken.append("left of the side y = √3·x")
-        if 1 - x < 0 or y * y > 3 * (1 - x) ** 2:
-            broken.append("right of the side y = √3·(1 − x)")
+        for side, c in (("left of the side y = √3·x", x), ("right of the side y = √3·(1 − x)",
+                                                          1 - x)):
+            sign, excess = _minus_sqrt3(y, c)
+            if sign > 0:
+                broken.append(f"{side} by {size(excess / 2)}")
         if broken:
             outside.append(f"points[{i}] lies outside the triangle ({', '.join(broken)})")
     violations("containment", outside)

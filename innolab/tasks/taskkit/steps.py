@@ -3,18 +3,21 @@
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
 
-from .core import Invalid, Outcome, only_keys, real_vector
+from .core import Invalid, Outcome, only_keys, real_vector, size
 
 
 def erdos_minimum_overlap(data: dict[str, Any], max_n: int) -> float:
-    """Check step heights h on [0, 2]; score (2/n)·max_k Σ_i h_i (1 − h_{i+k}) (minimise).
+    """Check step heights h on [0, 2]; score (2/n)·max_k Σ_i g_i (1 − g_{i+k}) (minimise).
 
-    Rule for ∫h = 1: the heights are rescaled to sum exactly n/2 (as EinsteinArena does), then
-    every rescaled height must lie in [0, 1] with zero tolerance.
+    Rule for ∫h = 1: the heights are rescaled exactly (as EinsteinArena rescales, but in rational
+    arithmetic) to g_i = h_i · n / (2·Σh), Σh the exact sum of the submitted float64 numbers, so
+    that Σg = n/2 exactly; every g_i must lie in [0, 1], decided exactly with zero tolerance. The
+    score is computed in float64 from the g_i, each rounded to the float64 nearest to it.
 
     Args:
         data: The submission: {"heights": [h, ...]}.
@@ -30,14 +33,42 @@ def erdos_minimum_overlap(data: dict[str, Any], max_n: int) -> float:
     h = real_vector(data, "heights", 2, max_n, max_abs=1e6)
     if (h < 0).any():
         raise Invalid(f"heights[{int(np.argmax(h < 0))}] is negative")
-    total = math.fsum(h)
-    if not total > 0:
-        raise Invalid("heights must have a positive sum")
-    n = len(h)
-    h = h * ((n / 2) / total)
-    if (h > 1).any():
-        raise Invalid(f"heights[{int(np.argmax(h > 1))}] exceeds 1 after rescaling to sum n/2")
-    return float(np.max(np.correlate(h, 1 - h, mode="full")) * 2 / n)
+    g = rescaled_exactly(h, len(h) / 2, "heights")
+    n = len(g)
+    return float(np.max(np.correlate(g, 1 - g, mode="full")) * 2 / n)
+
+
+def rescaled_exactly(h: np.ndarray, target: float, field: str) -> np.ndarray:
+    """Rescale non-negative float64 values exactly to sum `target`; each must then be at most 1.
+
+    A float64 is a dyadic rational p/q, so over the common denominator Q (the largest q, a power
+    of two) every value is an integer P_i/Q and the sum T/Q is exact; the rescaled value
+    P_i · target / T is then one correctly rounded division of integers.
+
+    Args:
+        h: The values, all non-negative.
+        target: The sum wanted (n/2: an integer or a half-integer).
+        field: The field's name, for the errors.
+
+    Returns:
+        The rescaled values, each the float64 nearest to its exact value.
+
+    Raises:
+        Invalid: The values do not have a positive sum, or one exceeds 1 after rescaling.
+    """
+    ratios = [value.as_integer_ratio() for value in h.tolist()]
+    common = max(q for _, q in ratios)
+    scaled = [p * (common // q) for p, q in ratios]
+    total = sum(scaled)
+    if total <= 0:
+        raise Invalid(f"{field} must have a positive sum")
+    top, (num, den) = int(np.argmax(h)), target.as_integer_ratio()
+    # the largest rescaled value P·num/(den·T) exceeds 1 iff P·num > den·T
+    if scaled[top] * num > den * total:
+        excess = Fraction(scaled[top] * num - den * total, den * total)
+        raise Invalid(f"{field}[{top}] exceeds 1 by {size(excess)} after rescaling exactly to "
+                      f"sum {target:g}")
+    return np.array([p * num / (den * total) for p in scaled], dtype=np.float64)
 
 
 def first_autocorrelation(data: dict[str, Any], max_n: int) -> float:
