@@ -193,6 +193,7 @@ RUN_TABLE_COLUMNS: list[Column] = [
     Column("novelty_raw", lambda r: r.recorded("novelty")),
     Column("novelty_backend", lambda r: r.recorded("novelty_backend")),
     Column("novelty_status", lambda r: novelty_status(r.score)),
+    Column("novelty_code", lambda r: r.recorded("novelty_code")),
     Column("novelty_out",  # an invalid run's is the paper's N = 0, as the method axis's
            lambda r: _number(r.recorded("novelty_out")) if r.valid else FAILED[1],
            lambda entry: FAILED[1]),
@@ -247,6 +248,7 @@ TRAJECTORY_TABLE_COLUMNS: list[Column] = [
     Column("novelty_out_nearest", lambda c: (c.hidden or {}).get("novelty_out_nearest")),
     Column("novelty_backend", lambda c: c.backend if c.hidden is not None else None),
     Column("novelty_status", lambda c: novelty_status(c.hidden)),
+    Column("novelty_code", lambda c: (c.hidden or {}).get("novelty_code")),
     Column("source_status", lambda c: (c.hidden or {}).get("source_status")),
     Column("source_seconds", lambda c: _number((c.hidden or {}).get("source_seconds"))),
     Column("rederived_known", lambda c: (c.hidden or {}).get("rederived_known")),

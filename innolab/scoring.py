@@ -32,11 +32,13 @@ from typing import Any
 import pandas as pd
 
 from innolab.gym.policy import RunConfig
+from innolab.gym.provenance import ProgramError, load_program
 from innolab.gym.reproduce import SameOutcome, SourceCheck, check_source
 from innolab.llm.errors import LLMError
 from innolab.metrics import score_solution
 from innolab.novelty.backends import NoveltyError, Scorer
 from innolab.novelty.cards import extract_card
+from innolab.novelty.deadcode import DEAD_CODE_RULES, keep_executed
 from innolab.novelty.outcome import outcome_novelty
 from innolab.novelty.registry import make_backend
 from innolab.novelty.scoring import (
@@ -71,7 +73,8 @@ CANDIDATE_AS_OF = ("gain", "ratio", "beats_v_star", "headroom_closed")  # V* is 
 # reproduce the submission ("not_reproducing": the value is kept, with this status).
 NOVELTY_STATUSES = ("ok", "not_computed", "judge_failed", "no_code", "not_reproducing")
 # What each assessed submission records of its program's re-run and of its outcome novelty.
-SOURCE_FIELDS = ("source_status", "source_seconds", "source_detail", "source_time_limit_s")
+SOURCE_FIELDS = ("source_status", "source_seconds", "source_detail", "source_time_limit_s",
+                 "source_executed", "novelty_code", "novelty_code_note")
 OUTCOME_FIELDS = ("novelty_out", "novelty_out_nearest", "novelty_out_note", "rederived_known")
 
 
@@ -377,15 +380,47 @@ class _Assessor:
             verdict = evaluate(self.task, self.folder.resolve(file))
             path = self.folder.resolve(source_file) if source_file else None
             source = path.read_text(encoding="utf-8") if path and path.is_file() else ""
-            measured = self.measure(source, verdict.valid, file)
             check = check_source(self.folder.root, file, source_file, self.time_limit_s,
                                  same_outcome=self.same_outcome(verdict))
+            kept, rule = self.kept_code(source, source_file, check)
+            measured = self.measure(kept, verdict.valid, file)
             if measured["novelty_status"] == "ok" and verdict.valid and \
                     check.status != "reproduces":
                 measured["novelty_status"] = "not_reproducing"
-            measured.update(source_fields(check), **self.outcome(file, verdict.valid))
+            measured.update(source_fields(check), **rule, **self.outcome(file, verdict.valid))
             self._done[file] = (verdict, measured)
         return self._done[file]
+
+    def kept_code(self, source: str, source_file: str | None,
+                  check: SourceCheck) -> tuple[str, dict[str, Any]]:
+        """The program as novelty compares it, and which rule kept it.
+
+        What ran in the re-run, where its line coverage can be trusted (`keep_executed`; the
+        static rule then applies on top, in `comparable`); else the static rule alone, with why.
+
+        Args:
+            source: The stored program's text.
+            source_file: Its run-relative file (its program's data beside it).
+            check: The re-run (innolab.gym.reproduce.check_source), with its coverage.
+
+        Returns:
+            The text, and `novelty_code` ("executed" or "static") with `novelty_code_note`.
+        """
+        note = f"coverage {check.coverage_note}"
+        if check.executed is not None and source_file:
+            try:
+                program = load_program(self.folder.root, source_file)
+            except (ProgramError, OSError) as error:
+                note = f"coverage not mapped onto the program: {error}"
+            else:
+                kept = keep_executed(source, program.text_lines(check.executed)) \
+                    if program.text() == source else None
+                if kept is not None:
+                    return kept, {"novelty_code": "executed",
+                                  "novelty_code_note": DEAD_CODE_RULES["executed"]}
+                note = "coverage not mapped onto the program's stored text"
+        return source, {"novelty_code": "static",
+                        "novelty_code_note": f"{DEAD_CODE_RULES['static']}; {note}"[:500]}
 
     def same_outcome(self, verdict: Evaluation) -> SameOutcome:
         """Whether a reproduced file scores as the recorded one did (the hidden evaluator, here).
@@ -438,10 +473,12 @@ def source_fields(check: SourceCheck) -> dict[str, Any]:
         check: The check (innolab.gym.reproduce.check_source).
 
     Returns:
-        source_status, source_seconds, source_detail and source_time_limit_s.
+        source_status, source_seconds, source_detail, source_time_limit_s and
+        source_executed (the lines of each file that ran; None without a trusted coverage).
     """
     return {"source_status": check.status, "source_seconds": check.seconds,
-            "source_detail": check.detail, "source_time_limit_s": check.time_limit_s}
+            "source_detail": check.detail, "source_time_limit_s": check.time_limit_s,
+            "source_executed": check.executed}
 
 
 def novelty_status(record: dict[str, Any]) -> str | None:

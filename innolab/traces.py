@@ -192,6 +192,10 @@ class Score(Event):
     source_seconds: Number | None = None
     source_detail: str | None = None
     source_time_limit_s: Number | None = None
+    source_executed: dict[str, list[int]] | None = None
+    # the code novelty compared: what ran in the re-run ("executed") or static reachability
+    novelty_code: str | None = None
+    novelty_code_note: str | None = None
     novelty_out: Number | None = None
     novelty_out_nearest: str | None = None
     novelty_out_note: str | None = None

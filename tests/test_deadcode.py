@@ -1,10 +1,12 @@
 """Dead-code removal: reachability rules, runnable results, and padding that buys no novelty."""
 
 import ast
+import functools
 import math
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -576,3 +578,193 @@ def test_a_comment_like_line_inside_a_string_stays():
     source = ('X = """a\n# part of the string"""\n# the helper\ndef unused():\n    pass\n\n\n'
               'print(X)\n')
     assert strip_dead_code(source) == 'X = """a\n# part of the string"""\nprint(X)\n'
+
+
+# ------------------------------------------- padding reached only by code that never runs
+
+from tests.padding import FORMS, applicable, pad  # noqa: E402
+
+
+def _distance(a: str, b: str, backend: str) -> float:
+    from innolab.novelty.registry import make_backend
+
+    return make_backend(backend).distance(comparable(a, backend), comparable(b, backend))
+
+
+@functools.cache
+def _cosmetic_mean(task_id: str, name: str, backend: str) -> float:
+    code = known_code(get_task(task_id))[name]
+    return float(np.mean([_distance(code, transform(code), backend)
+                          for transform in COSMETIC.values()]))
+
+
+@pytest.mark.parametrize("form", FORMS)
+@pytest.mark.parametrize("backend", ["ast", "tfidf"])
+def test_padding_that_never_runs_moves_no_known_solution_more_than_cosmetic_edits(form, backend):
+    """Helpers called only under `if False:`, `if 0:`, a False constant, after a `return`, or
+    classes made only under `if not True:`: within the cosmetic mean, on every known solution."""
+    padded_any = 0
+    for task_id, name in SOLUTIONS:
+        code = known_code(get_task(task_id))[name]
+        if not applicable(code, form):
+            continue
+        padded, _ = pad(code, form)
+        padded_any += 1
+        raw = make_raw(backend)(code, padded)
+        after = _distance(code, padded, backend)
+        assert raw > after, f"{task_id}/{name}: the padding was not seen ({raw} vs {after})"
+        assert after <= _cosmetic_mean(task_id, name, backend) + 1e-9, \
+            f"{task_id}/{name} ({form}, {backend}): padded {after:.2f} > cosmetic mean"
+    # after-return needs a function that returns: three one-script baselines have none
+    assert padded_any >= (len(SOLUTIONS) - 3 if form == "after-return" else len(SOLUTIONS))
+
+
+def make_raw(backend: str):
+    """D of two programs as the back end sees them without dead-code removal."""
+    from innolab.novelty.registry import make_backend
+    from innolab.novelty.structure import normalise
+
+    def raw(a: str, b: str) -> float:
+        if backend == "ast":
+            return make_backend(backend).distance(a, b)
+        return make_backend(backend).distance(normalise(a), normalise(b))
+    return raw
+
+
+def test_constant_branches_go_whole_and_live_blocks_take_their_place():
+    stripped = _strip('''
+        import sys
+
+        DEBUG = False
+        LIMIT = 3
+
+
+        def helper():
+            return 1
+
+
+        def other():
+            return 2
+
+
+        def main():
+            if DEBUG:
+                helper()
+            elif LIMIT > 2 and not DEBUG:
+                print("live")
+            else:
+                other()
+            if True:
+                print("always")
+            else:
+                helper()
+            while 0:
+                other()
+            return 0
+            print("after the return")
+
+
+        if __name__ == "__main__":
+            sys.exit(main())
+    ''')
+    assert "helper" not in stripped and "other" not in stripped and "after the" not in stripped
+    assert "DEBUG" not in stripped and "while" not in stripped
+    assert 'if LIMIT > 2 and not DEBUG' not in stripped or "elif" not in stripped
+    assert '    print("always")\n' in stripped  # unwrapped, one level up
+    ast.parse(stripped)
+
+
+def test_a_branch_a_name_rebound_anywhere_decides_stays():
+    kept = _strip('''
+        FLAG = False
+
+
+        def helper():
+            return 1
+
+
+        def flip():
+            global FLAG
+            FLAG = True
+
+
+        flip()
+        if FLAG:
+            print(helper())
+    ''')
+    assert "def helper" in kept  # FLAG is rebound: the branch may run
+
+
+ELIF_CHAIN = textwrap.dedent('''
+    def a():
+        return 1
+
+
+    def b():
+        return 2
+
+
+    if x > 5:
+        out.append(a())
+    elif False:
+        out.append(b())
+    else:
+        out.append("rest")
+''')
+
+
+@pytest.mark.parametrize("x", [1, 7])
+def test_an_elif_chain_keeps_its_meaning(x):
+    stripped = strip_dead_code(ELIF_CHAIN)
+    assert "def b" not in stripped and "def a" in stripped and "else:" in stripped
+    ran: list = []
+    exec(stripped, {"x": x, "out": ran})
+    assert ran == [1 if x > 5 else "rest"]
+
+
+def test_keep_executed_drops_what_never_ran():
+    from innolab.novelty.deadcode import keep_executed
+
+    source = textwrap.dedent('''\
+        import json
+
+
+        def used(x):
+            if x > 10:
+                raise ValueError(x)
+            return x + 1
+
+
+        def never(x):
+            return x * 2
+
+
+        class Box:
+            def put(self, x):
+                return used(x)
+
+            def unused(self):
+                return never(1)
+
+
+        print(json.dumps(Box().put(1)))
+    ''')
+    lines = [1, 4, 5, 7, 10, 14, 15, 16, 22]
+    kept = keep_executed(source, lines)
+    assert kept is not None
+    assert "raise" not in kept and "def never" not in kept and "def unused" not in kept
+    assert "def put" in kept and "return x + 1" in kept and "if x > 10:\n        pass" in kept
+    assert keep_executed(source, []) is None  # nothing ran: the record cannot be right
+    assert keep_executed("def broken(:\n", [1]) is None
+
+
+def test_novelty_distance_says_which_rule_kept_the_code(tmp_path):
+    a, b = tmp_path / "a.py", tmp_path / "b.py"
+    a.write_text(AGENT_SLSQP)
+    b.write_text(pad(AGENT_SLSQP, "if-false")[0])
+    cli = Path(sys.executable).parent / "innolab"
+    done = subprocess.run([str(cli), "novelty", "distance", "--backend", "ast", str(a), str(b)],
+                          capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    assert "dead code: static" in done.stderr
+    assert float(done.stdout.strip().splitlines()[-1]) == 0.0

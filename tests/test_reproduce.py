@@ -260,3 +260,89 @@ def test_a_submission_of_a_known_solutions_output_is_named_rederived(tmp_path):
     assert row["rederived_known"] == row["novelty_out_nearest"] == "baseline-grid"
     improving = results.trajectory(tmp_path / "runs").query("improving").iloc[0]
     assert improving["rederived_known"] == "baseline-grid" and improving["novelty_out"] < 1
+
+
+# ---------------------------------------- at scoring: the code novelty compares is what ran
+
+def _padded_everywhere(source: str) -> tuple[str, list[int | None]]:
+    """A program padded by the forms of tests.padding one after the other, with its line map."""
+    from tests.padding import pad
+
+    text, mapping = source, list(range(1, source.count("\n") + 2))
+    for form in ("if-false", "after-return", "unused-classes"):
+        text, step = pad(text, form)
+        mapping = [mapping[line - 1] if line else None for line in step]
+    return text, mapping
+
+
+def _cosmetic_mean(code: str, backend: str) -> float:
+    from tests.test_deadcode import COSMETIC
+
+    return float(sum(_code_distance(code, t(code), backend) for t in COSMETIC.values())
+                 / len(COSMETIC))
+
+
+def _code_distance(a: str, b: str, backend: str) -> float:
+    from innolab.novelty.scoring import distance
+
+    return distance(a, b, backend).value
+
+
+@pytest.mark.parametrize("task_id", __import__("innolab.tasks.registry",
+                                               fromlist=["builtin_ids"]).builtin_ids())
+def test_padding_in_a_rerun_program_is_dropped_by_what_ran(task_id, tmp_path):
+    """Each task's baseline program, padded three ways, re-run with line coverage as at scoring:
+    the code kept of it is the code kept of the program itself (one run, its lines mapped)."""
+    from innolab.agents.baseline import family_of, template
+    from innolab.gym.factory import open_sandbox
+    from innolab.gym.reproduce import run_program
+    from innolab.novelty.deadcode import keep_executed, strip_dead_code
+
+    task = get_task(task_id)
+    original = template(family_of(task))
+    padded, mapping = _padded_everywhere(original)
+    program = Program(files={"prog.py": padded}, entry="prog.py",
+                      args=["--seed", "0", "--time", "1", "--out", "out.json"])
+    sandbox = open_sandbox(task, "local")
+    try:
+        run = run_program(sandbox, program, limit=120)
+    finally:
+        sandbox.close()
+    assert run.result.returncode == 0, run.result.stderr[-2000:]
+    assert run.executed is not None, run.coverage_note
+    ran = program.text_lines(run.executed)
+    assert ran, "no line ran under the tracer"
+    kept_padded = keep_executed(program.text(), ran)
+    own = {mapping[n - 1] for n in run.executed["prog.py"] if mapping[n - 1]}
+    kept_original = keep_executed(original, own)
+    assert kept_padded is not None and kept_original is not None
+    live = strip_dead_code(kept_padded)  # what a back end compares (`comparable` strips too)
+    assert "pad_helper" not in live and "PadModel" not in live
+    for backend in ("ast", "tfidf"):
+        moved = _code_distance(kept_padded, kept_original, backend)
+        assert moved <= _cosmetic_mean(original, backend) + 1e-9, (backend, moved)
+
+
+def test_a_scored_run_compares_the_code_that_ran_and_says_so(tmp_path):
+    """Two runs, one program padded, scored by the structural back end: the same N, the same
+    distances, and score.json names the rule (executed lines) and what ran."""
+    from tests.padding import pad
+
+    program = ("import json\n" + GRID + "\n\ndef write(path):\n"
+               "    open(path, 'w').write(json.dumps({'circles': GRID}))\n    return path\n\n\n"
+               "write('packing.json')\n")
+    scores = []
+    for name, text in (("plain", program), ("padded", pad(program, "after-return")[0])):
+        calls = [["write_file", {"path": "make.py", "content": text}],
+                 ["bash", {"command": "python3 make.py"}],
+                 ["submit", {"path": "packing.json"}]]
+        config = RunConfig(task=TASK, policy="tests.gym_policies:CallPolicy",
+                           policy_args={"calls": calls}, max_steps=5, wall_clock_s=300)
+        outcome = runner.start(config, tmp_path / name, novelty="ast", show_progress=False)
+        scores.append(json.loads((Path(outcome["run_dir"]) / "score.json").read_text()))
+    plain, padded = scores
+    for score in scores:
+        assert score["novelty_code"] == "executed", score["novelty_code_note"]
+        assert score["source_status"] == "reproduces" and score["source_executed"]["make.py"]
+    assert padded["distances"] == plain["distances"] and padded["novelty"] == plain["novelty"]
+    assert padded["candidates"][-1]["novelty_code"] == "executed"

@@ -71,6 +71,7 @@ def test_each_column_is_declared_once_with_its_source():
         "novelty_out_nearest",
         "novelty_backend",
         "novelty_status",
+        "novelty_code",
         "source_status",
         "source_seconds",
         "rederived_known",

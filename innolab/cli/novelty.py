@@ -79,18 +79,16 @@ def distance(args: argparse.Namespace) -> int:
     import sys
 
     from innolab.novelty.backends import NoveltyError
-    from innolab.novelty.registry import make_backend
-    from innolab.novelty.scoring import comparable, default_backend
+    from innolab.novelty.scoring import distance as code_distance
 
-    name = args.backend or default_backend()
     try:
-        backend = make_backend(name)
-        a, b = (comparable(Path(f).read_text(), name) for f in (args.file_a, args.file_b))
-        value = backend.distance(a, b)
+        a, b = (Path(f).read_text() for f in (args.file_a, args.file_b))
+        found = code_distance(a, b, args.backend)
     except (NoveltyError, OSError) as error:
         return fail("novelty distance", error)
-    print(f"back end: {backend.name}", file=sys.stderr)
-    print(f"{value:.2f}")
+    print(f"back end: {found.backend}", file=sys.stderr)
+    print(f"dead code: {found.dead_code} — {found.note}", file=sys.stderr)
+    print(f"{found.value:.2f}")
     return 0
 
 

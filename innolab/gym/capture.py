@@ -135,6 +135,10 @@ class Capture:
 
     Attributes:
         records: every record read so far, in log order.
+        executed: line coverage, where the processes traced lines: the lines of each
+            workspace-relative file that ran.
+        lines_intact: for each traced process that exited normally, whether its line tracer was
+            still in place at its exit.
         processes: the processes, in the order they first logged.
         cells: the persistent interpreter's actions, in the order they ran.
         offset: how many bytes of the log were read.
@@ -145,6 +149,10 @@ class Capture:
         self.processes: list[Process] = []
         self.cells: list[CellRun] = []
         self.offset = 0
+        # line coverage (a process started with INNOLAB_LINES=1): the lines of each workspace
+        # file that ran, and each process's word at exit on whether its tracer stayed in place
+        self.executed: dict[str, set[int]] = {}
+        self.lines_intact: list[bool] = []
         self._by_pid: dict[int, int] = {}
         self._current_cell: dict[int, int] = {}
 
@@ -188,7 +196,12 @@ class Capture:
         if kind == "proc" or pid not in self._by_pid:
             self._start(record)
         process = self.processes[self._by_pid[pid]]
-        if kind == "run":
+        if kind == "line":
+            if isinstance(record.get("path"), str) and isinstance(record.get("n"), int):
+                self.executed.setdefault(record["path"], set()).add(record["n"])
+        elif kind == "lines_end":
+            self.lines_intact.append(record.get("intact") is True)
+        elif kind == "run":
             process.run = record
         elif kind == "cell" and isinstance(record.get("sha"), str):
             process.session = True

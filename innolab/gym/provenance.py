@@ -13,7 +13,7 @@ from __future__ import annotations
 import ast
 import json
 import posixpath
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -106,6 +106,24 @@ class Program:
         """
         order = [name for name in self.files if name != self.entry] + [self.entry]
         return "\n".join(f"# file: {name}\n{self.files[name].rstrip()}\n" for name in order)
+
+    def text_lines(self, executed: Mapping[str, Iterable[int]]) -> set[int]:
+        """The lines of `text()` that are given lines of the program's files.
+
+        Args:
+            executed: (1-based) lines by workspace-relative file, as a line coverage gives them.
+
+        Returns:
+            The same lines, numbered as in `text()` (lines a file does not have are left out).
+        """
+        order = [name for name in self.files if name != self.entry] + [self.entry]
+        found: set[int] = set()
+        start = 1  # the line of the current file's `# file:` marker
+        for name in order:
+            count = self.files[name].rstrip().count("\n") + 1
+            found.update(start + n for n in executed.get(name, ()) if 1 <= n <= count)
+            start += count + 2  # its marker, its lines and the blank line between files
+        return found
 
 
 def program_file(source_file: Path) -> Path:

@@ -7,6 +7,14 @@ default the run's longest code-tool time limit), and takes the file at the path 
 submitted. Identical bytes reproduce; otherwise the caller's `same_outcome` (the hidden evaluator,
 on the host: innolab.scoring passes it, the gym never imports it) decides; else the program differs.
 
+Line coverage: the program runs with the capture hook's line tracer on (INNOLAB_LINES=1), so the
+check also returns which lines of each of its files ran (`SourceCheck.executed`), what novelty
+keeps of it (innolab.novelty.deadcode.keep_executed). A coverage record is used only when every
+traced process kept its tracer to the end and the program names nothing that touches tracing
+(`TRACE_NAMES`, in its text, strings included); else `executed` is None and `coverage_note` says
+why. A traced run that hits the time limit is run again untraced in a fresh sandbox (tracing slows
+pure-Python loops), which decides the status.
+
 Network: a docker sandbox has none; the local runtime runs the program in a network namespace of
 its own (`unshare -rn`: loopback only) where the machine allows it, and says so in the detail where
 it does not.
@@ -15,6 +23,7 @@ it does not.
 from __future__ import annotations
 
 import posixpath
+import re
 import shlex
 import tempfile
 from collections.abc import Callable
@@ -22,10 +31,11 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from innolab.gym.capture import Capture
 from innolab.gym.factory import open_sandbox
 from innolab.gym.policy import RunConfig
 from innolab.gym.provenance import Program, ProgramError, load_program
-from innolab.gym.sandbox import Sandbox, SandboxError
+from innolab.gym.sandbox import ExecResult, Sandbox, SandboxError
 from innolab.gym.tools import DEFAULT_TIMEOUTS
 from innolab.rundir import FINAL_SUBMISSION, SUBMISSION_DIR, RunDir, RunDirError
 from innolab.tasks.model import TaskError
@@ -37,6 +47,10 @@ SOURCE_STATUSES: tuple[SourceStatus, ...] = ("reproduces", "differs", "timeout",
 CODE_TOOLS = ("bash", "python", "python_session")  # the tools whose time limit bounds a re-run
 ISOLATE_NETWORK = ["unshare", "-rn"]  # a new user and network namespace: loopback only
 DETAIL_CHARS = 500
+LINES_ON = "INNOLAB_LINES=1"  # the capture hook's line tracer (innolab/gym/images/capture_site.py)
+# a program that names any of these may switch the line tracer off or fake it: no coverage is used
+TRACE_NAMES = re.compile(r"settrace|setprofile|gettrace|getprofile|f_trace|monitoring|_getframe|"
+                         r"ctypes|cffi|tracemalloc|sitecustomize|INNOLAB_LINES")
 
 # (recorded submission, reproduced file) -> (whether the hidden evaluator scores them alike, note)
 SameOutcome = Callable[[Path, Path], tuple[bool, str]]
@@ -53,12 +67,17 @@ class SourceCheck:
         seconds: The program's wall time in the sandbox (0.0 where it did not run).
         detail: What was run and what came of it.
         time_limit_s: The time limit the program ran under (None where it did not run).
+        executed: The lines of each of the program's files that ran in the re-run
+            (workspace-relative paths; None where no coverage can be trusted).
+        coverage_note: How the coverage came about, or why there is none.
     """
 
     status: SourceStatus
     seconds: float
     detail: str
     time_limit_s: float | None = None
+    executed: dict[str, list[int]] | None = None
+    coverage_note: str = "the program did not run"
 
     def as_dict(self) -> dict[str, Any]:
         """The check as plain data."""
@@ -168,31 +187,117 @@ def check_source(run_dir: Path, submission_file: str, source_file: str | None,
         task = get_task(config.task, config.task_options)
     except (RunDirError, OSError, TaskError, ValueError) as error:
         return SourceCheck("error", 0.0, str(error)[:DETAIL_CHARS])
+    check = None
+    for traced in (True, False):
+        try:
+            sandbox = open_sandbox(task, config.runtime, config.image)
+        except (SandboxError, OSError) as error:
+            why = f"no fresh {config.runtime} sandbox: {error}"
+            return SourceCheck("error", 0.0, why[:DETAIL_CHARS])
+        try:
+            check = _run_and_compare(sandbox, program, target, limit, expected, recorded,
+                                     same_outcome, traced)
+        finally:
+            sandbox.close()
+        if check.status != "timeout" or not traced:
+            break
+    assert check is not None
+    return check
+
+
+def _coverage(sandbox: Sandbox, program: Program) -> tuple[dict[str, list[int]] | None, str]:
+    """The lines of the program's files that ran, read from the sandbox's capture log.
+
+    Returns:
+        The lines by file (None where the record cannot be trusted) and how it came about.
+    """
+    if any(TRACE_NAMES.search(text) for text in program.files.values()):
+        return None, ("not used: the program names something that can switch line tracing off "
+                      "or fake it")
+    capture = Capture()
     try:
-        sandbox = open_sandbox(task, config.runtime, config.image)
-    except (SandboxError, OSError) as error:
-        why = f"no fresh {config.runtime} sandbox: {error}"
-        return SourceCheck("error", 0.0, why[:DETAIL_CHARS])
-    try:
-        return _run_and_compare(sandbox, program, target, limit, expected, recorded, same_outcome)
-    finally:
-        sandbox.close()
+        capture.read(sandbox)
+    except SandboxError as error:
+        return None, f"not read: {error}"
+    if not capture.lines_intact:
+        return None, "not complete: the program's process did not exit normally"
+    if not all(capture.lines_intact):
+        return None, "not used: a process's line tracer was replaced while it ran"
+    executed = {name: sorted(capture.executed.get(name, ())) for name in program.files}
+    if not executed[program.entry]:
+        return None, "not recorded: no line of the entry ran under the tracer"
+    return executed, "line coverage of the re-run"
+
+
+@dataclass(frozen=True)
+class TracedRun:
+    """One run of a program in a sandbox, with its line coverage.
+
+    Attributes:
+        result: What the command returned.
+        ran: The command line, how its network was cut and its limit, in words.
+        executed: The lines of each of the program's files that ran (None: no trusted coverage).
+        coverage_note: How the coverage came about, or why there is none.
+    """
+
+    result: ExecResult
+    ran: str
+    executed: dict[str, list[int]] | None
+    coverage_note: str
+
+
+def run_program(sandbox: Sandbox, program: Program, limit: float,
+                traced: bool = True) -> TracedRun:
+    """Write a program into a (fresh) sandbox and run it once, its lines traced.
+
+    Args:
+        sandbox: The sandbox, holding the task's visible files only.
+        program: The program.
+        limit: Its time limit in seconds.
+        traced: Whether the capture hook traces its lines.
+
+    Returns:
+        The run, with its line coverage where it can be trusted (`_coverage`).
+
+    Raises:
+        SandboxError: The program's files cannot be written.
+    """
+    sandbox.write_files({name: text.encode("utf-8") for name, text in program.files.items()})
+    argv, line, network = _command(sandbox, program, traced)
+    ran = f"ran `{line}` ({network}, limit {limit:g} s{', lines traced' if traced else ''})"
+    result = sandbox.exec(argv, timeout_s=limit)
+    if result.timed_out:
+        return TracedRun(result, ran, None, "not complete: the run hit its time limit")
+    if not traced:
+        return TracedRun(result, ran, None,
+                         "not recorded: the traced run hit its time limit, this one ran untraced")
+    executed, note = _coverage(sandbox, program)
+    return TracedRun(result, ran, executed, note)
 
 
 def _run_and_compare(sandbox: Sandbox, program: Program, target: str, limit: float,
                      expected: bytes, recorded: Path,
-                     same_outcome: SameOutcome | None) -> SourceCheck:
+                     same_outcome: SameOutcome | None, traced: bool = True) -> SourceCheck:
     """Write the program, run it under the limit, and compare the file it leaves at `target`."""
     try:
-        sandbox.write_files({name: text.encode("utf-8") for name, text in program.files.items()})
+        run = run_program(sandbox, program, limit, traced)
     except SandboxError as error:
         return SourceCheck("error", 0.0, f"the program cannot be written: {error}", limit)
-    argv, line, network = _command(sandbox, program)
-    ran = f"ran `{line}` ({network}, limit {limit:g} s)"
-    result = sandbox.exec(argv, timeout_s=limit)
+    seconds = round(run.result.duration_s, 3)
+    if run.result.timed_out:
+        return SourceCheck("timeout", seconds, f"{run.ran}: killed after {limit:g} s", limit,
+                           coverage_note=run.coverage_note)
+    found = _compare(sandbox, target, expected, recorded, same_outcome, run.result, run.ran,
+                     limit)
+    return SourceCheck(found.status, seconds, found.detail, limit, run.executed,
+                       run.coverage_note)
+
+
+def _compare(sandbox: Sandbox, target: str, expected: bytes, recorded: Path,
+             same_outcome: SameOutcome | None, result: ExecResult, ran: str,
+             limit: float) -> SourceCheck:
+    """Compare the file the program left at `target` with the recorded submission."""
     seconds = round(result.duration_s, 3)
-    if result.timed_out:
-        return SourceCheck("timeout", seconds, f"{ran}: killed after {limit:g} s", limit)
     try:
         produced = sandbox.read_file(target, max_bytes=max(len(expected) * 4, 50_000_000))
     except SandboxError as error:
@@ -214,12 +319,13 @@ def _run_and_compare(sandbox: Sandbox, program: Program, target: str, limit: flo
                        f"{note}{exit_note}"[:DETAIL_CHARS], limit)
 
 
-def _command(sandbox: Sandbox, program: Program) -> tuple[list[str], str, str]:
+def _command(sandbox: Sandbox, program: Program,
+             traced: bool = False) -> tuple[list[str], str, str]:
     """The argument list that runs the program, its command line, and how its network is cut."""
     cwd = posixpath.normpath(program.cwd or ".")
     line = shlex.join(program.command())
     line = line if cwd == "." else f"cd {shlex.quote(cwd)} && {line}"
-    argv = ["/bin/bash", "-c", line]
+    argv = ["/bin/bash", "-c", f"export {LINES_ON}; {line}" if traced else line]
     if sandbox.runtime == "docker":
         return argv, line, "no network"
     probe = sandbox.exec([*ISOLATE_NETWORK, "true"], timeout_s=10)

@@ -26,6 +26,20 @@ kept (the text returned unchanged) when the text does not parse, when it has no 
 of definitions: its interface is unknown), or when reached code looks names up at run time
 (`eval`, `exec`, `globals`, `locals`, `vars`, `sys.modules`).
 
+Code that execution never reaches is decided, not guessed by name:
+
+* a branch a constant decides: `if False:` / `if 0:` / `if not True:` / `while False:` (and
+  comparisons and `and`/`or` of constants), with a module-level name bound once to a literal and
+  never rebound anywhere (`PAD = False ... if PAD:`) counting as that literal: the dead branch goes
+  (a body left empty holds `pass`) and what only it names is not reached;
+* statements after a `return`, `raise`, `continue` or `break` in the same block.
+
+Where the program was run (at scoring, innolab.gym.reproduce re-runs it with line coverage),
+`keep_executed` first drops every statement none of whose lines ran (functions whose bodies never
+ran among them), then `strip_dead_code` applies the static rules on what is left: the kept code is
+what ran *and* what static reachability keeps, so a coverage record can only remove more.
+`DeadCodeRule` names which of the two was used.
+
 The text is kept as written: dropped statements' lines go, with the comment lines directly above
 them (not `# file:` markers) and the blank lines after them; everything else stays byte for byte.
 The result still runs as the original does, bar the side effects of importing an unused module.
@@ -36,9 +50,11 @@ from __future__ import annotations
 import ast
 import functools
 import io
+import operator
 import re
 import tokenize
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator
+from typing import Any, Literal
 
 from innolab import pyparse
 
@@ -75,6 +91,22 @@ _UNPARSABLE = (SyntaxError, ValueError, RecursionError, MemoryError, OverflowErr
 # a line and its end as Python's tokenizer counts lines (not str.splitlines: form feeds and
 # Unicode line separators inside a line do not end it)
 _LINE = re.compile(r".*?(?:\r\n|\r|\n)|.+$", re.DOTALL)
+# statements after which nothing in the same block runs
+_TERMINATORS = (ast.Return, ast.Raise, ast.Continue, ast.Break)
+_COMPARE: dict[type[ast.cmpop], Callable[[Any, Any], Any]] = {
+    ast.Eq: operator.eq, ast.NotEq: operator.ne, ast.Lt: operator.lt, ast.LtE: operator.le,
+    ast.Gt: operator.gt, ast.GtE: operator.ge, ast.Is: operator.is_, ast.IsNot: operator.is_not,
+    ast.In: lambda a, b: a in b, ast.NotIn: lambda a, b: a not in b,
+}
+# which code a novelty back end compared: what ran in the re-run, or what static reachability keeps
+DeadCodeRule = Literal["executed", "static"]
+DEAD_CODE_RULES: dict[str, str] = {
+    "executed": "the lines that ran when the program was re-run (line coverage), then static "
+                "reachability",
+    "static": "static reachability (unreached definitions, branches a constant decides, code "
+              "after a return)",
+}
+_UNKNOWN = object()  # an expression whose value is not known before the program runs
 
 
 def strip_dead_code(source: str) -> str:
@@ -99,17 +131,460 @@ def _strip(source: str) -> str:
     except _UNPARSABLE:
         return source
     try:
-        drops = _Reachability(tree, _local_modules(source), _entry_line(source)).dropped()
+        dead = _Dead(tree, _LINE.findall(source))
+        reach = _Reachability(tree, _local_modules(source), _entry_line(source), dead.statements,
+                              dead.quiet)
+        drops = reach.dropped()
+        if reach.dynamic or reach.rootless:
+            return source
+        cut = _Cut.plan(tree, source, [*drops, *dead.outermost(tree)], dead)
     except RecursionError:
         return source
-    if not drops:
-        return source
-    stripped = _remove_lines(source, drops)
+    return cut.apply(source) if cut else source
+
+
+def keep_executed(source: str, executed: Collection[int]) -> str | None:
+    """Return a program without the statements none of whose lines ran (line coverage).
+
+    A function or method whose body never ran goes (its `def` line runs when it is defined); a
+    class goes when its statement never ran; any other statement goes when none of its lines
+    ran, and a block left empty holds `pass`. Docstrings, `pass`, `global`/`nonlocal` and
+    `from __future__` imports stay. Apply `strip_dead_code` to the result as well: what a novelty
+    back end compares is what ran and what static reachability keeps.
+
+    Args:
+        source: The program's text, as it ran.
+        executed: The (1-based) lines of the text that ran.
+
+    Returns:
+        The text without what never ran; None when it does not parse (nothing to keep by lines)
+        or when nothing of it ran (a coverage record that cannot be right).
+    """
+    ran = frozenset(executed)
     try:
-        pyparse.parse(stripped)
+        tree = pyparse.parse(source)
     except _UNPARSABLE:
+        return None
+    if not ran or not any(_lines(s) & ran for s in tree.body):
+        return None
+    try:
+        removed: list[ast.stmt] = []
+        _unexecuted(tree.body, ran, removed)
+        cut = _Cut.plan(tree, source, removed)
+    except RecursionError:
+        return None
+    if cut is None:
         return source
-    return stripped
+    text = cut.apply(source)
+    return text if text != source or not removed else None
+
+
+def _lines(statement: ast.stmt) -> frozenset[int]:
+    return frozenset(range(_first_line(statement), (statement.end_lineno or statement.lineno) + 1))
+
+
+def _unexecuted(body: list[ast.stmt], ran: frozenset[int], removed: list[ast.stmt]) -> None:
+    """Collect the statements of a body (and of the blocks of those that ran) that never ran."""
+    for statement in body:
+        if _inert(statement) or isinstance(statement, ast.Global | ast.Nonlocal):
+            continue
+        if isinstance(statement, ast.FunctionDef | ast.AsyncFunctionDef):
+            inside = frozenset(line for s in statement.body for line in _lines(s))
+            if not inside & ran:  # never called (or never defined)
+                removed.append(statement)
+                continue
+        elif not _lines(statement) & ran:
+            removed.append(statement)
+            continue
+        for block in _blocks(statement):
+            _unexecuted(block, ran, removed)
+
+
+def _blocks(statement: ast.stmt) -> Iterator[list[ast.stmt]]:
+    """The statement lists a compound statement holds (bodies, else, finally, handlers, cases)."""
+    for name in ("body", "orelse", "finalbody"):
+        block = getattr(statement, name, None)
+        if isinstance(block, list) and block and isinstance(block[0], ast.stmt):
+            yield block
+    for handler in getattr(statement, "handlers", []) or []:
+        yield handler.body
+    for case in getattr(statement, "cases", []) or []:
+        yield case.body
+
+
+class _Dead:
+    """The statements no execution reaches, decided by the program's constants and its jumps.
+
+    Attributes:
+        lines: The text's lines.
+        constants: Module-level names bound once to a literal and never rebound, with their value.
+        statements: The ids of the statements that never run.
+        unwrap: `if` statements a constant decides whose live block takes their place, by id:
+            ("body", block indentation) for an always-true test (the `else` part goes too),
+            ("else", ...) for an always-false one with a plain `else`, ("elif", 0) for an
+            always-false one followed by `elif` (which becomes the `if`).
+        else_cut: Always-true `if` statements whose `else` / `elif` part goes but whose header
+            stays (their body cannot be dedented line by line).
+        quiet: The ids of `if` statements whose test leaves the text (it names nothing).
+    """
+
+    def __init__(self, tree: ast.Module, lines: list[str]) -> None:
+        self.lines = lines
+        self.constants = _constant_names(tree)
+        self.statements: set[int] = set()
+        self.unwrap: dict[int, tuple[str, int]] = {}
+        self.else_cut: set[int] = set()
+        self.quiet: set[int] = set()
+        self.promoted: set[int] = set()  # `elif`s whose line becomes an `if` (the one above goes)
+        self._visit(tree.body)
+
+    def outermost(self, tree: ast.Module) -> list[ast.stmt]:
+        """The dead statements that are not inside another dead statement."""
+        found: list[ast.stmt] = []
+
+        def visit(body: list[ast.stmt]) -> None:
+            for statement in body:
+                if id(statement) in self.statements:
+                    found.append(statement)
+                else:
+                    for block in _blocks(statement):
+                        visit(block)
+        visit(tree.body)
+        return found
+
+    def _kill(self, statements: Iterable[ast.stmt]) -> None:
+        for statement in statements:
+            self.statements.add(id(statement))
+
+    def _dedent(self, statement: ast.If, block: list[ast.stmt], after: int) -> int | None:
+        """How far a block can be dedented to its `if`'s place, line by line (None: it cannot).
+
+        Args:
+            statement: The `if`.
+            block: Its body or its `else` block.
+            after: The last line of what precedes the block (the header, or the `else:` line).
+        """
+        lines = self.lines
+        if not _own_lines(statement, lines) or _first_line(block[0]) <= after:
+            return None
+        if _is_elif(statement, lines) and id(statement) not in self.promoted:
+            return None  # its block belongs to the chain of an `if` above
+        if not all(_own_lines(s, lines) for s in block):
+            return None
+        outer = lines[statement.lineno - 1][:statement.col_offset]
+        first = lines[_first_line(block[0]) - 1]
+        inner = first[:len(first) - len(first.lstrip(" \t"))]
+        if not inner.startswith(outer) or len(inner) <= len(outer):
+            return None
+        end = block[-1].end_lineno or block[-1].lineno
+        for number in range(_first_line(block[0]), end + 1):
+            line = lines[number - 1]
+            if line.strip() and not line.startswith(inner):
+                return None  # a line of a multi-line string, or odd indentation
+        return len(inner) - len(outer)
+
+    def _decided_if(self, statement: ast.If, truth: bool) -> None:
+        lines = self.lines
+        header_end = statement.test.end_lineno or statement.lineno
+        if truth is False:
+            if not statement.orelse:
+                self._kill([statement])
+                return
+            self._kill(statement.body)
+            line = _else_line(statement, lines)
+            chained = line is not None and lines[line - 1].lstrip().startswith("elif")
+            if chained and _own_lines(statement, lines) and (
+                    not _is_elif(statement, lines) or id(statement) in self.promoted) \
+                    and _first_line(statement.body[0]) > header_end:
+                # `if False: A elif B: ...` is `if B: ...`: the `elif` becomes the `if`
+                self.unwrap[id(statement)] = ("elif", 0)
+                self.quiet.add(id(statement))
+                self.promoted.add(id(statement.orelse[0]))
+            elif line is not None and not chained:
+                amount = self._dedent(statement, statement.orelse, line)
+                if amount is not None:
+                    self.unwrap[id(statement)] = ("else", amount)
+                    self.quiet.add(id(statement))
+            self._visit(statement.orelse)
+            return
+        if statement.orelse:
+            self._kill(statement.orelse)
+        amount = self._dedent(statement, statement.body, header_end)
+        cuttable = not statement.orelse or (
+            _else_line(statement, lines) is not None
+            and all(_own_lines(e, lines) for e in statement.orelse))
+        if amount is not None and cuttable:
+            self.unwrap[id(statement)] = ("body", amount)
+            self.quiet.add(id(statement))
+        elif statement.orelse and cuttable:
+            self.else_cut.add(id(statement))
+        self._visit(statement.body)
+
+    def _visit(self, body: list[ast.stmt]) -> None:
+        ended = False  # a return, raise, continue or break came before in this block
+        for statement in body:
+            if ended:
+                self._kill([statement])
+                continue
+            if isinstance(statement, ast.If):
+                truth = _truth(self.value(statement.test))
+                if truth is not None:
+                    self._decided_if(statement, truth)
+                    ended = truth and any(isinstance(s, _TERMINATORS) for s in statement.body)
+                    continue
+            elif isinstance(statement, ast.While) and _truth(self.value(statement.test)) is False:
+                if statement.orelse:
+                    self._kill(statement.body)
+                    self._visit(statement.orelse)
+                else:
+                    self._kill([statement])
+                continue
+            for block in _blocks(statement):
+                self._visit(block)
+            ended = isinstance(statement, _TERMINATORS)
+
+    def value(self, node: ast.expr) -> Any:
+        """The value of an expression of constants (_UNKNOWN when it needs the running program)."""
+        if isinstance(node, ast.Constant):
+            return node.value
+        if isinstance(node, ast.Name):
+            return self.constants.get(node.id, _UNKNOWN)
+        try:
+            if isinstance(node, ast.UnaryOp):
+                operand = self.value(node.operand)
+                if operand is _UNKNOWN:
+                    return _UNKNOWN
+                if isinstance(node.op, ast.Not):
+                    return not operand
+                if isinstance(node.op, ast.USub):
+                    return -operand
+                if isinstance(node.op, ast.UAdd):
+                    return +operand
+                return _UNKNOWN
+            if isinstance(node, ast.BoolOp):
+                result: Any = _UNKNOWN
+                for part in node.values:
+                    result = self.value(part)
+                    if result is _UNKNOWN:
+                        return _UNKNOWN
+                    if bool(result) is isinstance(node.op, ast.Or):
+                        return result  # `and` stops at a falsy value, `or` at a truthy one
+                return result
+            if isinstance(node, ast.Compare):
+                left = self.value(node.left)
+                for op, comparator in zip(node.ops, node.comparators, strict=True):
+                    right = self.value(comparator)
+                    if left is _UNKNOWN or right is _UNKNOWN:
+                        return _UNKNOWN
+                    if not _COMPARE[type(op)](left, right):
+                        return False
+                    left = right
+                return True
+        except Exception:  # a comparison of constants that raises is left to the program
+            return _UNKNOWN
+        return _UNKNOWN
+
+
+def _truth(value: Any) -> bool | None:
+    """The truth of a known value (None: unknown, or one whose truth cannot be taken)."""
+    if value is _UNKNOWN:
+        return None
+    try:
+        return bool(value)
+    except Exception:
+        return None
+
+
+def _constant_names(tree: ast.Module) -> dict[str, Any]:
+    """Module-level names bound exactly once, to a literal, and never rebound or set elsewhere."""
+    bindings: dict[str, int] = {}
+
+    def bind(name: str, times: int = 1) -> None:
+        bindings[name] = bindings.get(name, 0) + times
+
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+            bind(node.id)
+        elif isinstance(node, ast.arg):
+            bind(node.arg)
+        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            bind(node.name)
+        elif isinstance(node, ast.Import | ast.ImportFrom):
+            for alias in node.names:
+                bind(alias.asname or alias.name.split(".")[0])
+        elif isinstance(node, ast.Global | ast.Nonlocal):
+            for name in node.names:
+                bind(name, 2)
+        elif isinstance(node, ast.ExceptHandler | ast.MatchAs | ast.MatchStar) and node.name:
+            bind(node.name)
+        elif isinstance(node, ast.MatchMapping) and node.rest:
+            bind(node.rest)
+        elif isinstance(node, ast.Attribute) and not isinstance(node.ctx, ast.Load):
+            bind(node.attr, 2)  # `module.NAME = ...` from another file of the program
+    found: dict[str, Any] = {}
+    for statement in tree.body:
+        if isinstance(statement, ast.Assign) and len(statement.targets) == 1:
+            target, value = statement.targets[0], statement.value
+        elif isinstance(statement, ast.AnnAssign) and statement.value is not None:
+            target, value = statement.target, statement.value
+        else:
+            continue
+        if isinstance(target, ast.Name) and isinstance(value, ast.Constant):
+            found[target.id] = value.value
+    return {name: value for name, value in found.items() if bindings.get(name) == 1}
+
+
+class _Cut:
+    """The lines a strip removes, the blocks it dedents and the `pass` lines it writes."""
+
+    def __init__(self, lines: list[str]) -> None:
+        self.lines = lines
+        self.gone = [False] * len(lines)
+        self.dedent = [0] * len(lines)
+        self.fills: dict[int, str] = {}
+        self.rewrite: dict[int, str] = {}  # lines written anew (an `elif` that becomes `if`)
+
+    @classmethod
+    def plan(cls, tree: ast.Module, source: str, drops: list[ast.stmt],
+             dead: _Dead | None = None) -> _Cut | None:
+        """Plan the removal of statements and the unwrapping of `if`s a constant decides.
+
+        A statement that shares a line with another (`a = 1; b = 2`, `if x: y`) stays. A block all
+        of whose statements go holds `pass` at the first one's place.
+
+        Args:
+            tree: The parsed text.
+            source: The text.
+            drops: The statements to remove (nested ones are covered by their ancestors).
+            dead: The constant-decided `if`s to unwrap or cut (None: none).
+
+        Returns:
+            The plan; None when nothing changes.
+        """
+        lines = _LINE.findall(source)
+        removable = {id(s) for s in drops if _own_lines(s, lines)}
+        unwrap = dead.unwrap if dead is not None else {}
+        else_cut = dead.else_cut if dead is not None else set()
+        if not removable and not unwrap and not else_cut:
+            return None
+        cut = cls(lines)
+        comments = _comment_lines(source)
+
+        def remove(start: int, end: int) -> None:
+            for i in range(start, end + 1):
+                cut.gone[i] = True
+            above = start - 1
+            while above >= 0 and above in comments \
+                    and not _FILE_MARKER.match(lines[above].strip()) and not cut.gone[above]:
+                cut.gone[above] = True
+                above -= 1
+            below = end + 1
+            while below < len(lines) and not lines[below].strip():
+                cut.gone[below] = True
+                below += 1
+
+        def shift(block: list[ast.stmt], amount: int) -> None:
+            for i in range(_first_line(block[0]) - 1, block[-1].end_lineno or block[-1].lineno):
+                cut.dedent[i] += amount
+
+        def drop_else(statement: ast.If) -> None:
+            line = _else_line(statement, lines)
+            assert line is not None
+            remove(line - 1, (statement.orelse[-1].end_lineno or statement.lineno) - 1)
+
+        def visit(body: list[ast.stmt], top: bool) -> None:
+            going = [s for s in body if id(s) in removable]
+            if going and len(going) == len(body) and not top:
+                first = _first_line(body[0]) - 1
+                cut.fills[first] = re.match(r"[ \t]*", lines[first]).group(0)  # type: ignore[union-attr]
+            for statement in body:
+                if id(statement) in removable:
+                    remove(_first_line(statement) - 1,
+                           (statement.end_lineno or statement.lineno) - 1)
+                elif id(statement) in unwrap:
+                    assert isinstance(statement, ast.If)
+                    kind, amount = unwrap[id(statement)]
+                    if kind == "elif":
+                        chain = statement.orelse[0]
+                        remove(_first_line(statement) - 1, chain.lineno - 2)
+                        line = lines[chain.lineno - 1]
+                        cut.rewrite[chain.lineno - 1] = line.replace("elif", "if", 1)
+                        visit(statement.orelse, top)
+                        continue
+                    block = statement.body if kind == "body" else statement.orelse
+                    remove(_first_line(statement) - 1, _first_line(block[0]) - 2)
+                    shift(block, amount)
+                    if kind == "body" and statement.orelse:
+                        drop_else(statement)
+                    visit(block, top)
+                elif id(statement) in else_cut:
+                    assert isinstance(statement, ast.If)
+                    drop_else(statement)
+                    visit(statement.body, False)
+                else:
+                    for block in _blocks(statement):
+                        visit(block, False)
+
+        visit(tree.body, True)
+        return cut
+
+    def apply(self, source: str) -> str:
+        """The text with the planned lines removed or dedented, and `pass` in emptied blocks.
+
+        Args:
+            source: The text the plan was made for.
+
+        Returns:
+            The text; the source unchanged when the result would not parse.
+        """
+        out: list[str] = []
+        for index, (line, drop) in enumerate(zip(self.lines, self.gone, strict=True)):
+            line = self.rewrite.get(index, line)
+            amount = self.dedent[index]
+            if not drop:
+                out.append(line[amount:] if line[:amount].strip() == "" else line)
+            elif index in self.fills:
+                ending = line[len(line.rstrip("\r\n")):] or "\n"
+                out.append(f"{self.fills[index][amount:]}pass{ending}")
+        stripped = "".join(out)
+        try:
+            pyparse.parse(stripped)
+        except _UNPARSABLE:
+            return source
+        return stripped
+
+
+def _own_lines(statement: ast.stmt, lines: list[str]) -> bool:
+    """Whether a statement starts its first line and ends its last (nothing else on them)."""
+    first = _first_line(statement) - 1
+    decorators = getattr(statement, "decorator_list", [])
+    column = min([statement.col_offset, *(d.col_offset - 1 for d in decorators)])
+    if lines[first].encode("utf-8")[:max(column, 0)].strip():
+        return False
+    last = (statement.end_lineno or statement.lineno) - 1
+    tail = lines[last].encode("utf-8")[statement.end_col_offset or 0:].decode("utf-8", "replace")
+    return not tail.strip() or tail.strip().startswith("#")
+
+
+def _is_elif(statement: ast.If, lines: list[str]) -> bool:
+    """Whether an `if` statement is the `elif` of another."""
+    return lines[statement.lineno - 1].lstrip().startswith("elif")
+
+
+def _else_line(statement: ast.If, lines: list[str]) -> int | None:
+    """The (1-based) line of an `if` statement's `else:` or `elif` keyword (None: not found)."""
+    if not statement.orelse:
+        return None
+    first = statement.orelse[0]
+    if isinstance(first, ast.If) and lines[first.lineno - 1].lstrip().startswith("elif"):
+        return first.lineno
+    end_of_body = statement.body[-1].end_lineno or statement.body[-1].lineno
+    for number in range(_first_line(first) - 1, end_of_body, -1):
+        text = lines[number - 1].lstrip()
+        if re.match(r"else\s*:", text):
+            indent = len(lines[number - 1]) - len(text)
+            return number if indent == statement.col_offset else None
+    return None
 
 
 def _local_modules(source: str) -> frozenset[str]:
@@ -161,14 +636,19 @@ def _dotted(node: ast.expr) -> str | None:
 class _Reachability:
     """Which statements of a module (and of its reached functions) nothing reaches."""
 
-    def __init__(self, tree: ast.Module, local_modules: frozenset[str], entry_line: int) -> None:
+    def __init__(self, tree: ast.Module, local_modules: frozenset[str], entry_line: int,
+                 dead: Collection[int] = frozenset(),
+                 quiet: Collection[int] = frozenset()) -> None:
         self.tree = tree
         self.local_modules = local_modules
         self.entry_line = entry_line
+        self.dead = dead  # ids of statements that never run: they reach nothing
+        self.quiet = quiet  # ids of `if`s a constant decides and whose test leaves the text
         self.module_aliases = self._module_aliases(tree)
         self.local_aliases = {alias for alias, module in self.module_aliases.items()
                               if module in local_modules or module.split(".")[0] in local_modules}
         self.dynamic = False
+        self.rootless = False  # the module has no statement that runs: kept whole
 
     @staticmethod
     def _module_aliases(tree: ast.Module) -> dict[str, str]:
@@ -190,11 +670,31 @@ class _Reachability:
         """Return the statements to drop (module level and nested); none when all must stay."""
         drops = self._body(self.tree.body, module=True)
         if drops is None:
+            self.rootless = True
             return []
         kept = [s for s in self.tree.body if not any(s is d for d in drops)]
-        for function in (f for s in kept for f in _walk_functions(s)):
+        for function in (f for s in kept for f in self._functions(s)):
             drops.extend(self._body(function.body, module=False) or [])
         return [] if self.dynamic else drops
+
+    def _live(self, node: ast.AST) -> Iterator[ast.AST]:
+        """Every node under a node (itself included), leaving out statements that never run."""
+        pending = [node]
+        while pending:
+            current = pending.pop()
+            if isinstance(current, ast.stmt) and id(current) in self.dead:
+                continue
+            yield current
+            if isinstance(current, ast.If) and id(current) in self.quiet:
+                pending.extend(n for n in ast.iter_child_nodes(current) if n is not current.test)
+            else:
+                pending.extend(ast.iter_child_nodes(current))
+
+    def _functions(self, statement: ast.stmt) -> Iterator[ast.FunctionDef | ast.AsyncFunctionDef]:
+        """The functions defined in a statement's live code (itself, methods, nested)."""
+        for node in self._live(statement):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                yield node
 
     def _body(self, body: list[ast.stmt], module: bool) -> list[ast.stmt] | None:
         """The droppable statements of one body; None when it has no root (nothing in it runs).
@@ -208,10 +708,13 @@ class _Reachability:
         """
         candidates: dict[int, list[str]] = {}
         for index, statement in enumerate(body):
+            if id(statement) in self.dead:
+                continue  # removed as dead code: neither a root nor a definition
             names = self._defines(statement, module)
             if names is not None:
                 candidates[index] = names
-        roots = [s for i, s in enumerate(body) if i not in candidates and not _inert(s)]
+        roots = [s for i, s in enumerate(body) if i not in candidates and not _inert(s)
+                 and id(s) not in self.dead]
         if not roots:
             return None
         by_name: dict[str, list[int]] = {}
@@ -230,7 +733,7 @@ class _Reachability:
                 if index not in reached:
                     reached.add(index)
                     pending.extend(self._references(body[index], by_name))
-        return [body[i] for i in candidates if i not in reached and _alone(body, i)]
+        return [body[i] for i in candidates if i not in reached]
 
     def _defines(self, statement: ast.stmt, module: bool) -> list[str] | None:
         """The names a droppable definition binds; None when the statement is a root."""
@@ -294,7 +797,7 @@ class _Reachability:
     def _references(self, statement: ast.stmt, defined: dict[str, list[int]]) -> Iterable[str]:
         """Every name a statement may look up, among those defined in its body and beyond."""
         names: set[str] = set()
-        for node in ast.walk(statement):
+        for node in self._live(statement):
             if isinstance(node, ast.Name):
                 names.add(node.id)
                 if node.id in DYNAMIC_NAMES:
@@ -314,13 +817,6 @@ class _Reachability:
                 if head in self.local_aliases:
                     names.update(dotted.split(".")[1:])
         return names
-
-
-def _walk_functions(statement: ast.stmt) -> Iterator[ast.FunctionDef | ast.AsyncFunctionDef]:
-    """The functions defined in a statement (itself, methods, functions in blocks, nested)."""
-    for node in ast.walk(statement):
-        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
-            yield node
 
 
 def _target_names(target: ast.expr) -> list[str | None]:
@@ -347,17 +843,6 @@ def _first_line(statement: ast.stmt) -> int:
     return min([statement.lineno, *(d.lineno for d in decorators)])
 
 
-def _alone(body: list[ast.stmt], index: int) -> bool:
-    """Whether a statement has its lines to itself (no `a = 1; b = 2` neighbour)."""
-    statement = body[index]
-    start, end = _first_line(statement), statement.end_lineno or statement.lineno
-    before = body[index - 1] if index > 0 else None
-    after = body[index + 1] if index + 1 < len(body) else None
-    if before is not None and (before.end_lineno or before.lineno) >= start:
-        return False
-    return not (after is not None and _first_line(after) <= end)
-
-
 def _comment_lines(source: str) -> set[int]:
     """The (0-based) lines that hold a comment and nothing else, by Python's tokenizer."""
     found: set[int] = set()
@@ -368,25 +853,3 @@ def _comment_lines(source: str) -> set[int]:
     except (tokenize.TokenError, SyntaxError):
         return set()
     return found
-
-
-def _remove_lines(source: str, drops: list[ast.stmt]) -> str:
-    """The text without the lines of the dropped statements (see the module's docstring)."""
-    lines = _LINE.findall(source)
-    comments = _comment_lines(source)
-    gone = [False] * len(lines)
-    for statement in drops:
-        start = _first_line(statement) - 1
-        end = (statement.end_lineno or statement.lineno) - 1
-        for i in range(start, end + 1):
-            gone[i] = True
-        above = start - 1
-        while above >= 0 and above in comments \
-                and not _FILE_MARKER.match(lines[above].strip()) and not gone[above]:
-            gone[above] = True
-            above -= 1
-        below = end + 1
-        while below < len(lines) and not lines[below].strip():
-            gone[below] = True
-            below += 1
-    return "".join(line for line, drop in zip(lines, gone, strict=True) if not drop)

@@ -15,7 +15,7 @@ import numpy as np
 from innolab.metrics import novelty as novelty_metric
 from innolab.novelty.backends import Scorer
 from innolab.novelty.cards import MethodCard, extract_card
-from innolab.novelty.deadcode import strip_dead_code
+from innolab.novelty.deadcode import DEAD_CODE_RULES, DeadCodeRule, strip_dead_code
 from innolab.novelty.registry import BACKENDS, make_backend
 from innolab.novelty.structure import normalise
 from innolab.tasks.model import Task
@@ -97,6 +97,43 @@ def comparable(text: str, backend_name: str) -> str:
     """
     live = strip_dead_code(text)
     return normalise(live) if backend_name in ("tfidf", "embedding") else live
+
+
+@dataclass(frozen=True)
+class CodeDistance:
+    """D between two programs, with the back end and the rule that kept their code.
+
+    Attributes:
+        value: The distance, 0–100.
+        backend: The back end's name.
+        dead_code: "static" (no run: static reachability) or "executed" (line coverage).
+        note: The rule in words (innolab.novelty.deadcode.DEAD_CODE_RULES).
+    """
+
+    value: float
+    backend: str
+    dead_code: DeadCodeRule
+    note: str
+
+
+def distance(a: str, b: str, backend: str | None = None) -> CodeDistance:
+    """Return D between two programs that were not run: static reachability keeps their code.
+
+    Args:
+        a: One program's text.
+        b: The other's.
+        backend: A registered back end's name (None: `default_backend`).
+
+    Returns:
+        The distance, the back end and the dead-code rule it was computed under.
+
+    Raises:
+        NoveltyError: The back end cannot score the pair.
+    """
+    name = backend or default_backend()
+    scorer = make_backend(name)
+    value = scorer.distance(comparable(a, name), comparable(b, name))
+    return CodeDistance(float(value), scorer.name, "static", DEAD_CODE_RULES["static"])
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,11 @@ sandbox then installs an audit hook (PEP 578) that appends JSON lines to LOG:
   run by `-m`, a file run by `exec(open(...).read())`), with its text as it ran;
 * `cell`: the persistent interpreter (innolab.gym.session) compiled an action (its code's sha256);
 * `write` / `read`: a workspace file opened for writing (or renamed onto) / for reading;
-* `spawn`: a subprocess started (its argv).
+* `spawn`: a subprocess started (its argv);
+* `line` / `lines_end`, only where the process starts with INNOLAB_LINES=1 in its environment (the
+  re-run of a stored program at scoring): a line of a workspace file that ran, once per line; and,
+  at the process's exit, whether the line tracer was still the process's trace function
+  (`intact`).
 
 It is provenance, not scoring: innolab re-runs the program it builds from this log to check it. The
 hook never raises and never changes what a program does; it depends on the standard library only
@@ -26,6 +30,7 @@ import sys
 import time
 
 MAX_TEXT = 400_000
+LINES_VARIABLE = "INNOLAB_LINES"  # "1": the process logs which workspace lines ran
 WATCHED = {"cpython.run_file", "cpython.run_module", "cpython.run_command", "exec", "compile",
            "open", "os.rename", "subprocess.Popen", "os.exec", "os.posix_spawn"}
 CELL_FILENAME = "<action>"
@@ -185,6 +190,73 @@ class _Capture:
         self.emit({"k": "read", "path": relative}, ("read", relative))
 
 
+class _Lines:
+    """Line coverage of the workspace's files: the first run of each line is logged once.
+
+    A code object stops being traced once each of its lines has run, so that a hot loop costs
+    little after its first pass.
+    """
+
+    def __init__(self, capture):
+        self.capture = capture
+        self.seen = set()
+        self.files = {}
+        self.left = {}
+
+    def relative(self, filename):
+        """A code object's file as workspace-relative (None: not a workspace file)."""
+        if filename not in self.files:
+            self.files[filename] = None if filename.startswith("<") \
+                else self.capture._relative(filename)
+        return self.files[filename]
+
+    def call(self, frame, event, arg):
+        """The global trace function: trace the frames of workspace code with lines left."""
+        code = frame.f_code
+        if self.relative(code.co_filename) is None:
+            return None
+        left = self.left.get(code)
+        if left is None:
+            left = {line for _, _, line in code.co_lines() if line is not None}
+            if code.co_name != "<module>":
+                left.discard(code.co_firstlineno)  # the def line runs in the defining frame
+            left -= {n for f, n in self.seen if f == code.co_filename}
+            self.left[code] = left
+        return self.line if left else None
+
+    def line(self, frame, event, arg):
+        """The local trace function: log a line's first run."""
+        if event != "line":
+            return self.line
+        code = frame.f_code
+        key = (code.co_filename, frame.f_lineno)
+        if key not in self.seen:
+            self.seen.add(key)
+            self.capture.emit({"k": "line", "path": self.relative(code.co_filename),
+                               "n": frame.f_lineno})
+        left = self.left.get(code)
+        if left is not None:
+            left.discard(frame.f_lineno)
+            if not left:
+                frame.f_trace = None  # every line of this code has run: no more events
+                return None
+        return self.line
+
+    def end(self):
+        """At exit: say whether this tracer was still the process's trace function."""
+        self.capture.emit({"k": "lines_end", "intact": sys.gettrace() == self.call})
+
+
+def _trace_lines(capture):
+    import atexit
+    import threading
+
+    lines = _Lines(capture)
+    sys.settrace(lines.call)
+    threading.settrace(lines.call)
+    atexit.register(lines.end)
+
+
 def install(workspace, log, limit=64_000_000):
     """Install the capture hook for this process, then the sitecustomize it stands in front of.
 
@@ -197,6 +269,8 @@ def install(workspace, log, limit=64_000_000):
     try:
         capture = _Capture(workspace, log, limit)
         sys.addaudithook(capture.hook)
+        if os.environ.get(LINES_VARIABLE) == "1":
+            _trace_lines(capture)
     except Exception:
         pass
     _chain()
