@@ -3,12 +3,15 @@
 import datetime
 import json
 import math
+import shutil
+from decimal import Decimal, getcontext
 
 import pytest
 
 from innolab import paper
 from innolab.tasks import PAPER_DATE, LedgerEntry, TaskError, get_task, load_task
 from innolab.tasks.checks import headroom
+from innolab.tasks.evaluation import evaluate
 from innolab.tasks.frontier import (
     FrontierError,
     as_date,
@@ -269,3 +272,124 @@ def test_cli_check_names_ta45_as_having_no_headroom():
     line = next(x for x in done.stdout.splitlines() if "headroom left" in x)
     assert line.startswith("ok   job-shop-taillard-41-50") and "no headroom on ta45" in line
     assert "V* and the bound are sums over the instances" in line
+
+
+# ------------------------------------------------------------ the ledger says what innolab checks
+
+HEILBRONN_VIOLATION = "points[8] lies outside the triangle (left of the side y = √3·x by 9.24e-18)"
+
+
+def _copy_task(tmp_path, task_id):
+    copy = tmp_path / task_id
+    shutil.copytree(get_task(task_id).root, copy)
+    return copy
+
+
+def _edit_yaml(folder, *pairs):
+    spec = folder / "task.yaml"
+    text = spec.read_text(encoding="utf-8")
+    for old, new in pairs:
+        assert text.count(old) == 1, old
+        text = text.replace(old, new)
+    spec.write_text(text, encoding="utf-8")
+
+
+def test_heilbronn_triangle_ledger_states_the_violation_innolab_measures():
+    """AlphaEvolve's published 11 points: point 8 lies 9.24e-18 beyond the side y = √3·x.
+
+    The distance is recomputed here in 50-digit decimals from the file's float64 values, apart from
+    the evaluator: (y − √3·x) / 2.
+    """
+    task = get_task("heilbronn-triangle-11")
+    entry = next(e for e in task.ledger if e.holder == "AlphaEvolve")
+    assert entry.status == "reported" and HEILBRONN_VIOLATION in entry.note
+    assert entry.value == task.v_star == 0.036529889880030156  # V* stays the best published
+    assert task.spec.v_star_reproduced is None  # no construction innolab accepts
+    file = task.construction_file(entry)
+    x, y = json.loads(file.read_text())["points"][8]
+    getcontext().prec = 50
+    assert f"{float((Decimal(y) - Decimal(3).sqrt() * Decimal(x)) / 2):.3g}" == "9.24e-18"
+    verdict = evaluate(task, file)
+    assert not verdict.valid and verdict.errors == [f"containment: 1 violation(s): "
+                                                    f"{HEILBRONN_VIOLATION}"]
+
+
+def test_a_verified_entry_names_a_construction_of_a_record_inside_the_task():
+    base = {"value": 1.0, "holder": "h", "source": "s", "date": "2025-01"}
+    with pytest.raises(ValueError, match="'construction': required with status 'verified'"):
+        LedgerEntry(**base, status="verified")
+    assert LedgerEntry(**base, status="verified", construction="constructions/c.json").construction
+    for path in ("../c.json", "/tmp/c.json", "constructions\\c.json", ""):
+        with pytest.raises(ValueError, match="relative path inside the task's folder"):
+            LedgerEntry(**base, status="reported", construction=path)
+    with pytest.raises(ValueError, match="only a record names a construction"):
+        LedgerEntry(**base, status="reported", kind="upper_bound", construction="c.json")
+
+
+def test_a_construction_that_is_not_a_file_in_the_task_is_refused_on_load(tmp_path):
+    copy = _copy_task(tmp_path, "heilbronn-triangle-11")
+    _edit_yaml(copy, ("constructions/alphaevolve.json", "constructions/missing.json"))
+    with pytest.raises(TaskError, match=r"field 'v_star.entries.1.construction': "
+                                        r"'constructions/missing.json' is not a regular file"):
+        load_task(copy)
+
+
+def test_tasks_check_fails_a_verified_entry_whose_construction_innolab_rejects(tmp_path):
+    copy = _copy_task(tmp_path, "heilbronn-triangle-11")
+    _edit_yaml(copy, ("status: reported, construction: constructions/alphaevolve.json",
+                      "status: verified, construction: constructions/alphaevolve.json"),
+               ("default_budget_s:", "v_star_reproduced: 0.036529889880030156\ndefault_budget_s:"))
+    assert load_task(copy).spec.v_star_reproduced == 0.036529889880030156  # loads: the rule is
+    for args in (("--ledger",), ()):  # tasks check's, by running the evaluator
+        done = cli("tasks", "check", str(copy), *args)
+        assert done.returncode == 1, done.stdout
+        failed = [line for line in done.stdout.splitlines() if line.startswith("FAIL")]
+        assert failed[0].startswith(
+            "FAIL heilbronn-triangle-11: ledger entries.1 (AlphaEvolve, 0.036529889880030156, "
+            "verified): construction constructions/alphaevolve.json — innolab's exact check "
+            f"rejects it: {HEILBRONN_VIOLATION}; mark the entry 'reported'")
+        assert failed[1].startswith("FAIL heilbronn-triangle-11: v_star_reproduced is the best "
+                                    "value of a construction innolab accepts — v_star_reproduced "
+                                    "0.036529889880030156; best accepted construction None")
+        assert len(failed) == 2
+
+
+def test_tasks_check_fails_a_note_that_does_not_state_the_measured_violation(tmp_path):
+    copy = _copy_task(tmp_path, "circle-packing-32")
+    _edit_yaml(copy, ("circles[5] crosses the top wall by 1.39e-17; ", ""))
+    done = cli("tasks", "check", str(copy), "--ledger")
+    assert done.returncode == 1
+    failed = [line for line in done.stdout.splitlines() if line.startswith("FAIL")]
+    assert len(failed) == 1 and failed[0].endswith(
+        "rejected, as its status says, but the note does not state the measured violation(s): "
+        "circles[5] crosses the top wall by 1.39e-17")
+
+
+def test_tasks_check_fails_an_accepted_construction_left_unverified(tmp_path):
+    copy = _copy_task(tmp_path, "circle-packing-26")
+    _edit_yaml(copy, ("status: verified, construction: constructions/alphaevolve-v1.json",
+                      "status: reported, construction: constructions/alphaevolve-v1.json"),
+               ("v_star_reproduced: 2.6358627564136983\n", ""))
+    done = cli("tasks", "check", str(copy), "--ledger")
+    assert done.returncode == 1
+    failed = [line for line in done.stdout.splitlines() if line.startswith("FAIL")]
+    assert len(failed) == 2
+    assert failed[0].endswith("score 2.6358627564136983; an accepted construction at the "
+                              "published value makes the entry 'verified'")
+    assert "v_star_reproduced None; best accepted construction 2.6358627564136983" in failed[1]
+
+
+def test_tasks_check_all_holds_every_builtin_ledger_to_innolabs_checks():
+    done = cli("tasks", "check", "--all", "--ledger")
+    assert done.returncode == 0, done.stdout
+    lines = done.stdout.splitlines()
+    assert lines[-1] == "all checks passed"
+    checked = [line for line in lines if ": ledger entries." in line]
+    # every verified entry names a construction, and every construction is re-checked
+    held = [(t, e) for t in EXPECTED for e in get_task(t).ledger if e.construction]
+    assert len(checked) == len(held) == 12
+    assert all(e.construction for t in EXPECTED for e in get_task(t).ledger
+               if e.status == "verified")
+    rejected = {line.split(":")[0].removeprefix("ok   ") for line in checked if "rejected" in line}
+    assert rejected == {"circle-packing-26", "circle-packing-32", "heilbronn-triangle-11"}
+    assert sum(line.startswith("ok   ") and "v_star_reproduced is" in line for line in lines) == 11

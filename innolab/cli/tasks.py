@@ -37,6 +37,10 @@ def register(commands: Commands) -> None:
     chk.add_argument(
         "--full", action="store_true", help="rerun solutions in full rather than --quick mode"
     )
+    chk.add_argument(
+        "--ledger", action="store_true",
+        help="only the ledger's rule: re-check every published construction the ledger names",
+    )
     chk.set_defaults(handler=check)
     solve_cmd = sub.add_parser("solve", help="run a known solution and score its output")
     solve_cmd.add_argument("task", metavar="ID")
@@ -161,6 +165,8 @@ def paper_v_star(task: Task) -> float | None:
 def entry_line(entry: LedgerEntry) -> str:
     """One ledger entry on one line: date, kind, value, digits, status, holder, source, note.
 
+    The published construction innolab holds, where it holds one, is named at the end.
+
     Args:
         entry: The entry.
 
@@ -169,6 +175,8 @@ def entry_line(entry: LedgerEntry) -> str:
     """
     digits = "?" if entry.digits is None else str(entry.digits)
     note = f" ({entry.note})" if entry.note else ""
+    if entry.construction is not None:
+        note += f" [construction {entry.construction}]"
     return (
         f"{entry.date_text:10} {entry.kind:11} {entry.value!r:>22} {digits:>2}d {entry.status:8} "
         f"{entry.holder}; {entry.source}{note}"
@@ -248,11 +256,15 @@ def show_frontier(args: argparse.Namespace) -> int:
 
 
 def check(args: argparse.Namespace) -> int:
-    """The standardisation checks of one task or all; 1 when one fails."""
+    """The standardisation checks of one task or all (with --ledger, the ledger's rule only).
+
+    Every check names its task; the ledger's name the entry, its construction and what innolab's
+    exact check measured. Exit status 1 when one fails.
+    """
     from innolab.agents import SCAFFOLDS
     from innolab.gym.agent_view import prompt_texts
     from innolab.tasks import get_task, list_tasks
-    from innolab.tasks.checks import run_checks
+    from innolab.tasks.checks import ledger_constructions, run_checks
 
     if not args.all and not args.task:
         print("innolab tasks check: give a task id or --all", file=sys.stderr)
@@ -260,7 +272,9 @@ def check(args: argparse.Namespace) -> int:
     tasks = list_tasks() if args.all else [get_task(args.task)]
     failed = 0
     for task in tasks:
-        for result in run_checks(task, quick=not args.full, prompts=prompt_texts(SCAFFOLDS)):
+        results = (ledger_constructions(task) if args.ledger else
+                   run_checks(task, quick=not args.full, prompts=prompt_texts(SCAFFOLDS)))
+        for result in results:
             failed += not result.passed
             mark = "ok  " if result.passed else "FAIL"
             print(f"{mark} {result.task}: {result.check} — {result.detail}")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -12,6 +13,7 @@ from scipy import stats
 
 from innolab.metrics import better
 from innolab.tasks.evaluation import evaluate
+from innolab.tasks.frontier import AGREEMENT_RTOL
 from innolab.tasks.leaks import scan, shipped_priors
 from innolab.tasks.model import Task
 from innolab.tasks.solutions import CARD_FILES, Solution, solutions
@@ -73,6 +75,7 @@ def run_checks(
            f"scanned {len(visible)} visible file(s), {len(priors)} shipped prior(s), "
            f"{len(prompts or {})} prompt text(s)")
     results.append(headroom(task))
+    results += ledger_constructions(task)
     known = solutions(task)
     references = [s for s in known if s.recorded.kind == "reference"]
     baselines = [s for s in known if s.recorded.kind == "baseline"]
@@ -119,6 +122,97 @@ def headroom(task: Task) -> CheckResult:
         return CheckResult(task.id, check, True,
                            f"{span}{sums}; no headroom on {', '.join(closed)} (V* = bound)")
     return CheckResult(task.id, check, True, span)
+
+
+VIOLATIONS = re.compile(r"^[^|:]+: \d+ violation\(s\): (?P<items>.*?)(?: \(and \d+ more\))?$")
+
+
+def violation_items(errors: list[str]) -> list[str]:
+    """The single violations in an evaluator's errors, each as innolab words it.
+
+    An error "containment: 2 violation(s): a; b | disjointness: 1 violation(s): c" holds a, b
+    and c; an error of another form is one item as it stands.
+
+    Args:
+        errors: The evaluator's errors.
+
+    Returns:
+        The violations, in order.
+    """
+    items: list[str] = []
+    for error in errors:
+        for part in error.split(" | "):
+            match = VIOLATIONS.match(part)
+            items += match.group("items").split("; ") if match else [part]
+    return items
+
+
+def ledger_constructions(task: Task) -> list[CheckResult]:
+    """The ledger says what innolab's own checks say: every published construction re-checked.
+
+    Each entry that names a construction is scored by the hidden evaluator (zero tolerance).
+    Rules: an accepted construction scoring the entry's value (`LedgerEntry.agrees`) makes a
+    record that must be `verified`; a `verified` entry's construction must be accepted at its
+    value; an entry whose construction is rejected must not be `verified`, and its note must quote
+    every violation innolab measures; `v_star_reproduced` must be the best value of a
+    non-refuted record whose construction innolab accepts (None when there is none).
+
+    Args:
+        task: The task.
+
+    Returns:
+        One result per construction, then one for v_star_reproduced.
+    """
+    results: list[CheckResult] = []
+    accepted: list[float] = []
+    for i, entry in enumerate(task.ledger):
+        if entry.construction is None:
+            continue
+        name = (f"ledger entries.{i} ({entry.holder}, {entry.value!r}, {entry.status}): "
+                f"construction {entry.construction}")
+        file = task.construction_file(entry)
+        verdict = evaluate(task, file) if file is not None else None
+        if verdict is None:
+            results.append(CheckResult(task.id, name, False, "not a regular file in the task"))
+        elif verdict.valid and verdict.score is not None:
+            agrees = entry.agrees(verdict.score)
+            if agrees and entry.status != "refuted":
+                accepted.append(entry.value)
+            if agrees:
+                passed = entry.status == "verified"
+                detail = ("innolab's evaluator accepts it (zero tolerance), "
+                          f"score {verdict.score!r}"
+                          + ("" if passed else "; an accepted construction at the published "
+                             "value makes the entry 'verified'"))
+            else:
+                passed = entry.status != "verified"
+                detail = (f"accepted, but it scores {verdict.score!r}, not the published value "
+                          f"(agreement: {AGREEMENT_RTOL:g} relative or the tie margin)"
+                          + ("; a value innolab does not reproduce is not 'verified'"
+                             if not passed else ""))
+            results.append(CheckResult(task.id, name, passed, detail))
+        else:
+            items = violation_items(verdict.errors)
+            unstated = [item for item in items if item not in (entry.note or "")]
+            if entry.status == "verified":
+                detail = (f"innolab's exact check rejects it: {'; '.join(items)}; mark the entry "
+                          "'reported' (a rounding-level violation) or 'refuted', with the "
+                          "violation in its note")
+            elif unstated:
+                detail = (f"rejected, as its status says, but the note does not state the "
+                          f"measured violation(s): {'; '.join(unstated)}")
+            else:
+                detail = f"rejected, as its status and note say: {'; '.join(items)}"
+            results.append(CheckResult(task.id, name, entry.status != "verified" and not unstated,
+                                       detail))
+    best = (max if task.direction == "max" else min)(accepted) if accepted else None
+    claimed = task.spec.v_star_reproduced
+    results.append(CheckResult(
+        task.id, "v_star_reproduced is the best value of a construction innolab accepts",
+        claimed == best,
+        f"v_star_reproduced {claimed!r}; best accepted construction {best!r} "
+        f"({len(accepted)} accepted)"))
+    return results
 
 
 def _reproduction(task: Task, solution: Solution, quick: bool) -> list[CheckResult]:

@@ -14,6 +14,17 @@ decimals) it agrees to the printed digits (tests/test_frontier.py). "Today" is t
 
 V* as of a date is the best non-refuted record dated on or before it; among equal values the
 earliest entry holds it (a copied record ties, it does not win).
+
+Status: the ledger says what innolab's own checks say. A record is `verified` only when innolab
+holds its published construction (`construction`: a file in the task folder, in the task's
+submission format) and innolab's hidden evaluator accepts that file with zero tolerance, at the
+entry's value (within `AGREEMENT_RTOL`, or the entry's tie margin where its digits are fewer: the
+publisher's float64 evaluation may round differently from innolab's). A published value whose
+construction innolab's exact check rejects is `reported` (a rounding-level violation) or `refuted`
+(a wrong value), and its note quotes every violation innolab measures; a value whose construction
+innolab does not hold is `reported`. The task's `v_star_reproduced` is the best verified value
+(None when there is none). `innolab tasks check` re-runs every construction and fails a ledger
+that breaks the rule (innolab.tasks.checks.ledger_constructions).
 """
 
 from __future__ import annotations
@@ -24,6 +35,7 @@ import json
 import math
 import re
 from dataclasses import dataclass
+from pathlib import PurePosixPath
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -35,6 +47,12 @@ Precision = Literal["day", "month", "year"]
 Status = Literal["verified", "reported", "refuted"]
 Kind = Literal["record", "lower_bound", "upper_bound"]
 DATE_PATTERN = re.compile(r"^(\d{4})(?:-(\d{2})(?:-(\d{2}))?)?$")
+# How closely innolab's score of a construction must agree with the value published for it:
+# 1e-12 relative, 10^3 times the largest difference measured on the built-in ledgers (1.1e-15,
+# AlphaEvolve's heilbronn-convex-13: innolab computes the areas exactly and rounds once) and 10^3
+# times below the gap between distinct published records (circle-packing-26: 2.63598308 and
+# 2.6359830849, 1.9e-9 apart relative).
+AGREEMENT_RTOL = 1e-12
 
 
 class FrontierError(ValueError):
@@ -129,11 +147,15 @@ class LedgerEntry(BaseModel):
         source: Where it was published (paper, repository, leaderboard).
         date: The first day of the period it was first published or seen in.
         date_precision: "day", "month" or "year" (see the module's rule).
-        status: "verified" (innolab checked a published construction with its own evaluator),
-            "reported" or "refuted" (published, but fails a strict check; never counts).
+        status: "verified" (innolab's evaluator accepts the published construction it holds, at
+            this value), "reported" (published; its construction is not held, or fails innolab's
+            exact check by a rounding-level violation stated in the note) or "refuted"
+            (published, but wrong; never counts).
         kind: "record", or a proven "lower_bound" / "upper_bound".
-        note: Anything else worth knowing (ties, conventions).
+        note: Anything else worth knowing (ties, conventions, innolab's measured violations).
         parts: The values it sums, by part (a task scored as a sum over instances), or None.
+        construction: The published construction innolab holds: a path relative to the task's
+            folder, in the task's submission format (required for "verified"; records only).
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -148,6 +170,7 @@ class LedgerEntry(BaseModel):
     kind: Kind = "record"
     note: str | None = None
     parts: dict[str, float] | None = None
+    construction: str | None = None
 
     @model_validator(mode="before")
     @classmethod
@@ -196,13 +219,15 @@ class LedgerEntry(BaseModel):
 
     @model_validator(mode="after")
     def consistent(self) -> LedgerEntry:
-        """The value has no more decimals than its digits; parts sum to the value.
+        """Digits hold the value, parts sum to it, and verified names a construction.
 
         Returns:
             The entry.
 
         Raises:
-            ValueError: Digits fewer than the value's decimals, or parts that do not sum to it.
+            ValueError: Digits fewer than the value's decimals, parts that do not sum to it, a
+                verified entry without a construction, or a construction that is not a record's
+                or not a relative path inside the task's folder.
         """
         if self.digits is not None and round(self.value, self.digits) != self.value:
             raise ValueError(
@@ -212,7 +237,32 @@ class LedgerEntry(BaseModel):
             total = math.fsum(self.parts.values())
             if not self.parts or not math.isclose(total, self.value, rel_tol=1e-12, abs_tol=1e-12):
                 raise ValueError(f"parts sum to {total!r}, not to the value {self.value!r}")
+        if self.construction is not None:
+            if self.kind != "record":
+                raise ValueError(f"field 'construction': a {self.kind} is proven, not "
+                                 "constructed; only a record names a construction")
+            path = PurePosixPath(self.construction)
+            if (path.is_absolute() or ".." in path.parts or not path.parts
+                    or "\\" in self.construction):
+                raise ValueError(f"field 'construction': {self.construction!r} must be a relative "
+                                 "path inside the task's folder (forward slashes, no '..')")
+        elif self.status == "verified":
+            raise ValueError("field 'construction': required with status 'verified' (the "
+                             "published construction innolab checks, a file in the task's "
+                             "folder); a value whose construction innolab does not hold is "
+                             "'reported'")
         return self
+
+    def agrees(self, score: float) -> bool:
+        """Whether innolab's score of the construction is this entry's published value.
+
+        Args:
+            score: The score innolab's evaluator gives the construction.
+
+        Returns:
+            |score − value| ≤ max(AGREEMENT_RTOL·|value|, the tie margin).
+        """
+        return abs(score - self.value) <= max(AGREEMENT_RTOL * abs(self.value), self.tie_margin)
 
     @property
     def date_text(self) -> str:
@@ -244,6 +294,8 @@ class LedgerEntry(BaseModel):
             out["note"] = self.note
         if self.parts is not None:
             out["parts"] = dict(self.parts)
+        if self.construction is not None:
+            out["construction"] = self.construction
         return out
 
 

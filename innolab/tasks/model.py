@@ -203,7 +203,9 @@ class TaskSpec(Strict):
     def v_star_is_the_published_frontier(self) -> TaskSpec:
         """The ledger holds together; V* (as of today) is its best record, checked if declared.
 
-        The best reproduced value is the best verified record.
+        The best reproduced value is the best verified record: a record whose published
+        construction innolab's own evaluator accepts (`innolab tasks check` re-runs it; the rule
+        is in innolab.tasks.frontier), None when there is none.
 
         Returns:
             The specification itself.
@@ -324,7 +326,30 @@ class Task:
             )
         if not (root / "description.md").is_file():
             raise TaskError(f"{root}: missing description.md (what the agent reads)")
-        return cls(root, spec, builtin)
+        task = cls(root, spec, builtin)
+        for i, entry in enumerate(spec.v_star.entries):
+            if entry.construction is not None and task.construction_file(entry) is None:
+                raise TaskError(
+                    f"{spec_file}: field 'v_star.entries.{i}.construction': "
+                    f"{entry.construction!r} is not a regular file in the task's folder"
+                )
+        return task
+
+    def construction_file(self, entry: LedgerEntry) -> Path | None:
+        """The file holding an entry's published construction.
+
+        Args:
+            entry: A ledger entry.
+
+        Returns:
+            The file, or None when the entry names none, or names a link, a missing file or a
+            path that leaves the task's folder.
+        """
+        if entry.construction is None:
+            return None
+        path = self.root / entry.construction
+        inside = path.resolve().is_relative_to(self.root.resolve())
+        return path if inside and path.is_file() and not path.is_symlink() else None
 
     @property
     def id(self) -> str:

@@ -212,6 +212,12 @@ class _Lines:
 
     def call(self, frame, event, arg):
         """The global trace function: trace the frames of workspace code with lines left."""
+        try:
+            return self._call(frame)
+        except Exception:  # never break the program: a frame it cannot trace is left alone
+            return None
+
+    def _call(self, frame):
         code = frame.f_code
         if self.relative(code.co_filename) is None:
             return None
@@ -228,6 +234,12 @@ class _Lines:
         """The local trace function: log a line's first run."""
         if event != "line":
             return self.line
+        try:
+            return self._line(frame)
+        except Exception:
+            return self.line
+
+    def _line(self, frame):
         code = frame.f_code
         key = (code.co_filename, frame.f_lineno)
         if key not in self.seen:
@@ -250,6 +262,9 @@ class _Lines:
 def _trace_lines(capture):
     import atexit
     import threading
+
+    if not hasattr(_trace_lines.__code__, "co_lines"):
+        return  # Python before 3.10: no line table to know when a code object is done
 
     lines = _Lines(capture)
     sys.settrace(lines.call)
