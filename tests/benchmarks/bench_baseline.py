@@ -48,7 +48,7 @@ def one_run(task: str, budget: int, run_dir: Path) -> dict:
 
 
 def main(budgets: tuple[int, ...] = BUDGETS, tasks: list[str] | None = None,
-         workers: int = 2, out: Path | None = None) -> list[dict]:
+         workers: int = 2, out: Path | None = None) -> dict:
     """Every task at every budget, `workers` runs at a time; prints one line per task.
 
     Args:
@@ -58,8 +58,9 @@ def main(budgets: tuple[int, ...] = BUDGETS, tasks: list[str] | None = None,
         out: Where the run folders go (None: a temporary folder, removed).
 
     Returns:
-        One record per run: task, budget, valid, ratio, score, improving (submissions, each an
-        improvement), marked (those better than the last by more than 1e-9 relative).
+        `by_task`: for each task and budget (seconds, as text) its run's record: valid, ratio,
+        score, improving (submissions, each an improvement), marked (those better than the last
+        by more than 1e-9 relative); `valid_runs` and `runs`.
     """
     tasks = tasks or builtin_tasks()
     with tempfile.TemporaryDirectory() as scratch:
@@ -81,7 +82,10 @@ def main(budgets: tuple[int, ...] = BUDGETS, tasks: list[str] | None = None,
         print(f"  {task:<28} " + "  ".join(f"{c:>22}" for c in cells), flush=True)
     valid = sum(r["valid"] for r in records)
     print(f"  valid runs: {valid}/{len(records)}")
-    return records
+    by_task = {task: {str(b): {k: v for k, v in by[(task, b)].items()
+                               if k not in ("task", "budget")} for b in budgets}
+               for task in tasks}
+    return {"by_task": by_task, "valid_runs": valid, "runs": len(records)}
 
 
 if __name__ == "__main__":

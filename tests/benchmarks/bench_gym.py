@@ -109,33 +109,43 @@ def resume_seconds() -> float:
         return elapsed
 
 
-def main() -> None:
+def main() -> dict[str, float | None]:
+    """Tool-call overhead in both runtimes, the validate tool, concurrency and resume; printed."""
+    figures: dict[str, float | None] = {}
     print("tool-call overhead (`bash true`, median of 30)")
-    local = overhead_ms("local")
+    local = figures["local_tool_call_ms"] = overhead_ms("local")
     print(f"  local   {local:7.1f} ms   (target <= 10 ms: {'met' if local <= 10 else 'MISSED'})")
-    docker = overhead_ms("docker")
+    docker = figures["docker_tool_call_ms"] = overhead_ms("docker")
     if docker is not None:
+        figures["docker_local_tool_call_ratio"] = docker / local
         print(
             f"  docker  {docker:7.1f} ms   "
-            f"(target <= 100 ms: {'met' if docker <= 100 else 'MISSED'})"
+            f"(target <= 100 ms: {'met' if docker <= 100 else 'MISSED'}); "
+            f"ratio docker/local {docker / local:.1f}x"
         )
     print(
         "validate tool (pristine checker on a copy of the candidate, circle-packing-26, "
         "median of 10)"
     )
     for runtime in ("local", "docker"):
-        validating = overhead_ms(runtime, calls=10, tool="validate")
+        validating = figures[f"{runtime}_validate_ms"] = overhead_ms(runtime, calls=10,
+                                                                      tool="validate")
         if validating is not None:
             print(f"  {runtime:7} {validating:7.1f} ms")
+    if figures["docker_validate_ms"] is not None and figures["local_validate_ms"]:
+        figures["docker_local_validate_ratio"] = (figures["docker_validate_ms"]
+                                                  / figures["local_validate_ms"])
+        print(f"  ratio docker/local {figures['docker_local_validate_ratio']:.1f}x")
     together, one_by_one = concurrency()
+    figures["concurrent_8x1s_s"], figures["sequential_8x1s_s"] = together, one_by_one
     print(
         f"8 concurrent 1-second calls: {together:.2f} s "
         f"(target <= 1.3 s: {'met' if together <= 1.3 else 'MISSED'});"
         f" one after another {one_by_one:.2f} s; ratio {one_by_one / together:.1f}x"
     )
-    print(
-        f"resume a killed run: {resume_seconds():.2f} s from the resume command to its first event"
-    )
+    resumed = figures["resume_s"] = resume_seconds()
+    print(f"resume a killed run: {resumed:.2f} s from the resume command to its first event")
+    return figures
 
 
 if __name__ == "__main__":

@@ -1,5 +1,6 @@
 """Runs every benchmark (`make bench`): each prints its figures as ratios measured in one run, under
-one header.
+one header, and writes its figures as JSON under results/bench/ (tests/benchmarks/record.py: with
+the commit, date and machine), the files README cites.
 
     python tests/benchmarks/run.py                    every benchmark, at full size
     python tests/benchmarks/run.py --list             the benchmarks' names, nothing run
@@ -19,6 +20,7 @@ ran every benchmark anew.
 from __future__ import annotations
 
 import argparse
+import datetime
 import importlib.util
 import sys
 import time
@@ -26,15 +28,18 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 HEADER = "== "
+sys.path.insert(0, str(HERE.parent.parent))
+from tests.benchmarks import record  # noqa: E402  (the checkout's root on the path first)
 
 
 def benchmarks() -> list[Path]:
     return sorted(HERE.glob("bench_*.py"))
 
 
-def run(names: list[str] | None = None, quick: bool = False) -> None:
+def run(names: list[str] | None = None, quick: bool = False,
+        output: Path | None = None) -> None:
     """Each selected benchmark's main(), under its header (its QUICK keyword arguments with
-    quick)."""
+    quick); with an output folder, each one's figures go to `<output>/<name>.json` (record.py)."""
     known = [path.stem for path in benchmarks()]
     unknown = sorted(set(names or []) - set(known))
     if unknown:
@@ -51,8 +56,15 @@ def run(names: list[str] | None = None, quick: bool = False) -> None:
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)
         print(f"{HEADER}{path.stem}", flush=True)
-        module.main(**(getattr(module, "QUICK", {}) if quick else {}))
+        settings = getattr(module, "QUICK", {}) if quick else {}
+        started, load_start, clock = datetime.datetime.now(datetime.UTC), record.load(), \
+            time.perf_counter()
+        figures = module.main(**settings)
         sys.stdout.flush()
+        if output is not None:
+            written = record.write(path.stem, figures, output, settings=settings, started=started,
+                                   wall_s=time.perf_counter() - clock, load_start=load_start)
+            print(f"  written: {written}", flush=True)
     print(f"all benchmarks: {time.perf_counter() - began:.0f} s wall time", flush=True)
 
 
@@ -69,11 +81,17 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--list", action="store_true", help="print the benchmarks' names and run nothing"
     )
+    parser.add_argument(
+        "--output", metavar="DIR", type=Path,
+        help="where each benchmark's figures go as JSON (default: results/bench for a full run, "
+        "none with --quick)",
+    )
     options = parser.parse_args(argv)
     if options.list:
         print("\n".join(path.stem for path in benchmarks()))
         return
-    run(options.only, options.quick)
+    output = options.output or (None if options.quick else record.BENCH_DIR)
+    run(options.only, options.quick, output)
 
 
 if __name__ == "__main__":

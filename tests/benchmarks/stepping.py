@@ -9,8 +9,9 @@ Runs go one after another (each starts its own embedded model server: one thread
 INNOLAB_LOCAL_MODEL_THREADS says otherwise, see innolab.llm.local.default_threads), so the 30
 default runs take about 35 minutes. Counts depend on the machine's load: run it on a quiet machine
 (the table shows the load average at the start and end). Exit status 0 when every run made at least
-`--min-tool-calls` tool calls, 1 otherwise. Not part of `make bench` (its name has no `bench_`
-prefix); tests/test_agents.py runs one seed per scaffold through `measure`.
+`--min-tool-calls` tool calls, 1 otherwise. `make bench` runs seeds 0-2 through bench_stepping.py
+(its figures in results/bench/bench_stepping.json); tests/test_agents.py runs one seed per scaffold
+through `measure`, bounded by steps rather than by the clock.
 """
 
 from __future__ import annotations
@@ -63,9 +64,11 @@ def measure(
     budget_s: int = 60,
     task: str = TASK,
     max_tokens: int | None = None,
+    max_steps: int | None = None,
 ) -> Stepping:
     """One `innolab run` on the embedded model (every INNOLAB_LLM_* variable unset but the reply
-    cap, when given), counted from its trace."""
+    cap, when given), counted from its trace; with max_steps, the run also ends after that many
+    steps."""
     from innolab import traces
 
     run_dir = Path(folder) / f"{agent}-seed{seed}"
@@ -91,6 +94,7 @@ def measure(
         "none",
         "--run-dir",
         str(run_dir),
+        *(["--max-steps", str(max_steps)] if max_steps is not None else []),
     ]
     done = subprocess.run(
         command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=budget_s * 5 + 300
