@@ -208,6 +208,16 @@ def test_checks_of_one_task_pass():
     assert results and all(r.passed for r in results), [r for r in results if not r.passed]
 
 
+def test_a_task_folder_given_as_a_relative_path_is_checked_whole(tmp_path):
+    """`innolab tasks check tasks/T` from the folder above: each solution reruns (no doubled
+    path)."""
+    shutil.copytree(get_task("kissing-number-11").root, tmp_path / "tasks" / "kissing-number-11")
+    result = subprocess.run([INNOLAB, "tasks", "check", "tasks/kissing-number-11"], cwd=tmp_path,
+                            capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stdout[-3000:]
+    assert result.stdout.count("rerun") >= 3 and "all checks passed" in result.stdout
+
+
 def test_checks_catch_a_wrong_recorded_score(tmp_path):
     source = get_task("kissing-number-11").root
     copy = tmp_path / "kissing-number-11"

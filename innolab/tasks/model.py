@@ -297,7 +297,7 @@ class Task:
         Raises:
             TaskError: A missing file, or a task.yaml field that breaks a rule (named).
         """
-        root = Path(root)
+        root = Path(root).resolve()  # a relative folder stays right when a solution runs in its own
         spec_file = root / "task.yaml"
         if not spec_file.is_file():
             raise TaskError(
