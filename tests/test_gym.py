@@ -603,6 +603,26 @@ def test_cli_sandbox_clean_reaps_what_an_ended_run_left(tmp_path):
     assert straggler.wait(timeout=10) == -signal.SIGKILL
 
 
+def test_a_killed_sweep_workers_kernel_profile_is_reaped(tmp_path):
+    """The IPython profile a sweep worker makes for its run's kernel (innolab-ipython-*) is marked
+    with its owner: a killed worker's is removed by the reaper, a live one's kept."""
+    script = ("import sys, time\n"
+              "from innolab.sweep.kernel import handed_to_kernels\n"
+              "with handed_to_kernels({}, 'run', 'tcp://127.0.0.1:1'):\n"
+              "    print('made', flush=True); time.sleep(60)\n")
+    env = {**os.environ, "TMPDIR": str(tmp_path), "PYTHONPATH": str(ROOT)}
+    worker = subprocess.Popen([sys.executable, "-c", script], env=env, stdout=subprocess.PIPE,
+                              text=True)
+    try:
+        assert worker.stdout.readline().strip() == "made"
+        (made,) = tmp_path.glob("innolab-ipython-*")
+        assert reap(tmp_path).folders == [] and made.exists()  # its worker is alive
+    finally:
+        worker.kill()
+        worker.wait()
+    assert reap(tmp_path).folders == [str(made)] and not made.exists()
+
+
 @pytest.mark.skipif(os.geteuid() != 0, reason="a folder of another user needs root to make")
 def test_a_planted_mark_kills_nothing(tmp_path):
     """Anyone may make a folder in the temporary folder: a mark in a folder innolab did not make

@@ -30,7 +30,8 @@ from pathlib import Path
 from typing import Any
 
 OWNER_FILE = ".innolab-owner"
-PREFIXES = ("innolab-ws-", "innolab-validator-")
+# the temporary folders of runs: workspaces, validators, a sweep kernel's IPython profile
+PREFIXES = ("innolab-ws-", "innolab-validator-", "innolab-ipython-")
 MARKER_VARIABLE = "INNOLAB_SANDBOX"
 KILL_ROUNDS = 100
 

@@ -20,6 +20,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from innolab.gym.leftovers import mark
+
 LLM_VAR = "INNOLAB_SWEEP_LLM"  # the run's model settings (config.json's llm), as JSON
 RUN_VAR = "INNOLAB_RUN_ID"  # the run's id (its configuration's)
 SCHEDULER_VAR = "DASK_SCHEDULER_ADDRESS"  # where distributed.get_client() finds the cluster
@@ -52,6 +54,7 @@ def handed_to_kernels(llm: dict[str, Any] | None, run: str, scheduler: str | Non
         yield None
         return
     with tempfile.TemporaryDirectory(prefix="innolab-ipython-") as folder:
+        mark(Path(folder))  # a killed worker's folder is removed by the reaper (gym.leftovers)
         startup = Path(folder) / "profile_default" / "startup"
         startup.mkdir(parents=True)
         (startup / "00-innolab-limits.py").write_text(STARTUP, encoding="utf-8")
