@@ -156,8 +156,8 @@ EMBEDDED_SEEDS = {
 
 @pytest.mark.parametrize("agent", AGENTS)
 def test_every_scaffold_takes_real_steps_on_the_embedded_model(agent, tmp_path):
-    """`innolab run --agent A --task circle-packing-26 --max-steps 3 --runtime local --seed S` on the
-    embedded model makes a complete trace in which every step's reply reached a tool (3 tool
+    """`innolab run --agent A --task circle-packing-26 --max-steps 3 --runtime local --seed S`
+    on the embedded model makes a complete trace in which every step's reply reached a tool (3 tool
     calls in 3 steps), within the embedded reply cap, and no reply comes from the cache (every
     call of a fresh run is a new sample). Bounded by steps, not by the clock, so the count does
     not depend on the machine's load; the counts within 60 s of wall clock are a timing,
