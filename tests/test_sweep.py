@@ -812,3 +812,17 @@ def test_a_run_whose_holder_is_a_zombie_is_not_running(tmp_path):
     beat["pid"] = os.getpid()
     RunDir(run_dir).heartbeat.write_text(json.dumps(beat))
     assert running(run_dir)
+
+
+def test_the_cost_cap_wins_the_exit_status_over_a_failed_run():
+    """`sweep run` exits 3 when the sweep stopped at its cost cap, even with a failed run (the
+    sweep is not complete); 1 for failures alone; 0 for neither."""
+    from innolab.cli.sweep import exit_status
+
+    def state(failed: int, stopped: bool) -> dict:
+        return {"counts": {"failed": failed}, "stopped_for_cost": stopped}
+
+    assert exit_status(state(1, True)) == 3
+    assert exit_status(state(0, True)) == 3
+    assert exit_status(state(2, False)) == 1
+    assert exit_status(state(0, False)) == 0

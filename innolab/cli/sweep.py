@@ -26,8 +26,9 @@ def register(commands: Commands) -> None:
         description="Each configuration executes notebooks/"
         "20_agent_run.ipynb (papermill) as one Dask task into DIR/runs/<config id>/; a rerun "
         "(after the driver was killed, too) skips scored configurations and resumes the others "
-        "from their checkpoints. Exit status: 0 every configuration ran without failing, 1 one "
-        "failed, 3 the sweep stopped at its cost cap.",
+        "from their checkpoints. Exit status: 0 every configuration ran without failing, 3 the "
+        "sweep stopped at its cost cap (whether or not a run also failed: the sweep is not "
+        "complete), else 1 a configuration failed.",
     )
     srun.add_argument("spec", metavar="SPEC", help="a YAML sweep spec (see data/sweeps/)")
     srun.add_argument(
@@ -105,7 +106,7 @@ def _positive(text: str) -> float:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Run the spec; 1 when a configuration failed, 3 when the sweep stopped at its cost cap."""
+    """Run the spec; its exit status says how it ended (`exit_status`)."""
     from innolab import sweep
 
     if args.retry_attempts < 1:
@@ -126,9 +127,29 @@ def run(args: argparse.Namespace) -> int:
     state = sweep.status(folder)
     print(summary(state), file=sys.stderr)
     print(folder)
-    if state["counts"]["failed"]:
-        return 1
-    return 3 if state["stopped_for_cost"] else 0
+    return exit_status(state)
+
+
+STOPPED_FOR_COST, FAILED = 3, 1
+
+
+def exit_status(state: dict) -> int:
+    """`sweep run`'s exit status from the sweep's status.
+
+    A sweep stopped at its cost cap exits 3 even when a run failed too: the sweep is not complete,
+    and what finishes it is a rerun with a higher cap (`--retry-failed` as well retries the failed
+    runs); the summary line counts the failures either way. Else 1 when a run failed, 0 when none
+    did.
+
+    Args:
+        state: innolab.sweep.status's reading (counts, stopped_for_cost).
+
+    Returns:
+        The exit status.
+    """
+    if state["stopped_for_cost"]:
+        return STOPPED_FOR_COST
+    return FAILED if state["counts"]["failed"] else 0
 
 
 def summary(state: dict) -> str:
