@@ -48,6 +48,7 @@ def run(names: list[str] | None = None, quick: bool = False,
         )
     sys.path.insert(0, str(HERE.parent.parent))
     began = time.perf_counter()
+    failed: list[str] = []
     for path in benchmarks():
         if names and path.stem not in names:
             continue
@@ -59,13 +60,20 @@ def run(names: list[str] | None = None, quick: bool = False,
         settings = getattr(module, "QUICK", {}) if quick else {}
         started, load_start, clock = datetime.datetime.now(datetime.UTC), record.load(), \
             time.perf_counter()
-        figures = module.main(**settings)
+        try:
+            figures = module.main(**settings)
+        except Exception as error:  # the others still run; the run fails at the end
+            failed.append(path.stem)
+            print(f"  FAILED: {type(error).__name__}: {error}", flush=True)
+            continue
         sys.stdout.flush()
         if output is not None:
             written = record.write(path.stem, figures, output, settings=settings, started=started,
                                    wall_s=time.perf_counter() - clock, load_start=load_start)
             print(f"  written: {written}", flush=True)
     print(f"all benchmarks: {time.perf_counter() - began:.0f} s wall time", flush=True)
+    if failed:
+        raise SystemExit(f"benchmarks that failed: {', '.join(failed)}")
 
 
 def main(argv: list[str] | None = None) -> None:
