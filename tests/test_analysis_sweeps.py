@@ -280,9 +280,14 @@ def test_paired_effect_finds_a_planted_shift_and_not_a_null_one():
         "ci_high",
         "p_value",
         "p_holm",
+        "p_min",
         "n_pairs",
+        "hypothesis",
     ]
     assert shifted["task"].tolist() == ["t0", "t1", "all"]
+    # beside each p, the smallest p the test can reach with its pairs: 15 per task, 30 in all
+    assert shifted["p_min"].tolist() == pytest.approx([2 / 2**15, 2 / 2**15, 2 / 2**30])
+    assert shifted["hypothesis"].str.contains("symmetric about 0").all()
     assert (shifted["p_value"] < 0.01).all() and (shifted.loc[:1, "p_holm"] < 0.01).all()
     overall = shifted.set_index("task").loc["all"]
     assert overall["n_pairs"] == 30 and overall["ci_low"] < 5.0 < overall["ci_high"]
@@ -330,15 +335,14 @@ def test_trend_checks_say_holds_does_not_hold_or_not_enough_data():
         {"run": range(x.size), "t": x, "up": x + noise, "hump": -((x - 0.6) ** 2) + noise}
     )
     up = sw.trend_holds(data, "t", "up", "increasing", unit="run")
-    assert (up.verdict, up.test, up.unit, up.n_units, up.n) == (
-        "holds",
-        "Spearman rho over units",
-        "run",
-        20,
-        20,
+    assert (up.verdict, up.unit, up.n_units, up.n) == ("holds", "run", 20, 20)
+    assert "permutation test of Spearman" in up.test and "H0: up is independent of t" in (
+        up.hypothesis
     )
+    assert up.p_value < 0.01 and up.p_min <= up.p_value and up.estimate > 0.9
     assert sw.trend_holds(data, "t", "up", "decreasing", unit="run").verdict == "does not hold"
-    assert sw.trend_holds(data, "t", "hump", "peak", unit="run").verdict == "holds"
+    hump = sw.trend_holds(data, "t", "hump", "peak", unit="run")
+    assert hump.verdict == "holds" and hump.ci_high < 0 and hump.p_min == 0.0
     assert sw.trend_holds(data, "t", "up", "peak", unit="run").verdict == "does not hold"
     two_levels = data[data["t"] <= 0.5]
     assert (
@@ -346,6 +350,112 @@ def test_trend_checks_say_holds_does_not_hold_or_not_enough_data():
     )
     with pytest.raises(sw.AnalysisError, match="trend must be"):
         sw.trend_holds(data, "t", "up", "sideways", unit="run")
+    with pytest.raises(sw.AnalysisError, match="alpha must lie in"):
+        sw.trend_holds(data, "t", "up", "increasing", unit="run", alpha=0.5)
+
+
+def test_across_units_a_design_that_cannot_reach_alpha_gives_no_verdict():
+    # 4 runs at 3 temperatures, perfectly ordered: the exact permutation p is 2/4! = 0.083, the
+    # smallest this design can reach, so the number of runs alone would say "does not hold"
+    three = pd.DataFrame({"run": range(3), "t": [0.25, 0.5, 0.75], "g": [1.0, 2.0, 3.0]})
+    three = pd.concat([three, three.assign(run=range(3, 6), g=[1.1, 2.1, 3.1])])
+    check = sw.trend_holds(three.iloc[:4], "t", "g", "increasing", unit="run")
+    assert check.verdict == "not enough data" and check.p_min == pytest.approx(1 / 12)
+    assert "cannot decide" in check.detail
+    # 6 runs (two per temperature) can reach 8/720 = 0.011: the data decide
+    six = sw.trend_holds(three, "t", "g", "increasing", unit="run")
+    assert six.verdict == "holds" and six.p_value == pytest.approx(8 / 720)
+    assert six.p_min == pytest.approx(8 / 720)
+    flat = sw.trend_holds(three.assign(g=[1.0, 3.0, 2.0, 3.0, 1.0, 2.0]), "t", "g", "increasing",
+                          unit="run")
+    assert flat.verdict == "does not hold" and flat.p_value > 0.05
+
+
+def curves(shape: list[float], runs: int, budgets: list[float]) -> pd.DataFrame:
+    """`runs` runs with identical best-so-far curves `shape` over `budgets`."""
+    return pd.DataFrame(
+        [(f"r{i}", b, v) for i in range(runs) for b, v in zip(budgets, shape, strict=True)],
+        columns=["config_id", "budget_s", "gain"],
+    )
+
+
+BUDGETS = [10.0, 20.0, 40.0, 80.0, 160.0]
+STEADY = [-1.0, -0.6, -0.3, -0.1, 0.0]  # rises at every budget, by less each time
+FLAT_AFTER_FIRST = [-1.0, 0.0, 0.0, 0.0, 0.0]  # rises to the second budget, then not at all
+
+
+@pytest.mark.parametrize("shape, verdict", [(STEADY, "holds"), (FLAT_AFTER_FIRST, "does not hold")])
+def test_identical_curves_with_4_and_with_5_runs_give_the_same_verdict(shape, verdict):
+    checks = [
+        sw.trend_holds(curves(shape, runs, BUDGETS), "budget_s", "gain", "increasing",
+                       unit="config_id")
+        for runs in (4, 5)
+    ]
+    assert [c.verdict for c in checks] == [verdict, verdict]
+    assert [c.n_units for c in checks] == [4, 5]
+    # the effect the verdict rests on is the same: the change after the middle budget (40 s)
+    assert checks[0].estimate == checks[1].estimate == pytest.approx(shape[-1] - shape[2])
+    # beside it, the stated null (later-half change = earlier-half change) and the smallest p of
+    # its design: 2/2^4 with 4 runs, 2/2^5 with 5
+    assert [c.p_min for c in checks] == pytest.approx([0.125, 0.0625])
+    assert all("H0 each unit's later-half change equals its earlier-half" in c.hypothesis
+               for c in checks)
+    # the replaced design, a one-sided Wilcoxon over the runs' Spearman rho: every rho of a
+    # rising best-so-far curve is >= 0, so its p was 1/2^n and the number of runs decided
+    rho = [stats.spearmanr(BUDGETS, shape).statistic] * 4
+    assert stats.wilcoxon(rho, alternative="greater").pvalue == pytest.approx(0.0625)
+    assert stats.wilcoxon(rho + rho[:1], alternative="greater").pvalue == pytest.approx(0.03125)
+
+
+def test_curves_that_flatten_after_the_first_budget_do_not_keep_rising():
+    # three budgets: the middle one is the second, so "after the first budget" is the later half
+    rows = curves([-1.0, -0.2, -0.2], 6, [10.0, 20.0, 40.0])
+    check = sw.trend_holds(rows, "budget_s", "gain", "increasing", unit="config_id")
+    assert check.verdict == "does not hold" and "flattens" in check.detail
+    assert (check.estimate, check.ci_low, check.ci_high) == (0.0, 0.0, 0.0)
+    assert "0 of 6 units still rising" in check.detail
+    # one run of six that still improves a little after 20 s does not make the curves keep rising
+    late = rows.copy()
+    late.loc[(late["config_id"] == "r0") & (late["budget_s"] == 40.0), "gain"] = -0.1
+    assert sw.trend_holds(late, "budget_s", "gain", "increasing", unit="config_id").verdict == (
+        "does not hold"
+    )
+    # every run still improving after 20 s does
+    rising = rows.assign(gain=np.where(rows["budget_s"] == 40.0, -0.1, rows["gain"]))
+    assert sw.trend_holds(rising, "budget_s", "gain", "increasing", unit="config_id").verdict == (
+        "holds"
+    )
+
+
+def test_trend_steps_give_the_mean_change_and_the_share_still_improving_per_step():
+    rows = pd.concat(
+        [
+            curves(STEADY, 3, BUDGETS).assign(shape="steady"),
+            curves(FLAT_AFTER_FIRST, 2, BUDGETS).assign(shape="flat", config_id=["f0"] * 5
+                                                        + ["f1"] * 5),
+        ]
+    )
+    steps = sw.trend_steps(rows, "budget_s", "gain", unit="config_id", by="shape",
+                           n_resamples=500)
+    assert list(steps.columns) == [
+        "shape", "from", "to", "n_units", "mean_change", "ci_low", "ci_high", "share_improving",
+        "share_still_improving", "note",
+    ]
+    flat = steps[steps["shape"] == "flat"].set_index("from")
+    assert flat["mean_change"].tolist() == pytest.approx([1.0, 0.0, 0.0, 0.0])
+    assert flat["share_improving"].tolist() == [1.0, 0.0, 0.0, 0.0]
+    assert flat["share_still_improving"].tolist() == [1.0, 0.0, 0.0, 0.0]
+    steady = steps[steps["shape"] == "steady"].set_index("from")
+    assert steady["mean_change"].tolist() == pytest.approx([0.4, 0.3, 0.2, 0.1])
+    assert (steady["share_still_improving"] == 1.0).all() and (steady["n_units"] == 3).all()
+    # identical curves: each interval is its mean exactly, by the method
+    assert (steady["ci_low"] == steady["mean_change"]).all()
+    # one run whose budget ends at 40 s counts in the steps it has, not after
+    short = rows[~((rows["config_id"] == "f1") & (rows["budget_s"] > 40))]
+    counts = sw.trend_steps(short, "budget_s", "gain", unit="config_id", by="shape",
+                            n_resamples=500)
+    assert counts[counts["shape"] == "flat"]["n_units"].tolist() == [2, 2, 1, 1]
+    assert counts[counts["shape"] == "flat"]["note"].iloc[-1].startswith("1 unit(s)")
 
 
 def best_so_far_runs(
@@ -362,16 +472,17 @@ def best_so_far_runs(
     )
 
 
-def test_two_runs_that_each_improve_once_show_no_significant_trend():
+def test_two_runs_that_each_improve_once_show_no_trend():
     grid = np.linspace(0, 300, 31)
     rows = best_so_far_runs({"a": (100, -1.0, 0.5), "b": (200, -1.0, -0.2)}, grid)
     # as 62 independent points these gave "holds" (rho 0.73, p 2e-11); with runs as units two runs
-    # cannot
+    # that each improve once do not keep rising: a's curve is flat after the middle time (150 s)
     points = stats.spearmanr(rows["t_s"], rows["ratio"])
     assert points.pvalue < 1e-6
     check = sw.trend_holds(rows, "t_s", "ratio", "increasing", unit="config_id")
     assert (check.verdict, check.n_units, check.n) == ("does not hold", 2, 62)
-    assert check.p_value == pytest.approx(0.25) and "Wilcoxon" in check.test
+    assert check.estimate == pytest.approx(0.4) and check.ci_low == 0.0
+    assert check.p_min == pytest.approx(0.5)  # two runs: a two-sided Wilcoxon cannot go below
     with pytest.raises(sw.AnalysisError, match=r"repeat config_id .*pass unit='config_id'"):
         sw.trend_holds(rows, "t_s", "ratio", "increasing")
     with pytest.raises(sw.AnalysisError, match="needs unit="):
@@ -402,7 +513,9 @@ def test_twenty_runs_whose_gain_rises_with_the_budget_hold_it():
         columns=["config_id", "budget_s", "gain", "hump"],
     )
     check = sw.trend_holds(rows, "budget_s", "gain", "increasing", unit="config_id")
-    assert (check.verdict, check.n_units, check.n) == ("holds", 20, 80) and check.p_value < 1e-4
+    assert (check.verdict, check.n_units, check.n) == ("holds", 20, 80)
+    # the change after the middle budget (120 s): 0.1 * log2(480 / 120) = 0.2, its bound above 0
+    assert check.estimate == pytest.approx(0.2, abs=0.05) and check.ci_low > 0
     assert (
         sw.trend_holds(rows, "budget_s", "gain", "decreasing", unit="config_id").verdict
         == "does not hold"
@@ -410,6 +523,7 @@ def test_twenty_runs_whose_gain_rises_with_the_budget_hold_it():
     # a peak: the best mean inside the range, a rise before it and a fall after it, each across runs
     peak = sw.trend_holds(rows, "budget_s", "hump", "peak", unit="config_id")
     assert peak.verdict == "holds" and "best mean at budget_s = 120" in peak.detail
+    assert peak.ci_low > 0 and peak.p_min == pytest.approx(1 / 2**20)
     edge = sw.trend_holds(
         rows, "budget_s", "gain", "peak", unit="config_id"
     )  # rising to the end: no peak
@@ -598,5 +712,7 @@ def test_check_trends_tests_each_stated_trend_with_its_column():
     ]  # trade_off has no column: the caller's
     assert checks["this sweep"].tolist() == ["holds", "does not hold"]
     assert checks["unit"].tolist() == ["run", "run"] and checks["n_units"].tolist() == [16, 16]
+    assert list(checks.columns) == sw.TREND_COLUMNS
+    assert checks["hypothesis"].str.startswith("H0:").all() and (checks["p_min"] < 0.05).all()
     with pytest.raises(sw.AnalysisError, match="needs unit="):
         sw.check_trends(stated, data, "t", {"gain": "g"})

@@ -149,8 +149,14 @@ def test_baseline_trend_over_runs_decides(tmp_path):
                            "detail": ["G rises", "N falls"]})
     checks = bl.trend_checks(stated, per_run, "t_s")
     gain = checks[(checks["agent"] == bl.BASELINE_LABEL) & (checks["axis"] == "ratio")].iloc[0]
-    assert gain["this sweep"] == "holds" and gain["unit"] == "config_id"
+    # the baseline's runs rise from -1 (net change 0.93 over its 5 runs) but its four 60 s runs
+    # stop improving at 30 s, their middle time: the curve does not keep rising, whatever the
+    # number of runs (its later-half change 0.04, bootstrap bound 0)
+    assert gain["this sweep"] == "does not hold" and gain["unit"] == "config_id"
     assert gain["n_units"] == 5  # runs, not grid points
+    assert "flattens" in gain["detail"] and "1 of 5 units still rising" in gain["detail"]
+    assert gain["estimate"] == pytest.approx(0.04) and gain["ci_low"] == 0.0
+    assert gain["p_min"] == pytest.approx(0.0625)  # 2/2^5: beside the returns test's p
     assert set(checks["axis"]) == {"ratio", "novelty", "novelty_out"}
     curves = bl.anytime_axes(trajectory, runs, "agent", grid, n_resamples=200)
     late = curves[(curves["agent"] == "baseline") & (curves["t_s"] == 60)].iloc[0]

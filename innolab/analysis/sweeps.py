@@ -487,10 +487,14 @@ def paired_effect(runs: pd.DataFrame, factor: str, metric: str,
                   n_resamples: int = DEFAULT_RESAMPLES, rng: Rng = 0) -> pd.DataFrame:
     """Measure the paired effect of a two-level factor on a metric (Table 7: the innovation prompt).
 
-    The effect is `levels[1] − levels[0]` over runs matched on `pair_on`. The interval is a paired
-    bootstrap; p is two-sided Wilcoxon signed-rank from scipy (1.0 when every difference is 0; NaN
-    below 2 pairs); `p_holm` holds the per-task p-values Holm-corrected over tasks (statsmodels
-    `multipletests`).
+    Unit: a pair (the runs of one `pair_on` key at the two levels). The effect is `levels[1] −
+    levels[0]` over pairs. The interval is a percentile bootstrap over pairs of the mean
+    difference. The test: H0 the paired differences are symmetric about 0, two-sided Wilcoxon
+    signed-rank over pairs from scipy (zeros dropped; 1.0 when every difference is 0; NaN below 2
+    pairs); `p_min` is the smallest p it can reach with that many pairs (2 / 2^n for n pairs: 0.5
+    with 2, 0.0625 with 5), so a p that cannot fall below a level is not read as evidence of no
+    effect. No verdict is drawn here. `p_holm` holds the per-task p-values Holm-corrected over
+    tasks (statsmodels `multipletests`).
 
     NaN novelty (and any NaN metric): runs whose metric is NaN (N not computed) are left out
     before matching (several runs on one key average those known), and a key with no known value
@@ -509,7 +513,7 @@ def paired_effect(runs: pd.DataFrame, factor: str, metric: str,
 
     Returns:
         One row per task and, with several tasks, one row `task == "all"`: `task, level_a,
-        level_b, mean_diff, ci_low, ci_high, p_value, p_holm, n_pairs`.
+        level_b, mean_diff, ci_low, ci_high, p_value, p_holm, p_min, n_pairs, hypothesis`.
 
     Raises:
         AnalysisError: A column is missing, a setting is out of range, the levels are not named
@@ -547,13 +551,13 @@ def paired_effect(runs: pd.DataFrame, factor: str, metric: str,
         interval = bootstrap_ci(diffs, confidence_level=confidence_level, n_resamples=n_resamples,
                                 rng=rng)
         if diffs.size < 2:
-            p = np.nan
-        elif np.allclose(diffs, 0.0):
-            p = 1.0
+            p = p_min = np.nan
         else:
-            p = float(stats.wilcoxon(diffs, zero_method="wilcox").pvalue)
+            p_min = float(stats.wilcoxon(np.arange(1.0, diffs.size + 1)).pvalue)
+            p = 1.0 if np.allclose(diffs, 0.0) else float(
+                stats.wilcoxon(diffs, zero_method="wilcox").pvalue)
         return {**out, "mean_diff": interval.mean, "ci_low": interval.ci_low,
-                "ci_high": interval.ci_high, "p_value": p}
+                "ci_high": interval.ci_high, "p_value": p, "p_min": p_min}
 
     by_task = "task" in keys
     rows = [row(str(task), part["diff"].to_numpy())
@@ -570,8 +574,11 @@ def paired_effect(runs: pd.DataFrame, factor: str, metric: str,
                                                       method="holm")[1]
     elif testable.sum() == 1:
         table.loc[testable, "p_holm"] = table.loc[testable, "p_value"]
+    table["hypothesis"] = (f"H0: {metric} at {factor} = {b!r} minus at {a!r}, paired on "
+                           f"{'/'.join(keys)}, is symmetric about 0 (two-sided Wilcoxon "
+                           "signed-rank over pairs)")
     return table[["task", "level_a", "level_b", "mean_diff", "ci_low", "ci_high", "p_value",
-                  "p_holm", "n_pairs"]]
+                  "p_holm", "p_min", "n_pairs", "hypothesis"]]
 
 
 # ------------------------------------------------------------------------------------------- Fig. 5
@@ -621,14 +628,20 @@ def prior_trajectory(trajectory: pd.DataFrame, runs: pd.DataFrame | None = None)
 
 @dataclass(frozen=True)
 class TrendCheck:
-    """Whether a stated trend holds on a sweep, with the test that decided it and the units counted.
+    """Whether a stated trend holds on a sweep: the hypothesis, the test, the effect and the units.
 
     Attributes:
         trend: "increasing", "decreasing" or "peak".
         verdict: "holds", "does not hold" or "not enough data".
-        test: The test, in words.
+        test: The test or rule, in words.
+        hypothesis: What the verdict claims and what the p-value tests, in words.
         statistic: The test's statistic.
-        p_value: The test's p-value.
+        p_value: The test's p-value (NaN where no test ran).
+        p_min: The smallest p-value the test can reach with this design (its number of units and,
+            across units, its levels of x); 0 for a parametric test, which has no such floor.
+        estimate: The effect the verdict rests on (see `hypothesis`).
+        ci_low: Its lower bound (NaN where the verdict rests on the test alone, or none exists).
+        ci_high: Its upper bound.
         n: The values (rows) tested.
         unit: The column naming the unit of observation.
         n_units: The units the test counted.
@@ -638,12 +651,22 @@ class TrendCheck:
     trend: str
     verdict: Verdict
     test: str
+    hypothesis: str
     statistic: float
     p_value: float
+    p_min: float
+    estimate: float
+    ci_low: float
+    ci_high: float
     n: int
     unit: str
     n_units: int
     detail: str
+
+
+TREND_COLUMNS = ["quantity", "paper", "trend", "this sweep", "test", "hypothesis", "unit",
+                 "n_units", "n", "estimate", "ci_low", "ci_high", "statistic", "p_value", "p_min",
+                 "detail"]
 
 
 def _unit_needed(data: pd.DataFrame, x: str) -> str:
@@ -659,86 +682,209 @@ def _unit_needed(data: pd.DataFrame, x: str) -> str:
     return message
 
 
-def _not_enough(trend: str, unit: str, n: int, n_units: int, why: str) -> TrendCheck:
-    return TrendCheck(trend, "not enough data", "none", np.nan, np.nan, n, unit, n_units, why)
+def _check(trend: str, verdict: Verdict, unit: str, n: int, n_units: int, detail: str, *,
+           test: str = "none", hypothesis: str = "", statistic: float = np.nan,
+           p_value: float = np.nan, p_min: float = np.nan, estimate: float = np.nan,
+           ci_low: float = np.nan, ci_high: float = np.nan) -> TrendCheck:
+    return TrendCheck(trend=trend, verdict=verdict, test=test, hypothesis=hypothesis,
+                      statistic=float(statistic), p_value=float(p_value), p_min=float(p_min),
+                      estimate=float(estimate), ci_low=float(ci_low), ci_high=float(ci_high),
+                      n=int(n), unit=unit, n_units=int(n_units), detail=detail)
 
 
-def _across_units(
-    points: pd.DataFrame, x: str, y: str, trend: Trend, unit: str, alpha: float
-) -> TrendCheck:
-    """One value per unit: Spearman's ρ of x and y over units, or OLS on x and x² for a peak."""
+def _not_enough(trend: str, unit: str, n: int, n_units: int, why: str, **test: Any) -> TrendCheck:
+    return _check(trend, "not enough data", unit, n, n_units, why, **test)
+
+
+def _ranks_correlation(fixed: np.ndarray) -> Any:
+    """A vectorised statistic: Pearson's r of `fixed` with each row of ranks (Spearman's ρ)."""
+    centred = fixed - fixed.mean()
+
+    def statistic(ranks: np.ndarray, axis: int = -1) -> np.ndarray:
+        ranks = np.moveaxis(np.asarray(ranks, dtype=float), axis, -1)
+        other = ranks - ranks.mean(axis=-1, keepdims=True)
+        scale = np.sqrt((centred ** 2).sum() * (other ** 2).sum(axis=-1))
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return (other * centred).sum(axis=-1) / scale
+
+    return statistic
+
+
+def _spearman_permutation(x: np.ndarray, y: np.ndarray, trend: Trend, n_resamples: int,
+                          gen: np.random.Generator) -> tuple[float, float, float]:
+    """Spearman's ρ of x and y, its one-sided permutation p and the design's smallest p.
+
+    The permutation test (scipy.stats.permutation_test, pairings) is exact where the n!
+    pairings number at most `n_resamples`; otherwise it draws `n_resamples` of them. The smallest
+    p is that of the same test on the most favourable data of this design: distinct values in
+    the order of x (ties of x kept).
+
+    Returns:
+        (ρ, p, smallest p).
+    """
+    rx = stats.rankdata(x)
+    alternative = "greater" if trend == "increasing" else "less"
+    statistic = _ranks_correlation(rx)
+
+    def test(ranks: np.ndarray) -> Any:
+        return stats.permutation_test((ranks,), statistic, permutation_type="pairings",
+                                      vectorized=True, n_resamples=n_resamples,
+                                      alternative=alternative, rng=gen)
+
+    result = test(stats.rankdata(y))
+    ranks = np.arange(1.0, len(x) + 1)
+    best = np.empty(len(x))
+    best[np.argsort(x, kind="stable")] = ranks if trend == "increasing" else ranks[::-1]
+    return float(result.statistic), float(result.pvalue), float(test(best).pvalue)
+
+
+def _across_units(points: pd.DataFrame, x: str, y: str, trend: Trend, unit: str, alpha: float,
+                  n_resamples: int, gen: np.random.Generator) -> TrendCheck:
+    """One value per unit: a permutation test of Spearman's ρ, or OLS on x and x² for a peak."""
     n, levels = len(points), points[x].nunique()
+    where = f"over {n} units ({unit}, one value each) at {levels} levels of {x}"
     if trend in ("increasing", "decreasing"):
-        result = stats.spearmanr(points[x], points[y])
-        rho, p = float(result.statistic), float(result.pvalue)
-        name = "Spearman rho over units"
-        if np.isnan(rho):
-            return TrendCheck(trend, "does not hold", name, rho, p, n, unit, n,
-                              f"{y} does not vary with {x}")
-        right_sign = rho > 0 if trend == "increasing" else rho < 0
-        verdict: Verdict = "holds" if right_sign and p < alpha else "does not hold"
-        return TrendCheck(trend, verdict, name, rho, p, n, unit, n,
-                          f"rho = {rho:.3f}, p = {p:.3g} over {n} units ({unit}, one value each) "
-                          f"at {levels} levels "
-                          f"of {x}")
+        sign = ">" if trend == "increasing" else "<"
+        name = "permutation test of Spearman's rho over units (one-sided)"
+        hypothesis = (f"H0: {y} is independent of {x} over units (every pairing of the values "
+                      f"with the levels equally likely); H1: rho {sign} 0. Holds where p < "
+                      f"{alpha:g}; where the design's smallest p is not below {alpha:g}, no "
+                      "verdict (the number of units alone would decide it)")
+        if np.ptp(points[y].to_numpy(dtype=float)) == 0:
+            return _check(trend, "does not hold", unit, n, n, f"{y} does not vary with {x} {where}",
+                          test=name, hypothesis=hypothesis, p_value=1.0)
+        rho, p, p_min = _spearman_permutation(points[x].to_numpy(dtype=float),
+                                              points[y].to_numpy(dtype=float), trend,
+                                              n_resamples, gen)
+        found = f"rho = {rho:.3f}, one-sided p = {p:.3g} {where}; smallest p of this design " \
+                f"{p_min:.3g}"
+        test = {"test": name, "hypothesis": hypothesis, "statistic": rho, "p_value": p,
+                "p_min": p_min, "estimate": rho}
+        if p_min >= alpha:
+            return _not_enough(trend, unit, n, n, f"{found}: not below {alpha:g}, so the test "
+                               "cannot decide with these units", **test)
+        verdict: Verdict = "holds" if p < alpha else "does not hold"
+        return _check(trend, verdict, unit, n, n, found, **test)
     import statsmodels.api as sm
 
     design = sm.add_constant(np.column_stack([points[x], points[x] ** 2]))
     fit = sm.OLS(points[y].to_numpy(), design).fit()
-    curvature, p = float(fit.params[2]), float(fit.pvalues[2])
+    curvature, two_sided = float(fit.params[2]), float(fit.pvalues[2])
+    p = two_sided / 2 if curvature < 0 else 1 - two_sided / 2
+    low, high = fit.conf_int(alpha=2 * alpha)[2]
     vertex = -fit.params[1] / (2 * fit.params[2]) if fit.params[2] != 0 else np.nan
     inside = bool(points[x].min() < vertex < points[x].max())
-    verdict = "holds" if curvature < 0 and p < alpha and inside else "does not hold"
-    return TrendCheck(trend, verdict, "OLS quadratic term over units", curvature, p, n, unit, n,
-                      f"x^2 coefficient {curvature:.3g} (p = {p:.3g}) over {n} units "
-                      f"({unit}, one value each), "
-                      f"vertex at {x} = {vertex:.3g}")
+    verdict = "holds" if p < alpha and inside else "does not hold"
+    return _check(trend, verdict, unit, n, n,
+                  f"x^2 coefficient {curvature:.3g} (one-sided p = {p:.3g}) {where}, "
+                  f"vertex at {x} = {vertex:.3g} ({'inside' if inside else 'outside'} the range)",
+                  test="OLS quadratic term over units (one-sided t test)",
+                  hypothesis=(f"H0: the x^2 coefficient of {y} on {x} is >= 0; H1: < 0 (concave). "
+                              f"Holds where p < {alpha:g} and the vertex lies inside the range of "
+                              f"{x}; estimate: the coefficient, with its {1 - 2 * alpha:g} t "
+                              "interval (a parametric test: no floor on p)"),
+                  statistic=curvature, p_value=p, p_min=0.0, estimate=curvature, ci_low=low,
+                  ci_high=high)
 
 
-def _within_units(
-    points: pd.DataFrame, x: str, y: str, trend: Trend, unit: str, alpha: float
-) -> TrendCheck:
-    """Several values per unit (repeated measures): each unit's ρ, tested across units.
+def _by_unit(points: pd.DataFrame, x: str, y: str, unit: str) -> pd.DataFrame:
+    """Each unit's mean value at each of its levels: units × levels (NaN where it has none)."""
+    return points.pivot_table(index=unit, columns=x, values=y, aggfunc="mean").sort_index(axis=1)
 
-    Each unit's Spearman ρ of its values against the levels is tested across units; a peak as a
-    rise up to the level with the best mean and a fall after it.
+
+def _wilcoxon(values: np.ndarray, alternative: str) -> tuple[float, float]:
+    """Wilcoxon signed-rank p of `values` (zeros dropped; 1 where all are 0) and the design's floor.
+
+    The floor: the p of the same test on as many distinct values of the favoured sign.
+
+    Returns:
+        (p, smallest p).
+    """
+    n = values.size
+    favoured = np.arange(1.0, n + 1) * (-1 if alternative == "less" else 1)
+    p_min = float(stats.wilcoxon(favoured, alternative=alternative).pvalue) if n else 1.0
+    if not np.any(values):
+        return 1.0, p_min
+    return float(stats.wilcoxon(values, alternative=alternative).pvalue), p_min
+
+
+def _lower_bounds(columns: np.ndarray, alpha: float, n_resamples: int, gen: np.random.Generator
+                  ) -> list[Any]:
+    """Percentile bootstrap over units of each column's mean at 1 − 2α: lower bounds one-sided."""
+    return bootstrap_ci(columns, confidence_level=1 - 2 * alpha, n_resamples=n_resamples, rng=gen)
+
+
+def _within_units(points: pd.DataFrame, x: str, y: str, trend: Trend, unit: str, alpha: float,
+                  n_resamples: int, gen: np.random.Generator) -> TrendCheck:
+    """Several values per unit at ordered levels: each unit's net and later-half change, over units.
 
     Returns:
         The verdict, counting units.
     """
     n = len(points)
     if trend == "peak":
-        return _peak_within_units(points, x, y, unit, alpha)
-    statistics = [0.0 if np.ptp(part[y]) == 0
-                  else float(stats.spearmanr(part[x], part[y]).statistic)
-                  for _, part in points.groupby(unit, sort=True) if part[x].nunique() >= 2]
-    n_units = len(statistics)
+        return _peak_within_units(points, x, y, unit, alpha, n_resamples, gen)
+    sign = 1.0 if trend == "increasing" else -1.0
+    word = "rising" if trend == "increasing" else "falling"
+    firsts, middles, lasts, mids = [], [], [], []
+    for _, row in _by_unit(points, x, y, unit).iterrows():
+        known = row.dropna()
+        if len(known) < 3:
+            continue
+        firsts.append(known.iloc[0])
+        middles.append(known.iloc[(len(known) - 1) // 2])
+        lasts.append(known.iloc[-1])
+        mids.append(float(known.index[(len(known) - 1) // 2]))
+    first, middle, last = (np.asarray(v, dtype=float) for v in (firsts, middles, lasts))
+    net, early, late = sign * (last - first), sign * (middle - first), sign * (last - middle)
+    n_units = net.size
+    name = (f"keeps {word}: percentile bootstrap over units of each unit's net and later-half "
+            f"change (one-sided {1 - alpha:g} lower bounds); beside it, a two-sided Wilcoxon "
+            "signed-rank test over units of later- minus earlier-half change")
+    hypothesis = (f"Verdict: the values keep {word}: the mean change per unit from its first to "
+                  f"its last level of {x} and from its middle level to its last both lie beyond "
+                  f"0 in the stated direction (their one-sided {1 - alpha:g} percentile-bootstrap "
+                  "bounds over units; a curve that flattens after its middle level does not "
+                  "hold). Test beside it, a null under which a best-so-far curve's rise is not "
+                  "automatic: H0 each unit's later-half change equals its earlier-half change "
+                  "(returns neither diminish nor grow), two-sided Wilcoxon signed-rank over "
+                  "units; p_min: its smallest p with these units")
     if n_units < 2:
         return _not_enough(trend, unit, n, n_units,
-                           f"{n_units} unit(s) ({unit}) with values at 2 or more levels of "
-                           f"{x}; a trend across units needs at least 2")
-    rho = np.asarray(statistics)
-    p = 1.0 if not rho.any() else float(stats.wilcoxon(
-        rho, alternative="greater" if trend == "increasing" else "less",
-        zero_method="zsplit").pvalue)
-    summary = float(rho.mean())
-    return TrendCheck(trend, "holds" if p < alpha else "does not hold",
-                      "Wilcoxon signed-rank over units of each unit's Spearman rho", summary, p, n,
-                      unit, n_units,
-                      f"mean per-unit rho {summary:.3f} over {n_units} units ({unit}): "
-                      f"{int((rho > 0).sum())} "
-                      f"positive, {int((rho < 0).sum())} negative, {int((rho == 0).sum())} flat; "
-                      f"one-sided p = "
-                      f"{p:.3g}; {n} values at {points[x].nunique()} levels of {x}")
+                           f"{n_units} unit(s) ({unit}) with values at 3 or more levels of {x}; "
+                           "a trend across units needs at least 2", test=name,
+                           hypothesis=hypothesis)
+    whole, later = _lower_bounds(np.column_stack([net, late]), alpha, n_resamples, gen)
+    returns = late - early
+    p, p_min = _wilcoxon(returns, "two-sided")
+    moving = int((late > 0).sum())
+    shape = ("diminishing" if returns.mean() < 0 else "growing" if returns.mean() > 0 else "even")
+    found = (f"over {n_units} units ({unit}), changes signed so that {word} is positive: net "
+             f"change {whole.mean:.3g} "
+             f"[{whole.ci_low:.3g}, {whole.ci_high:.3g}], change after the middle level "
+             f"(x = {np.median(mids):g} for the median unit) {later.mean:.3g} "
+             f"[{later.ci_low:.3g}, {later.ci_high:.3g}] ({1 - 2 * alpha:g} bootstrap "
+             f"intervals over units); {moving} of {n_units} units still "
+             f"{word} after the middle level; later minus earlier change {returns.mean():.3g} "
+             f"({shape} returns), Wilcoxon p = {p:.3g}, smallest p with {n_units} units "
+             f"{p_min:.3g}; {n} values at {points[x].nunique()} levels of {x}")
+    test = {"test": name, "hypothesis": hypothesis, "statistic": float(returns.mean()),
+            "p_value": p, "p_min": p_min, "estimate": later.mean, "ci_low": later.ci_low,
+            "ci_high": later.ci_high}
+    if np.isnan(whole.ci_low) or np.isnan(later.ci_low):
+        return _not_enough(trend, unit, n, n_units,
+                           f"{found}; no interval: {whole.note or later.note}", **test)
+    holds = whole.ci_low > 0 and later.ci_low > 0
+    why = "" if holds else (f"; no net change beyond 0 in the stated direction ({word})"
+                            if whole.ci_low <= 0
+                            else f"; flattens or turns after the middle level: not {word}")
+    return _check(trend, "holds" if holds else "does not hold", unit, n, n_units, found + why,
+                  **test)
 
 
-def _peak_within_units(
-    points: pd.DataFrame, x: str, y: str, unit: str, alpha: float
-) -> TrendCheck:
-    """A peak over repeated measures: a rise up to the best-mean level and a fall after it.
-
-    The level with the best mean value must be inside the range of x; each side is tested across
-    units, both at alpha.
+def _peak_within_units(points: pd.DataFrame, x: str, y: str, unit: str, alpha: float,
+                       n_resamples: int, gen: np.random.Generator) -> TrendCheck:
+    """A peak over repeated measures: a rise to the best-mean level and a fall after it.
 
     Returns:
         The verdict, counting units.
@@ -746,44 +892,87 @@ def _peak_within_units(
     n = len(points)
     means = points.groupby(x)[y].mean()
     top = float(means.idxmax())
-    name = ("rise to and fall from the best-mean level, each by Wilcoxon over units of per-unit "
-            "Spearman rho")
+    name = ("rise to and fall from the best-mean level: percentile bootstrap over units of each "
+            f"unit's rise and fall (one-sided {1 - alpha:g} lower bounds); beside it, one-sided "
+            "Wilcoxon signed-rank tests over units of each (intersection-union: the larger p)")
+    hypothesis = (f"Verdict: the level of {x} with the best mean {y} lies inside the range of "
+                  f"{x}, and the mean rise per unit from its first level to it and the mean fall "
+                  "from it to its last level are both beyond 0 (one-sided bootstrap bounds over "
+                  "units). Test beside it: H0 no rise or no fall (each side symmetric about 0), "
+                  "one-sided Wilcoxon signed-rank over units per side, p the larger; the level "
+                  "is chosen from the data, so read p as approximate; p_min: the smallest p "
+                  "with these units")
     if top in (means.index.min(), means.index.max()):
-        return TrendCheck("peak", "does not hold", name, np.nan, np.nan, n, unit,
-                          points[unit].nunique(),
-                          f"the best mean of {y} is at the edge of {x} ({x} = {top:g}): "
-                          "no peak inside")
-    rise = _within_units(points[points[x] <= top], x, y, "increasing", unit, alpha)
-    fall = _within_units(points[points[x] >= top], x, y, "decreasing", unit, alpha)
-    sides = f"rise: {rise.detail}; fall: {fall.detail}"
-    n_units = min(rise.n_units, fall.n_units)
-    if "not enough data" in (rise.verdict, fall.verdict):
-        return _not_enough("peak", unit, n, n_units, f"best mean at {x} = {top:g}; {sides}")
-    holds = rise.verdict == "holds" and fall.verdict == "holds"
-    return TrendCheck("peak", "holds" if holds else "does not hold", name,
-                      min(rise.statistic, -fall.statistic), max(rise.p_value, fall.p_value), n,
-                      unit, n_units, f"best mean at {x} = {top:g}; {sides}")
+        return _check("peak", "does not hold", unit, n, points[unit].nunique(),
+                      f"the best mean of {y} is at the edge of {x} ({x} = {top:g}): "
+                      "no peak inside", test=name, hypothesis=hypothesis)
+    rises, falls = [], []
+    for _, row in _by_unit(points, x, y, unit).iterrows():
+        known = row.dropna()
+        if top in known.index and known.index[0] < top < known.index[-1]:
+            rises.append(known[top] - known.iloc[0])
+            falls.append(known[top] - known.iloc[-1])
+    rise, fall = np.asarray(rises, dtype=float), np.asarray(falls, dtype=float)
+    n_units = rise.size
+    if n_units < 2:
+        return _not_enough("peak", unit, n, n_units,
+                           f"best mean at {x} = {top:g}; {n_units} unit(s) ({unit}) with values "
+                           "at it and on both sides of it; at least 2 needed", test=name,
+                           hypothesis=hypothesis)
+    up, down = _lower_bounds(np.column_stack([rise, fall]), alpha, n_resamples, gen)
+    p_rise, floor = _wilcoxon(rise, "greater")
+    p_fall, _ = _wilcoxon(fall, "greater")
+    binding = up if up.ci_low <= down.ci_low else down
+    found = (f"best mean at {x} = {top:g}; over {n_units} units ({unit}): rise {up.mean:.3g} "
+             f"[{up.ci_low:.3g}, {up.ci_high:.3g}], fall {down.mean:.3g} "
+             f"[{down.ci_low:.3g}, {down.ci_high:.3g}] ({1 - 2 * alpha:g} bootstrap intervals); "
+             f"Wilcoxon p rise {p_rise:.3g}, fall {p_fall:.3g}, smallest p with {n_units} units "
+             f"{floor:.3g}")
+    test = {"test": name, "hypothesis": hypothesis, "statistic": min(up.mean, down.mean),
+            "p_value": max(p_rise, p_fall), "p_min": floor, "estimate": binding.mean,
+            "ci_low": binding.ci_low, "ci_high": binding.ci_high}
+    if np.isnan(up.ci_low) or np.isnan(down.ci_low):
+        return _not_enough("peak", unit, n, n_units,
+                           f"{found}; no interval: {up.note or down.note}", **test)
+    holds = up.ci_low > 0 and down.ci_low > 0
+    return _check("peak", "holds" if holds else "does not hold", unit, n, n_units, found, **test)
 
 
 def trend_holds(data: pd.DataFrame, x: str, y: str, trend: Trend, *, unit: str | None = None,
-                alpha: float = 0.05, min_levels: int = 3) -> TrendCheck:
+                alpha: float = 0.05, min_levels: int = 3, n_resamples: int = DEFAULT_RESAMPLES,
+                rng: Rng = 0) -> TrendCheck:
     """Check a trend of `fig6_trends.csv` on `data`; the test counts units, never points.
 
-    * One value per unit (temperature, backbone: one row per run): increasing / decreasing by
-      Spearman's ρ between x and y over units, holding when ρ has the stated sign with p < alpha;
-      a peak by OLS of y on x and x², holding when the x² coefficient is negative with p < alpha
-      and the vertex lies inside the observed x.
+    Every check states its hypothesis (`TrendCheck.hypothesis`) and, beside its p-value, the
+    smallest p its design can reach (`p_min`), and no verdict is decided by the number of units
+    alone.
+
+    * One value per unit (temperature, backbone, or budgets as separate runs: one row per run),
+      increasing / decreasing: H0 y is independent of x over units, H1 Spearman's ρ has the
+      stated sign; a permutation test (scipy.stats.permutation_test; exact where the pairings
+      number at most `n_resamples`), one-sided. Holds where p < alpha. Where the design cannot
+      reach alpha (p_min >= alpha: too few units or levels), the verdict is "not enough data",
+      never "does not hold". A peak: OLS of y on x and x², H0 the x² coefficient is >= 0, one-sided
+      t test, holding where p < alpha and the vertex lies inside the observed x (p_min 0: a
+      parametric test has no floor).
     * Several values per unit at ordered levels (repeated measures: a run's best-so-far value at
-      several times or budgets): each unit's own trend statistic, Spearman's ρ of its values
-      against the levels (0 where they are constant), then a one-sided Wilcoxon signed-rank test
-      of these ρ across units (zeros split), so p counts units. (The within-run permutation null
-      of Page's L test, with runs as blocks, does not fit: a best-so-far curve can only rise, and
-      at 31 grid times Page's test calls two runs that each improve once significant, p ~ 1e-7;
-      across units two runs never are, p >= 0.25.) A peak: the level of x with the best mean y
-      must lie inside the range of x, and the values must rise up to it and fall after it, each
-      side by the test above at alpha (an intersection-union test; the split is chosen from the
-      data, so read p as approximate). Units with values at fewer than 2 levels (of a side) carry
-      no trend of their own and are left out.
+      several times or budgets). A best-so-far curve can only rise, so a test of "it rises"
+      (each unit's ρ against 0) is decided by the number of units, not by the curves. Instead,
+      per unit: its net change (first to last level) and its later-half change (its middle level
+      to its last; of its L levels, the middle is number (L − 1) // 2 counting from 0), each in
+      the stated direction.
+      The verdict "keeps rising" (or falling) holds where the percentile-bootstrap lower bounds
+      over units (one-sided, 1 − alpha) of both mean changes lie above 0: identical curves give
+      the same verdict with 4 units as with 5, and a curve that flattens after its middle level
+      does not hold. Beside it, a null under which a rising curve is not automatic: H0 each
+      unit's later-half change equals its earlier-half change (returns neither diminish nor
+      grow), a two-sided Wilcoxon signed-rank test over units, with its p_min (2 / 2^n for n
+      units). A peak: the level of x with the best mean y must lie inside the range of x, and
+      the mean rise to it and fall after it per unit must both have bootstrap lower bounds above
+      0; beside it, one-sided Wilcoxon tests of each side (the larger p; the level is chosen
+      from the data, so read p as approximate). Units with values at fewer than 3 levels (or,
+      for a peak, none at the best level or on one side of it) carry no trend of their own and
+      are left out. `trend_steps` gives the change at each step.
 
     Fewer than `min_levels` distinct x values, fewer than 4 values, or fewer than 2 units with a
     trend of their own is "not enough data".
@@ -797,19 +986,24 @@ def trend_holds(data: pd.DataFrame, x: str, y: str, trend: Trend, *, unit: str |
         y: The column of the values.
         trend: "increasing", "decreasing" or "peak".
         unit: The column that names the unit of observation (`config_id`: one run).
-        alpha: The tests' significance level.
+        alpha: The tests' significance level, in (0, 0.5); one-sided bounds are at 1 − alpha.
         min_levels: The fewest distinct x values a test needs.
+        n_resamples: The resamples of the bootstrap and of a permutation test that is not exact.
+        rng: A seed or a numpy Generator.
 
     Returns:
-        The verdict with its test, statistic, p-value and counts.
+        The verdict with its hypothesis, test, effect, p-value, smallest reachable p and counts.
 
     Raises:
-        AnalysisError: An unknown trend, no `unit` (repeated measures cannot be told from
-            independent points; rows that repeat a run identifier such as config_id are named in
-            the message), a missing column, or a row without a unit.
+        AnalysisError: An unknown trend, alpha outside (0, 0.5), no `unit` (repeated measures
+            cannot be told from independent points; rows that repeat a run identifier such as
+            config_id are named in the message), a missing column, or a row without a unit.
     """
     if trend not in ("increasing", "decreasing", "peak"):
         raise AnalysisError(f"trend must be increasing, decreasing or peak, got {trend!r}")
+    if not 0 < alpha < 0.5:
+        raise AnalysisError(f"alpha must lie in (0, 0.5), got {alpha!r}")
+    check_settings(confidence_level=1 - 2 * alpha, n_resamples=n_resamples)
     if unit is None:
         raise AnalysisError(_unit_needed(data, x))
     _columns(data, [unit, x, y], "data")
@@ -824,15 +1018,87 @@ def trend_holds(data: pd.DataFrame, x: str, y: str, trend: Trend, *, unit: str |
         return _not_enough(trend, unit, n, n_units,
                            f"{levels} level(s) of {x} and {n} value(s) from {n_units} "
                            f"unit(s); at least {min_levels} levels and 4 values needed")
+    gen = generator(rng)
     if n_units == n:
-        return _across_units(points, x, y, trend, unit, alpha)
-    return _within_units(points, x, y, trend, unit, alpha)
+        return _across_units(points, x, y, trend, unit, alpha, n_resamples, gen)
+    return _within_units(points, x, y, trend, unit, alpha, n_resamples, gen)
+
+
+def trend_steps(data: pd.DataFrame, x: str, y: str, *, unit: str,
+                by: str | Sequence[str] | None = None,
+                trend: Literal["increasing", "decreasing"] = "increasing",
+                confidence_level: float = DEFAULT_CONFIDENCE,
+                n_resamples: int = DEFAULT_RESAMPLES, rng: Rng = 0) -> pd.DataFrame:
+    """Give the change of repeated measures at each step between consecutive levels, over units.
+
+    Unit: `unit` (`config_id`: a run). Per group and step (two consecutive levels of x): the units
+    with values at both; the mean change over them, with a percentile bootstrap interval over
+    units; the share of them that move in the `trend` direction at this step
+    (`share_improving`); and the share that move in that direction anywhere after the step's
+    first level, up to their own last level (`share_still_improving`: still improving after it).
+    A unit's several values at one level are averaged. NaN x or y rows are dropped, never read
+    as 0.
+
+    Args:
+        data: The values (the unit, x, y and `by` columns).
+        x: The column of the levels.
+        y: The column of the values.
+        unit: The column naming the unit of observation.
+        by: The grouping column or columns, or None for one group.
+        trend: The direction that counts as improving.
+        confidence_level: The intervals' confidence level.
+        n_resamples: The number of bootstrap resamples.
+        rng: A seed or a numpy Generator.
+
+    Returns:
+        Columns `*by, from, to, n_units, mean_change, ci_low, ci_high, share_improving,
+        share_still_improving, note` (note: why a bound is NaN).
+
+    Raises:
+        AnalysisError: A column is missing, a setting is out of range, or `trend` is neither
+            direction.
+    """
+    if trend not in ("increasing", "decreasing"):
+        raise AnalysisError(f"trend must be increasing or decreasing, got {trend!r}")
+    check_settings(confidence_level=confidence_level, n_resamples=n_resamples)
+    keys = _by(by)
+    _columns(data, [*keys, unit, x, y], "data")
+    sign = 1.0 if trend == "increasing" else -1.0
+    gen = generator(rng)
+    columns = [*keys, "from", "to", "n_units", "mean_change", "ci_low", "ci_high",
+               "share_improving", "share_still_improving", "note"]
+    rows = []
+    for key, part in _groups(data.dropna(subset=[x, y]), keys):
+        wide = _by_unit(part.astype({x: float, y: float}), x, y, unit)
+        if wide.shape[1] < 2:
+            continue
+        values = wide.to_numpy(dtype=float)
+        last = np.array([r[~np.isnan(r)][-1] for r in values])
+        change = np.diff(values, axis=1)
+        present = ~np.isnan(change)
+        intervals = bootstrap_ci(np.where(present, change, 0.0), confidence_level=confidence_level,
+                                 n_resamples=n_resamples, rng=gen, mask=present)
+        for j, interval in enumerate(intervals):
+            counted = present[:, j]
+            if not counted.any():
+                continue
+            rows.append({**dict(zip(keys, key, strict=True)), "from": float(wide.columns[j]),
+                         "to": float(wide.columns[j + 1]), "n_units": interval.n,
+                         "mean_change": interval.mean, "ci_low": interval.ci_low,
+                         "ci_high": interval.ci_high,
+                         "share_improving": float((sign * change[counted, j] > 0).mean()),
+                         "share_still_improving": float(
+                             (sign * (last[counted] - values[counted, j]) > 0).mean()),
+                         "note": interval.note})
+    return pd.DataFrame(rows, columns=columns)
 
 
 def check_trends(stated: pd.DataFrame, data: pd.DataFrame, x: str, columns: dict[str, str], *,
-                 unit: str | None = None, alpha: float = 0.05) -> pd.DataFrame:
+                 unit: str | None = None, alpha: float = 0.05,
+                 n_resamples: int = DEFAULT_RESAMPLES, rng: Rng = 0) -> pd.DataFrame:
     """Test each stated trend of `fig6_trends.csv` on `data` with `trend_holds`.
 
+    Each row states its hypothesis and, beside its p-value, the smallest p its design can reach.
     NaN values (novelty not computed) are dropped by `trend_holds`; `n` says how many were
     tested.
 
@@ -844,26 +1110,32 @@ def check_trends(stated: pd.DataFrame, data: pd.DataFrame, x: str, columns: dict
             column (e.g. trade_off) is left to the caller.
         unit: The column that names the unit of observation.
         alpha: The tests' significance level.
+        n_resamples: As `trend_holds`.
+        rng: A seed or a numpy Generator.
 
     Returns:
-        One row per tested trend: quantity, paper, trend, this sweep, test, unit, n_units, n,
-        statistic, p_value, detail.
+        One row per tested trend: quantity, paper, trend, this sweep, test, hypothesis, unit,
+        n_units, n, estimate, ci_low, ci_high, statistic, p_value, p_min, detail.
 
     Raises:
         AnalysisError: A column is missing, or as `trend_holds`.
     """
     _columns(stated, ["quantity", "trend", "detail"], "stated")
+    gen = generator(rng)
     rows = []
     for row in stated.itertuples():
         if row.quantity not in columns:
             continue
-        check = trend_holds(data, x, columns[row.quantity], row.trend, unit=unit, alpha=alpha)
+        check = trend_holds(data, x, columns[row.quantity], row.trend, unit=unit, alpha=alpha,
+                            n_resamples=n_resamples, rng=gen)
         rows.append({"quantity": row.quantity, "paper": row.detail, "trend": row.trend,
-                     "this sweep": check.verdict, "test": check.test, "unit": check.unit,
-                     "n_units": check.n_units, "n": check.n, "statistic": check.statistic,
-                     "p_value": check.p_value, "detail": check.detail})
-    return pd.DataFrame(rows, columns=["quantity", "paper", "trend", "this sweep", "test", "unit",
-                                       "n_units", "n", "statistic", "p_value", "detail"])
+                     "this sweep": check.verdict, "test": check.test,
+                     "hypothesis": check.hypothesis, "unit": check.unit,
+                     "n_units": check.n_units, "n": check.n, "estimate": check.estimate,
+                     "ci_low": check.ci_low, "ci_high": check.ci_high,
+                     "statistic": check.statistic, "p_value": check.p_value,
+                     "p_min": check.p_min, "detail": check.detail})
+    return pd.DataFrame(rows, columns=TREND_COLUMNS)
 
 
 # --------------------------------------------------------------------------------------- regression
