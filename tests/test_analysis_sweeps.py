@@ -369,6 +369,21 @@ def test_across_units_a_design_that_cannot_reach_alpha_gives_no_verdict():
     flat = sw.trend_holds(three.assign(g=[1.0, 3.0, 2.0, 3.0, 1.0, 2.0]), "t", "g", "increasing",
                           unit="run")
     assert flat.verdict == "does not hold" and flat.p_value > 0.05
+    # 20 runs: drawn pairings, whose floor is 1 / (n_resamples + 1); above 500 runs, scipy's t
+    # approximation of Spearman's rho, its floor that of perfectly ordered values
+    rng = np.random.default_rng(2)
+    t = np.repeat([0.25, 0.5, 0.75, 1.0], 5)
+    drawn = sw.trend_holds(pd.DataFrame({"run": range(20), "t": t, "g": t + rng.normal(0, 1, 20)}),
+                           "t", "g", "increasing", unit="run", n_resamples=999)
+    assert "999 drawn pairings" in drawn.test and drawn.p_min == pytest.approx(1 / 1000)
+    t = np.repeat([0.25, 0.5, 0.75, 1.0], 150)
+    g = t + rng.normal(0, 1, t.size)
+    many = sw.trend_holds(pd.DataFrame({"run": range(t.size), "t": t, "g": g}), "t", "g",
+                          "increasing", unit="run")
+    assert "t approximation" in many.test
+    assert many.p_value == pytest.approx(stats.spearmanr(t, g, alternative="greater").pvalue)
+    assert many.p_min < 1e-100 and many.verdict == ("holds" if many.p_value < 0.05 else
+                                                    "does not hold")
 
 
 def curves(shape: list[float], runs: int, budgets: list[float]) -> pd.DataFrame:

@@ -710,42 +710,59 @@ def _ranks_correlation(fixed: np.ndarray) -> Any:
     return statistic
 
 
-def _spearman_permutation(x: np.ndarray, y: np.ndarray, trend: Trend, n_resamples: int,
-                          gen: np.random.Generator) -> tuple[float, float, float]:
-    """Spearman's ρ of x and y, its one-sided permutation p and the design's smallest p.
+# above this many units, Spearman's ρ is tested by its t approximation (scipy.stats.spearmanr),
+# which is accurate there, rather than by drawn pairings
+ASYMPTOTIC_UNITS = 500
 
-    The permutation test (scipy.stats.permutation_test, pairings) is exact where the n!
-    pairings number at most `n_resamples`; otherwise it draws `n_resamples` of them. The smallest
-    p is that of the same test on the most favourable data of this design: distinct values in
-    the order of x (ties of x kept).
+
+def _spearman_test(x: np.ndarray, y: np.ndarray, trend: Trend, n_resamples: int,
+                   gen: np.random.Generator) -> tuple[float, float, float, str]:
+    """Spearman's ρ of x and y, its one-sided p, the design's smallest p and the test's name.
+
+    Up to `ASYMPTOTIC_UNITS` units, a permutation test (scipy.stats.permutation_test, pairings):
+    exact where the n! pairings number at most `n_resamples`, and then its smallest p is that of
+    the same test on the most favourable data of this design (distinct values in the order of x,
+    ties of x kept); otherwise `n_resamples` drawn pairings, whose smallest p is 1 /
+    (n_resamples + 1). Above, the t approximation of scipy.stats.spearmanr, whose smallest p is
+    that of the most favourable data.
 
     Returns:
-        (ρ, p, smallest p).
+        (ρ, p, smallest p, the test in words).
     """
-    rx = stats.rankdata(x)
     alternative = "greater" if trend == "increasing" else "less"
-    statistic = _ranks_correlation(rx)
-
-    def test(ranks: np.ndarray) -> Any:
-        return stats.permutation_test((ranks,), statistic, permutation_type="pairings",
-                                      vectorized=True, n_resamples=n_resamples,
-                                      alternative=alternative, rng=gen)
-
-    result = test(stats.rankdata(y))
     ranks = np.arange(1.0, len(x) + 1)
     best = np.empty(len(x))
     best[np.argsort(x, kind="stable")] = ranks if trend == "increasing" else ranks[::-1]
-    return float(result.statistic), float(result.pvalue), float(test(best).pvalue)
+    if len(x) > ASYMPTOTIC_UNITS:
+        result = stats.spearmanr(x, y, alternative=alternative)
+        floor = stats.spearmanr(x, best, alternative=alternative).pvalue
+        return (float(result.statistic), float(result.pvalue), float(floor),
+                "Spearman's rho over units, t approximation (one-sided)")
+    statistic = _ranks_correlation(stats.rankdata(x))
+
+    def test(values: np.ndarray) -> Any:
+        # batches of about a million cells keep memory bounded
+        return stats.permutation_test((values,), statistic, permutation_type="pairings",
+                                      vectorized=True, n_resamples=n_resamples,
+                                      batch=max(1, 1_000_000 // len(values)),
+                                      alternative=alternative, rng=gen)
+
+    result = test(stats.rankdata(y))
+    exact = math.factorial(len(x)) <= n_resamples
+    floor = test(best).pvalue if exact else 1 / (n_resamples + 1)
+    return (float(result.statistic), float(result.pvalue), float(floor),
+            f"{'exact' if exact else f'{n_resamples} drawn pairings'} permutation test of "
+            "Spearman's rho over units (one-sided)")
 
 
 def _across_units(points: pd.DataFrame, x: str, y: str, trend: Trend, unit: str, alpha: float,
                   n_resamples: int, gen: np.random.Generator) -> TrendCheck:
-    """One value per unit: a permutation test of Spearman's ρ, or OLS on x and x² for a peak."""
+    """One value per unit: a test of Spearman's ρ (`_spearman_test`), or OLS on x and x² (peak)."""
     n, levels = len(points), points[x].nunique()
     where = f"over {n} units ({unit}, one value each) at {levels} levels of {x}"
     if trend in ("increasing", "decreasing"):
         sign = ">" if trend == "increasing" else "<"
-        name = "permutation test of Spearman's rho over units (one-sided)"
+        name = "Spearman's rho over units (one-sided)"
         hypothesis = (f"H0: {y} is independent of {x} over units (every pairing of the values "
                       f"with the levels equally likely); H1: rho {sign} 0. Holds where p < "
                       f"{alpha:g}; where the design's smallest p is not below {alpha:g}, no "
@@ -753,9 +770,9 @@ def _across_units(points: pd.DataFrame, x: str, y: str, trend: Trend, unit: str,
         if np.ptp(points[y].to_numpy(dtype=float)) == 0:
             return _check(trend, "does not hold", unit, n, n, f"{y} does not vary with {x} {where}",
                           test=name, hypothesis=hypothesis, p_value=1.0)
-        rho, p, p_min = _spearman_permutation(points[x].to_numpy(dtype=float),
-                                              points[y].to_numpy(dtype=float), trend,
-                                              n_resamples, gen)
+        rho, p, p_min, name = _spearman_test(points[x].to_numpy(dtype=float),
+                                             points[y].to_numpy(dtype=float), trend,
+                                             n_resamples, gen)
         found = f"rho = {rho:.3f}, one-sided p = {p:.3g} {where}; smallest p of this design " \
                 f"{p_min:.3g}"
         test = {"test": name, "hypothesis": hypothesis, "statistic": rho, "p_value": p,
@@ -950,7 +967,8 @@ def trend_holds(data: pd.DataFrame, x: str, y: str, trend: Trend, *, unit: str |
     * One value per unit (temperature, backbone, or budgets as separate runs: one row per run),
       increasing / decreasing: H0 y is independent of x over units, H1 Spearman's ρ has the
       stated sign; a permutation test (scipy.stats.permutation_test; exact where the pairings
-      number at most `n_resamples`), one-sided. Holds where p < alpha. Where the design cannot
+      number at most `n_resamples`; above `ASYMPTOTIC_UNITS` units, scipy's t approximation),
+      one-sided. Holds where p < alpha. Where the design cannot
       reach alpha (p_min >= alpha: too few units or levels), the verdict is "not enough data",
       never "does not hold". A peak: OLS of y on x and x², H0 the x² coefficient is >= 0, one-sided
       t test, holding where p < alpha and the vertex lies inside the observed x (p_min 0: a
