@@ -137,21 +137,25 @@ class Column:
     missing: Callable[[dict[str, Any]], Any] = lambda entry: None
 
 
-def _parameter(key: str) -> Callable[[dict[str, Any]], Any]:
-    return lambda entry: entry["parameters"].get(key)
+def _planned(name: str, model: type[BaseModel] | None) -> Callable[[dict[str, Any]], Any]:
+    """How a configuration column is read for a sweep configuration without a run folder.
+
+    From the configuration the sweep resolved (the manifest entry's `config`), as a run's is;
+    an entry written before manifests held it reads its parameters.
+    """
+    def read(entry: dict[str, Any]) -> Any:
+        if entry.get("config"):
+            return runspec.config_columns(RunConfig.from_dict(entry["config"]), model).get(name)
+        return entry.get("parameters", {}).get(name)
+    return read
 
 
 def _setting(name: str, model: type[BaseModel] | None = None) -> Column:
-    """A configuration column (innolab.runspec), read with the run schema `model`.
-
-    A missing configuration's row reads the manifest entry's parameters for task, agent, temperature
-    and seed.
-    """
-    missing = _parameter(name) if name in ("task", "agent", "temperature", "seed") else None
+    """A configuration column (innolab.runspec), read with the run schema `model`."""
     if model is None:
-        return Column(name, lambda r: r.settings[name], missing or (lambda entry: None))
+        return Column(name, lambda r: r.settings[name], _planned(name, model))
     return Column(name, lambda r: runspec.config_columns(r.config, model)[name],
-                  missing or (lambda entry: None))
+                  _planned(name, model))
 
 
 FAILED = impute(False, None, None)  # (ratio, novelty) of a failed run
@@ -160,8 +164,8 @@ def run_table_columns(model: type[BaseModel] | None = None) -> list[Column]:
     """The runs table's columns: its configuration columns derived from the run schema.
 
     Args:
-        model: The run schema (default `innolab.runspec.RunSettings`); a setting added to it is a
-            column of the table.
+        model: The run schema (default: the one in force, `innolab.runspec.schema()`); every
+            setting of it with a column is a column of the table.
 
     Returns:
         The columns, in the table's order.
@@ -169,14 +173,17 @@ def run_table_columns(model: type[BaseModel] | None = None) -> list[Column]:
     return [
         *RUN_TABLE_COLUMNS[:2],
         *(_setting(name, model) for name in runspec.columns(model)),
-        *RUN_TABLE_COLUMNS[2 + len(runspec.columns()):],
+        *RUN_TABLE_COLUMNS[2 + len(BASE_SETTING_COLUMNS):],
     ]
 
 
+# the configuration columns of the run schema's own settings; the tables' columns add those of the
+# schema in force (`runspec.schema()`: every registered agent's options and added settings)
+BASE_SETTING_COLUMNS = runspec.columns(runspec.RunSettings)
 RUN_TABLE_COLUMNS: list[Column] = [
     Column("config_id", lambda r: r.config_id, lambda entry: entry["config_id"]),
     Column("run_dir", lambda r: r.run_dir),
-    *(_setting(name) for name in runspec.columns()),
+    *(_setting(name, runspec.RunSettings) for name in BASE_SETTING_COLUMNS),
     Column("complete", lambda r: r.trace.finished is not None and r.score is not None,
            lambda entry: False),
     Column("end_reason", lambda r: r.trace.end_reason),
@@ -322,7 +329,7 @@ def run_row(
         The row's values by column, in the order of `RUN_COLUMNS` (of `model`'s columns).
     """
     source = RunSource.read(run_dir, relative_to, as_of)
-    columns = RUN_TABLE_COLUMNS if model is None else run_table_columns(model)
+    columns = run_table_columns(model or runspec.schema())
     return {column.name: column.extract(source) for column in columns}
 
 
@@ -402,7 +409,7 @@ def build(
             if folder is not None:
                 trajectory += trajectory_rows(folder, as_of)
     runs = pd.DataFrame(rows)
-    names = RUN_COLUMNS if model is None else [c.name for c in run_table_columns(model)]
+    names = [c.name for c in run_table_columns(model or runspec.schema())]
     runs = runs.reindex(columns=names + [c for c in runs.columns if c not in names])
     return runs, pd.DataFrame(trajectory, columns=TRAJECTORY_COLUMNS)
 
@@ -411,7 +418,7 @@ def _missing_row(
     configuration: dict[str, Any], model: type[BaseModel] | None = None
 ) -> dict[str, Any]:
     """The row of a sweep configuration without a run folder (from its manifest entry)."""
-    columns = RUN_TABLE_COLUMNS if model is None else run_table_columns(model)
+    columns = run_table_columns(model or runspec.schema())
     return {column.name: column.missing(configuration) for column in columns}
 
 

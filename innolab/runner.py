@@ -14,9 +14,9 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
-from innolab.agents import SCAFFOLDS
+from innolab.agents import registry
 from innolab.gym.budget import parse_duration
-from innolab.gym.policy import RunConfig
+from innolab.gym.policy import AgentSpec, RunConfig
 from innolab.gym.run import RunError, create_run, execute, load_config, new_run_id
 from innolab.llm.client import LLMClient
 from innolab.llm.errors import LLMError
@@ -28,7 +28,6 @@ from innolab.scoring import score_run
 from innolab.tasks.registry import resolve_task_options, scheme_of
 
 __all__ = [
-    "RUN_PARAMETERS",
     "agent_config",
     "config_from_parameters",
     "config_id",
@@ -84,21 +83,21 @@ def _resolve(
     llm: dict[str, Any] | None = None,
 ) -> RunConfig:
     """`resolve` with the prior solution's code given (and further model settings, which win)."""
-    if settings.agent == "baseline":
-        return _resolve_baseline(settings, prior_code, prior_name, llm)
+    spec = _agent(settings.agent)
+    options = _options(settings, spec)
+    if not spec.needs_model:
+        return _resolve_no_model(spec, settings, prior_code, prior_name, llm, options)
+    # the model's settings: which endpoint and model, each request's sampling, the endpoint's
+    # pace (where the schema says they go), the run seed, then the further settings given
     overrides = {
-        "model": settings.model,
-        "temperature": settings.temperature,
+        **{k: getattr(settings, k) for k in _going(settings, "model", "request", "limit")
+           if k != "backbone"},
         "seed": settings.seed,
-        **{
-            k: getattr(settings, k)
-            for k in ("base_url", "top_p", "max_tokens", *LIMIT_FIELDS)
-            if getattr(settings, k) is not None
-        },
         **(llm or {}),
     }
+    added = tuple(k for k in _going(settings, "request") if k not in LLMSettings.model_fields)
     backbone = settings.backbone
-    resolved = LLMSettings.from_env(backbone or "INNOLAB_LLM", **overrides)
+    resolved = LLMSettings.from_env(backbone or "INNOLAB_LLM", sampling_names=added, **overrides)
     if (
         backbone
         and backbone != "INNOLAB_LLM"
@@ -111,16 +110,11 @@ def _resolve(
         )
     image = _image(settings)
     prior = _prior(prior_code, prior_name)
-    scaffold_options = {
-        name: getattr(settings, name)
-        for name in type(settings).model_fields
-        if name not in RunSettings.model_fields
-    }
     return RunConfig(
         task=settings.task,
-        policy=SCAFFOLDS[settings.agent],
+        policy=spec.policy,
         task_options=resolve_task_options(settings.task, settings.task_options or None),
-        policy_args={**settings.agent_options, **scaffold_options},
+        policy_args=options,
         agent=settings.agent,
         llm=resolved.model_dump(exclude={"api_key"}),
         endpoint=endpoint_of(resolved),
@@ -132,6 +126,48 @@ def _resolve(
         max_steps=settings.max_steps,
         seed=settings.seed,
     )
+
+
+def _going(settings: RunSettings, *kinds: str) -> list[str]:
+    """The settings of the run's schema that go to one of these places (runspec.Setting.goes)."""
+    from innolab.runspec import setting_of
+
+    return [name for name, field in type(settings).model_fields.items()
+            if setting_of(field).goes in kinds]
+
+
+def _agent(name: str) -> AgentSpec:
+    """The registered agent of a run (innolab.agents.registry).
+
+    Raises:
+        SettingsError: Not registered, or its entry point does not load (naming the field).
+    """
+    from innolab.runspec import SettingsError
+
+    try:
+        return registry.get(name)
+    except registry.AgentError as error:
+        raise SettingsError(f"agent: {error}") from None
+
+
+def _options(settings: RunSettings, spec: AgentSpec) -> dict[str, Any]:
+    """The agent's own options: its option settings that were given, then `agent_options`.
+
+    Every option is checked by the agent's options model; an option of another agent, or one
+    the agent does not take, is an error naming it.
+
+    Raises:
+        SettingsError: An option the agent does not take, or a value that breaks its rule.
+    """
+    from innolab.runspec import SettingsError
+
+    given = {name: getattr(settings, name) for name in _going(settings, "policy")
+             if name != "agent_options" and getattr(settings, name) is not None}
+    options = {**given, **settings.agent_options}
+    try:
+        return registry.check_options(spec.name, options)
+    except registry.AgentError as error:
+        raise SettingsError(str(error)) from None
 
 
 def _image(settings: RunSettings) -> str | None:
@@ -151,63 +187,61 @@ def _prior(code: str | None, name: str | None) -> dict[str, Any] | None:
     return {"name": name or f"prior-{digest[:8]}", "sha256": digest, "code": code}
 
 
-ENDPOINT_SETTINGS = ("backbone", "base_url")  # name a model: refused for the baseline
-SAMPLING_SETTINGS = ("temperature", "top_p", "max_tokens")  # shape a model's replies: ignored
-# what the baseline ignores: the sampling settings, and the endpoint's limits that pace requests
-NOTHING_TO_ACT_ON = frozenset({*SAMPLING_SETTINGS, *LIMIT_FIELDS})
+NO_MODEL = "none"  # the model of an agent with none, as the tables show it
 
 
-def _resolve_baseline(
+def _resolve_no_model(
+    spec: AgentSpec,
     settings: RunSettings,
     prior_code: str | None,
     prior_name: str | None,
     llm: dict[str, Any] | None,
+    options: dict[str, Any],
 ) -> RunConfig:
-    """The configuration of a baseline run: no model (`model` none), the task's problem family.
+    """The configuration of a run of an agent with no model (the baseline): `model` none.
 
     Sampling settings (temperature, top_p, max_tokens) and the endpoint's limits have nothing to
     act on: they are left out of the configuration, with a warning (so that a notebook or sweep
-    that sets them for every agent runs the baseline too).
+    that sets them for every agent runs such an agent too). Its policy arguments come from its
+    `resolve` (the baseline: the task's problem family, the seed, a prior program).
 
     Raises:
-        SettingsError: A model or endpoint, the innovation prompt or a scaffold option given to the
-            baseline (naming each).
+        SettingsError: A model or endpoint, or the innovation prompt, given to it (naming each).
         innolab.agents.baseline.BaselineError: A task whose family has no search template.
     """
     import warnings
 
-    from innolab.agents.baseline import NO_MODEL, family_of
     from innolab.runspec import SettingsError
     from innolab.tasks.registry import get_task
 
-    given = [k for k in ENDPOINT_SETTINGS if getattr(settings, k) is not None]
+    who = "the baseline" if spec.name == "baseline" else f"agent {spec.name}"
+    # what names a model is refused; what shapes its replies or paces its endpoint is ignored
+    nothing_to_act_on = frozenset({*_going(settings, "request", "limit"), *LIMIT_FIELDS})
+    given = [k for k in _going(settings, "model")
+             if k != "model" and getattr(settings, k) is not None]
     if settings.model not in (None, NO_MODEL):
         given.insert(0, "model")
-    broken = [f"{k}: the baseline has no model; leave it unset" for k in given]
-    if llm and set(llm) - NOTHING_TO_ACT_ON:
-        named = sorted(set(llm) - NOTHING_TO_ACT_ON)
-        broken.append(f"settings: the baseline has no model, got {named}")
-    ignored = sorted({k for k in NOTHING_TO_ACT_ON if getattr(settings, k) is not None}
-                     | (set(llm or {}) & NOTHING_TO_ACT_ON))
+    broken = [f"{k}: {who} has no model; leave it unset" for k in given]
+    if llm and set(llm) - nothing_to_act_on:
+        named = sorted(set(llm) - nothing_to_act_on)
+        broken.append(f"settings: {who} has no model, got {named}")
+    ignored = sorted({k for k in nothing_to_act_on if getattr(settings, k, None) is not None}
+                     | (set(llm or {}) & nothing_to_act_on))
     if settings.innovation_prompt:
-        broken.append("innovation_prompt: the baseline has no prompt; leave it unset")
-    options = {**settings.agent_options, **{
-        k: getattr(settings, k) for k in type(settings).model_fields
-        if k not in RunSettings.model_fields and getattr(settings, k) is not None}}
-    if options:
-        broken.append(f"agent_options: the baseline takes no options, got {sorted(options)}")
+        broken.append(f"innovation_prompt: {who} has no prompt; leave it unset")
     if broken:
         raise SettingsError("; ".join(broken))
     if ignored:
-        warnings.warn(f"the baseline has no model: {', '.join(ignored)} ignored", stacklevel=3)
+        warnings.warn(f"{who} has no model: {', '.join(ignored)} ignored", stacklevel=3)
     task_options = resolve_task_options(settings.task, settings.task_options or None)
-    family = family_of(get_task(settings.task, task_options))
-    args: dict[str, Any] = {"family": family, "seed": settings.seed}
-    if prior_code is not None:
-        args["initial_solution"] = prior_code
+    if spec.resolve is not None:
+        args = {**spec.resolve(get_task(settings.task, task_options), settings.seed, prior_code),
+                **options}
+    else:
+        args = {**options, **({"initial_solution": prior_code} if prior_code else {})}
     return RunConfig(
         task=settings.task,
-        policy=SCAFFOLDS[settings.agent],
+        policy=spec.policy,
         task_options=task_options,
         policy_args=args,
         agent=settings.agent,
@@ -230,7 +264,7 @@ def agent_config(
     model: str | None = None,
     temperature: float | None = None,
     seed: int = 0,
-    budget_s: float = 600.0,
+    budget_s: float | str | None = None,
     runtime: str = "local",
     max_steps: int | None = None,
     innovation_prompt: bool = False,
@@ -250,7 +284,7 @@ def agent_config(
         model: The model id (None: the backbone's).
         temperature: The sampling temperature (None: the backbone's or 0.7).
         seed: The run seed.
-        budget_s: The wall clock in seconds (or a duration such as "10m").
+        budget_s: The wall clock in seconds (or a duration such as "10m"; None: the schema's).
         runtime: Where the sandbox runs.
         max_steps: The step limit (None: none).
         innovation_prompt: Whether to ask explicitly for a novel method.
@@ -276,7 +310,7 @@ def agent_config(
             "model": model,
             "temperature": temperature,
             "seed": seed,
-            "budget": budget_s,
+            **({"budget": budget_s} if budget_s is not None else {}),
             "runtime": runtime,
             "max_steps": max_steps,
             "innovation_prompt": innovation_prompt,
@@ -291,13 +325,6 @@ def agent_config(
         # as written before the schema: an int budget keeps its config id
         config.wall_clock_s = budget_s
     return config
-
-
-# Notebook 01's and older callers' names: the schema's defaults, and settings given as a mapping.
-RUN_PARAMETERS: dict[str, Any] = {
-    name: field.get_default(call_default_factory=True)
-    for name, field in RunSettings.model_fields.items()
-}
 
 
 def config_from_parameters(parameters: dict[str, Any]) -> RunConfig:
@@ -402,7 +429,8 @@ def start(
         raise RunError(f"{target} already holds a run (resume it: innolab run --resume {target})")
     with RunLock(target):
         folder = create_run(settle(config), target)
-        return finish(execute(folder, show_progress=show_progress), novelty)
+        return finish(execute(folder, registry.build_policy, show_progress=show_progress),
+                      novelty)
 
 
 def refuse_leaks(config: RunConfig) -> None:
@@ -451,7 +479,8 @@ def resume(
     folder = Path(run_dir)
     load_config(folder)  # not a run folder: said before a lock file is made in it
     with RunLock(folder, wait=wait):
-        return finish(execute(folder, resume=True, show_progress=show_progress), novelty)
+        return finish(execute(folder, registry.build_policy, resume=True,
+                              show_progress=show_progress), novelty)
 
 
 def finish(outcome: dict[str, Any], novelty: str | None) -> dict[str, Any]:
@@ -549,3 +578,27 @@ def run_or_resume(
                 )
             return resume(folder.root, novelty=novelty, show_progress=show_progress)
         return start(config, folder.root, novelty=novelty, show_progress=show_progress)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Execute a prepared run folder, not scoring it: python -m innolab.runner RUN_DIR [--resume].
+
+    The run's policy is built through the agent registry, as every run's is.
+
+    Args:
+        argv: The arguments (None: the command line's).
+    """
+    import argparse
+
+    parser = argparse.ArgumentParser(description=main.__doc__)
+    parser.add_argument("run_dir")
+    parser.add_argument("--resume", action="store_true")
+    parser.add_argument("--quiet", action="store_true")
+    args = parser.parse_args(argv)
+    outcome = execute(Path(args.run_dir), registry.build_policy, resume=args.resume,
+                      show_progress=not args.quiet)
+    print(outcome["run_dir"])
+
+
+if __name__ == "__main__":
+    main()

@@ -1,12 +1,13 @@
 """The run schema: one pydantic model of a run's user-facing settings, and what is derived from it.
 
-`RunSettings` declares each setting once (type, default, rule, description). From it come: the
-command line's options (`add_options` / `settings_from_args`), the sweep spec's all-optional
-`RunFields` (`optional_fields`), notebook 20's parameters cell (`parameters_cell`) and the run
-table's configuration columns (`config_columns`). Every derivation takes the model as an argument
-(default `RunSettings`), so a setting added to the model appears in all four. A setting that is not
-one of today's is a scaffold option: `runner.resolve` puts it in the run's `policy_args` and its
-column reads it from there.
+`RunSettings` declares each setting once (type, default, rule, description, and where it goes:
+`Setting.goes`). `schema()` composes it with every registered agent's options (innolab.agents
+.registry) and the settings added at run time (`add_setting`). From it come: the command line's
+options (`add_options` / `settings_from_args`), the sweep spec's all-optional `RunFields`
+(`optional_fields`), notebook 20's parameters cell (`parameters_cell`) and the run table's
+configuration columns (`config_columns`); innolab.runner routes each setting by where it goes (the
+model request, the endpoint's limits, the budget, the sandbox, the agent's options). Every
+derivation takes the model as an argument (default `schema()`), so a setting added appears in all.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import json
 import types
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Annotated, Any, Union, get_args, get_origin
+from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
 import yaml
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, create_model
@@ -24,7 +25,7 @@ from pydantic.fields import FieldInfo
 from pydantic_core import core_schema
 
 from innolab.gym.budget import BudgetError, parse_duration
-from innolab.gym.policy import RunConfig
+from innolab.gym.policy import DEFAULT_BUDGET_S, RunConfig
 from innolab.llm.settings import MaxTokens, Temperature, TopP
 
 __all__ = [
@@ -73,24 +74,35 @@ class Choices:
         return core_schema.no_info_after_validator_function(self.check, handler(source))
 
 
+# Where a setting goes when a run is resolved (innolab.runner): the task; the agent; the model's
+# identity (which endpoint and model); each model request (sampling); the endpoint's pacing; the
+# budget; the sandbox; the prompt; the run's seed; the agent's own options (its `policy_args`).
+Goes = Literal["task", "agent", "model", "request", "limit", "budget", "sandbox", "prompt", "run",
+               "policy"]
+
+
 @dataclass(frozen=True)
 class Setting:
-    """How a setting shows outside the model.
+    """How a setting shows outside the model, and where it goes.
 
-    `column`: its run-table column ("" names it after the field; None: no column). `read`: how the
-    column reads a resolved configuration (None: the scaffold option of the field's name in
-    `policy_args`). `flags`: further command-line spellings (kept from before the schema).
+    `goes`: where the runner puts it (`Goes`). `column`: its run-table column ("" names it after
+    the field; None: no column). `read`: how the column reads a resolved configuration (None: by
+    `goes`: a request setting from the model settings, anything else from `policy_args`).
+    `flags`: further command-line spellings (kept from before the schema). `owners`: for an
+    agent's option, the agents that take it.
     """
 
+    goes: Goes = "policy"
     column: str | None = ""
     read: Callable[[RunConfig], Any] | None = None
     flags: tuple[str, ...] = ()
+    owners: tuple[str, ...] = ()
 
 
 def _scaffolds() -> Iterable[str]:
-    from innolab.agents import SCAFFOLDS
+    from innolab.agents import registry
 
-    return SCAFFOLDS
+    return registry.names()
 
 
 def _runtimes() -> Iterable[str]:
@@ -126,7 +138,7 @@ def _is_file_name(value: str | None) -> str | None:
     return value
 
 
-NO_COLUMN = Setting(column=None)
+LIMIT = Setting("limit", column=None)
 Duration = Annotated[str | float, AfterValidator(_positive_duration)]
 ENV_PREFIX = r"^[A-Za-z_][A-Za-z0-9_]*$"
 
@@ -140,93 +152,197 @@ class RunSettings(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    task: Annotated[str, Setting(read=lambda c: c.task)] = Field(
+    task: Annotated[str, Setting("task", read=lambda c: c.task)] = Field(
         default="circle-packing-26",
         min_length=1,
         description="a task id, a task folder, or <scheme>:<reference> "
         "(expbench:<conf>/<paper>/<i>)",
     )
-    agent: Annotated[str, Choices(_scaffolds), Setting(read=lambda c: c.agent)] = Field(
+    agent: Annotated[str, Choices(_scaffolds), Setting("agent", read=lambda c: c.agent)] = Field(
         default="aide", description="the scaffold"
     )
-    backbone: Annotated[str | None, Setting(read=_backbone)] = Field(
+    backbone: Annotated[str | None, Setting("model", read=_backbone)] = Field(
         default=None,
         pattern=ENV_PREFIX,
         description="an environment-variable prefix naming an endpoint "
         "(OPENAI: OPENAI_BASE_URL, _MODEL, "
         "_API_KEY); None: INNOLAB_LLM",
     )
-    model: Annotated[str | None, Setting(read=lambda c: c.model_reported or _llm(c, "model"))] = (
+    model: Annotated[str | None,
+                     Setting("model", read=lambda c: c.model_reported or _llm(c, "model"))] = (
         Field(
             default=None,
             description="None: the backbone's model ($INNOLAB_LLM_MODEL) or the embedded model",
         )
     )
-    base_url: Annotated[str | None, NO_COLUMN] = Field(
+    base_url: Annotated[str | None, Setting("model", column=None)] = Field(
         default=None,
         description="None: the backbone's endpoint ($INNOLAB_LLM_BASE_URL) or the embedded model",
     )
-    temperature: Annotated[Temperature | None, Setting(read=lambda c: _llm(c, "temperature"))] = (
+    temperature: Annotated[Temperature | None, Setting("request")] = (
         Field(default=None, description="None: $INNOLAB_LLM_TEMPERATURE or 0.7")
     )
-    top_p: Annotated[TopP | None, Setting(read=lambda c: _llm(c, "top_p"))] = Field(
+    top_p: Annotated[TopP | None, Setting("request")] = Field(
         default=None, description="nucleus sampling; None: $INNOLAB_LLM_TOP_P or the endpoint's"
     )
-    max_tokens: Annotated[MaxTokens | None, NO_COLUMN] = Field(
+    max_tokens: Annotated[MaxTokens | None, Setting("request", column=None)] = Field(
         default=None,
         description="a reply's token cap; None: $INNOLAB_LLM_MAX_TOKENS, else 256 for the "
         "embedded model and 512 for an endpoint",
     )
-    max_concurrent_requests: Annotated[int | None, NO_COLUMN] = Field(
+    max_concurrent_requests: Annotated[int | None, LIMIT] = Field(
         default=None, gt=0,
         description="the endpoint's cap on requests in flight, shared by a sweep's workers; "
         "None: $INNOLAB_LLM_MAX_CONCURRENT_REQUESTS or none",
     )
-    requests_per_minute: Annotated[int | None, NO_COLUMN] = Field(
+    requests_per_minute: Annotated[int | None, LIMIT] = Field(
         default=None, gt=0,
         description="the endpoint's request rate limit; None: $INNOLAB_LLM_REQUESTS_PER_MINUTE "
         "or none",
     )
-    tokens_per_minute: Annotated[int | None, NO_COLUMN] = Field(
+    tokens_per_minute: Annotated[int | None, LIMIT] = Field(
         default=None, gt=0,
         description="the endpoint's token rate limit; None: $INNOLAB_LLM_TOKENS_PER_MINUTE or none",
     )
-    seed: Annotated[int, Setting(read=lambda c: c.seed)] = Field(
+    seed: Annotated[int, Setting("run", read=lambda c: c.seed)] = Field(
         default=0,
         description="the run seed; each model call's seed derives from (seed, call index)",
     )
-    budget: Annotated[Duration, Setting(column="budget_s", read=lambda c: c.wall_clock_s)] = Field(
-        default="60s", description="wall clock, e.g. 90s, 10m, 12h (a number: seconds)"
+    budget: Annotated[Duration,
+                      Setting("budget", column="budget_s", read=lambda c: c.wall_clock_s)] = Field(
+        default=f"{DEFAULT_BUDGET_S:g}s",
+        description="wall clock, e.g. 90s, 10m, 12h (a number: seconds)"
     )
-    max_steps: Annotated[int | None, NO_COLUMN] = Field(
+    max_steps: Annotated[int | None, Setting("budget", column=None)] = Field(
         default=None, gt=0, description="None: no step limit"
     )
-    runtime: Annotated[str, Choices(_runtimes), Setting(read=lambda c: c.runtime)] = Field(
+    runtime: Annotated[str, Choices(_runtimes),
+                       Setting("sandbox", read=lambda c: c.runtime)] = Field(
         default="local", description="where the agent's sandbox runs"
     )
-    image: Annotated[str | None, NO_COLUMN] = Field(
+    image: Annotated[str | None, Setting("sandbox", column=None)] = Field(
         default=None, description="docker image (None: innolab/base:latest)"
     )
-    innovation_prompt: Annotated[bool, Setting(read=lambda c: c.innovation_prompt)] = Field(
+    innovation_prompt: Annotated[bool,
+                                 Setting("prompt", read=lambda c: c.innovation_prompt)] = Field(
         default=False, description="ask explicitly for a novel method"
     )
     prior_solution: Annotated[
         str | None,
         AfterValidator(_is_file_name),
-        Setting(read=lambda c: (c.prior_solution or {}).get("name"), flags=("--initial-solution",)),
+        Setting("prompt", read=lambda c: (c.prior_solution or {}).get("name"),
+                flags=("--initial-solution",)),
     ] = Field(
         default=None,
         description="path of a prior solution's code to start from "
         "(its name and hash are recorded)",
     )
-    agent_options: Annotated[dict[str, Any], NO_COLUMN] = Field(
+    agent_options: Annotated[dict[str, Any], Setting("policy", column=None)] = Field(
         default_factory=dict, description='the scaffold\'s own options, e.g. {"num_drafts": 2}'
     )
-    task_options: Annotated[dict[str, Any], NO_COLUMN] = Field(
+    task_options: Annotated[dict[str, Any], Setting("task", column=None)] = Field(
         default_factory=dict,
         description='what a `<scheme>:` task needs, e.g. {"repo": CLONE} '
         "for expbench:<conf>/<paper>/<i>",
     )
+
+
+# ------------------------------------------------------------------------ the schema, composed
+
+_added: dict[str, tuple[Any, FieldInfo]] = {}  # settings added at run time (`add_setting`)
+_generation = 0  # bumped by every change of `_added`
+_composed: dict[tuple[Any, ...], type[RunSettings]] = {}
+
+
+def add_setting(name: str, annotation: Any, field: FieldInfo, goes: Goes,
+                column: str | None = "") -> None:
+    """Add a setting to the run schema in one place; every derivation follows.
+
+    It appears in `innolab run`'s options, a sweep spec's fields, notebook 20's parameters and
+    the run table's columns; a `request` setting (a sampling setting the endpoint takes, e.g.
+    `frequency_penalty`) is also read from `<PREFIX>_<NAME>`, sent with every model request and
+    recorded in each `llm_call` event (innolab.llm).
+
+    Args:
+        name: The setting's name (a Python identifier).
+        annotation: Its type (None is always allowed: the default leaves it unset).
+        field: Its pydantic field (default, rules, description).
+        goes: Where the runner puts it.
+        column: Its run-table column ("": its name; None: none).
+
+    Raises:
+        ValueError: A name the schema already has.
+    """
+    global _generation
+    if name in RunSettings.model_fields or name in _added or not name.isidentifier():
+        raise ValueError(f"run setting {name!r}: the schema has it already, or it is not a name")
+    info = FieldInfo.merge_field_infos(field)
+    info.metadata = [*info.metadata, Setting(goes, column=column)]
+    _added[name] = (annotation | None, info)
+    _generation += 1
+
+
+def remove_setting(name: str) -> None:
+    """Take a setting `add_setting` added out of the schema again.
+
+    Args:
+        name: The setting.
+    """
+    global _generation
+    if _added.pop(name, None) is not None:
+        _generation += 1
+
+
+def added_settings(goes: Goes | None = None) -> list[str]:
+    """The names of the settings added at run time (of one kind, where given)."""
+    return [name for name, (_, info) in _added.items()
+            if goes is None or setting_of(info).goes == goes]
+
+
+def schema() -> type[RunSettings]:
+    """The run schema in force: `RunSettings`, every registered agent's options, added settings.
+
+    Each agent's options (innolab.agents.registry) become settings of their own, optional (None:
+    the agent's default) with the option's rules; a run may set only its own agent's. Built once
+    per state of the registries.
+
+    Returns:
+        The composed model (a subclass of RunSettings).
+    """
+    from innolab.agents import registry
+
+    entries = registry.registered()
+    key = (_generation, tuple((name, id(entry.spec)) for name, entry in entries.items()))
+    if key in _composed:
+        return _composed[key]
+    options: dict[str, tuple[Any, FieldInfo]] = {}
+    owners: dict[str, list[str]] = {}
+    for name, entry in entries.items():
+        if entry.spec is None:
+            continue
+        for option, field in entry.spec.options.model_fields.items():
+            if option in RunSettings.model_fields or option in _added:
+                continue  # taken by the schema: the agent's option is set in agent_options
+            if option in options and options[option][0] != field.annotation:
+                continue  # another agent's option of that name has another type
+            owners.setdefault(option, []).append(name)
+            options.setdefault(option, (field.annotation, field))
+    fields: dict[str, Any] = {}
+    for option, (annotation, field) in options.items():
+        default = field.get_default(call_default_factory=True)
+        info = FieldInfo.merge_field_infos(
+            field, default=None,
+            description=f"{field.description or option} (default {default!r}; "
+                        f"{', '.join(owners[option])} only)")
+        info.default_factory = None
+        info.metadata = [*info.metadata, Setting("policy", owners=tuple(owners[option]))]
+        fields[option] = (annotation | None, info)
+    fields.update(_added)
+    built = create_model("RunSettings", __base__=RunSettings, __doc__=RunSettings.__doc__,
+                         **fields)
+    _composed.clear()
+    _composed[key] = built
+    return built
 
 
 # --------------------------------------------------------------------------------- reading a field
@@ -281,7 +397,7 @@ def validate_settings(values: dict[str, Any], model: type[BaseModel] | None = No
 
     Args:
         values: setting names and values (unknown names are an error).
-        model: the run schema (default `RunSettings`) or a sweep's `RunFields`.
+        model: the run schema (default `schema()`) or a sweep's `RunFields`.
 
     Returns:
         The validated settings.
@@ -289,7 +405,7 @@ def validate_settings(values: dict[str, Any], model: type[BaseModel] | None = No
     Raises:
         SettingsError: naming each bad field and its rule.
     """
-    model = model or RunSettings
+    model = model or schema()
     try:
         return model(**values)
     except ValidationError as error:
@@ -324,13 +440,13 @@ def add_options(
 
     Args:
         parser: the command's parser.
-        model: the run schema (default `RunSettings`).
+        model: the run schema (default `schema()`).
         only: the settings this command takes (default: all).
         defaults: the command's own defaults, shown in the help (None: the command has none, e.g. a
             setting it needs given).
         required: settings this command requires.
     """
-    model = model or RunSettings
+    model = model or schema()
     defaults = defaults or {}
     for name, field in model.model_fields.items():
         if only is not None and name not in only:
@@ -339,8 +455,9 @@ def add_options(
         default = defaults.get(name, _default(field))
         text = field.description or ""
         flags = (_flag(name), *setting_of(field).flags)
-        if kind is bool:
-            parser.add_argument(*flags, dest=name, action="store_true", default=None, help=text)
+        if kind is bool:  # --name and --no-name: an option whose default is true can be unset
+            parser.add_argument(*flags, dest=name, action=argparse.BooleanOptionalAction,
+                                default=None, help=text)
         elif kind is dict:
             parser.add_argument(
                 *flags,
@@ -387,7 +504,7 @@ def settings_from_args(
 
     Args:
         args: the parsed command line.
-        model: the run schema (default `RunSettings`).
+        model: the run schema (default `schema()`).
         defaults: the command's own defaults (given options win over them; None: none).
         **given: further values (e.g. task options from other flags), merged into dict settings.
 
@@ -397,7 +514,7 @@ def settings_from_args(
     Raises:
         SettingsError: naming the bad field and its rule.
     """
-    model = model or RunSettings
+    model = model or schema()
     values = {k: v for k, v in (defaults or {}).items() if v is not None}
     for name, field in model.model_fields.items():
         value = getattr(args, name, None)
@@ -421,7 +538,7 @@ def optional_fields(
     """The schema with every setting optional (None: the run's default), same types and rules.
 
     Args:
-        model: the run schema (default `RunSettings`).
+        model: the run schema (default `schema()`).
         name: the new model's name.
         extra: further fields, as `create_model` takes them (`name=(type, default or Field)`).
         doc: the new model's docstring.
@@ -429,7 +546,7 @@ def optional_fields(
     Returns:
         A pydantic model class forbidding unknown fields.
     """
-    model = model or RunSettings
+    model = model or schema()
     fields: dict[str, Any] = {}
     for key, field in model.model_fields.items():
         info = FieldInfo.merge_field_infos(field, default=None)
@@ -503,12 +620,12 @@ def parameters_cell(model: type[BaseModel] | None = None) -> str:
     One line per setting (its default and description), then the notebook's own parameters.
 
     Args:
-        model: The run schema (default `RunSettings`).
+        model: The run schema (default `schema()`).
 
     Returns:
         The cell's source, without a final newline.
     """
-    model = model or RunSettings
+    model = model or schema()
     lines = [
         f"{name} = {_literal(_default(field))}{_comment(field)}"
         for name, field in model.model_fields.items()
@@ -523,16 +640,40 @@ def parameters_cell(model: type[BaseModel] | None = None) -> str:
 # ----------------------------------------------------------------------------------- (d) run table
 
 
+def _reader(name: str, setting: Setting) -> Callable[[RunConfig], Any]:
+    """How a column reads a setting without a `read` of its own: by where the setting goes."""
+    if setting.goes == "request":
+        return lambda c: request_setting(c, name)
+    return lambda c: c.policy_args.get(name)
+
+
+def request_setting(config: RunConfig, name: str) -> Any:
+    """A sampling setting of a resolved configuration (None for a run without a model).
+
+    Args:
+        config: The configuration.
+        name: The setting (one of the model settings', or one added at run time).
+
+    Returns:
+        Its value as sent with each request.
+    """
+    if config.llm is None:
+        return None
+    if name in type(config.llm).model_fields:
+        return getattr(config.llm, name)
+    return config.llm.sampling.get(name)
+
+
 def columns(model: type[BaseModel] | None = None) -> list[str]:
     """The run table's configuration columns, in the schema's order.
 
     Args:
-        model: The run schema (default `RunSettings`).
+        model: The run schema (default `schema()`).
 
     Returns:
         The column names.
     """
-    model = model or RunSettings
+    model = model or schema()
     names = []
     for name, field in model.model_fields.items():
         column = setting_of(field).column
@@ -546,19 +687,18 @@ def config_columns(config: RunConfig, model: type[BaseModel] | None = None) -> d
 
     Args:
         config: the run's configuration (as its config.json loads).
-        model: the run schema (default `RunSettings`).
+        model: the run schema (default `schema()`).
 
     Returns:
         Today: task, agent, backbone, model, temperature, top_p, seed, budget_s, runtime,
             innovation_prompt,
         prior_solution; a setting added to the schema adds its column.
     """
-    model = model or RunSettings
+    model = model or schema()
     row = {}
     for name, field in model.model_fields.items():
         setting = setting_of(field)
         if setting.column is None:
             continue
-        read = setting.read or (lambda c, key=name: c.policy_args.get(key))
-        row[setting.column or name] = read(config)
+        row[setting.column or name] = (setting.read or _reader(name, setting))(config)
     return row

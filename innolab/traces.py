@@ -86,6 +86,7 @@ class LLMCall(Event):
     temperature: float | None = None  # as sent
     seed: int | None = None  # as sent: derived from (run seed, call index)
     call_index: int | None = None
+    sampling: dict[str, Any] = Field(default_factory=dict)  # added sampling settings, as sent
     response: str | None = None
     failed: bool = False
     error: str | None = None

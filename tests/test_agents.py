@@ -113,7 +113,7 @@ def test_kill_and_resume_repeats_no_llm_call(tmp_path):
         config.max_steps = 6
         run_dir = runner.create_run(config, tmp_path / "run")
         env = {**os.environ, "PYTHONPATH": str(ROOT)}
-        command = [sys.executable, "-m", "innolab.gym.run", str(run_dir), "--quiet"]
+        command = [sys.executable, "-m", "innolab.runner", str(run_dir), "--quiet"]
         process = subprocess.Popen(
             command, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
         )

@@ -11,7 +11,6 @@ from pathlib import Path
 import pytest
 
 from innolab import results, runner, traces
-from innolab.agents import SCAFFOLDS
 from innolab.agents.baseline import (
     FAMILIES,
     BaselineError,
@@ -22,6 +21,7 @@ from innolab.agents.baseline import (
     round_seed,
     template,
 )
+from innolab.agents.registry import policies
 from innolab.gym.policy import Observation
 from innolab.gym.run import execute
 from innolab.gym.tools import ToolResult
@@ -54,7 +54,7 @@ def test_every_family_has_a_template_and_every_builtin_task_a_family():
 
 
 def test_baseline_is_registered_beside_the_scaffolds_and_resolves_without_a_model():
-    assert SCAFFOLDS["baseline"] == "innolab.agents.baseline:BaselinePolicy"
+    assert policies()["baseline"] == "innolab.agents.baseline:BaselinePolicy"
     config = runner.agent_config("baseline", "kissing-number-11", seed=7, budget_s=10)
     assert config.llm is None and config.endpoint is None and config.model_reported == "none"
     assert config.policy_args == {"family": "kissing", "seed": 7}
@@ -134,7 +134,7 @@ def test_a_killed_run_resumes_from_its_checkpoint(tmp_path):
     run_dir = runner.create_run(
         runner.agent_config("baseline", "heilbronn-triangle-11", seed=2, budget_s=12),
         tmp_path / "run")
-    process = subprocess.Popen([sys.executable, "-m", "innolab.gym.run", str(run_dir), "--quiet"],
+    process = subprocess.Popen([sys.executable, "-m", "innolab.runner", str(run_dir), "--quiet"],
                                cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)},
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                start_new_session=True)

@@ -28,8 +28,12 @@ def clean_environment(monkeypatch):
 
 
 def test_ids_of_resolved_configurations(tmp_path, monkeypatch):
-    assert runner.config_id(runner.agent_config("aide", "circle-packing-26")) == "d5b30ce4fb85"
+    # a run's default budget is stated once (the run schema's 60 s): agent_config had its own
+    # 600 s (id d5b30ce4fb85), and now resolves the defaults as every caller does
+    assert runner.config_id(runner.agent_config("aide", "circle-packing-26")) == "0d9c5d13f903"
     assert runner.config_id(runner.config_from_parameters({})) == "0d9c5d13f903"
+    assert runner.config_id(runner.agent_config("aide", "circle-packing-26", budget_s=600.0)) \
+        == "d5b30ce4fb85"
     # an int budget was written as given (300, not 300.0), so its id stays that of the int
     assert (
         runner.config_id(runner.agent_config("aide", "circle-packing-26", budget_s=300))
@@ -194,5 +198,6 @@ def test_ids_of_config_files_written_before():
         agent="codeact",
         llm={"model": "smollm2", "temperature": 0.7},
         task_options={"repo": "/r", "data": "/d"},
+        wall_clock_s=600.0,  # RunConfig's default before it became the schema's 60 s
     )
     assert runner.config_id(with_options) == "e8c787a8ec5a"

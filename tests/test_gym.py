@@ -245,7 +245,7 @@ def _steps_are_complete(run_dir: Path, steps: int) -> None:
 
 
 def _start(run_dir: Path, resume: bool) -> subprocess.Popen:
-    command = [sys.executable, "-m", "innolab.gym.run", str(run_dir), "--quiet"] + (
+    command = [sys.executable, "-m", "innolab.runner", str(run_dir), "--quiet"] + (
         ["--resume"] if resume else []
     )
     env = {**os.environ, "PYTHONPATH": str(ROOT)}

@@ -11,11 +11,13 @@ from pathlib import Path
 import pytest
 
 from innolab import runner
-from innolab.agents import SCAFFOLDS
+from innolab.agents.registry import policies
 from innolab.gym.agent_view import agent_view, prompt_texts
 from innolab.paths import data_dir
 from innolab.tasks import PAPER_DATE, TaskError, builtin_ids, get_task, leaks, load_task
 from tests.test_tasks import EXPECTED, GOOD_YAML, _write_task, cli
+
+SCAFFOLDS = policies()  # every registered agent's factory, by name
 
 V_STAR_26 = 2.6359830849176076
 PRIORS = data_dir() / "sweeps" / "priors"

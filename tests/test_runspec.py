@@ -16,14 +16,6 @@ from innolab.sweep import spec as sweep_spec
 ROOT = Path(__file__).parents[1]
 
 
-class WithReflections(RunSettings):
-    """The run schema with one setting more (a scaffold option, as a new setting is by default)."""
-
-    reflections: int = Field(
-        default=2, ge=0, le=5, description="times the scaffold reviews its draft"
-    )
-
-
 @pytest.fixture(autouse=True)
 def clean_environment(monkeypatch):
     import os
@@ -33,83 +25,90 @@ def clean_environment(monkeypatch):
             monkeypatch.delenv(name)
 
 
-def test_a_new_setting_appears_in_the_cli_a_sweep_spec_notebook_20_and_the_run_table(
-    monkeypatch, tmp_path
-):
-    # the command line: `innolab run` has an option for it (its type and rule), read back into the
-    # settings
-    monkeypatch.setattr(runspec, "RunSettings", WithReflections)
+def test_a_sampling_setting_added_in_one_place_reaches_everything(monkeypatch, tmp_path):
+    """`runspec.add_setting("frequency_penalty", ...)`, nothing else: the CLI takes it, a sweep spec
+    varies it, notebook 20 has it as a parameter, the endpoint receives it in every request, each
+    llm_call event records it, and the runs table has its column."""
+    from innolab import results
+    from innolab.cli import build_parser
+    from innolab.traces import read_events
+    from tests.fake_llm import FakeLLM
+
+    runspec.add_setting("frequency_penalty", float,
+                        Field(default=None, ge=-2.0, le=2.0,
+                              description="penalise tokens by how often they came"),
+                        goes="request")
+    try:
+        # the command line, with its type and rule
+        parser = build_parser()
+        args = parser.parse_args(["run", "--agent", "codeact", "--task", "circle-packing-26",
+                                  "--frequency-penalty", "0.5"])
+        assert runspec.settings_from_args(args).frequency_penalty == 0.5
+        bad = parser.parse_args(["run", "--agent", "codeact", "--frequency-penalty", "3"])
+        with pytest.raises(SettingsError, match="frequency_penalty: Input should be less than"):
+            runspec.settings_from_args(bad)
+        # a sweep spec varies it; each configuration sends its level
+        spec = sweep_spec.load_spec({
+            "name": "penalty", "base": {"task": "circle-packing-26", "agent": "codeact",
+                                        "budget": "20s"},
+            "grid": {"frequency_penalty": [0.0, 0.5]}})
+        configurations = sweep_spec.expand(spec)
+        assert [c.config["llm"]["sampling"] for c in configurations] == [
+            {"frequency_penalty": 0.0}, {"frequency_penalty": 0.5}]
+        assert len({c.config_id for c in configurations}) == 2
+        # notebook 20's parameters
+        assert ("frequency_penalty = None  # penalise tokens by how often they came"
+                in runspec.parameters_cell())
+        # the environment, under the backbone's prefix
+        monkeypatch.setenv("INNOLAB_LLM_FREQUENCY_PENALTY", "0.25")
+        from_env = runner.resolve(runspec.schema()(agent="codeact"))
+        assert from_env.llm.sampling == {"frequency_penalty": 0.25}
+        monkeypatch.delenv("INNOLAB_LLM_FREQUENCY_PENALTY")
+        # the request the endpoint receives, the llm_call event, the runs table
+        with FakeLLM() as server:
+            settings = runspec.schema()(agent="codeact", frequency_penalty=0.5, max_steps=2,
+                                        base_url=server.base_url, model="fake")
+            config = runner.resolve(settings)
+            runner.start(config, tmp_path / "runs" / "r1", novelty=None, show_progress=False)
+            sent = [r for r in server.requests if "messages" in r]
+        assert sent and all(r["frequency_penalty"] == 0.5 for r in sent)
+        calls = [e for e in read_events(tmp_path / "runs" / "r1") if e.type == "llm_call"]
+        assert calls and all(e.sampling == {"frequency_penalty": 0.5} for e in calls)
+        table = results.runs(tmp_path / "runs")
+        assert table.loc[0, "frequency_penalty"] == 0.5
+    finally:
+        runspec.remove_setting("frequency_penalty")
+    assert "frequency_penalty" not in runspec.schema().model_fields
+    assert "frequency_penalty" not in vars(build_parser().parse_args(["run"]))
+
+
+def test_an_agents_options_are_settings_of_their_own(tmp_path):
+    """AIDE's options (a pydantic model it declares) are CLI flags, spec fields, notebook 20's
+    parameters and run-table columns; another agent's option, or a bad value, is refused."""
+    from innolab import results
     from innolab.cli import build_parser
 
-    parser = build_parser()
-    args = parser.parse_args(
-        ["run", "--agent", "codeact", "--task", "circle-packing-26", "--reflections", "3"]
-    )
-    assert args.reflections == 3
+    args = build_parser().parse_args(["run", "--agent", "aide", "--num-drafts", "3"])
     settings = runspec.settings_from_args(args)
-    assert isinstance(settings, WithReflections) and settings.reflections == 3
-    with pytest.raises(SystemExit):
-        parser.parse_args(["run", "--reflections", "many"])  # an int
-    bad = parser.parse_args(
-        ["run", "--agent", "codeact", "--task", "circle-packing-26", "--reflections", "9"]
-    )
-    with pytest.raises(SettingsError, match="reflections: Input should be less than or equal to 5"):
-        runspec.settings_from_args(bad)
-    monkeypatch.undo()
-    assert "reflections" not in vars(
-        build_parser().parse_args(["run"])
-    )  # the real schema has no such option
-
-    # a sweep spec: a field of its base and a grid factor, with the same rule; its runs resolve with
-    # it
-    data = {
-        "name": "reflect",
-        "base": {"task": "circle-packing-26", "agent": "codeact", "budget": "20s"},
-        "grid": {"reflections": [0, 3]},
-    }
-    spec = sweep_spec.load_spec(data, settings=WithReflections)
-    configurations = sweep_spec.expand(spec)
-    assert [c.config["policy_args"] for c in configurations] == [
-        {"reflections": 0},
-        {"reflections": 3},
-    ]
-    assert len({c.config_id for c in configurations}) == 2
-    assert (
-        sweep_spec.load_spec(data, ["reflections=1"], settings=WithReflections).base.reflections
-        == 1
-    )
-    with pytest.raises(
-        sweep_spec.SpecError,
-        match=r"grid\.reflections\[1\]: Input should be less than or equal to 5",
-    ):
-        sweep_spec.load_spec({**data, "grid": {"reflections": [0, 9]}}, settings=WithReflections)
-    with pytest.raises(sweep_spec.SpecError, match="'reflections' is not a run field"):
-        sweep_spec.load_spec(data)  # the real schema's spec does not know it
-
-    # notebook 20's parameters cell, as rendered from the schema
-    cell = runspec.parameters_cell(WithReflections).splitlines()
-    line = "reflections = 2  # times the scaffold reviews its draft"
-    assert cell.index(line) == len(WithReflections.model_fields) - 1  # after the other settings
-    assert line not in runspec.parameters_cell()
-
-    # the run table's configuration columns, read from the resolved configuration
-    config = runner.resolve(WithReflections(agent="codeact", reflections=4))
-    assert runspec.columns(WithReflections) == [*runspec.columns(), "reflections"]
-    assert runspec.config_columns(config, WithReflections)["reflections"] == 4
-    assert "reflections" not in runspec.config_columns(config)
-    # ... and in the runs table built from a run folder of that configuration
-    from innolab import results
-
+    config = runner.resolve(settings)
+    assert config.policy_args == {"num_drafts": 3}
+    with pytest.raises(SettingsError, match="codeact takes no option num_drafts"):
+        runner.resolve(runspec.schema()(agent="codeact", num_drafts=3))
+    with pytest.raises(SettingsError, match="num_drafts: Input should be greater than or equal"):
+        runspec.validate_settings({"agent": "aide", "num_drafts": 0})
+    no_tool = build_parser().parse_args(["run", "--agent", "codeact", "--no-persistent"])
+    assert runner.resolve(runspec.settings_from_args(no_tool)).policy_args == {
+        "persistent": False}
+    spec = sweep_spec.load_spec({"name": "drafts", "base": {"agent": "aide", "budget": "20s",
+                                                         "task": "circle-packing-26"},
+                                 "grid": {"num_drafts": [1, 4]}})
+    assert [c.config["policy_args"] for c in sweep_spec.expand(spec)] == [
+        {"num_drafts": 1}, {"num_drafts": 4}]
+    assert "num_drafts = None  # AIDE: drafts before improving (default 2; aide only)" in (
+        runspec.parameters_cell())
     runner.create_run(config, tmp_path / "runs" / "r1")
-    table, _ = results.build(tmp_path, model=WithReflections)
-    assert table.loc[0, "reflections"] == 4
-    assert list(table.columns[: len(runspec.columns()) + 3]) == [
-        "config_id",
-        "run_dir",
-        *runspec.columns(),
-        "reflections",
-    ]
-    assert "reflections" not in results.build(tmp_path)[0].columns
+    table = results.runs(tmp_path / "runs")
+    assert table.loc[0, "num_drafts"] == 3 and "persistent" in table.columns
 
 
 def test_notebook_20_parameters_cell_is_the_rendered_schema():
@@ -134,6 +133,12 @@ def test_todays_columns_in_order_and_as_the_run_table_read_them(tmp_path):
         "runtime",
         "innovation_prompt",
         "prior_solution",
+        # the built-in agents' options (innolab.agents.registry), in the registry's order
+        "num_drafts",
+        "debug_prob",
+        "max_debug_depth",
+        "native_tools",
+        "persistent",
     ]
     prior = tmp_path / "lattice.py"
     prior.write_text("print('start')\n")
@@ -160,6 +165,8 @@ def test_todays_columns_in_order_and_as_the_run_table_read_them(tmp_path):
         "runtime": "local",
         "innovation_prompt": True,
         "prior_solution": "lattice",
+        **dict.fromkeys(["num_drafts", "debug_prob", "max_debug_depth", "native_tools",
+                         "persistent"]),
     }
     config.model_reported = (
         "SmolLM2-135M-Instruct.Q4_1"  # what the endpoint reports wins over the configured id
@@ -168,23 +175,27 @@ def test_todays_columns_in_order_and_as_the_run_table_read_them(tmp_path):
 
 
 def test_allowed_values_come_from_their_registries(monkeypatch):
-    from innolab import agents
+    from innolab.agents import registry as agents
+    from innolab.agents.codeact import CodeActAgent
     from innolab.gym import policy
+    from innolab.gym.policy import AgentSpec
     from innolab.novelty import registry
 
     with pytest.raises(
-        SettingsError, match="agent: must be one of aide, mlab, codeact, baseline, got 'gpt'"
+        SettingsError, match="agent: must be one of aide, baseline, codeact, mlab, got 'gpt'"
     ):
         runspec.validate_settings({"agent": "gpt"})
     with pytest.raises(SettingsError, match="runtime: must be one of local, docker, got 'k8s'"):
         runspec.validate_settings({"runtime": "k8s"})
-    monkeypatch.setitem(agents.SCAFFOLDS, "reflexion", "innolab.agents.codeact:CodeActAgent")
+    reflexion = agents.Registered("reflexion", "x:AGENT", "x", "1", AgentSpec("reflexion",
+                                                                           CodeActAgent))
+    monkeypatch.setattr(agents, "_loaded", {**agents.registered(), "reflexion": reflexion})
     monkeypatch.setattr(policy, "RUNTIMES", (*policy.RUNTIMES, "k8s"))
     monkeypatch.setattr(registry, "BACKENDS", (*registry.BACKENDS, "bleu"))
     assert runspec.validate_settings({"agent": "reflexion"}).agent == "reflexion"
     assert runspec.validate_settings({"runtime": "k8s"}).runtime == "k8s"
     assert (
-        'agent = "aide"  # the scaffold: aide | mlab | codeact | baseline | reflexion'
+        'agent = "aide"  # the scaffold: aide | baseline | codeact | mlab | reflexion'
         in runspec.parameters_cell()
     )
     assert "bleu" in runspec.novelty_choices()

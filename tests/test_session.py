@@ -116,7 +116,7 @@ def test_a_resumed_run_rebuilds_the_interpreter_by_replay(tmp_path):
     with FakeLLM(replies=script(sleep=3.0)) as server:
         run_dir = runner.create_run(config(server.base_url, "local"), tmp_path / "run")
         env = {**os.environ, "PYTHONPATH": str(ROOT)}
-        command = [sys.executable, "-m", "innolab.gym.run", str(run_dir), "--quiet"]
+        command = [sys.executable, "-m", "innolab.runner", str(run_dir), "--quiet"]
         process = subprocess.Popen(
             command, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
         )

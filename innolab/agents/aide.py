@@ -15,9 +15,11 @@ import random
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from pydantic import BaseModel, ConfigDict, Field
+
 from innolab.agents.aide_journal import Journal, Node, SearchPolicy
 from innolab.agents.base import AgentState, LLMAgent
-from innolab.gym.policy import Action, Observation
+from innolab.gym.policy import Action, AgentSpec, Observation
 from innolab.gym.tools import ToolCall
 from innolab.llm.client import json_schema, lead_chars, payload_chars, text
 from innolab.traces import Event
@@ -217,3 +219,19 @@ class AideAgent(LLMAgent):
         self.memory.phase = "execute"
         run = ToolCall(f"n{node.id}", "python", {"code": CLEAR + code})
         return self.action([run], completion, events)
+
+
+class AideOptions(BaseModel):
+    """AIDE's search policy (Jiang et al.): how many drafts, how often and how deep to debug."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    num_drafts: int = Field(default=2, ge=1, le=50, description="AIDE: drafts before improving")
+    debug_prob: float = Field(default=0.5, ge=0.0, le=1.0,
+                              description="AIDE: probability of debugging a buggy leaf")
+    max_debug_depth: int = Field(default=3, ge=0, le=20,
+                                 description="AIDE: debug steps in a row on one branch")
+
+
+AGENT = AgentSpec(name="aide", factory=AideAgent, mode="workflow", options=AideOptions,
+                  description="AIDE: a tree search over whole programs (draft, debug, improve)")

@@ -18,7 +18,7 @@ from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any, Literal
 
-from innolab.gym.policy import Action, Observation
+from innolab.gym.policy import Action, AgentSpec, Observation
 from innolab.gym.tools import DEFAULT_TIMEOUTS, ToolCall, ToolResult
 from innolab.metrics import better
 
@@ -310,3 +310,29 @@ def round_limit(remaining_s: float | None, first: bool = False) -> float | None:
 def _result(results: list[ToolResult], call_id: str) -> ToolResult | None:
     return next((r for r in results if r.call_id == call_id), None)
 
+
+
+def resolve_args(task: Any, seed: int, initial_solution: str | None) -> dict[str, Any]:
+    """The baseline's policy arguments for a run: the task's family, the seed, a prior program.
+
+    Args:
+        task: The loaded task.
+        seed: The run seed.
+        initial_solution: The prior solution's code (None: from scratch).
+
+    Returns:
+        The policy's arguments.
+
+    Raises:
+        BaselineError: A task whose family has no search template.
+    """
+    args: dict[str, Any] = {"family": family_of(task), "seed": seed}
+    if initial_solution is not None:
+        args["initial_solution"] = initial_solution
+    return args
+
+
+AGENT = AgentSpec(name="baseline", factory=BaselinePolicy, mode="no model", needs_model=False,
+                  resolve=resolve_args,
+                  description="a budget-matched classical search of the task's problem family "
+                  "(innolab's own templates; not an agent)")

@@ -9,8 +9,10 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from pydantic import BaseModel, ConfigDict, Field
+
 from innolab.agents.base import AgentState, LLMAgent
-from innolab.gym.policy import Action, Observation
+from innolab.gym.policy import Action, AgentSpec, Observation
 from innolab.gym.tools import ToolCall
 from innolab.llm.client import json_schema, payload_chars, text
 from innolab.traces import Event
@@ -167,3 +169,18 @@ class CodeActAgent(LLMAgent):
             arguments = {"code": code} if kind == "python" else {"command": code}
         tool = self.python_tool if kind == "python" else kind
         return self.action([ToolCall(f"t{turn}", tool, arguments)], completion, events)
+
+
+class CodeActOptions(BaseModel):
+    """CodeAct's options: native tool calls or JSON actions, a persistent interpreter or not."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    native_tools: bool = Field(default=False, description="CodeAct: ask for native tool calls "
+                               "instead of a JSON action (an endpoint that supports them)")
+    persistent: bool = Field(default=True, description="CodeAct: one persistent Python "
+                             "interpreter per run (False: each action in a fresh one)")
+
+
+AGENT = AgentSpec(name="codeact", factory=CodeActAgent, mode="agent", options=CodeActOptions,
+                  description="CodeAct: code as the action, in a persistent interpreter")

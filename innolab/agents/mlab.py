@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from innolab.agents.base import AgentState, LLMAgent
-from innolab.gym.policy import Action, Observation
+from innolab.gym.policy import Action, AgentSpec, Observation
 from innolab.gym.tools import ToolCall
 from innolab.llm.client import json_schema, lead_chars, payload_chars, text
 from innolab.traces import Event, ResearchLog
@@ -375,3 +375,8 @@ class MlabAgent(LLMAgent):
         entry = f"\nObservation:\n```\n{text[-2000:]}\n```\n"
         self.memory.log.append(entry)
         events.append(ResearchLog(entry=entry))
+
+
+AGENT = AgentSpec(name="mlab", factory=MlabAgent, mode="agent",
+                  description="MLAB (MLAgentBench): a research agent with a plan, a log and "
+                  "file actions")

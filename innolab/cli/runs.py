@@ -10,9 +10,9 @@ from pathlib import Path
 from innolab.cli.common import Commands, fail
 from innolab.runspec import add_options, novelty_choices, settings_from_args
 
-# The command line's own defaults: a longer budget than a sweep's (the schema's), no task and no
-# agent unless given (a run says which agent on which task).
-RUN_DEFAULTS: dict[str, str | None] = {"budget": "10m", "task": None, "agent": None}
+# The command line's own defaults: no task and no agent unless given (a run says which agent on
+# which task); every other default is the run schema's.
+RUN_DEFAULTS: dict[str, str | None] = {"task": None, "agent": None}
 BUSY = 4  # the exit status of a run another process is executing (innolab.runlock.RunBusy)
 
 

@@ -261,7 +261,7 @@ def check(args: argparse.Namespace) -> int:
     Every check names its task; the ledger's name the entry, its construction and what innolab's
     exact check measured. Exit status 1 when one fails.
     """
-    from innolab.agents import SCAFFOLDS
+    from innolab.agents.registry import policies
     from innolab.gym.agent_view import prompt_texts
     from innolab.tasks import get_task, list_tasks
     from innolab.tasks.checks import ledger_constructions, run_checks
@@ -273,7 +273,7 @@ def check(args: argparse.Namespace) -> int:
     failed = 0
     for task in tasks:
         results = (ledger_constructions(task) if args.ledger else
-                   run_checks(task, quick=not args.full, prompts=prompt_texts(SCAFFOLDS)))
+                   run_checks(task, quick=not args.full, prompts=prompt_texts(policies())))
         for result in results:
             failed += not result.passed
             mark = "ok  " if result.passed else "FAIL"

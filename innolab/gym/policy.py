@@ -5,8 +5,11 @@ Agents import this module (and the tool call types), never the run loop.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal, Protocol, get_args
+
+from pydantic import BaseModel
 
 from innolab.gym.tools import ToolCall, ToolResult
 from innolab.llm.settings import LLMSettings
@@ -86,6 +89,77 @@ class Policy(Protocol):
         ...
 
 
+AgentMode = Literal["workflow", "agent", "framework", "no model"]
+AGENT_MODES: tuple[AgentMode, ...] = get_args(AgentMode)
+
+
+class NoOptions(BaseModel):
+    """An agent without options of its own."""
+
+
+@dataclass(frozen=True)
+class AgentSpec:
+    """What an agent's distribution declares in the entry-point group `innolab.agents`.
+
+    `innolab.agents.registry` reads every declaration of the group (the built-in scaffolds and
+    baseline register there exactly as a third party's agent does); `innolab run --agent NAME`,
+    sweep specs and notebook 20 name agents by `name`.
+
+    Attributes:
+        name: The agent's name (letters, digits, `-`, `_`).
+        factory: Builds the policy: called with the run's `policy_args` (its options, validated
+            by `options`) and, where `needs_model`, `settings` (the run's LLMSettings),
+            `cache_path`, `innovation_prompt` and `initial_solution`.
+        mode: "workflow" (a fixed procedure, AIDE), "agent" (a tool loop), "framework" (an
+            external framework that owns its loop, on the run's MCP tools and model gateway) or
+            "no model" (a classical search).
+        options: The agent's own options as a pydantic model (its fields become run settings:
+            CLI flags, spec fields, notebook 20's parameters, run-table columns); every field
+            needs a default.
+        needs_model: Whether the agent calls a model (its runs resolve model settings).
+        description: One line on what it is.
+        resolve: For an agent with no model: its `policy_args` from the run's settings and task
+            (None: its validated options).
+    """
+
+    name: str
+    factory: Callable[..., Policy]
+    mode: AgentMode = "agent"
+    options: type[BaseModel] = NoOptions
+    needs_model: bool = True
+    description: str = ""
+    resolve: Callable[..., dict[str, Any]] | None = None
+
+    def __post_init__(self) -> None:
+        """Check the declaration.
+
+        Raises:
+            ValueError: A name, mode or options model that breaks its rule.
+        """
+        import re
+
+        if not re.fullmatch(r"[A-Za-z][A-Za-z0-9_-]*", self.name or ""):
+            raise ValueError(f"agent name {self.name!r}: letters, digits, - and _, "
+                             "starting with a letter")
+        if self.mode not in AGENT_MODES:
+            raise ValueError(f"agent {self.name}: mode must be one of {AGENT_MODES}, "
+                             f"got {self.mode!r}")
+        if not (isinstance(self.options, type) and issubclass(self.options, BaseModel)):
+            raise ValueError(f"agent {self.name}: options must be a pydantic model class")
+        missing = [k for k, f in self.options.model_fields.items() if f.is_required()]
+        if missing:
+            raise ValueError(f"agent {self.name}: option(s) {missing} need a default")
+
+    @property
+    def policy(self) -> str:
+        """The factory's import path, as config.json records it (`module:qualname`)."""
+        return f"{self.factory.__module__}:{self.factory.__qualname__}"
+
+
+# A run's wall clock when none is given: stated here once (the run schema's default budget, and a
+# configuration built without one, take it).
+DEFAULT_BUDGET_S = 60.0
+
 SEED_RULE = (
     "each model call's seed = sha256('<seed>:<call index>')[:4] (31 bits); "
     "cache keyed by request + index"
@@ -118,7 +192,7 @@ class RunConfig:
     prior_solution: dict[str, Any] | None = None  # {"name", "sha256", "code"}
     runtime: Runtime = "local"
     image: str | None = None
-    wall_clock_s: float | None = 600.0
+    wall_clock_s: float | None = DEFAULT_BUDGET_S
     max_steps: int | None = None
     max_tokens: int | None = None
     max_cost_usd: float | None = None

@@ -8,11 +8,11 @@ innolab.scoring, outside the gym.
 
 from __future__ import annotations
 
-import importlib
 import json
 import re
 import secrets
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -115,27 +115,9 @@ def load_config(run_dir: Path) -> RunConfig:
         raise RunError(f"{folder.config}: {error}") from None
 
 
-def make_policy(config: RunConfig, run_dir: Path) -> Policy:
-    """Import and build the policy.
-
-    A relative `cache_path` in its arguments lives in the run directory.
-
-    Raises:
-        RunError: the policy's factory cannot be imported.
-    """
-    module_name, _, attribute = config.policy.partition(":")
-    try:
-        factory = getattr(importlib.import_module(module_name), attribute)
-    except (ImportError, AttributeError) as error:
-        raise RunError(f"policy {config.policy!r} cannot be imported: {error}") from None
-    args = dict(config.policy_args)
-    if config.llm is not None:  # an LLM agent: the settled settings, the run's cache, its options
-        args.setdefault("cache_path", str(RunDir(run_dir).llm_cache))
-        args.update(settings=config.llm, innovation_prompt=config.innovation_prompt,
-                    initial_solution=(config.prior_solution or {}).get("code"))
-    elif args.get("cache_path") and not Path(args["cache_path"]).is_absolute():
-        args["cache_path"] = str(run_dir / args["cache_path"])
-    return factory(**args)
+# Builds a run's policy from its configuration and folder (innolab.agents.registry.build_policy:
+# the runner hands it over; the gym imports no agent).
+PolicyFactory = Callable[[RunConfig, Path], Policy]
 
 
 # ------------------------------------------------------------------------------------- checkpoints
@@ -193,8 +175,8 @@ class RunContext:
     trace: TraceWriter
 
 
-def execute(run_dir: Path, resume: bool = False, show_progress: bool = True,
-            wait: bool = True) -> dict[str, Any]:
+def execute(run_dir: Path, build_policy: PolicyFactory, resume: bool = False,
+            show_progress: bool = True, wait: bool = True) -> dict[str, Any]:
     """Run (or resume) the run in run_dir until the policy finishes or a budget is spent.
 
     Name its final submission. Scoring is innolab.scoring's job, outside the gym. The run's lock
@@ -203,6 +185,7 @@ def execute(run_dir: Path, resume: bool = False, show_progress: bool = True,
 
     Args:
         run_dir: a run directory made by `create_run`.
+        build_policy: builds the run's policy (innolab.agents.registry.build_policy).
         resume: continue from the last checkpoint (a finished run is only reported).
         show_progress: show a progress bar.
         wait: wait for another executor of the run (False: raise innolab.runlock.RunBusy).
@@ -212,20 +195,25 @@ def execute(run_dir: Path, resume: bool = False, show_progress: bool = True,
         when a finished run was resumed).
 
     Raises:
-        RunError: the run folder, its configuration or its checkpoint cannot be read.
+        RunError: the run folder, its configuration or its checkpoint cannot be read, or its
+            policy cannot be built.
         innolab.runlock.RunBusy: another executor holds the run and wait is False.
     """
     folder = RunDir(run_dir)
     load_config(folder.root)  # not a run folder: said before a lock file is made in it
     with RunLock(folder.root, wait=wait):
-        return _execute(folder, resume, show_progress)
+        return _execute(folder, build_policy, resume, show_progress)
 
 
-def _execute(folder: RunDir, resume: bool, show_progress: bool) -> dict[str, Any]:
+def _execute(folder: RunDir, build_policy: PolicyFactory, resume: bool,
+             show_progress: bool) -> dict[str, Any]:
     """`execute` with the run's lock held."""
     config = load_config(folder.root)
     task = get_task(config.task, config.task_options)
-    policy = make_policy(config, folder.root)
+    try:
+        policy = build_policy(config, folder.root)
+    except ValueError as error:  # an agent that is not registered or does not load
+        raise RunError(str(error)) from None
     finished = _finished(folder) if resume else None
     if finished is not None:  # resuming a finished run changes nothing and reports its outcome
         return {"run_dir": str(folder.root), **_outcome(finished), "already_finished": True}
@@ -450,20 +438,3 @@ def _final_submission(folder: RunDir, submissions: list[SubmissionRecord],
             program_file(folder.final_source).write_bytes(stored.read_bytes())
     return {"final_submission": chosen.file, "dev_valid": chosen.dev_valid,
             "dev_score": chosen.dev_score}
-
-
-def main() -> None:
-    """Execute a prepared run folder (no scoring): python -m innolab.gym.run RUN_DIR [--resume]."""
-    import argparse
-
-    parser = argparse.ArgumentParser(description=main.__doc__)
-    parser.add_argument("run_dir")
-    parser.add_argument("--resume", action="store_true")
-    parser.add_argument("--quiet", action="store_true")
-    args = parser.parse_args()
-    outcome = execute(Path(args.run_dir), resume=args.resume, show_progress=not args.quiet)
-    print(outcome["run_dir"])
-
-
-if __name__ == "__main__":
-    main()

@@ -39,6 +39,7 @@ class Completion:
         temperature: The temperature the request was sent with.
         seed: The seed the request was sent with.
         call_index: The call's index in the run, where numbered.
+        sampling: The sampling settings added to the run schema, as sent (innolab.runspec).
     """
 
     text: str
@@ -54,6 +55,7 @@ class Completion:
     temperature: float | None = None  # the sampling settings the request was sent with
     seed: int | None = None
     call_index: int | None = None
+    sampling: dict[str, Any] = field(default_factory=dict)  # added sampling settings, as sent
 
     def event(self) -> dict[str, Any]:
         """Return the payload of an llm_call trace event (the fields, `text` named `response`)."""
@@ -241,7 +243,7 @@ class LLMClient:
             "model": s.model, "messages": messages, "temperature": s.temperature,
             "max_tokens": s.max_tokens, "seed": seed, "top_p": s.top_p,
             "response_format": response_format if self.supports_schema else None,
-            "tools": tools}
+            "tools": tools, "extra_body": dict(s.sampling) or None}
         return {k: v for k, v in request.items() if v is not None}
 
     def chat(self, messages: list[dict[str, Any]], response_format: dict[str, Any] | None = None,
@@ -271,7 +273,7 @@ class LLMClient:
         cache_key = {**request, "_call_index": call_index} if call_index is not None else request
         key = request_key(cache_key)
         sent = {"temperature": request.get("temperature"), "seed": request.get("seed"),
-                "call_index": call_index}
+                "call_index": call_index, "sampling": dict(request.get("extra_body") or {})}
         try:
             return self._complete(request, cache_key, key, sent, messages, response_format, tools,
                                   call_index)

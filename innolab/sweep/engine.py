@@ -33,7 +33,7 @@ from tqdm.auto import tqdm
 
 from innolab import __version__
 from innolab.results import collect, read_manifest
-from innolab.runspec import RunSettings
+from innolab.runspec import schema
 from innolab.sweep import state
 from innolab.sweep.spec import Configuration, SpecError, SweepSpec, expand, load_spec
 
@@ -70,7 +70,7 @@ def plan(
     if max_cost_usd is not None:
         overrides = [*(overrides or []), f"budget.max_cost_usd={max_cost_usd!r}"]
     if not isinstance(spec, SweepSpec) or overrides:
-        settings = type(spec).settings if isinstance(spec, SweepSpec) else RunSettings
+        settings = type(spec).settings if isinstance(spec, SweepSpec) else schema()
         spec = load_spec(
             spec.model_dump(exclude_unset=True) if isinstance(spec, SweepSpec) else spec,
             overrides,

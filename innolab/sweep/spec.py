@@ -13,7 +13,13 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model, field_validator
 
 from innolab.llm.settings import LIMIT_FIELDS
-from innolab.runspec import NOVELTY_CHOICES, RunSettings, optional_fields, validate_settings
+from innolab.runspec import (
+    NOVELTY_CHOICES,
+    RunSettings,
+    optional_fields,
+    schema,
+    validate_settings,
+)
 
 
 class SpecError(ValueError):
@@ -196,18 +202,23 @@ class SweepSpec(BaseModel):
         return varied + (["seed"] if len(seeds) > 1 else [])
 
 
-@functools.cache
-def spec_class(settings: type[BaseModel] = RunSettings) -> type[SweepSpec]:
+def spec_class(settings: type[BaseModel] | None = None) -> type[SweepSpec]:
     """The sweep spec of a run schema.
 
     Its `base` and grid levels are that schema's fields, all optional.
 
     Args:
-        settings: the run schema (default `RunSettings`: `SweepSpec` itself).
+        settings: the run schema (default: the one in force, `innolab.runspec.schema()`, with
+            every registered agent's options).
 
     Returns:
         The spec model.
     """
+    return _spec_class(settings or schema())
+
+
+@functools.cache
+def _spec_class(settings: type[BaseModel]) -> type[SweepSpec]:
     if settings is RunSettings:
         return SweepSpec
     fields = run_fields(settings)
@@ -219,14 +230,14 @@ def spec_class(settings: type[BaseModel] = RunSettings) -> type[SweepSpec]:
 
 
 def parse_spec(
-    data: dict[str, Any], where: str = "spec", settings: type[BaseModel] = RunSettings
+    data: dict[str, Any], where: str = "spec", settings: type[BaseModel] | None = None
 ) -> SweepSpec:
     """A validated spec.
 
     Args:
         data: The spec as a mapping (name, description, base, grid, seeds).
         where: What the spec is, for messages (its file).
-        settings: The run schema (default `RunSettings`).
+        settings: The run schema (default: the one in force, `innolab.runspec.schema()`).
 
     Returns:
         The spec.
@@ -257,7 +268,7 @@ def parse_spec(
 def load_spec(
     source: str | Path | dict[str, Any],
     overrides: list[str] | None = None,
-    settings: type[BaseModel] = RunSettings,
+    settings: type[BaseModel] | None = None,
 ) -> SweepSpec:
     """Read a YAML spec (or take a mapping) and apply `--set K=V` overrides.
 
@@ -269,7 +280,7 @@ def load_spec(
     Args:
         source: A YAML file or a mapping.
         overrides: The `K=V` overrides.
-        settings: The run schema (default `RunSettings`).
+        settings: The run schema (default: the one in force, `innolab.runspec.schema()`).
 
     Returns:
         The spec, with its overrides.
@@ -375,7 +386,8 @@ class Configuration:
     config: dict[str, Any] = field(default_factory=dict)
 
 
-def expand(spec: SweepSpec) -> list[Configuration]:
+def expand(spec: SweepSpec,
+           unresolved: list[tuple[dict[str, Any], str]] | None = None) -> list[Configuration]:
     """Every configuration of the spec, each resolved once and with its id.
 
     The cartesian product of the grid, times the seeds, then each include entry (merged over base,
@@ -384,6 +396,9 @@ def expand(spec: SweepSpec) -> list[Configuration]:
 
     Args:
         spec: The spec.
+        unresolved: Where given, a configuration that does not resolve (an endpoint not set, ...)
+            is appended to it as (its levels with its seed, why) and left out, instead of raised
+            (a plan shows what would run and what is missing).
 
     Returns:
         The configurations, in the grid's order, then the include entries'.
@@ -421,7 +436,10 @@ def expand(spec: SweepSpec) -> list[Configuration]:
             try:
                 config = runner.resolve(validate_settings(parameters, type(spec).settings))  # type: ignore[arg-type]
             except (ValueError, KeyError) as error:
-                raise SpecError(f"configuration {levels | {'seed': seed}}: {error}") from None
+                if unresolved is None:
+                    raise SpecError(f"configuration {levels | {'seed': seed}}: {error}") from None
+                unresolved.append(({**levels, "seed": seed}, str(error)))
+                continue
             out.append(
                 Configuration(
                     parameters=parameters,

@@ -104,8 +104,15 @@ class RunView:
         display(self.widget)
 
 
-FACTORS = ["agent", "task", "model", "temperature", "budget_s", "seed", "prior_solution",
-           "innovation_prompt", "runtime", "backbone"]
+def sweep_factors() -> list[str]:
+    """The configuration columns a sweep's runs may differ in, the agent first.
+
+    The run schema's (innolab.runspec): a plugin's option or an added setting is a factor too.
+    """
+    from innolab import runspec
+
+    names = runspec.columns()
+    return ["agent", *(n for n in names if n != "agent")]
 SHOWN = ["config_id", "valid", "score", "ratio", "novelty", "end_reason", "tool_calls", "wall_s"]
 ALL = "(all)"
 
@@ -175,7 +182,8 @@ class SweepView:
         self.sweep_dir = Path(sweep_dir)
         self.runs = results.runs(self.sweep_dir).reset_index(drop=True)
         self.trajectory = results.trajectory(self.sweep_dir)
-        self.factors = [f for f in FACTORS if f in self.runs and self.levels(f).nunique() > 1]
+        self.factors = [f for f in sweep_factors()
+                        if f in self.runs and self.levels(f).nunique() > 1]
         self.labels = dict(enumerate(run_labels(self.runs, self.factors)))  # row position -> label
         self.filters = {f: widgets.Dropdown(options=[ALL, *sorted(self.levels(f).unique())],
                                             description=f)

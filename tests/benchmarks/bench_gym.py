@@ -83,7 +83,7 @@ def resume_seconds() -> float:
         )
         run_dir = create_run(config, Path(tmp) / "run")
         env = {**os.environ, "PYTHONPATH": str(ROOT)}
-        command = [sys.executable, "-m", "innolab.gym.run", str(run_dir), "--quiet"]
+        command = [sys.executable, "-m", "innolab.runner", str(run_dir), "--quiet"]
         process = subprocess.Popen(
             command, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
         )

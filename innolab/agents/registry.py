@@ -1,0 +1,225 @@
+"""The agent registry: every agent an installed distribution declares in `innolab.agents`.
+
+The built-in scaffolds (aide, mlab, codeact), the classical `baseline` and the external frameworks
+register in pyproject.toml's entry-point group `innolab.agents` exactly as a third party's agent
+does (`[project.entry-points."innolab.agents"] myagent = "mypackage.agent:AGENT"`, the object an
+`innolab.gym.policy.AgentSpec`). An entry point that fails to load is listed as broken with its
+error and never crashes the listing; naming it in a run is a clear error. The runner builds a run's
+policy here (`build_policy`) and hands it to the gym, which imports no agent.
+"""
+
+from __future__ import annotations
+
+import importlib
+import threading
+from dataclasses import dataclass
+from importlib.metadata import EntryPoint, entry_points
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from innolab.gym.policy import AgentSpec, Policy, RunConfig
+from innolab.rundir import RunDir
+
+GROUP = "innolab.agents"
+
+_lock = threading.Lock()
+_loaded: dict[str, Registered] | None = None
+
+
+class AgentError(ValueError):
+    """An agent that is not registered, does not load, or is given options it does not take."""
+
+
+@dataclass(frozen=True)
+class Registered:
+    """One entry of the group: the agent it declares, or why it could not be loaded.
+
+    Attributes:
+        name: The entry point's name (the agent's name).
+        value: What the entry point names (`module:object`).
+        distribution: The distribution that declares it (None: not known).
+        version: That distribution's version.
+        spec: The declaration (None when broken).
+        error: Why it could not be loaded (None when it loaded).
+    """
+
+    name: str
+    value: str
+    distribution: str | None
+    version: str | None
+    spec: AgentSpec | None
+    error: str | None = None
+
+    @property
+    def broken(self) -> bool:
+        """Whether the entry point failed to load."""
+        return self.spec is None
+
+    def as_dict(self) -> dict[str, Any]:
+        """The entry as `innolab agents list --json` prints it."""
+        spec = self.spec
+        options = {} if spec is None else {
+            name: {"type": _type_name(field.annotation), "default": field.get_default(
+                call_default_factory=True), "description": field.description or ""}
+            for name, field in spec.options.model_fields.items()}
+        return {"name": self.name, "mode": spec.mode if spec else None,
+                "needs_model": spec.needs_model if spec else None, "options": options,
+                "distribution": self.distribution, "version": self.version,
+                "entry_point": self.value, "description": spec.description if spec else "",
+                "broken": self.broken, "error": self.error}
+
+
+def _type_name(annotation: Any) -> str:
+    return getattr(annotation, "__name__", None) or str(annotation).replace("typing.", "")
+
+
+def _load(point: EntryPoint) -> Registered:
+    dist = getattr(point, "dist", None)
+    name, version = (dist.name, dist.version) if dist is not None else (None, None)
+    try:
+        loaded = point.load()
+        spec = loaded() if callable(loaded) and not isinstance(loaded, AgentSpec) else loaded
+        if not isinstance(spec, AgentSpec):
+            raise TypeError(f"{point.value} is a {type(spec).__name__}, not an AgentSpec")
+        if spec.name != point.name:
+            raise ValueError(f"{point.value} declares the agent {spec.name!r}, registered as "
+                             f"{point.name!r}")
+    except Exception as error:  # a third party's import may raise anything: listed as broken
+        return Registered(point.name, point.value, name, version, None,
+                          f"{type(error).__name__}: {error}")
+    return Registered(point.name, point.value, name, version, spec)
+
+
+def registered(reload: bool = False) -> dict[str, Registered]:
+    """Every entry of the group `innolab.agents`, loaded once per process.
+
+    Args:
+        reload: Read the installed distributions again (after installing one).
+
+    Returns:
+        The entries by name, sorted; a name two distributions declare is listed as broken.
+    """
+    global _loaded
+    with _lock:
+        if _loaded is None or reload:
+            found: dict[str, Registered] = {}
+            for point in sorted(entry_points(group=GROUP), key=lambda p: p.name):
+                entry = _load(point)
+                if point.name in found:
+                    first = found[point.name]
+                    entry = Registered(point.name, point.value, entry.distribution,
+                                       entry.version, None,
+                                       f"declared twice: by {first.distribution} "
+                                       f"({first.value}) and by {entry.distribution} "
+                                       f"({point.value})")
+                found[point.name] = entry
+            _loaded = found
+        return dict(_loaded)
+
+
+def names() -> list[str]:
+    """The names of the agents that load, sorted (what `--agent` takes)."""
+    return [name for name, entry in registered().items() if not entry.broken]
+
+
+def policies() -> dict[str, str]:
+    """The factory (`module:qualname`) of each agent that loads, by name.
+
+    The leak scan reads their fixed prompt texts.
+    """
+    return {name: entry.spec.policy for name, entry in registered().items()
+            if entry.spec is not None}
+
+
+def get(name: str) -> AgentSpec:
+    """The declaration of a registered agent.
+
+    Args:
+        name: The agent's name.
+
+    Returns:
+        Its AgentSpec.
+
+    Raises:
+        AgentError: No agent of that name, or its entry point does not load (with its error).
+    """
+    entry = registered().get(name)
+    if entry is None:
+        raise AgentError(f"agent {name!r} is not registered; registered: "
+                         f"{', '.join(names()) or 'none'} (innolab agents list)")
+    if entry.spec is None:
+        raise AgentError(f"agent {name!r} ({entry.value}, from {entry.distribution}) does not "
+                         f"load: {entry.error}")
+    return entry.spec
+
+
+def entry(name: str) -> Registered | None:
+    """The registry's entry of an agent (None: not registered)."""
+    return registered().get(name)
+
+
+def check_options(name: str, options: dict[str, Any]) -> dict[str, Any]:
+    """An agent's options validated by its options model, as plain data.
+
+    Args:
+        name: The agent.
+        options: The options given (those left out take their defaults when the policy is
+            built).
+
+    Returns:
+        The options given, validated (in JSON form).
+
+    Raises:
+        AgentError: An option the agent does not take, or a value that breaks its rule (named).
+    """
+    spec = get(name)
+    unknown = sorted(set(options) - set(spec.options.model_fields))
+    if unknown:
+        takes = ", ".join(spec.options.model_fields) or "none"
+        raise AgentError(f"agent_options: {name} takes no option {', '.join(unknown)} "
+                         f"(it takes: {takes})")
+    try:
+        checked = spec.options.model_validate(options)
+    except ValidationError as error:
+        raise AgentError("; ".join(
+            f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in error.errors())) from None
+    return checked.model_dump(mode="json", include=set(options))
+
+
+def build_policy(config: RunConfig, run_dir: Path) -> Policy:
+    """The policy of a run: its agent's factory with the run's options and model settings.
+
+    A registered agent is built through the registry; a configuration whose agent is not
+    registered names its factory by import path in `policy` (test and experiment policies).
+
+    Args:
+        config: The run's configuration.
+        run_dir: The run folder (a relative `cache_path` lives there).
+
+    Returns:
+        The policy.
+
+    Raises:
+        AgentError: The agent does not load, or its factory cannot be imported.
+    """
+    found = entry(config.agent)
+    if found is not None:
+        factory = get(config.agent).factory
+    else:
+        module_name, _, attribute = config.policy.partition(":")
+        try:
+            factory = getattr(importlib.import_module(module_name), attribute)
+        except (ImportError, AttributeError) as error:
+            raise AgentError(f"agent {config.agent!r} is not registered and its policy "
+                             f"{config.policy!r} cannot be imported: {error}") from None
+    args = dict(config.policy_args)
+    if config.llm is not None:  # a model agent: the settled settings, the run's cache, its prompt
+        args.setdefault("cache_path", str(RunDir(run_dir).llm_cache))
+        args.update(settings=config.llm, innovation_prompt=config.innovation_prompt,
+                    initial_solution=(config.prior_solution or {}).get("code"))
+    elif args.get("cache_path") and not Path(args["cache_path"]).is_absolute():
+        args["cache_path"] = str(run_dir / args["cache_path"])
+    policy: Policy = factory(**args)
+    return policy
