@@ -13,11 +13,31 @@ import nbformat
 import papermill
 from tqdm.auto import tqdm
 
-from innolab.agents import SCAFFOLDS
 from innolab.paths import notebooks_dir, project_root
 from innolab.rundir import RunDir
 
 KERNEL_NAME = "python3"
+
+
+def ipc_kernel_manager() -> type:
+    """The kernel manager innolab executes notebooks with: its kernels talk over IPC sockets.
+
+    Unix-domain sockets in Jupyter's runtime folder instead of TCP on 127.0.0.1: no port to race
+    for, nothing another user of the machine can connect to, and no "Kernel is running over TCP
+    without encryption" warning from every kernel that starts.
+
+    Returns:
+        A subclass of jupyter_client's AsyncKernelManager (nbclient's default) with IPC transport.
+    """
+    from jupyter_client.manager import AsyncKernelManager
+    from traitlets import CaselessStrEnum
+
+    class IPCKernelManager(AsyncKernelManager):
+        """nbclient's kernel manager, over IPC sockets."""
+
+        transport = CaselessStrEnum(["tcp", "ipc"], default_value="ipc", config=True)
+
+    return IPCKernelManager
 
 
 class NotebookError(ValueError):
@@ -63,7 +83,7 @@ def execute(
 ) -> NotebookRun:
     """Execute one notebook with papermill, injecting parameters into its `parameters` cell.
 
-    A `kernel_manager_class` starts its kernel (None: nbclient's default).
+    A `kernel_manager_class` starts its kernel (None: `ipc_kernel_manager()`).
     """
     if not source.is_file():
         raise NotebookError(f"notebook {source} does not exist")
@@ -78,7 +98,7 @@ def execute(
         cwd=str(source.parent),
         progress_bar=False,
         execution_timeout=timeout_s,
-        **({"kernel_manager_class": kernel_manager_class} if kernel_manager_class else {}),
+        kernel_manager_class=kernel_manager_class or ipc_kernel_manager(),
     )
     _relativise_papermill_paths(executed)
     return NotebookRun(source.stem, source, executed, parameters)
@@ -165,7 +185,7 @@ def execute_run_notebook(parameters: dict[str, Any], run_dir: Path,
     return folder.notebook
 
 
-DEMO_AGENTS = tuple(SCAFFOLDS)  # every registered scaffold
+DEMO_AGENTS = ("aide", "mlab", "codeact", "baseline")  # the built-in scaffolds and the baseline
 RUN_NOTEBOOK = "01_run_agent.ipynb"
 
 

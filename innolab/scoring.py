@@ -146,8 +146,9 @@ def _score_run(folder: RunDir, novelty_backend: str | None, settings: dict[str, 
     backend = default_backend() if novelty_backend == "default" else novelty_backend
     assess = _Assessor(folder, task, _Novelty(folder, config, task, backend, settings),
                        source_time_limit_s)
-    candidates = _candidates(trace, task, assess, today)
     final = finished.final_submission
+    assess.announce([e.file for e in trace.best_so_far(task.direction)], final)
+    candidates = _candidates(trace, task, assess, today)
     if final:
         verdict, measured = assess(final, trace.source_of(final))
     else:
@@ -362,6 +363,23 @@ def read_score(run_dir: str | Path, as_of: AsOf = None) -> dict[str, Any]:
     return reread(score, task, day)
 
 
+def say(line: str) -> None:
+    """One line of scoring's progress, on stderr as it happens (above any progress bar).
+
+    Args:
+        line: What scoring does or found.
+    """
+    import sys
+
+    from tqdm import tqdm
+
+    tqdm.write(f"scoring {line}", file=sys.stderr)
+
+
+def _shown(value: float | None) -> str:
+    return "not computed" if value is None else f"{value:.3g}"
+
+
 class _Assessor:
     """Hidden-evaluator verdict, N, outcome novelty and the program's re-run of one submission.
 
@@ -375,19 +393,45 @@ class _Assessor:
         self.time_limit_s = time_limit_s
         self._done: dict[str, tuple[Any, dict[str, Any]]] = {}
 
+    def announce(self, candidates: list[str], final: str | None) -> None:
+        """Say what scoring will assess, and set the count its stage lines are numbered by.
+
+        Args:
+            candidates: The improving candidates' files.
+            final: The final submission's file (None: none).
+        """
+        files = list(dict.fromkeys([*candidates, *([final] if final else [])]))
+        self._total = len(files)
+        axes = "N by " + (self.measure.backend or "no back end (not computed)")
+        say(f"{self.folder.name}: {len(files)} submission(s) to assess "
+            f"({len(candidates)} improving candidate(s) and the final one): the hidden "
+            f"evaluator, the re-run check of each one's program, {axes}, N_out (outcome)"
+            if files else f"{self.folder.name}: no submission to assess")
+
     def __call__(self, file: str, source_file: str | None) -> tuple[Any, dict[str, Any]]:
         if file not in self._done:
+            where = f"[{len(self._done) + 1}/{getattr(self, '_total', '?')}] {file}"
             verdict = evaluate(self.task, self.folder.resolve(file))
             path = self.folder.resolve(source_file) if source_file else None
             source = path.read_text(encoding="utf-8") if path and path.is_file() else ""
+            found = f"valid, V {verdict.score:.10g}" if verdict.valid else "invalid"
+            say(f"{where}: {found}; re-run check (its program alone, in a fresh sandbox) ...")
             check = check_source(self.folder.root, file, source_file, self.time_limit_s,
                                  same_outcome=self.same_outcome(verdict))
             kept, rule = self.kept_code(source, source_file, check)
+            say(f"{where}: re-run {check.status}"
+                + (f" ({check.seconds:.1f} s)" if check.seconds else "")
+                + f"; N (method, {self.measure.backend or 'none'}) ...")
             measured = self.measure(kept, verdict.valid, file)
             if measured["novelty_status"] == "ok" and verdict.valid and \
                     check.status != "reproduces":
                 measured["novelty_status"] = "not_reproducing"
+            say(f"{where}: N {_shown(measured['novelty'])} ({measured['novelty_status']}); "
+                "N_out (outcome) ...")
             measured.update(source_fields(check), **rule, **self.outcome(file, verdict.valid))
+            say(f"{where}: N_out {_shown(measured['novelty_out'])}"
+                + (f", re-derives {measured['rederived_known']}"
+                   if measured.get("rederived_known") else ""))
             self._done[file] = (verdict, measured)
         return self._done[file]
 

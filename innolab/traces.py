@@ -577,9 +577,37 @@ def summary(run_dir: str | Path) -> str:
     """
     trace = Trace.read(run_dir)
     config, score, finished = trace.config, trace.score, trace.finished
-    scored = (f"score {score.score!r} (ratio {score.ratio:.4g})" if score and score.valid
+    scored = (f"score {score.score:.10g} (ratio {score.ratio:.4g})"
+              if score and score.valid and isinstance(score.score, int | float)
               else "no valid submission" if score else "not scored")
     end = f"ended: {finished.reason}" if finished else "not finished"
+    cause = end_cause(trace)
+    if cause:
+        end += f" ({cause})"
     return (f"{config.get('agent', '?')} on {config.get('task', '?')}: {len(trace.tool_steps)} "
             f"steps, {len(trace.tool_calls)} tool calls, {len(trace.submissions)} submissions, "
             f"{scored}, {end}")
+
+
+def end_cause(trace: Trace) -> str | None:
+    """Why a run ended on a model error, in words: the error, the endpoint and the attempts.
+
+    Args:
+        trace: The run's trace.
+
+    Returns:
+        E.g. "the model at 127.0.0.1:9 could not be reached: Connection error.; 6 attempts over
+        7.9 s", read from the last failed model call; None for a run that did not end so.
+    """
+    if trace.end_reason != "llm_error":
+        return None
+    failed = next((c for c in reversed(trace.llm_calls) if c.failed), None)
+    where = trace.config.get("endpoint") or "?"
+    where = "the embedded model" if where == "embedded" else f"the model at {where}"
+    if failed is None:
+        return f"{where} could not be reached"
+    error = (failed.error or "no error recorded").removeprefix("LLM call failed after ")
+    error = error.split(": ", 1)[1] if error[:1].isdigit() and ": " in error else error
+    tries = len(failed.attempts) or 1
+    return (f"{where} could not be reached: {error}; {tries} attempt{'s' * (tries > 1)} over "
+            f"{failed.latency_s:.1f} s")

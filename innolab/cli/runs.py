@@ -14,6 +14,17 @@ from innolab.runspec import add_options, novelty_choices, settings_from_args
 # which task); every other default is the run schema's.
 RUN_DEFAULTS: dict[str, str | None] = {"task": None, "agent": None}
 BUSY = 4  # the exit status of a run another process is executing (innolab.runlock.RunBusy)
+# `innolab run`'s exit status by how the run ended: a spent budget ("wall_clock", "steps",
+# "tokens", "cost"), an agent that finished or stalled are results (0); a model that stayed
+# unreachable through its retries is a failure to retry (5). 2 is bad input, 4 a busy run.
+MODEL_UNREACHABLE = 5
+END_STATUSES = {"llm_error": MODEL_UNREACHABLE}
+RUN_EPILOG = (
+    "exit status: 0 the run ended with a result (its budget spent, the agent finished or "
+    "stalled); 2 bad input (the error says which option); 4 another process executes the run "
+    "(--wait waits); 5 the model could not be reached through its retries (the cause, the "
+    "endpoint and the attempts are printed; rerun when it is back, or --resume)"
+)
 
 
 def register(commands: Commands) -> None:
@@ -29,6 +40,7 @@ def register(commands: Commands) -> None:
         help="run an agent on a task; --resume continues a killed run",
         description="Run one agent on one task in a sandbox; prints the run "
         "directory last. Every setting of the run schema is an option.",
+        epilog=RUN_EPILOG,
     )
     add_options(run_cmd, defaults=RUN_DEFAULTS)
     run_cmd.add_argument(
@@ -129,8 +141,56 @@ def run(args: argparse.Namespace) -> int:
     from innolab.traces import summary
 
     print(summary(outcome["run_dir"]), file=sys.stderr)
+    for line in score_lines(Path(outcome["run_dir"])):
+        print(line, file=sys.stderr)
     print(outcome["run_dir"])
-    return 0
+    return END_STATUSES.get(str(outcome.get("reason")), 0)
+
+
+def score_lines(run_dir: Path) -> list[str]:
+    """A scored run's V, G, ratio, N and N_out, each with its status, as a person reads them.
+
+    Args:
+        run_dir: The run folder.
+
+    Returns:
+        Two lines (none for a run not scored): V, G and ratio against V* (and whether it beats
+        it); N (its back end and status: `not_reproducing` where the stored program gave another
+        result when re-run alone, with the re-run's `source_status`) and N_out (its nearest
+        known output, a known solution it re-derives).
+    """
+    from innolab.rundir import RunDir
+
+    score = RunDir(run_dir).read_score()
+    if score is None:
+        return []
+
+    def num(value: object, spec: str) -> str:
+        return "-" if not isinstance(value, int | float) else format(value, spec)
+
+    if score.get("valid"):
+        beats = "beats V*" if score.get("beats_v_star") else "below V*"
+        first = (f"V {num(score.get('score'), '.10g')} (valid), "
+                 f"V* {num(score.get('v_star'), '.10g')}, G {num(score.get('gain'), '.4g')}, "
+                 f"ratio {num(score.get('ratio'), '.4g')} ({beats})")
+    else:
+        errors = "; ".join(score.get("errors") or [])[:200]
+        first = (f"V 0 (invalid: {errors or 'no valid submission'}), ratio -1 (the paper's "
+                 "imputation)")
+    status = score.get("novelty_status") or "not recorded"
+    source = score.get("source_status")
+    flag = (f" FLAGGED: its program {source} when re-run alone"
+            if source not in (None, "reproduces") and score.get("valid") else "")
+    nearest = f", nearest {score['nearest_known']}" if score.get("nearest_known") else ""
+    out_note = (f", re-derives {score['rederived_known']}" if score.get("rederived_known")
+                else f", nearest {score['novelty_out_nearest']}"
+                if score.get("novelty_out_nearest") else "")
+    out_status = "ok" if score.get("novelty_out") is not None else (
+        score.get("novelty_out_note") or "not computed")
+    second = (f"N {num(score.get('novelty'), '.3g')} ({score.get('novelty_backend') or 'none'}, "
+              f"{status}{nearest}){flag}; N_out {num(score.get('novelty_out'), '.3g')} "
+              f"({out_status}{out_note})")
+    return [first, second]
 
 
 def view_run(args: argparse.Namespace) -> int:
@@ -140,8 +200,12 @@ def view_run(args: argparse.Namespace) -> int:
     from innolab.viewer.export import export_html
 
     folder = RunDir(Path(args.run_dir))
+    if not folder.root.exists():
+        return fail("view", f"{args.run_dir} does not exist: give a run folder (innolab run "
+                    "prints it last; results/runs/<id>/ or results/sweeps/<name>/runs/<id>/)")
     if not folder.exists():
-        return fail("view", f"{args.run_dir} is not a run folder (no config.json)")
+        return fail("view", f"{args.run_dir} is not a run folder (no config.json): give a run "
+                    "folder (results/runs/<id>/ or results/sweeps/<name>/runs/<id>/)")
     try:
         print(export_html(folder.root, Path(args.html) if args.html else folder.root / "view.html"))
     except (TraceError, OSError, ValueError) as error:

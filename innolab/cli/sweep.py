@@ -11,7 +11,7 @@ from innolab.cli.common import Commands, fail, group
 
 
 def register(commands: Commands) -> None:
-    """Add `sweep run|status|collect`.
+    """Add `sweep plan|run|status|collect`.
 
     Args:
         commands: The parent parser's subparsers.
@@ -19,6 +19,18 @@ def register(commands: Commands) -> None:
     sub = group(
         commands, "sweep", "sweeps of agent runs: run a YAML spec on Dask, status, collect tables"
     )
+    splan = sub.add_parser(
+        "plan",
+        help="what SPEC would run, nothing spent: configurations, runs, seeds, endpoints, and "
+        "the most model calls, tokens and cost its budgets allow",
+        description="Expand SPEC as `sweep run` would and print, without running anything or "
+        "calling a model: each configuration (to run, or already scored in the sweep folder), "
+        "its seeds and endpoint, and the most model calls, tokens and USD its budgets allow at "
+        "the stated prices (a model without a price is named; the embedded model is free). "
+        "Exit status: 0, or 2 when a configuration cannot run here (the line says what to set).",
+    )
+    _spec_options(splan)
+    splan.set_defaults(handler=plan)
     srun = sub.add_parser(
         "run",
         help="run every configuration of SPEC that has no scored run; prints the "
@@ -30,33 +42,14 @@ def register(commands: Commands) -> None:
         "sweep stopped at its cost cap (whether or not a run also failed: the sweep is not "
         "complete), else 1 a configuration failed.",
     )
-    srun.add_argument("spec", metavar="SPEC", help="a YAML sweep spec (see data/sweeps/)")
-    srun.add_argument(
-        "--workers",
-        type=int,
-        default=None,
-        help="LocalCluster worker processes (default: cores / the runtime's CPU limit)",
-    )
+    _spec_options(srun)
     srun.add_argument(
         "--scheduler", metavar="ADDRESS", help="use a running Dask scheduler, e.g. tcp://host:8786"
     )
     srun.add_argument(
-        "--output", metavar="DIR", help="the sweep folder (default results/sweeps/<name>/)"
-    )
-    srun.add_argument(
-        "--set",
-        action="append",
-        default=[],
-        metavar="K=V",
-        help="override a base field (or name, seeds), e.g. --set budget=20s; repeatable",
-    )
-    srun.add_argument(
-        "--max-cost",
-        type=_positive,
-        metavar="USD",
-        help="the sweep's cost cap (default: the spec's budget.max_cost_usd): no run starts once "
-        "the spend of the sweep's runs, in flight included, reaches it; a rerun with a higher "
-        "cap goes on where it stopped",
+        "--dry-run",
+        action="store_true",
+        help="print the plan (as `innolab sweep plan`) and stop: nothing runs, nothing is spent",
     )
     srun.add_argument(
         "--retry-failed",
@@ -95,6 +88,45 @@ def register(commands: Commands) -> None:
     scol.set_defaults(handler=collect)
 
 
+def _spec_options(parser: argparse.ArgumentParser) -> None:
+    """SPEC and the options `sweep plan` and `sweep run` share."""
+    parser.add_argument("spec", metavar="SPEC", help="a YAML sweep spec (see data/sweeps/)")
+    parser.add_argument(
+        "--workers",
+        type=_workers,
+        default=None,
+        help="LocalCluster worker processes (default: cores / the runtime's CPU limit)",
+    )
+    parser.add_argument(
+        "--output", metavar="DIR", help="the sweep folder (default results/sweeps/<name>/)"
+    )
+    parser.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="K=V",
+        help="override a base field (or name, seeds), e.g. --set budget=20s; repeatable",
+    )
+    parser.add_argument(
+        "--max-cost",
+        type=_positive,
+        metavar="USD",
+        help="the sweep's cost cap (default: the spec's budget.max_cost_usd): no run starts once "
+        "the spend of the sweep's runs, in flight included, reaches it; a rerun with a higher "
+        "cap goes on where it stopped",
+    )
+
+
+def _workers(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--workers: {text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"--workers: must be at least 1, got {text}")
+    return value
+
+
 def _positive(text: str) -> float:
     try:
         value = float(text)
@@ -105,12 +137,42 @@ def _positive(text: str) -> float:
     return value
 
 
+def _plan(args: argparse.Namespace, command: str, out: object) -> int | None:
+    """Print the spec's plan; None when every configuration can run, else the failure's status."""
+    from innolab import sweep
+    from innolab.sweep.preview import plan_lines, preview
+
+    try:
+        found = preview(Path(args.spec), output=Path(args.output) if args.output else None,
+                        overrides=args.set, max_cost_usd=args.max_cost, workers=args.workers)
+    except sweep.SpecError as error:
+        return fail(command, error)
+    for line in plan_lines(found):
+        print(line, file=out)  # type: ignore[arg-type]
+    if found.unresolved:
+        levels, why = found.unresolved[0]
+        return fail(command, f"{len(found.unresolved)} configuration(s) cannot run here, e.g. "
+                    f"{levels}: {why}")
+    return None
+
+
+def plan(args: argparse.Namespace) -> int:
+    """Print what the spec would run and the most it can use; spend nothing."""
+    return _plan(args, "sweep plan", sys.stdout) or 0
+
+
 def run(args: argparse.Namespace) -> int:
-    """Run the spec; its exit status says how it ended (`exit_status`)."""
+    """Print the plan, then run the spec; its exit status says how it ended (`exit_status`)."""
     from innolab import sweep
 
     if args.retry_attempts < 1:
         return fail("sweep run", f"--retry-attempts: must be at least 1, got {args.retry_attempts}")
+    failed = _plan(args, "sweep run", sys.stdout if args.dry_run else sys.stderr)
+    if failed is not None or args.dry_run:
+        return failed or 0
+    if args.retry_failed:
+        print("  --retry-failed: only the configurations whose run failed run again",
+              file=sys.stderr)
     try:
         folder = sweep.run(
             Path(args.spec),

@@ -106,6 +106,45 @@ def retry_after_s(error: Exception, now: datetime | None = None) -> float | None
     return min(max(seconds, 0.0), MAX_RETRY_AFTER_S)
 
 
+def endpoint_name(settings: LLMSettings) -> str:
+    """Where a request goes, in words that hold no secret: the endpoint's host, or "embedded".
+
+    Args:
+        settings: The model settings.
+
+    Returns:
+        The host (and port) of the base URL, or "the embedded model" without one.
+    """
+    if not settings.base_url:
+        return "the embedded model"
+    from urllib.parse import urlparse
+
+    return urlparse(settings.base_url).netloc or settings.base_url
+
+
+def report_retry(settings: LLMSettings, attempt: int, entry: dict[str, Any],
+                 limited: bool) -> None:
+    """Say on stderr, as it happens, that a model call failed and when it is tried again.
+
+    Args:
+        settings: The model settings (the endpoint and the retries allowed).
+        attempt: The attempt that failed (1 for the first).
+        entry: Its record: the error, the wait and any Retry-After.
+        limited: Whether the endpoint said when to come back (such waits do not count against
+            max_retries).
+    """
+    import sys
+
+    from tqdm import tqdm
+
+    of = "" if limited else f" of {settings.max_retries + 1}"
+    why = (f"the endpoint asked to wait {entry['retry_after_s']:g} s"
+           if "retry_after_s" in entry else "backing off")
+    tqdm.write(f"model call to {endpoint_name(settings)}: attempt {attempt}{of} failed "
+               f"({entry['error'][:200]}); {why}, trying again in {entry['wait_s']:.1f} s",
+               file=sys.stderr)
+
+
 def request_tokens(request: dict[str, Any]) -> int:
     """Estimate the tokens a request may use, for a tokens-per-minute limit.
 
@@ -374,6 +413,7 @@ class LLMClient:
                     entry["retry_after_s"] = round(asked, 3)
                 attempts.append(entry)
                 waited += wait
+                report_retry(self.settings, attempt, entry, limited)
                 self.sleep(wait)
         self.calls += 1
         if self.cache is not None:

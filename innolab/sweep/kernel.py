@@ -70,13 +70,16 @@ def kernel_manager(env: dict[str, str]) -> type:
         env: The variables to add.
 
     Returns:
-        A subclass of jupyter_client's AsyncKernelManager (nbclient's default), made for this run.
+        A subclass of innolab's kernel manager (nbclient's, over IPC sockets:
+        innolab.notebooks.ipc_kernel_manager), made for this run.
     """
-    from jupyter_client.manager import AsyncKernelManager, KernelManager
+    from jupyter_client.manager import KernelManager
+
+    from innolab.notebooks import ipc_kernel_manager
 
     extra = dict(env)
 
-    class RunKernelManager(AsyncKernelManager):
+    class RunKernelManager(ipc_kernel_manager()):  # type: ignore[misc,valid-type]
         """Starts (and restarts) its kernels with the run's variables."""
 
         async def start_kernel(self, **kw: Any) -> None:  # type: ignore[override]

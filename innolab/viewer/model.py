@@ -22,6 +22,7 @@ from innolab.traces import (
     ToolResultEvent,
     Trace,
     Validation,
+    end_cause,
 )
 
 STEP_EVENTS = (LLMCall, ToolCallEvent, ToolResultEvent, Validation, Submission, Node, ResearchLog)
@@ -71,6 +72,8 @@ class RunData:
     totals: dict[str, float]
     journal: list[dict[str, Any]]
     agent_state: dict[str, Any] | None
+    # why the run ended, where it ended on an error (innolab.traces.end_cause; None: a result)
+    cause: str | None = None
 
     @property
     def task(self) -> str:
@@ -161,7 +164,7 @@ def load_run(run_dir: str | Path) -> RunData:
     finished = trace.finished.payload() if trace.finished else None
     return RunData(folder.root, config, ordered, best, v_star, direction, finished,
                    score or score_event, totals(ordered, float(wall)), journal,
-                   _agent_state(folder))
+                   _agent_state(folder), end_cause(trace))
 
 
 def totals(steps: list[Step], wall_s: float) -> dict[str, float]:

@@ -360,6 +360,7 @@ def header_html(run: RunData) -> str:
     finished = run.finished or {}
     rows = [("task", run.task), ("agent", run.agent_label), ("model", run.model),
             ("ended", finished.get("reason", "not finished")),
+            *([("cause", run.cause)] if run.cause else []),
             ("final submission", finished.get("final_submission") or "-"),
             ("final dev score", number(finished.get("dev_score")))]
     if score:

@@ -1,0 +1,322 @@
+"""A sweep's plan before any spend: its runs, seeds, endpoints and the most its budgets allow.
+
+`preview(spec)` expands a spec as `innolab sweep run` would (nothing is written, no model is
+called) and bounds each configuration by what innolab enforces: the run's wall clock (no request
+starts after it), its token and cost budgets (checked before each step: a run stops at the first
+step that reaches one, whose own calls may go beyond it), the endpoint's request and token rates
+(requests spaced evenly, innolab.llm.gate.admit: in T seconds at most T·rpm/60 + 1 requests, and
+T·tpm/60 tokens beyond one request's, by innolab's estimate of a request's tokens) and the
+sweep's cost cap (no run starts once the spend reaches it; the runs in flight end at their own
+budgets). Where nothing bounds a quantity the plan says so rather than guess: a wall clock alone
+bounds time, not calls. Cost is tokens times the higher of the two stated prices (USD per million
+tokens); a model with no price is named as such, the embedded model costs nothing.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from innolab.sweep.spec import Configuration, SweepSpec, expand, load_spec
+
+FREE = "embedded"  # the endpoint of the local model: no charge
+
+
+@dataclass(frozen=True)
+class Bound:
+    """An upper bound and what sets it.
+
+    Attributes:
+        value: The bound (None: nothing bounds it).
+        rule: What sets it, in words.
+        step_over: Whether a run's last step may go beyond it (a budget checked between steps).
+    """
+
+    value: float | None
+    rule: str
+    step_over: bool = False
+
+
+@dataclass(frozen=True)
+class RunPlan:
+    """One configuration of the plan: what it runs, where, and the most it may use.
+
+    Attributes:
+        config_id: The configuration's id.
+        levels: Its factor levels and seed.
+        agent: The policy.
+        endpoint: "embedded", the endpoint's host, or "none" (no model).
+        model: The model id (or "none").
+        budget_s: Its wall clock in seconds (None: none).
+        calls: Model requests.
+        tokens: Tokens (prompt and reply).
+        cost: USD.
+        price: The prices in words ("$1.25 / $10 per M tokens in / out", "no charge",
+            "unknown price: set GPT_5_PRICE_IN and GPT_5_PRICE_OUT").
+        scored: Whether the sweep folder already holds its scored run (it is not run again).
+    """
+
+    config_id: str
+    levels: dict[str, Any]
+    agent: str
+    endpoint: str
+    model: str
+    budget_s: float | None
+    calls: Bound
+    tokens: Bound
+    cost: Bound
+    price: str
+    scored: bool = False
+
+
+@dataclass
+class Plan:
+    """A sweep's plan: its configurations and their bounds, and what cannot run here.
+
+    Attributes:
+        name: The sweep's name.
+        folder: Its folder.
+        seeds: The seeds of its configurations.
+        runs: One per configuration that resolves.
+        unresolved: (levels, why) of each configuration that does not resolve here.
+        max_cost_usd: The sweep's cost cap (None: none).
+        workers: The runs in flight at once (a cap's overshoot: each may end its own budget).
+    """
+
+    name: str
+    folder: Path
+    seeds: list[int]
+    runs: list[RunPlan]
+    unresolved: list[tuple[dict[str, Any], str]] = field(default_factory=list)
+    max_cost_usd: float | None = None
+    workers: int = 1
+
+    @property
+    def to_run(self) -> list[RunPlan]:
+        """The configurations `sweep run` would start (those not scored yet)."""
+        return [r for r in self.runs if not r.scored]
+
+    def total(self, what: str) -> Bound:
+        """The sum of one bound over the runs still to run ("calls", "tokens" or "cost").
+
+        The cost is also bounded by the sweep's cap: no run starts once it is reached, and each
+        run in flight then may spend up to its own bound.
+        """
+        bounds = [getattr(r, what) for r in self.to_run]
+        if not bounds:
+            return Bound(0.0, "nothing to run")
+        over = any(b.step_over for b in bounds)
+        known = [b.value for b in bounds]
+        summed = None if any(v is None for v in known) else float(sum(known))  # type: ignore[arg-type]
+        if what != "cost" or self.max_cost_usd is None:
+            rule = "the sum over the runs" if summed is not None else \
+                "a run's bound is missing"
+            return Bound(summed, rule, over)
+        worst = max((v for v in known if v is not None), default=None)
+        capped = (None if any(v is None for v in known) or worst is None
+                  else self.max_cost_usd + self.workers * worst)
+        if capped is not None and summed is not None and summed <= capped:
+            return Bound(summed, "the sum over the runs, below the sweep's cap", over)
+        if capped is None:
+            return Bound(None, f"the sweep's cap ${self.max_cost_usd:g} stops new runs, but a run "
+                               "in flight has no bound of its own")
+        return Bound(capped, f"the sweep's cap ${self.max_cost_usd:g} + {self.workers} run(s) in "
+                             "flight, each at its own bound", over)
+
+
+def preview(spec: SweepSpec | str | Path | dict[str, Any], output: Path | None = None,
+            overrides: list[str] | None = None, max_cost_usd: float | None = None,
+            workers: int | None = None) -> Plan:
+    """The plan of a sweep: what `innolab sweep run` would run, and the most it can use.
+
+    Args:
+        spec: A spec, a YAML file or a mapping.
+        output: The sweep folder (default results/sweeps/<name>/): its scored runs are not rerun.
+        overrides: `--set K=V` overrides.
+        max_cost_usd: The sweep's cost cap (default: the spec's).
+        workers: The runs in flight at once (default: as `sweep run` would start them).
+
+    Returns:
+        The plan (nothing is written).
+
+    Raises:
+        innolab.sweep.spec.SpecError: A spec that breaks a rule.
+    """
+    from innolab.sweep.engine import default_workers, finished, sweeps_root
+
+    if max_cost_usd is not None:
+        overrides = [*(overrides or []), f"budget.max_cost_usd={max_cost_usd!r}"]
+    if not isinstance(spec, SweepSpec) or overrides:
+        settings = type(spec).settings if isinstance(spec, SweepSpec) else None
+        spec = load_spec(spec.model_dump(exclude_unset=True) if isinstance(spec, SweepSpec)
+                         else spec, overrides, settings)
+    unresolved: list[tuple[dict[str, Any], str]] = []
+    configurations = expand(spec, unresolved)
+    folder = Path(output or sweeps_root() / spec.name).resolve()
+    runs = [run_plan(c, finished(folder / "runs" / c.config_id)) for c in configurations]
+    seeds = sorted({int(c.levels["seed"]) for c in configurations}
+                   | {int(levels["seed"]) for levels, _ in unresolved})
+    count = workers or (default_workers(configurations) if configurations else 1)
+    return Plan(spec.name, folder, seeds, runs, unresolved, spec.budget.max_cost_usd, count)
+
+
+def run_plan(configuration: Configuration, scored: bool = False) -> RunPlan:
+    """One configuration's bounds (see the module's docstring for the rules).
+
+    Args:
+        configuration: The configuration, resolved.
+        scored: Whether its run is already scored.
+
+    Returns:
+        Its plan.
+    """
+    config = configuration.config
+    llm = config.get("llm")
+    budget_s = config.get("wall_clock_s")
+    common = {"config_id": configuration.config_id, "levels": configuration.levels,
+              "agent": str(config.get("agent")), "budget_s": budget_s, "scored": scored}
+    if not llm:
+        none = Bound(0.0, "no model")
+        return RunPlan(**common, endpoint="none", model="none", calls=none, tokens=none,
+                       cost=Bound(0.0, "no model"), price="no model")
+    endpoint = str(config.get("endpoint") or "?")
+    calls = _calls(llm, budget_s)
+    tokens = _tokens(config, llm, budget_s)
+    price, per_token = _price(configuration, llm, endpoint)
+    cost = _cost(config, tokens, per_token, price)
+    return RunPlan(**common, endpoint=endpoint, model=str(llm.get("model")), calls=calls,
+                   tokens=tokens, cost=cost, price=price)
+
+
+def _calls(llm: dict[str, Any], budget_s: float | None) -> Bound:
+    rpm = llm.get("requests_per_minute")
+    if rpm and budget_s:
+        return Bound(math.floor(budget_s * rpm / 60.0) + 1,
+                     f"{rpm} requests per minute over {budget_s:g} s")
+    return Bound(None, "a wall clock bounds a run's time, not its calls (a request rate, "
+                 "requests_per_minute, would)" if budget_s else
+                 "no wall clock and no request rate")
+
+
+def _tokens(config: dict[str, Any], llm: dict[str, Any], budget_s: float | None) -> Bound:
+    found: list[Bound] = []
+    if config.get("max_tokens"):
+        found.append(Bound(float(config["max_tokens"]), "the run's token budget", True))
+    tpm = llm.get("tokens_per_minute")
+    if tpm and budget_s:
+        found.append(Bound(budget_s * tpm / 60.0 + tpm, f"{tpm} tokens per minute over "
+                           f"{budget_s:g} s, by innolab's estimate of each request"))
+    if not found:
+        return Bound(None, "no token budget (max_tokens) and no token rate (tokens_per_minute)")
+    return min(found, key=lambda b: (b.value or math.inf) + (1 if b.step_over else 0))
+
+
+def _price(configuration: Configuration, llm: dict[str, Any],
+           endpoint: str) -> tuple[str, float | None]:
+    """The prices in words, and the higher of the two per token (None: unknown)."""
+    from innolab.llm.settings import DEFAULT_PRICES
+
+    if endpoint == FREE:
+        return "no charge (the embedded model runs here)", 0.0
+    given = (llm.get("price_in"), llm.get("price_out"))
+    if None in given:
+        known = DEFAULT_PRICES.get(str(llm.get("model")))
+        if known is None:
+            prefix = configuration.parameters.get("backbone") or "INNOLAB_LLM"
+            return f"unknown price: set {prefix}_PRICE_IN and {prefix}_PRICE_OUT", None
+        given = known
+    price_in, price_out = (float(p) for p in given)  # type: ignore[arg-type]
+    return (f"${price_in:g} / ${price_out:g} per million tokens in / out",
+            max(price_in, price_out) / 1e6)
+
+
+def _cost(config: dict[str, Any], tokens: Bound, per_token: float | None, price: str) -> Bound:
+    found: list[Bound] = []
+    if config.get("max_cost_usd"):
+        found.append(Bound(float(config["max_cost_usd"]), "the run's cost budget", True))
+    if per_token == 0.0:
+        found.append(Bound(0.0, price))
+    elif per_token is not None and tokens.value is not None:
+        found.append(Bound(tokens.value * per_token, "its tokens at the higher price",
+                           tokens.step_over))
+    if not found:
+        why = price if per_token is None else "its tokens have no bound"
+        return Bound(None, why)
+    return min(found, key=lambda b: (b.value or 0.0) + (1e-12 if b.step_over else 0.0))
+
+
+def plan_lines(plan: Plan) -> list[str]:
+    """The plan as `innolab sweep plan` (and `sweep run`, before it starts) prints it.
+
+    Args:
+        plan: The plan.
+
+    Returns:
+        Its lines: the sweep, its seeds, endpoints and prices, one row per configuration, the
+        totals, what sets each bound, and what cannot run here and why.
+    """
+    todo = plan.to_run
+    prices = {f"{r.endpoint} ({r.model}): {r.price}" for r in plan.runs if r.endpoint != "none"}
+    cap = f"${plan.max_cost_usd:g}" if plan.max_cost_usd else "none"
+    lines = [f"sweep {plan.name} -> {_shown_path(plan.folder)}",
+             f"  configurations: {len(plan.runs) + len(plan.unresolved)} ({len(todo)} to run, "
+             f"{len(plan.runs) - len(todo)} already scored"
+             + (f", {len(plan.unresolved)} cannot run here)" if plan.unresolved else ")"),
+             f"  seeds: {', '.join(map(str, plan.seeds))}",
+             "  endpoints: " + ("; ".join(sorted(prices)) or "none (no model)"),
+             f"  cost cap: {cap}; runs in flight at once: {plan.workers}"]
+    rows = [["config id", "state", "levels", "budget", "endpoint", "model calls", "tokens",
+             "cost"]]
+    for run in plan.runs:
+        rows.append([run.config_id, "scored" if run.scored else "to run",
+                     " ".join(f"{k}={_level(v)}" for k, v in run.levels.items()),
+                     f"{run.budget_s:g} s" if run.budget_s else "none", run.endpoint,
+                     _cell(run.calls), _cell(run.tokens), _cell(run.cost, money=True)])
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    lines += ["  " + "  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip()
+              for row in rows]
+    totals = {what: plan.total(what) for what in ("calls", "tokens", "cost")}
+    lines.append(f"  at most, over the {len(todo)} run(s) to run: model calls "
+                 f"{_cell(totals['calls'])}, tokens {_cell(totals['tokens'])}, "
+                 f"cost {_cell(totals['cost'], money=True)}")
+    with_model = [r for r in todo if r.endpoint != "none"]
+    for what, label in (("calls", "model calls"), ("tokens", "tokens"), ("cost", "cost")):
+        rules = [getattr(r, what).rule for r in with_model]
+        if "cap" in totals[what].rule:
+            rules.append(totals[what].rule)
+        if rules:
+            lines.append(f"  {label}: " + "; ".join(dict.fromkeys(rules)))
+    if any(b.step_over for r in todo for b in (r.calls, r.tokens, r.cost)):
+        lines.append("  * a budget checked between steps: a run's last step may go beyond it")
+    reasons: dict[str, list[str]] = {}
+    for levels, why in plan.unresolved:
+        reasons.setdefault(why, []).append(" ".join(f"{k}={_level(v)}" for k, v in levels.items()))
+    for why, which in reasons.items():
+        lines.append(f"  cannot run here ({len(which)}: {'; '.join(which[:4])}"
+                     f"{'; ...' if len(which) > 4 else ''}): {why}")
+    return lines
+
+
+def _cell(bound: Bound, money: bool = False) -> str:
+    """A bound in a table cell: "≤ 1,200", "≤ $0.35*" (a budget checked between steps), "none"."""
+    if bound.value is None:
+        return "no bound"
+    shown = f"${bound.value:,.2f}" if money else f"{bound.value:,.0f}"
+    return f"≤ {shown}{'*' if bound.step_over else ''}"
+
+
+def _shown_path(path: Path) -> str:
+    """A folder relative to the working directory where it lies below it."""
+    try:
+        return str(path.relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)
+
+
+def _level(value: Any) -> str:
+    """A level as written in a spec: a prior solution by its file name."""
+    if isinstance(value, str) and "/" in value:
+        return Path(value).name
+    return str(value)
