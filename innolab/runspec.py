@@ -51,9 +51,14 @@ class SettingsError(ValueError):
 
 @dataclass(frozen=True)
 class Choices:
-    """The allowed values of a setting, read from their registry whenever a value is checked."""
+    """The allowed values of a setting, read from their registry whenever a value is checked.
+
+    `explain`, where given, says why a value that is not allowed is not (e.g. an agent whose
+    entry point does not load); the command line then leaves the check to the schema.
+    """
 
     registry: Callable[[], Iterable[str]]
+    explain: Callable[[str], str | None] | None = None
 
     def values(self) -> list[str]:
         """The registry's names, in its order."""
@@ -63,11 +68,12 @@ class Choices:
         """Returns value when allowed (None always is: it leaves the default).
 
         Raises:
-            ValueError: naming the allowed values.
+            ValueError: naming the allowed values (or why the value is not one of them).
         """
         allowed = self.values()
         if value is not None and value not in allowed:
-            raise ValueError(f"must be one of {', '.join(allowed)}, got {value!r}")
+            why = self.explain(value) if self.explain else None
+            raise ValueError(why or f"must be one of {', '.join(allowed)}, got {value!r}")
         return value
 
     def __get_pydantic_core_schema__(self, source: Any, handler: Any) -> core_schema.CoreSchema:
@@ -103,6 +109,17 @@ def _scaffolds() -> Iterable[str]:
     from innolab.agents import registry
 
     return registry.names()
+
+
+def _why_not_an_agent(name: str) -> str | None:
+    """Why a registered agent cannot run (its entry point does not load); None: not registered."""
+    from innolab.agents import registry
+
+    found = registry.entry(name)
+    if found is None or found.error is None:
+        return None
+    return (f"agent {name!r} ({found.value}, from {found.distribution}) does not load: "
+            f"{found.error}")
 
 
 def _runtimes() -> Iterable[str]:
@@ -158,7 +175,8 @@ class RunSettings(BaseModel):
         description="a task id, a task folder, or <scheme>:<reference> "
         "(expbench:<conf>/<paper>/<i>)",
     )
-    agent: Annotated[str, Choices(_scaffolds), Setting("agent", read=lambda c: c.agent)] = Field(
+    agent: Annotated[str, Choices(_scaffolds, _why_not_an_agent),
+                     Setting("agent", read=lambda c: c.agent)] = Field(
         default="aide", description="the scaffold"
     )
     backbone: Annotated[str | None, Setting("model", read=_backbone)] = Field(
@@ -469,14 +487,18 @@ def add_options(
             )
         else:
             shown = "" if default is None else f" (default {default})"
+            choices = choices_of(field)
+            explained = any(isinstance(m, Choices) and m.explain for m in field.metadata)
+            if choices and explained:  # the schema says why a value is refused, naming it
+                text, choices = f"{text}: {' | '.join(choices)}", None
             parser.add_argument(
                 *flags,
                 dest=name,
                 type=kind,
-                choices=choices_of(field),
+                choices=choices,
                 default=None,
                 required=name in required,
-                metavar=None if choices_of(field) else name.upper(),
+                metavar=None if choices else name.upper(),
                 help=text + shown,
             )
 

@@ -10,11 +10,11 @@ import argparse
 import sys
 
 from innolab import __version__
-from innolab.cli import expbench, llm, novelty, reproduce, runs, sandbox, sweep, tasks
+from innolab.cli import agents, expbench, llm, novelty, reproduce, runs, sandbox, sweep, tasks
 
 __all__ = ["build_parser", "main"]
 
-GROUPS = (reproduce, tasks, sandbox, runs, expbench, sweep, llm, novelty)
+GROUPS = (reproduce, tasks, agents, sandbox, runs, expbench, sweep, llm, novelty)
 
 
 def build_parser() -> argparse.ArgumentParser:
