@@ -458,7 +458,16 @@ def runs(path: str | Path, as_of: AsOf = None) -> pd.DataFrame:
     path = Path(path)
     if as_of is None and (path / RUNS_TABLE).is_file():
         return pd.read_parquet(path / RUNS_TABLE)
+    _refuse_tables_only(path, as_of)
     return build(path, as_of)[0]
+
+
+def _refuse_tables_only(path: Path, as_of: AsOf) -> None:
+    """Refuse to re-read a folder that holds its tables but none of its run folders."""
+    if (path / RUNS_TABLE).is_file() and not run_folders(path):
+        raise ScoringError(f"{path} holds only its tables, not its run folders: as_of={as_of!r} "
+                           "re-reads each score from its run folder (give as_of=None to read the "
+                           "tables as collected)")
 
 
 def trajectory(path: str | Path, as_of: AsOf = None) -> pd.DataFrame:
@@ -474,4 +483,5 @@ def trajectory(path: str | Path, as_of: AsOf = None) -> pd.DataFrame:
     path = Path(path)
     if as_of is None and (path / TRAJECTORY_TABLE).is_file():
         return pd.read_parquet(path / TRAJECTORY_TABLE)
+    _refuse_tables_only(path, as_of)
     return build(path, as_of)[1]

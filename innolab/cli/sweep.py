@@ -11,7 +11,7 @@ from innolab.cli.common import Commands, fail, group
 
 
 def register(commands: Commands) -> None:
-    """Add `sweep plan|run|status|collect`.
+    """Add `sweep plan|run|status|pack|collect`.
 
     Args:
         commands: The parent parser's subparsers.
@@ -75,6 +75,17 @@ def register(commands: Commands) -> None:
         "--json", action="store_true", help="as JSON (keys counts, cost_usd, stopped_for_cost...)"
     )
     sstat.set_defaults(handler=status)
+    spack = sub.add_parser(
+        "pack",
+        help="make a finished sweep folder ready to share or commit: drop checkpoints and "
+        "caches, write machine paths relative to the project",
+        description="Keep each run's record (config, trace, score, submissions, run notebook) and "
+        "the sweep's manifest and tables; drop what only a running, resumed or replayed run needs "
+        "(checkpoints, the model's response cache, the distance cache, locks). Every tool still "
+        "opens the folder. Prints its size last.",
+    )
+    spack.add_argument("sweep_dir", metavar="DIR")
+    spack.set_defaults(handler=pack)
     scol = sub.add_parser(
         "collect", help="rebuild DIR/runs.parquet and DIR/trajectory.parquet from the runs"
     )
@@ -259,6 +270,22 @@ def status(args: argparse.Namespace) -> int:
             f"  {identifier}  {one['state']:16}  {levels}{attempts}"
             + (f"  ({one['error']})" if one["error"] else "")
         )
+    return 0
+
+
+def pack(args: argparse.Namespace) -> int:
+    """Pack a finished sweep folder; print what was dropped, then its size."""
+    from innolab import sweep
+    from innolab.sweep.pack import pack as pack_folder
+
+    try:
+        packed = pack_folder(Path(args.sweep_dir))
+    except sweep.SpecError as error:
+        return fail("sweep pack", error)
+    print(f"{packed.runs} runs: dropped {packed.dropped} checkpoints and caches "
+          f"({packed.freed_bytes / 1e6:.1f} MB); machine paths made relative in "
+          f"{len(packed.rewritten)} files", file=sys.stderr)
+    print(f"{packed.folder}: {packed.size_bytes / 1e6:.1f} MB")
     return 0
 
 

@@ -161,14 +161,18 @@ def reference_sweep(output: Path | None = None, show_progress: bool = True) -> P
         show_progress: Whether to show a progress bar.
 
     Returns:
-        The sweep folder (its trajectory also written as trajectory.csv).
+        The sweep folder (its trajectory also written as trajectory.csv), packed
+        (innolab.sweep.pack: checkpoints and caches dropped, no machine path) to be committed
+        whole: every tool and notebook opens it.
     """
     from innolab.paths import data_dir, project_root
     from innolab.results import trajectory
+    from innolab.sweep.pack import pack
 
     target = (output or project_root()).resolve() / "results" / "sweeps" / "offline"
     folder = run(data_dir() / "sweeps" / REFERENCE_SPEC, output=target, show_progress=show_progress)
     trajectory(folder).to_csv(folder / "trajectory.csv", index=False)
+    pack(folder, root=output)
     return folder
 
 
