@@ -282,6 +282,17 @@ def metrics_explorer(
     box = widgets.VBox()
 
     def redraw(_: object = None) -> None:
+        before = set(plt.get_fignums())
+        try:
+            draw()
+        except Exception as error:  # a callback's failure is shown here, not in the log console
+            for number in set(plt.get_fignums()) - before:  # a figure half made: never shown
+                plt.close(number)
+            box.summary = {"error": str(error)}  # type: ignore[attr-defined]
+            table.value = (f'<p class="innolab-error">could not redraw: '
+                           f'{html.escape(str(error) or type(error).__name__)}</p>')
+
+    def draw() -> None:
         try:
             summary = metric_summary(v_input.value, v_star_input.value, direction_input.value,
                                      parse_distances(distances_input.value), valid_input.value,
@@ -294,11 +305,14 @@ def metrics_explorer(
         box.summary = summary  # type: ignore[attr-defined]
         table.value = summary_html(summary)
         points = summary_points(summary)
-        draw: tuple[Callable[[], Figure], ...] = (
+        makers: tuple[Callable[[], Figure], ...] = (
             lambda: gain_novelty_plane(points, tolerance_input.value, threshold_input.value),
             lambda: complex_plane(points))
-        for image, make in zip(planes, draw, strict=True):
-            image.value = figure_png(make())
+        for image, make in zip(planes, makers, strict=True):
+            # made with pyplot off: a figure drawn in a callback is never registered for the
+            # inline backend to show later (it would land in JupyterLab's log console)
+            with plt.ioff():
+                image.value = figure_png(make())
 
     controls = (v_input, v_star_input, direction_input, valid_input, distances_input,
                 tolerance_input, threshold_input)

@@ -27,6 +27,7 @@ from matplotlib.figure import Figure
 
 from innolab.analysis import sweeps as sw
 from innolab.analysis.bootstrap import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES, Rng, check_settings
+from innolab.analysis.colours import colours
 from innolab.metrics import NOVELTY_SCALE
 
 BASELINE = "baseline"  # the baseline's `agent` in the tables (its `model` is "none")
@@ -314,10 +315,15 @@ def agent_vs_baseline(runs: pd.DataFrame, metrics: Sequence[str] | None = None,
     return pd.DataFrame(rows, columns=VERSUS_COLUMNS)
 
 
+# a table's column as an axis reads it (never a raw column name such as "t_s")
+AXIS_LABELS = {"t_s": "seconds since the start", "budget_s": "time budget (s)",
+               "temperature": "sampling temperature", "agent": "agent", "backbone": "backbone",
+               "prior_solution": "prior solution", "innovation_prompt": "innovation prompt",
+               "seed": "seed"}
+
+
 def _group_colours(groups: Sequence[Any]) -> dict[Any, Any]:
-    palette = sns.color_palette("colorblind", max(1, len(groups)))
-    return {g: ("black" if g == BASELINE_LABEL else c)
-            for g, c in zip(groups, palette, strict=False)}
+    return colours(groups)  # each agent's own colour, the baseline's black, in every figure
 
 
 def novelty_axes_plot(frame: pd.DataFrame, x: str, by: str | None = None, *,
@@ -355,7 +361,7 @@ def novelty_axes_plot(frame: pd.DataFrame, x: str, by: str | None = None, *,
     order = list(dict.fromkeys(frame[x].astype(str))) if categorical else []
     for ax, column, name in zip(panels, y, NOVELTY_AXES.values(), strict=True):
         ax.set_ylim(-2, NOVELTY_SCALE + 2)
-        ax.set_xlabel(x)
+        ax.set_xlabel(AXIS_LABELS.get(x, x.replace("_", " ")))
         ax.set_ylabel(f"{name}, 0-100")
         if column not in frame:
             ax.text(0.5, 0.5, f"{column} is not in these tables\n(recorded by runs scored with "

@@ -26,6 +26,7 @@ import seaborn as sns
 from matplotlib.figure import Figure
 from matplotlib.transforms import blended_transform_factory
 
+from innolab.analysis.colours import FREE, colours
 from innolab.metrics import better
 
 Direction = Literal["max", "min"]
@@ -38,6 +39,7 @@ BOUND_ORDER: dict[str, Direction] = {"upper_bound": "min", "lower_bound": "max"}
 RECORD_COLUMNS = ["date", "record", "holder", "source", "status", "held_since", "new"]
 BOUND_COLUMNS = ["date", "kind", "bound", "holder", "source", "new"]
 PLACED_COLUMNS = ["date", "value", "valid", "label", "record"]
+RECORD_COLOUR = FREE[0]  # the record's line: a colour no agent holds
 
 
 class FrontierAnalysisError(ValueError):
@@ -118,6 +120,46 @@ def checked_ledger(ledger: pd.DataFrame) -> pd.DataFrame:
     if not ((checked["kind"] == "record") & (checked["status"] != "refuted")).any():
         raise FrontierAnalysisError("ledger: needs at least one record that is not refuted")
     return checked.sort_values("date", kind="stable").reset_index(drop=True)
+
+
+def readable(frame: pd.DataFrame, ledger: pd.DataFrame) -> pd.DataFrame:
+    """A frontier table as a person reads it: every digit of a value, each date to its precision.
+
+    Values (`value`, `record`, `bound`) are written in full (the shortest text that reads back as
+    the same float: 17 significant digits where the value has them, never pandas' 6 decimals);
+    dates (`date`, `held_since`) as the ledger gives them: an entry dated only by its year reads
+    "2016", by its month "2025-05", never as the first day of that period.
+
+    Args:
+        frame: A ledger, `record_over_time`, `bounds_over_time` or `place_runs` table.
+        ledger: The ledger (its `date_precision`, where present, says how each date is known).
+
+    Returns:
+        A copy with those columns as text.
+    """
+    precision: dict[pd.Timestamp, str] = {}
+    if "date_precision" in ledger:
+        rank = {"year": 0, "month": 1, "day": 2}
+        for day, known in zip(_dates(ledger["date"], "date"), ledger["date_precision"],
+                              strict=True):
+            if rank.get(str(known), 2) >= rank.get(precision.get(day, "year"), 0):
+                precision[day] = str(known)
+    formats = {"year": "%Y", "month": "%Y-%m", "day": "%Y-%m-%d"}
+
+    def day_text(value: Any) -> str:
+        if value is None or (isinstance(value, float) and np.isnan(value)):
+            return ""
+        day = _dates(pd.Series([value], dtype=object), "date").iloc[0]
+        return day.strftime(formats[precision.get(day, "day")])
+
+    out = frame.copy()
+    for column in ("value", "record", "bound"):
+        if column in out:
+            out[column] = [repr(float(v)) if pd.notna(v) else "" for v in out[column]]
+    for column in ("date", "held_since"):
+        if column in out:
+            out[column] = [day_text(v) for v in out[column]]
+    return out
 
 
 def _best_over_time(entries: pd.DataFrame, order: Direction) -> list[dict[str, Any]]:
@@ -312,7 +354,8 @@ def frontier_chart(
         direction: The objective's direction.
         placed: Runs from `place_runs`, or None.
         paper_date: The paper's date, marked by a vertical line (None: not marked).
-        end: The chart's right end (None: today, or the last run or entry if later).
+        end: The chart's right end (None: the last entry, run or the paper's date, whichever is
+            later: not today, so that one ledger and one set of runs draw one chart any day).
         since: The chart's left end (None: the first entry's date).
         title: The figure's title.
 
@@ -326,8 +369,9 @@ def frontier_chart(
     record = record_over_time(checked, direction)
     bounds = bounds_over_time(checked)
     placed = placed if placed is not None else pd.DataFrame(columns=PLACED_COLUMNS)
-    last = max([pd.Timestamp(datetime.date.today()), checked["date"].max(),
-                *([placed["date"].max()] if len(placed) else [])])
+    # the last dated thing drawn, not today: the same ledger and runs draw the same chart any day
+    last = max([checked["date"].max(), *([placed["date"].max()] if len(placed) else []),
+                *([_day(paper_date)] if paper_date is not None else [])])
     end_at = _day(end) if end is not None else last
     start_at = _day(since) if since is not None else checked["date"].min()
     shown = record[record["date"] >= start_at]
@@ -342,12 +386,11 @@ def frontier_chart(
     sns.set_theme(style="whitegrid", context="paper")
     fig, axes = plt.subplots(len(panels), 1, figsize=(9, 3.4 * len(panels)), sharex=True,
                              squeeze=False)
-    palette = sns.color_palette("colorblind", 8)
     for ax, (name, (lo, hi)) in zip(axes[:, 0], panels, strict=True):
         ax.set_ylim(lo, hi)
-        _draw_record(ax, checked, shown, end_at, lo, hi, palette[0])
+        _draw_record(ax, checked, shown, end_at, lo, hi, RECORD_COLOUR)
         _draw_bounds(ax, bounds, end_at, lo, hi)
-        _draw_runs(ax, placed, lo, hi, palette[1:])
+        _draw_runs(ax, placed, lo, hi)
         if paper_date is not None:
             paper_at = _day(paper_date)
             ax.axvline(paper_at, color="grey", ls=":", lw=1.2,
@@ -414,17 +457,19 @@ def _draw_record(ax, ledger: pd.DataFrame, shown: pd.DataFrame, end: pd.Timestam
     _steps(ax, shown["date"], shown["record"], end, color=colour, lw=1.8,
            label="record (V* as of the date)")
     entries = ledger[(ledger["kind"] == "record") & (ledger["date"] >= shown["date"].iloc[0])]
-    styles = {"verified": dict(marker="o", facecolors=colour, edgecolors=colour),
-              "reported": dict(marker="o", facecolors="white", edgecolors=colour),
-              "refuted": dict(marker="x", c="#d62728")}
-    for status, style in styles.items():
+    # drawn in this order, each above the one before: a hollow "reported" ring (larger) never
+    # hides a filled "verified" point of the same date and value, which sits inside it
+    styles = {"reported": (dict(marker="o", facecolors="white", edgecolors=colour), 46, 3),
+              "verified": (dict(marker="o", facecolors=colour, edgecolors=colour), 18, 4),
+              "refuted": (dict(marker="x", c="#d62728"), 30, 5)}
+    for status, (style, size, order) in styles.items():
         part = entries[entries["status"] == status]
         for date, value in zip(part["date"], part["value"], strict=True):
             shown, marker = _edge(float(value), lo, hi)
-            ax.scatter([date], [shown], s=22, zorder=3,
+            ax.scatter([date], [shown], s=size, zorder=order,
                        **{**style, "marker": marker or style["marker"]})
         if len(part):
-            ax.scatter([], [], s=22, label=f"{status} entry", **style)
+            ax.scatter([], [], s=size, label=f"{status} entry", **style)
 
 
 def _draw_bounds(ax, bounds: pd.DataFrame, end: pd.Timestamp, lo: float, hi: float) -> None:
@@ -449,7 +494,7 @@ def _draw_bounds(ax, bounds: pd.DataFrame, end: pd.Timestamp, lo: float, hi: flo
                         va="top" if marker == "^" else "bottom")
 
 
-def _draw_runs(ax, placed: pd.DataFrame, lo: float, hi: float, palette: Sequence[Any]) -> None:
+def _draw_runs(ax, placed: pd.DataFrame, lo: float, hi: float) -> None:
     """Runs at their start dates: valid ones at their value, the others on the bottom edge.
 
     Args:
@@ -457,10 +502,12 @@ def _draw_runs(ax, placed: pd.DataFrame, lo: float, hi: float, palette: Sequence
         placed: `place_runs`.
         lo: The axis's lower limit.
         hi: The axis's upper limit.
-        palette: One colour per label.
     """
     edge = blended_transform_factory(ax.transData, ax.transAxes)
-    for colour, (label, part) in zip(palette, placed.groupby("label", sort=True), strict=False):
+    groups = list(placed.groupby("label", sort=True))
+    shades = colours(label for label, _ in groups)  # an agent's own colour, as in every figure
+    for label, part in groups:
+        colour = shades[label]
         valid = part[part["value"].notna()]
         for (value, date) in zip(valid["value"], valid["date"], strict=True):
             shown, marker = _edge(float(value), lo, hi)

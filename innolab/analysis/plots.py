@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from pathlib import Path
 
 import matplotlib.pyplot as plt
@@ -11,6 +12,7 @@ import pandas as pd
 import seaborn as sns
 from matplotlib.figure import Figure
 
+from innolab.analysis.colours import agent_of, colours
 from innolab.metrics import (
     DEFAULT_GAIN_TOLERANCE,
     DEFAULT_MAX_ANGLE,
@@ -39,6 +41,68 @@ def _left_out(ax, count: int) -> None:
     if count:
         ax.text(0.99, 0.01, f"{count} with N not computed: not drawn", transform=ax.transAxes,
                 ha="right", va="bottom", fontsize=7, color="grey")
+
+
+def _clusters(ax, xs: Sequence[float], ys: Sequence[float], labels: Sequence[str],
+              radius_px: float = 6.0) -> list[list[int]]:
+    """Points with one label that lie within `radius_px` of each other on the axes, as groups.
+
+    Args:
+        ax: The axes (their limits set).
+        xs: The points' x.
+        ys: Their y.
+        labels: Their labels.
+        radius_px: How close, in display pixels, two points of one label count as one place.
+
+    Returns:
+        The groups of point indices, in the points' order.
+    """
+    where = ax.transData.transform(np.column_stack([xs, ys])) if len(xs) else np.empty((0, 2))
+    groups: list[list[int]] = []
+    for i in range(len(xs)):
+        for group in groups:
+            j = group[0]
+            if labels[j] == labels[i] and np.hypot(*(where[i] - where[j])) <= radius_px:
+                group.append(i)
+                break
+        else:
+            groups.append([i])
+    return groups
+
+
+def annotate_apart(ax, xs: Sequence[float], ys: Sequence[float], labels: Sequence[str],
+                   fontsize: float = 8) -> None:
+    """Label points so that no two labels overlap: a label that would is moved up, with a leader.
+
+    Call it once the axes' limits are set (positions are placed in display space).
+
+    Args:
+        ax: The axes.
+        xs: The points' x.
+        ys: Their y.
+        labels: Their labels ("" for none).
+        fontsize: The labels' size in points.
+    """
+    if not len(xs):
+        return
+    scale = ax.figure.dpi / 72.0
+    where = ax.transData.transform(np.column_stack([xs, ys]))
+    height = fontsize * 1.35 * scale
+    placed: list[tuple[float, float, float, float]] = []
+    for i in sorted(range(len(xs)), key=lambda k: (where[k][1], where[k][0])):
+        if not labels[i]:
+            continue
+        width = len(labels[i]) * fontsize * 0.55 * scale
+        x0 = where[i][0] + 4 * scale
+        dy = 4 * scale
+        while any(x0 < bx1 and bx0 < x0 + width and where[i][1] + dy < by1
+                  and by0 < where[i][1] + dy + height for bx0, by0, bx1, by1 in placed):
+            dy += height
+        placed.append((x0, where[i][1] + dy, x0 + width, where[i][1] + dy + height))
+        moved = dy > 4 * scale + 1e-9
+        ax.annotate(labels[i], (xs[i], ys[i]), textcoords="offset points",
+                    xytext=(4, dy / scale), fontsize=fontsize,
+                    arrowprops={"arrowstyle": "-", "color": "grey", "lw": 0.6} if moved else None)
 
 
 def gain_novelty_plane(
@@ -79,13 +143,19 @@ def gain_novelty_plane(
         ax.add_patch(plt.Rectangle(xy, width, height, color=REGION_COLOURS[region], alpha=0.25,
                                    label=None if region in seen else region.value))
         seen.add(region)
-    ax.scatter(points["ratio"], points["novelty"], color="black", zorder=3)
-    for _, row in points.iterrows():
-        ax.annotate(str(row.get("label", "")), (row["ratio"], row["novelty"]),
-                    textcoords="offset points", xytext=(4, 4), fontsize=8)
+    labels = [str(v) for v in points["label"]] if "label" in points else [""] * len(points)
+    shades = colours(labels)
+    ax.scatter(points["ratio"], points["novelty"], zorder=3, alpha=0.8,
+               color=[shades[label] if agent_of(label) else "black" for label in labels])
     ax.axvline(0, color="grey", lw=0.8, ls="--")
     ax.set_xlim(lo, hi)
     ax.set_ylim(0, NOVELTY_SCALE)
+    # points of one label in one place are counted, not stacked: one label "name (5 runs)"
+    xs, ys = points["ratio"].tolist(), points["novelty"].tolist()
+    groups = _clusters(ax, xs, ys, labels)
+    annotate_apart(ax, [xs[g[0]] for g in groups], [ys[g[0]] for g in groups],
+                   [labels[g[0]] + (f" ({len(g)} at this point)" if len(g) > 1 else "")
+                    for g in groups])
     ax.set_xlabel("ratio G/|V*| (0 = best known; > 0 beats it)")
     ax.set_ylabel("novelty N (0-100)")
     ax.set_title("Innovation regions")
@@ -114,17 +184,17 @@ def complex_plane(points: pd.DataFrame, max_angle: float = DEFAULT_MAX_ANGLE) ->
     ax.plot(np.cos(theta), np.sin(theta), color="grey", ls="--", lw=0.8,
             label="|z| = 1: equals V*")
     radius = 1.0
-    for _, row in points.iterrows():
-        z = to_complex(row["ratio"], row["novelty"], max_angle)
+    zs = [to_complex(row["ratio"], row["novelty"], max_angle) for _, row in points.iterrows()]
+    for z in zs:
         radius = max(radius, abs(z))
         ax.plot([0, z.real], [0, z.imag], color="#264653", lw=1)
         ax.scatter([z.real], [z.imag], color="#264653", zorder=3)
-        ax.annotate(str(row.get("label", "")), (z.real, z.imag), textcoords="offset points",
-                    xytext=(4, 4), fontsize=8)
     lim = 1.1 * radius
-    ax.set_xlim(min(-0.05, lim * math.cos(max_angle)), lim)
+    ax.set_xlim(min(-0.05, lim * math.cos(max_angle)), lim * 1.25)
     ax.set_ylim(-0.05, lim)
     ax.set_aspect("equal")
+    labels = [str(v) for v in points["label"]] if "label" in points else [""] * len(points)
+    annotate_apart(ax, [z.real for z in zs], [z.imag for z in zs], labels)
     ax.set_xlabel("Re z")
     ax.set_ylabel("Im z")
     ax.set_title("Complex plane: |z| = 1 + ratio, arg z ∝ N")
@@ -272,8 +342,9 @@ def time_budget_curves(
     sns.set_theme(style="whitegrid", context="paper")
     fig, (left, right) = plt.subplots(1, 2, figsize=(10, 3.8))
     groups = [("all", curves)] if by is None else list(curves.groupby(by, sort=True))
-    palette = sns.color_palette("colorblind", max(1, len(groups)))
-    for colour, (label, part) in zip(palette, groups, strict=False):
+    shades = colours(label for label, _ in groups)  # an agent's colour is its own in every figure
+    for label, part in groups:
+        colour = shades[label]
         left.plot(part["t_s"], part["mean_ratio"], color=colour, label=str(label))
         left.fill_between(part["t_s"], part["ci_low"], part["ci_high"], color=colour, alpha=0.2,
                           lw=0)
@@ -432,6 +503,8 @@ def success_heatmap(rates: pd.DataFrame, index: str, columns: str) -> Figure:
                 vmin=0, vmax=1, ax=ax,
                 cbar_kws={"label": "share of runs with a valid submission"},
                 annot_kws={"fontsize": 7})
+    ax.set_xlabel(columns.replace("_", " "))  # a column's name as words, never "prior_solution"
+    ax.set_ylabel(index.replace("_", " "))
     ax.set_title("Success rates (Table 6) with 95% Wilson intervals")
     fig.tight_layout()
     return fig

@@ -264,9 +264,59 @@ def newest_run(roots: list[Path] | None = None) -> Path:
     found = [config.parent for root in roots if root.is_dir()
              for config in root.glob("*/config.json")]
     if not found:
-        raise ValueError("no run found: make one (`innolab run --agent aide --task "
-                         "circle-packing-26`) or pass run_dir")
+        raise ValueError("no run found: make one (`innolab run --agent codeact --task "
+                         "circle-packing-26 --budget 30s`) or pass run_dir")
     return max(found, key=lambda p: (p / "config.json").stat().st_mtime)
+
+
+REFERENCE_SWEEP = ("results", "sweeps", "offline")  # the committed reference sweep
+
+
+def default_run() -> tuple[Path, str]:
+    """The run a newcomer's viewer opens: their newest run, else one the clone carries.
+
+    The newest run under results/runs and the sweeps' runs folders (a run of one's own); on a
+    fresh clone, where there is none, a run of the committed reference sweep
+    (results/sweeps/offline/): the longest of its model-driven runs with a valid submission (a
+    timeline with model calls, tool calls and a best-so-far curve), else any of its runs.
+
+    Returns:
+        The run folder, and a sentence saying which run it is and why.
+
+    Raises:
+        ValueError: no run anywhere (not even the reference sweep's): says how to make one.
+    """
+    from innolab.paths import project_root
+    from innolab.rundir import runs_root
+
+    reference = project_root().joinpath(*REFERENCE_SWEEP)
+    own = [runs_root(), *(p for p in sorted((project_root() / "results" / "sweeps").glob("*/runs"))
+                          if p.parent != reference)]
+    try:
+        found = newest_run(own)
+    except ValueError:
+        pass
+    else:
+        return found, f"the newest run of your own ({found.name})"
+    carried = sorted(c.parent for c in (reference / "runs").glob("*/config.json"))
+    if not carried:
+        raise ValueError("no run found, and no reference sweep in results/sweeps/offline/: make a "
+                         "run (innolab run --agent codeact --task circle-packing-26 --budget 30s) "
+                         "or pass run_dir")
+
+    def merit(run: Path) -> tuple[bool, bool, int]:
+        score = RunDir(run).read_score() or {}
+        config = RunDir(run).read_config()
+        try:
+            steps = len(Trace.read(run).tool_steps)
+        except (OSError, ValueError):
+            steps = 0
+        return bool(config.get("llm")), bool(score.get("valid")), steps
+
+    chosen = max(carried, key=lambda run: (*merit(run), run.name))
+    return chosen, (f"no run of your own yet: run {chosen.name} of the reference sweep the clone "
+                    "carries (results/sweeps/offline/; make your own with `innolab run --agent "
+                    "codeact --task circle-packing-26 --budget 30s`, then run this notebook again)")
 
 
 def sweep_of(run_dir: Path) -> Path:

@@ -183,6 +183,49 @@ def _ticks(end: float, count: int = 8) -> list[float]:
     return [i * step for i in range(int(end / step) + 1)]
 
 
+def value_ticks(low: float, high: float, count: int = 5) -> list[float]:
+    """Round values between `low` and `high` for a value axis (1, 2 or 5 times a power of ten).
+
+    Args:
+        low: The axis's lowest value.
+        high: Its highest.
+        count: About how many ticks.
+
+    Returns:
+        The ticks, ascending (the one value where low equals high).
+    """
+    if not high > low:
+        return [low]
+    raw = (high - low) / count
+    magnitude = 10 ** math.floor(math.log10(raw))
+    step = next(m * magnitude for m in (1, 2, 5, 10) if m * magnitude >= raw)
+    first = math.ceil(low / step - 1e-9)
+    return [round(k * step, 12) for k in range(first, math.floor(high / step + 1e-9) + 1)]
+
+
+def tick_labels(ticks: list[float]) -> list[str]:
+    """Tick labels that differ from each other with as few digits as that takes.
+
+    Args:
+        ticks: The ticks.
+
+    Returns:
+        One label per tick (2.6, 2.62, 2.625: never 17 digits).
+    """
+    for digits in range(2, 13):
+        labels = [f"{t:.{digits}g}" for t in ticks]
+        if len(set(labels)) == len(labels):
+            return labels
+    return [f"{t:.12g}" for t in ticks]
+
+
+def _value_axis(x0: float, ticks: list[float], y: Any) -> str:
+    """Ticks and labels of a chart's value axis, with light grid lines."""
+    return "".join(f'<line x1="{x0 - 3}" x2="{x0}" y1="{y(t):.1f}" y2="{y(t):.1f}" '
+                   f'stroke="#555"/><text x="{x0 - 5}" y="{y(t) + 4:.1f}" text-anchor="end">'
+                   f'{label}</text>' for t, label in zip(ticks, tick_labels(ticks), strict=True))
+
+
 def _best_chart(run: RunData, x0: float, x1: float, top: float, height: float,
                 scale: float) -> str:
     values = [p["score"] for p in run.best_so_far]
@@ -191,9 +234,14 @@ def _best_chart(run: RunData, x0: float, x1: float, top: float, height: float,
              f'{" against V* = " + number(run.v_star) if run.v_star is not None else ""}</text>')
     frame = (f'<rect x="{x0}" y="{top}" width="{x1 - x0}" height="{height}" fill="none" '
              'stroke="#999"/>')
-    if not values:
-        return title + frame + (f'<text x="{(x0 + x1) / 2}" y="{top + height / 2}" '
-                                'text-anchor="middle">no valid submission</text>')
+    if not run.best_so_far:
+        submitted = sum(len(step.submissions) for step in run.steps)
+        why = (f"no valid submission: {submitted} submission{'s' * (submitted != 1)}, none valid "
+               "on the dev check" if submitted else "no valid submission: nothing was submitted")
+        if run.finished is None:
+            why += " (the run has not finished)"
+        return title + frame + (f'<text class="empty" x="{(x0 + x1) / 2}" '
+                                f'y="{top + height / 2}" text-anchor="middle">{text(why)}</text>')
     low, high = min(values), max(values)
     pad = (high - low) * 0.08 or abs(high) * 0.05 or 1.0
     low, high = low - pad, high + pad
@@ -201,9 +249,7 @@ def _best_chart(run: RunData, x0: float, x1: float, top: float, height: float,
     def y(v: float) -> float:
         return top + height - (v - low) / (high - low) * height
 
-    parts = [title, frame, f'<text x="{x0 - 4}" y="{y(high - pad) + 4:.1f}" text-anchor="end">'
-             f'{number(high - pad, 4)}</text>', f'<text x="{x0 - 4}" y="{y(low + pad) + 4:.1f}" '
-             f'text-anchor="end">{number(low + pad, 4)}</text>']
+    parts = [title, frame, _value_axis(x0, value_ticks(low, high, 4), y)]
     if run.v_star is not None:
         parts.append(f'<line x1="{x0}" x2="{x1}" y1="{y(run.v_star):.1f}" '
                      f'y2="{y(run.v_star):.1f}" stroke="{COLOURS["v_star"]}" '
@@ -460,9 +506,12 @@ PALETTE = ["#4C72B0", "#DD8452", "#55A868", "#C44E52", "#8172B2", "#937860", "#D
 
 
 def curves_svg(curves: dict[str, list[tuple[float, float]]], v_star: float | None = None,
-               width: int = 900, height: int = 260, labels: dict[str, str] | None = None,
-               end_s: float | None = None) -> str:
+               width: int = 900, height: int = 280, labels: dict[str, str] | None = None,
+               ends: dict[str, float] | None = None) -> str:
     """Best-so-far step curves of several runs, one colour each, a mark at each improvement.
+
+    Each curve ends where its run ended (`ends`), not at the axis's end: a 30 s run beside a 60 s
+    one stops at 30 s. Both axes carry round ticks (about 8 in time, 5 in value).
 
     Args:
         curves: {key: [(t_s, best score), ...]} per run.
@@ -471,18 +520,23 @@ def curves_svg(curves: dict[str, list[tuple[float, float]]], v_star: float | Non
         height: the chart's height in pixels.
         labels: each run's whole label (the key where none is given), shown in the legend below
             the chart: nothing cut short.
-        end_s: the time axis's end (the runs' length; default the last improvement).
+        ends: each run's length in seconds, by key (a run without one ends at its last
+            improvement).
 
     Returns:
         The SVG chart and its legend, as HTML.
     """
-    labels = labels or {}
-    x0, x1, top, bottom = 70, width - 20, 20, height - 35
+    labels, ends = labels or {}, ends or {}
+    x0, x1, top, bottom = 80, width - 20, 20, height - 45
     points = [p for series in curves.values() for p in series]
     values = [v for _, v in points] + ([v_star] if v_star is not None else [])
-    end = max([t for t, _ in points] + [end_s or 0.0, 1e-9])
+    end = max([t for t, _ in points] + list(ends.values()) + [1e-9])
     parts = [f'<rect x="{x0}" y="{top}" width="{x1 - x0}" height="{bottom - top}" fill="none" '
              'stroke="#999"/>']
+
+    def x(t: float) -> float:
+        return x0 + t / end * (x1 - x0)
+
     legend = []
     if values:
         low, high = min(values), max(values)
@@ -492,13 +546,7 @@ def curves_svg(curves: dict[str, list[tuple[float, float]]], v_star: float | Non
         def y(v: float) -> float:
             return bottom - (v - low) / (high - low) * (bottom - top)
 
-        def x(t: float) -> float:
-            return x0 + t / end * (x1 - x0)
-
-        parts += [f'<text x="{x0 - 4}" y="{y(high - pad) + 4:.1f}" text-anchor="end">'
-                  f'{number(high - pad, 4)}</text>',
-                  f'<text x="{x0 - 4}" y="{y(low + pad) + 4:.1f}" text-anchor="end">'
-                  f'{number(low + pad, 4)}</text>']
+        parts.append(_value_axis(x0, value_ticks(low, high), y))
         if v_star is not None:
             parts.append(f'<line x1="{x0}" x2="{x1}" y1="{y(v_star):.1f}" y2="{y(v_star):.1f}" '
                          f'stroke="{COLOURS["v_star"]}" stroke-dasharray="5,3"/>')
@@ -512,19 +560,23 @@ def curves_svg(curves: dict[str, list[tuple[float, float]]], v_star: float | Non
                     coords.append(f"{x(t):.1f},{previous:.1f}")
                 previous = y(v)
                 coords.append(f"{x(t):.1f},{previous:.1f}")
-            coords.append(f"{x1:.1f},{previous:.1f}")
+            last = max(ends.get(key, series[-1][0]), series[-1][0])
+            coords.append(f"{x(last):.1f},{previous:.1f}")
             parts.append(f'<polyline class="curve" data-run="{text(key, 200)}" '
-                         f'points="{" ".join(coords)}" fill="none" stroke="{colour}" '
-                         f'stroke-width="1.5"><title>{text(label, 300)}</title></polyline>')
+                         f'data-end="{last:.3f}" points="{" ".join(coords)}" fill="none" '
+                         f'stroke="{colour}" stroke-width="1.5"><title>{text(label, 300)}'
+                         f'</title></polyline>')
             parts += [f'<circle cx="{x(t):.1f}" cy="{y(v):.1f}" r="3" fill="{colour}">'
                       f'<title>{text(label, 300)}: {number(v)} at {t:.1f} s</title></circle>'
                       for t, v in series]
+            if key in ends:  # where the run ended
+                parts.append(f'<line x1="{x(last):.1f}" x2="{x(last):.1f}" y1="{previous - 4:.1f}"'
+                             f' y2="{previous + 4:.1f}" stroke="{colour}" stroke-width="1.5">'
+                             f'<title>{text(label, 300)}: ended at {last:.1f} s</title></line>')
         legend.append(f'<li><i style="{SWATCH}background:{colour}"></i>{text(label, 300)}'
                       f'{"" if series else " <em>(no valid submission)</em>"}</li>')
-    parts.append(f'<text x="{x0}" y="{bottom + 14}" text-anchor="middle">0</text>'
-                 f'<text x="{x1}" y="{bottom + 14}" text-anchor="middle">{end:.0f}</text>')
-    parts.append(f'<text x="{(x0 + x1) / 2}" y="{height - 8}" text-anchor="middle">seconds since '
-                 'the start; best-so-far dev score</text>')
+    parts.append(_axis(x0, x1, bottom, end, (x1 - x0) / end).replace(
+        "seconds since the start", "seconds since the start; best-so-far dev score"))
     return (f'<svg class="curves" width="{width}" height="{height}" font-family="sans-serif" '
             f'font-size="11">{"".join(parts)}</svg><ul class="legend curve-legend" '
             f'style="list-style:none;padding-left:0">{"".join(legend)}</ul>')

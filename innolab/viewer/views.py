@@ -10,6 +10,7 @@ import math
 import threading
 import time
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +29,7 @@ from innolab.viewer.render import (
     legend_html,
     missing,
     node_html,
+    number,
     state_html,
     step_html,
     text,
@@ -37,6 +39,32 @@ from innolab.viewer.render import (
 )
 
 STYLE_TAG = f"<style>{STYLE.replace('body{', '.innolab-view{')}</style>"
+
+
+def guarded(action: Callable[[], Any], message: widgets.HTML) -> Callable[..., None]:
+    """A widget callback that reports its failure in the view, not in JupyterLab's log console.
+
+    An exception raised in a callback (a button's click, a control's change) is not shown in the
+    notebook: ipywidgets hands it to the kernel's log, which JupyterLab puts in its log console.
+    The guarded callback writes the error's message into `message`, an area of the view itself,
+    and clears it when the action succeeds.
+
+    Args:
+        action: What the callback does.
+        message: The view's message area.
+
+    Returns:
+        The callback (it takes and ignores the widget's argument).
+    """
+    def callback(*_: Any) -> None:
+        try:
+            action()
+        except Exception as error:  # every failure of a callback belongs in the view
+            shown = text(str(error) or type(error).__name__, 500)
+            message.value = f'<p class="note error">{shown}</p>'
+        else:
+            message.value = ""
+    return callback
 
 
 class RunView:
@@ -55,7 +83,10 @@ class RunView:
         self.step_slider = widgets.IntSlider(value=0, min=0, max=last, description="step",
                                              disabled=not self.run.steps, continuous_update=False)
         self.step_detail = widgets.HTML()
-        self.step_slider.observe(lambda change: self.show_step(change["new"]), names="value")
+        self.message = widgets.HTML()  # a callback's failure, shown in the view
+        self.step_slider.observe(
+            lambda change: guarded(lambda: self.show_step(change["new"]), self.message)(),
+            names="value")
         self.show_step(0)
         browser = widgets.VBox([self.step_slider, self.step_detail,
                                 widgets.HTML(state_html(self.run))])
@@ -64,7 +95,9 @@ class RunView:
             self.node_picker = widgets.Select(options=options, rows=min(len(self.run.journal), 10),
                                               description="node")
             self.node_detail = widgets.HTML()
-            self.node_picker.observe(lambda change: self.show_node(change["new"]), names="value")
+            self.node_picker.observe(
+                lambda change: guarded(lambda: self.show_node(change["new"]), self.message)(),
+                names="value")
             self.show_node(self.run.journal[0]["id"])
             structure: widgets.Widget = widgets.VBox([
                 widgets.HTML(journal_svg(self.run)),
@@ -76,11 +109,11 @@ class RunView:
         self.tabs = widgets.Tab([self.timeline, browser, structure, self.totals])
         for index, title in enumerate(["Timeline", "Steps", structure_title, "Totals"]):
             self.tabs.set_title(index, title)
-        self.widget = widgets.VBox([self.header, self.tabs])
+        self.widget = widgets.VBox([self.header, self.message, self.tabs])
 
     @staticmethod
     def _node_label(node: dict[str, Any]) -> str:
-        state = f"metric {node.get('metric')!r}" if node.get("valid") else "buggy"
+        state = f"metric {number(node.get('metric'))}" if node.get("valid") else "buggy"
         return f"{node['id']} {node.get('stage', '')} ({state})"
 
     def show_step(self, index: int) -> None:
@@ -188,8 +221,9 @@ class SweepView:
         self.filters = {f: widgets.Dropdown(options=[ALL, *sorted(self.levels(f).unique())],
                                             description=f)
                         for f in self.factors}
+        self.message = widgets.HTML()  # what a click or a change could not do, and why
         for dropdown in self.filters.values():
-            dropdown.observe(lambda change: self._refresh(), names="value")
+            dropdown.observe(guarded(self._refresh, self.message), names="value")
         self.table = widgets.HTML()
         longest = max((len(label) for label in self.labels.values()), default=20)
         # wide enough for the longest label (no option is cut), one line per run up to 12
@@ -197,18 +231,18 @@ class SweepView:
         self.picker = widgets.SelectMultiple(description="runs",
                                              rows=min(max(len(self.runs), 2), 12),
                                              layout=widgets.Layout(width=width))
-        self.picker.observe(lambda change: self._draw(), names="value")
+        self.picker.observe(guarded(self._draw, self.message), names="value")
         self.curves = widgets.HTML()
         self.open_button = widgets.Button(description="Open run",
                                           tooltip="open the first selected run")
-        self.open_button.on_click(lambda _: self.open_run())
+        self.open_button.on_click(guarded(self.open_run, self.message))
         self.run_area = widgets.VBox()
         self.run_view: RunView | None = None
         # a sweep's live status (innolab.sweep.status), read again by the button while it runs
         self.status = widgets.HTML()
         self.status_button = widgets.Button(description="Refresh status",
                                             tooltip="read the sweep's status again")
-        self.status_button.on_click(lambda _: self.refresh_status())
+        self.status_button.on_click(guarded(self.refresh_status, self.message))
         self._stop = threading.Event()
         state = self.refresh_status()
         if state is not None and state["counts"].get("running"):
@@ -218,8 +252,9 @@ class SweepView:
         self.widget = widgets.VBox([widgets.HTML(STYLE_TAG),
                                     widgets.HBox([self.status, self.status_button]),
                                     widgets.HBox(list(self.filters.values())), self.table,
-                                    widgets.HBox([self.picker, self.open_button]), self.curves,
-                                    self.run_area], layout=widgets.Layout(overflow="auto"))
+                                    widgets.HBox([self.picker, self.open_button]), self.message,
+                                    self.curves, self.run_area],
+                                   layout=widgets.Layout(overflow="auto"))
 
     def refresh_status(self) -> dict[str, Any] | None:
         """Read the sweep's status again: counts by state, spend, stop for cost, runs in flight.
@@ -380,10 +415,12 @@ class SweepView:
             return
         note = (f'<p class="note">{len(empty)} of the {len(rows)} selected runs had no valid '
                 f'submission:</p><ul class="note">{reasons}</ul>') if empty else ""
-        lengths = (pd.to_numeric(rows["wall_s"], errors="coerce") if "wall_s" in rows
-                   else pd.Series(dtype=float))
-        end_s = float(lengths.max()) if lengths.notna().any() else None
-        self.curves.value = curves_svg(curves, labels=labels, end_s=end_s) + note
+        ends = {}  # each curve ends where its run ended (its wall time), not at the longest run's
+        for position, row in rows.iterrows():
+            wall = pd.to_numeric(pd.Series([row.get("wall_s")]), errors="coerce").iloc[0]
+            if pd.notna(wall):
+                ends[self.run_key(int(position))] = float(wall)  # type: ignore[arg-type]
+        self.curves.value = curves_svg(curves, labels=labels, ends=ends) + note
 
     def _submissions(self, position: int) -> pd.DataFrame:
         """A run's rows of the trajectory table.
@@ -430,7 +467,8 @@ class SweepView:
         """
         if key is None:
             if not self.picker.value:
-                raise ValueError("select a run first")
+                raise ValueError("Open run: select a run first (click one in the list of runs, "
+                                 "then Open run)")
             position = self.picker.value[0]
         else:
             found = self.positions(key)
