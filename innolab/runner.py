@@ -87,6 +87,13 @@ def _resolve(
     options = _options(settings, spec)
     if not spec.needs_model:
         return _resolve_no_model(spec, settings, prior_code, prior_name, llm, options)
+    if spec.prepare is not None:
+        from innolab.runspec import SettingsError
+
+        try:
+            options = spec.prepare(options)
+        except ValueError as error:
+            raise SettingsError(f"agent: {spec.name}: {error}") from None
     # the model's settings: which endpoint and model, each request's sampling, the endpoint's
     # pace (where the schema says they go), the run seed, then the further settings given
     overrides = {

@@ -62,10 +62,26 @@ class RunStarted(Event):
 
 
 class RunResumed(Event):
-    """The run resumed from a checkpoint (the step it was taken at)."""
+    """The run resumed from a checkpoint (the step it was taken at).
+
+    `note`: what the agent could not restore (an external framework's own memory), in words.
+    """
 
     type: Literal["run_resumed"] = "run_resumed"
     from_checkpoint: int
+    note: str | None = None
+
+
+class AgentError(Event):
+    """The agent failed: an external framework raised, or exited with an error.
+
+    Why, and its traceback; the run ends with reason `agent_error`, its workspace and
+    submissions kept.
+    """
+
+    type: Literal["agent_error"] = "agent_error"
+    error: str
+    traceback: str | None = None
 
 
 class LLMCall(Event):
@@ -221,13 +237,13 @@ class RunFinished(Event):
 
 AnyEvent = Annotated[
     RunStarted | RunResumed | LLMCall | ToolCallEvent | ToolResultEvent | ResearchLog | Node
-    | Checkpoint | Submission | Validation | Score | RunFinished,
+    | Checkpoint | Submission | Validation | Score | RunFinished | AgentError,
     Field(discriminator="type"),
 ]
 EVENTS: dict[str, type[Event]] = {
     cls.model_fields["type"].default: cls
     for cls in (RunStarted, RunResumed, LLMCall, ToolCallEvent, ToolResultEvent, Node, Checkpoint,
-                Submission, Validation, Score, RunFinished, ResearchLog)
+                Submission, Validation, Score, RunFinished, ResearchLog, AgentError)
 }
 EVENT_TYPES = tuple(EVENTS)
 

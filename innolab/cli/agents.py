@@ -40,12 +40,12 @@ def list_agents(args: argparse.Namespace) -> int:
     for entry in entries:
         origin = f"{entry['distribution']} {entry['version']}"
         if entry["broken"]:
-            print(f"{entry['name']:<12} BROKEN  ({origin}, {entry['entry_point']}): "
+            print(f"{entry['name']:<15} BROKEN  ({origin}, {entry['entry_point']}): "
                   f"{entry['error']}")
             continue
         model = "needs a model" if entry["needs_model"] else "no model"
-        print(f"{entry['name']:<12} {entry['mode']:<10} {model:<14} {origin}")
+        print(f"{entry['name']:<15} {entry['mode']:<10} {model:<14} {origin}")
         for name, option in entry["options"].items():
-            print(f"{'':<14}--{name.replace('_', '-')} ({option['type']}, default "
+            print(f"{'':<17}--{name.replace('_', '-')} ({option['type']}, default "
                   f"{option['default']!r}): {option['description']}")
     return 0

@@ -89,6 +89,20 @@ class Policy(Protocol):
         ...
 
 
+class AgentFailed(RuntimeError):
+    """Raised by a policy whose agent failed: an external framework raised or exited in error.
+
+    The run ends as `agent_error`, with the message and traceback in its trace.
+
+    Attributes:
+        traceback: The agent's own traceback, where it has one.
+    """
+
+    def __init__(self, message: str, traceback: str | None = None) -> None:
+        super().__init__(message)
+        self.traceback = traceback
+
+
 AgentMode = Literal["workflow", "agent", "framework", "no model"]
 AGENT_MODES: tuple[AgentMode, ...] = get_args(AgentMode)
 
@@ -120,6 +134,9 @@ class AgentSpec:
         description: One line on what it is.
         resolve: For an agent with no model: its `policy_args` from the run's settings and task
             (None: its validated options).
+        prepare: For an agent with a model: its `policy_args` from its validated options (e.g.
+            an external framework's version recorded); a ValueError refuses the run, its
+            message said as it is (e.g. the install command of a missing extra).
     """
 
     name: str
@@ -129,6 +146,7 @@ class AgentSpec:
     needs_model: bool = True
     description: str = ""
     resolve: Callable[..., dict[str, Any]] | None = None
+    prepare: Callable[[dict[str, Any]], dict[str, Any]] | None = None
 
     def __post_init__(self) -> None:
         """Check the declaration.

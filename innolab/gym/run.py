@@ -23,7 +23,7 @@ from innolab.gym.budget import Budget
 from innolab.gym.dispatcher import dispatch_sync
 from innolab.gym.factory import open_sandbox, open_validator
 from innolab.gym.leftovers import reap
-from innolab.gym.policy import Observation, Policy, RunConfig
+from innolab.gym.policy import AgentFailed, Observation, Policy, RunConfig
 from innolab.gym.provenance import (
     CODE_LOG_ENTRY,
     SCAFFOLD_ENTRY,
@@ -52,6 +52,7 @@ from innolab.rundir import RunDir, runs_root, write_atomic
 from innolab.runlock import RunLock
 from innolab.tasks.registry import get_task
 from innolab.traces import (
+    AgentError,
     Checkpoint,
     LLMCall,
     ResearchLog,
@@ -238,7 +239,8 @@ def _execute(folder: RunDir, build_policy: PolicyFactory, resume: bool,
             trace = TraceWriter(folder.root, next_seq=state.trace["seq"])
             sandbox.restore(workspace)
             state.budget.restart()  # the clock runs on from the checkpoint's used time
-            trace.emit(RunResumed(step=state.step, from_checkpoint=state.step))
+            trace.emit(RunResumed(step=state.step, from_checkpoint=state.step,
+                                  note=getattr(policy, "resume_note", None)))
             entries = [e.entry for e in Trace.read(folder.root).of(ResearchLog)]
             if entries or folder.research_log.exists():  # the trace was cut back: so is the log
                 folder.research_log.write_text("".join(entries), encoding="utf-8")
@@ -251,7 +253,14 @@ def _execute(folder: RunDir, build_policy: PolicyFactory, resume: bool,
         try:
             reason = _steps(run, state, show_progress)
         finally:
-            toolbox.close()
+            try:
+                closing = getattr(policy, "close", None)
+                if closing is not None:  # an external framework ends with its run
+                    closing()
+                    for event in getattr(policy, "flush_events", list)():
+                        trace.emit(event.model_copy(update={"step": None}))
+            finally:
+                toolbox.close()
         final = _final_submission(folder, state.submissions, task.direction)
         # what the task keeps of the final workspace
         artefacts = task.collect(sandbox, folder.root, config)
@@ -319,6 +328,12 @@ def step(run: RunContext, state: RunState) -> str | None:
         trace.emit(LLMCall(step=state.step, failed=True, cached=False, error=str(error)[:500],
                            **error.sent))
         return budget.exhausted() or "llm_error"
+    except AgentFailed as error:  # an external framework raised or exited with an error
+        for event in getattr(error, "events", []):
+            trace.emit(event.model_copy(update={"step": state.step}))
+        trace.emit(AgentError(step=state.step, error=str(error)[:2000],
+                              traceback=(error.traceback or "")[-20000:] or None))
+        return "agent_error"
     budget.spend(tokens=action.tokens, cost_usd=action.cost_usd)
     for event in action.events:
         trace.emit(event.model_copy(update={"step": state.step}))

@@ -260,8 +260,8 @@ class LLMClient:
         return None
 
     def request(self, messages: list[dict[str, Any]], response_format: dict[str, Any] | None = None,
-                tools: list[dict[str, Any]] | None = None, call_index: int | None = None
-                ) -> dict[str, Any]:
+                tools: list[dict[str, Any]] | None = None, call_index: int | None = None,
+                max_tokens: int | None = None) -> dict[str, Any]:
         """Build the body of a chat completion request as it will be sent.
 
         Args:
@@ -270,6 +270,7 @@ class LLMClient:
                 stripped of maxLength where the endpoint rejected them.
             tools: The tools' specifications, or None.
             call_index: The call's index in the run (its seed derives from it), or None.
+            max_tokens: The reply's cap, below the settings' (None: the settings').
 
         Returns:
             The request, without the fields that are None.
@@ -280,14 +281,15 @@ class LLMClient:
             response_format = without_lengths(response_format)
         request: dict[str, Any] = {
             "model": s.model, "messages": messages, "temperature": s.temperature,
-            "max_tokens": s.max_tokens, "seed": seed, "top_p": s.top_p,
+            "max_tokens": min(max_tokens or s.max_tokens, s.max_tokens), "seed": seed,
+            "top_p": s.top_p,
             "response_format": response_format if self.supports_schema else None,
             "tools": tools, "extra_body": dict(s.sampling) or None}
         return {k: v for k, v in request.items() if v is not None}
 
     def chat(self, messages: list[dict[str, Any]], response_format: dict[str, Any] | None = None,
-             tools: list[dict[str, Any]] | None = None, call_index: int | None = None
-             ) -> Completion:
+             tools: list[dict[str, Any]] | None = None, call_index: int | None = None,
+             max_tokens: int | None = None) -> Completion:
         """Make one chat completion (or take it from the cache).
 
         With `call_index` (a run's model calls are numbered), the seed derives from (the settings'
@@ -299,6 +301,7 @@ class LLMClient:
             response_format: The reply's JSON schema, or None.
             tools: The tools' specifications, or None.
             call_index: The call's index in the run, or None.
+            max_tokens: The reply's cap, below the settings' (None: the settings').
 
         Returns:
             The completion.
@@ -308,7 +311,7 @@ class LLMClient:
                 replay found no cached response; its `sent` holds the sampling settings, and for
                 a call that reached the endpoint its attempts, latency_s and wait_s.
         """
-        request = self.request(messages, response_format, tools, call_index)
+        request = self.request(messages, response_format, tools, call_index, max_tokens)
         cache_key = {**request, "_call_index": call_index} if call_index is not None else request
         key = request_key(cache_key)
         sent = {"temperature": request.get("temperature"), "seed": request.get("seed"),
@@ -382,7 +385,8 @@ class LLMClient:
                         # no JSON-schema support: ask in plain text, parse robustly
                         self.supports_schema = False
                         note = "response_format unsupported"
-                    request = self.request(messages, response_format, tools, call_index)
+                    request = self.request(messages, response_format, tools, call_index,
+                                           request.get("max_tokens"))
                     attempts.append({"attempt": attempt - 1, "error": note, "wait_s": 0})
                     continue
                 retryable = _retryable(error)

@@ -1,0 +1,120 @@
+"""Three agent frameworks innolab did not write, as registered agents.
+
+Their own loops, on the run's tools over MCP and the run's model through the gateway
+(innolab.agents.bridge).
+
+* `smolagents`: Hugging Face smolagents' `ToolCallingAgent` (or its `CodeAgent`) on the run's MCP
+  tools, its model an `OpenAIServerModel` on the gateway; its own `final_answer_checks` keep the
+  run open until a submission was accepted.
+* `openai-agents`: the OpenAI Agents SDK's `Agent` with the run's MCP server, its model a
+  chat-completions model on the gateway, tracing off.
+* `mini-swe-agent`: mini-swe-agent's `DefaultAgent` loop, its model on the gateway, each command
+  run in the run's sandbox through an innolab `Environment` (the MCP `bash` tool).
+
+Each comes from the optional extra `innolab[agents]` (pinned in constraints.txt), used as installed
+and unmodified; a missing one is a clear error naming the install command. config.json records the
+framework's version (in its `policy_args`).
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from innolab.agents.bridge import FrameworkPolicy
+from innolab.gym.policy import AgentSpec
+
+INSTALL = "pip install 'innolab[agents]'  (or: make install, which installs the extra)"
+
+
+def framework_version(distribution: str) -> str | None:
+    """The installed version of a framework's distribution (None: not installed)."""
+    try:
+        return importlib.metadata.version(distribution)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def resolve_framework(distribution: str) -> Any:
+    """A `resolve` hook that records the framework's version, refusing a missing extra."""
+    def check(options: dict[str, Any]) -> dict[str, Any]:
+        version = framework_version(distribution)
+        if version is None:
+            raise ValueError(f"{distribution} is not installed: {INSTALL}")
+        return {**options, "framework_version": version}
+    return check
+
+
+class SmolagentsOptions(BaseModel):
+    """smolagents' options."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    smol_agent: Literal["tool_calling", "code"] = Field(
+        default="tool_calling", description="smolagents: ToolCallingAgent or CodeAgent")
+    smol_max_steps: int = Field(default=200, ge=1, le=10_000,
+                                description="smolagents: its own step limit")
+
+
+class OpenAIAgentsOptions(BaseModel):
+    """The OpenAI Agents SDK's options."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    max_turns: int = Field(default=200, ge=1, le=10_000,
+                           description="openai-agents: Runner.run's max_turns")
+
+
+class MiniSweOptions(BaseModel):
+    """mini-swe-agent's options."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    step_limit: int = Field(default=200, ge=1, le=10_000,
+                            description="mini-swe-agent: its own step limit")
+
+
+class SmolagentsAgent(FrameworkPolicy):
+    """smolagents in the gym (innolab.agents.frameworks.smolagents_driver)."""
+
+    name = "smolagents"
+
+    def __init__(self, framework_version: str | None = None, **kwargs: Any) -> None:
+        options = {k: kwargs.pop(k) for k in list(kwargs) if k in SmolagentsOptions.model_fields}
+        super().__init__("innolab.agents.frameworks.smolagents_driver", options, **kwargs)
+
+
+class OpenAIAgentsAgent(FrameworkPolicy):
+    """The OpenAI Agents SDK in the gym (innolab.agents.frameworks.openai_agents_driver)."""
+
+    name = "openai-agents"
+
+    def __init__(self, framework_version: str | None = None, **kwargs: Any) -> None:
+        options = {k: kwargs.pop(k) for k in list(kwargs) if k in OpenAIAgentsOptions.model_fields}
+        super().__init__("innolab.agents.frameworks.openai_agents_driver", options, **kwargs)
+
+
+class MiniSweAgent(FrameworkPolicy):
+    """mini-swe-agent in the gym (innolab.agents.frameworks.miniswe_driver)."""
+
+    name = "mini-swe-agent"
+
+    def __init__(self, framework_version: str | None = None, **kwargs: Any) -> None:
+        options = {k: kwargs.pop(k) for k in list(kwargs) if k in MiniSweOptions.model_fields}
+        super().__init__("innolab.agents.frameworks.miniswe_driver", options, **kwargs)
+
+
+SMOLAGENTS = AgentSpec(
+    name="smolagents", factory=SmolagentsAgent, mode="framework", options=SmolagentsOptions,
+    prepare=resolve_framework("smolagents"),
+    description="Hugging Face smolagents (ToolCallingAgent) on the run's MCP tools and gateway")
+OPENAI_AGENTS = AgentSpec(
+    name="openai-agents", factory=OpenAIAgentsAgent, mode="framework",
+    options=OpenAIAgentsOptions, prepare=resolve_framework("openai-agents"),
+    description="the OpenAI Agents SDK: an Agent with the run's MCP server, model on the gateway")
+MINI_SWE_AGENT = AgentSpec(
+    name="mini-swe-agent", factory=MiniSweAgent, mode="framework", options=MiniSweOptions,
+    prepare=resolve_framework("mini-swe-agent"),
+    description="mini-swe-agent's loop, its commands run in the run's sandbox")

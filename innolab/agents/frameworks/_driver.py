@@ -1,0 +1,99 @@
+"""What every framework driver reads from its environment, and a blocking client of the run's tools.
+
+A driver runs in a process of its own (innolab.agents.bridge starts it): the run's model gateway
+(`INNOLAB_GATEWAY_URL`, `_KEY`, `_MODEL`), the run's MCP tools (`INNOLAB_MCP_URL`, `_TOKEN`), the
+task (`INNOLAB_TASK_FILE`) and the framework's options (`INNOLAB_FRAMEWORK_OPTIONS`, JSON).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+ACCEPTED = "accepted"  # the submit tool's word for a submission the pristine validator passed
+
+
+@dataclass(frozen=True)
+class Run:
+    """The run as a driver sees it."""
+
+    base_url: str
+    key: str
+    model: str
+    mcp_url: str
+    token: str
+    task: str
+    options: dict[str, Any]
+
+    @property
+    def headers(self) -> dict[str, str]:
+        """The MCP server's authorization header."""
+        return {"Authorization": f"Bearer {self.token}"}
+
+
+def run_from_environment() -> Run:
+    """The run's addresses, task and options, from the driver's environment.
+
+    Raises:
+        SystemExit: A variable is missing (the driver was not started by innolab).
+    """
+    try:
+        return Run(os.environ["INNOLAB_GATEWAY_URL"], os.environ["INNOLAB_GATEWAY_KEY"],
+                   os.environ["INNOLAB_GATEWAY_MODEL"], os.environ["INNOLAB_MCP_URL"],
+                   os.environ["INNOLAB_MCP_TOKEN"],
+                   Path(os.environ["INNOLAB_TASK_FILE"]).read_text(encoding="utf-8"),
+                   json.loads(os.environ.get("INNOLAB_FRAMEWORK_OPTIONS") or "{}"))
+    except KeyError as missing:
+        raise SystemExit(f"{missing} is not set: innolab starts this driver for a run") from None
+
+
+def accepted(text: str) -> bool:
+    """Whether a submit tool's output says the submission was accepted."""
+    return text.lstrip().lower().startswith(ACCEPTED)
+
+
+class Tools:
+    """The run's MCP tools from synchronous code: one session, on an event loop of its own."""
+
+    def __init__(self, run: Run) -> None:
+        """Connect (in a daemon thread's event loop)."""
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
+        self._thread.start()
+        self._run = run
+        self._session: Any = None
+        self._stack: Any = None
+        asyncio.run_coroutine_threadsafe(self._connect(), self._loop).result(timeout=60)
+
+    async def _connect(self) -> None:
+        from contextlib import AsyncExitStack
+
+        from mcp import ClientSession
+        from mcp.client.streamable_http import streamablehttp_client
+
+        self._stack = AsyncExitStack()
+        read, write, _ = await self._stack.enter_async_context(
+            streamablehttp_client(self._run.mcp_url, headers=self._run.headers))
+        self._session = await self._stack.enter_async_context(ClientSession(read, write))
+        await self._session.initialize()
+
+    def call(self, name: str, arguments: dict[str, Any]) -> tuple[str, bool]:
+        """One tool call; its text and whether it was a protocol error (the run ended...)."""
+        future = asyncio.run_coroutine_threadsafe(self._session.call_tool(name, arguments),
+                                                  self._loop)
+        result = future.result()
+        text = "\n".join(getattr(c, "text", "") for c in result.content)
+        return text, bool(result.isError)
+
+    def close(self) -> None:
+        """Disconnect."""
+        if self._stack is not None:
+            with contextlib.suppress(Exception):  # the run's server is gone already
+                asyncio.run_coroutine_threadsafe(self._stack.aclose(), self._loop).result(10)
+        self._loop.call_soon_threadsafe(self._loop.stop)

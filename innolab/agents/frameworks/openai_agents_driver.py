@@ -1,0 +1,38 @@
+"""The OpenAI Agents SDK in a run: an Agent with the run's MCP server, its model on the gateway."""
+
+from __future__ import annotations
+
+import asyncio
+
+from innolab.agents.frameworks._driver import run_from_environment
+
+INSTRUCTIONS = ("Work on the task with the tools. Write a candidate, validate it, submit it, then "
+                "improve it.")
+
+
+async def work() -> None:
+    """One Runner.run of an Agent on the task, with the run's tools and model."""
+    from agents import Agent, OpenAIChatCompletionsModel, Runner, set_tracing_disabled
+    from agents.mcp import MCPServerStreamableHttp
+    from openai import AsyncOpenAI
+
+    set_tracing_disabled(True)
+    run = run_from_environment()
+    client = AsyncOpenAI(base_url=run.base_url, api_key=run.key, max_retries=0)
+    model = OpenAIChatCompletionsModel(model=run.model, openai_client=client)
+    params = {"url": run.mcp_url, "headers": run.headers, "timeout": 600,
+              "sse_read_timeout": 3600}
+    async with MCPServerStreamableHttp(params=params, cache_tools_list=True,
+                                       client_session_timeout_seconds=3600) as server:
+        agent = Agent(name="innolab", instructions=INSTRUCTIONS, mcp_servers=[server],
+                      model=model)
+        await Runner.run(agent, run.task, max_turns=int(run.options.get("max_turns", 200)))
+
+
+def main() -> None:
+    """Run the agent (its run ends when it answers without a tool call, or at max_turns)."""
+    asyncio.run(work())
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,44 @@
+"""smolagents in a run: its ToolCallingAgent (or CodeAgent) on the run's MCP tools and gateway."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from innolab.agents.frameworks._driver import accepted, run_from_environment
+
+
+def submitted(final_answer: Any, memory: Any, agent: Any = None) -> bool:
+    """Smolagents' final-answer check: a submission was accepted in this run.
+
+    The run stays open (the agent keeps working) until the run's `submit` tool said accepted.
+    """
+    for step in getattr(memory, "steps", []):
+        for call, output in zip(getattr(step, "tool_calls", None) or [],
+                                str(getattr(step, "observations", "") or "").split("\n\n"),
+                                strict=False):
+            if getattr(call, "name", "") == "submit" and accepted(output):
+                return True
+        if "submit" in str(getattr(step, "tool_calls", "")) and accepted(
+                str(getattr(step, "observations", "") or "")):
+            return True
+    raise ValueError("no submission was accepted yet: write a valid candidate and call submit "
+                     "on it before the final answer")
+
+
+def main() -> None:
+    """Run the agent on the task until it gives a final answer the check accepts."""
+    from smolagents import CodeAgent, MCPClient, OpenAIServerModel, ToolCallingAgent
+
+    run = run_from_environment()
+    model = OpenAIServerModel(model_id=run.model, api_base=run.base_url, api_key=run.key)
+    kind = CodeAgent if run.options.get("smol_agent") == "code" else ToolCallingAgent
+    steps = int(run.options.get("smol_max_steps", 200))
+    server = {"url": run.mcp_url, "transport": "streamable-http", "headers": run.headers}
+    with MCPClient(server, structured_output=False) as tools:
+        agent = kind(tools=list(tools), model=model, max_steps=steps,
+                     final_answer_checks=[submitted])
+        agent.run(run.task)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,433 @@
+"""A run's model gateway: an OpenAI-compatible endpoint in front of the run's configured model.
+
+An agent framework that owns its loop (innolab.agents.bridge) gets the gateway's URL and a
+run-scoped key, never the real API key. Every request it makes goes through the run's
+`LLMClient`: numbered (`call_index`) and seeded by the run's rule, cached (a resumed run repeats
+no call, a replay needs no endpoint), metered (tokens, cost, waits), paced by the endpoint's and a
+sweep's shared limits and cost cap (innolab.llm.gate), and recorded as an `llm_call` event (handed
+to `record`). A request past the run's budget (its wall clock, tokens or cost) is refused with
+status 402 and a message saying which.
+
+Endpoints: `GET /v1/models` and `POST /v1/chat/completions` (with `stream`, and with `tools`).
+
+Where the model has no native tool calls (the embedded llama.cpp server accepts `tools` and
+ignores them: `/props` says `supports_tool_calls: false`), the gateway provides them
+(`emulate_tools`): the tools are listed in a stable system prompt (so the server's prompt cache
+keeps warm calls short), earlier tool calls and results are rendered as text, and the reply is a
+schema-constrained completion of `{"name", "arguments"}` (one alternative per tool, string
+arguments with `maxLength`) returned as `tool_calls` (streamed too). Every request's
+`max_tokens` is capped at the run's; a conversation beyond the model's context is folded (the
+oldest turns after the first user message give way to a note) rather than refused.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import json
+import secrets
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from innolab.llm.client import (
+    CHARS_PER_TOKEN,
+    Completion,
+    LLMClient,
+    estimate_tokens,
+    parse_json_object,
+)
+from innolab.llm.errors import LLMError
+from innolab.llm.loopback import LoopbackServer
+from innolab.llm.settings import LLMSettings
+
+ARGUMENT_CHARS = 300  # the longest string argument of an emulated tool call (a small model stops)
+DEFAULT_CONTEXT = 4096  # tokens, where the endpoint does not say
+FOLD_NOTE = "[{n} earlier message(s) were folded to fit the model's context]"
+TOOLS_PROMPT = (
+    "You act by calling tools. Reply with one JSON object, "
+    '{{"name": TOOL, "arguments": {{...}}}}, and nothing else.\nThe tools:\n{tools}'
+)
+
+
+@dataclass
+class Budget:
+    """What is left of a run's budget when a request arrives (None: no limit).
+
+    Attributes:
+        deadline: time.monotonic() after which no request is made.
+        tokens_left: Tokens the run may still spend.
+        cost_left: USD the run may still spend.
+    """
+
+    deadline: float | None = None
+    tokens_left: float | None = None
+    cost_left: float | None = None
+
+    def refused(self) -> str | None:
+        """Why a request is refused now (None: it may go)."""
+        if self.deadline is not None and time.monotonic() >= self.deadline:
+            return "the run's wall-clock budget is spent"
+        if self.tokens_left is not None and self.tokens_left <= 0:
+            return "the run's token budget is spent"
+        if self.cost_left is not None and self.cost_left <= 0:
+            return "the run's cost budget is spent"
+        return None
+
+
+@dataclass
+class Served:
+    """What the gateway did for one request (the bridge records it as an `llm_call` event).
+
+    Attributes:
+        completion: The completion (None where the call failed).
+        error: Why it failed (None: it did not).
+        sent: The sampling settings it was sent with (seed, call index...).
+        emulated: Whether its tool calls were emulated.
+        folded: How many messages were folded to fit the context.
+    """
+
+    completion: Completion | None
+    error: str | None = None
+    sent: dict[str, Any] = field(default_factory=dict)
+    emulated: bool = False
+    folded: int = 0
+
+
+class Gateway:
+    """The gateway of one run: its URL, its key, and every request served.
+
+    Attributes:
+        settings: The run's model settings.
+        url: The base URL (`http://127.0.0.1:<port>/v1`) once started.
+        key: The run-scoped key a client must send as `Authorization: Bearer <key>`.
+        next_index: The call index of the next request (the run's numbering).
+        served: How many requests reached the model (refused ones excluded).
+    """
+
+    def __init__(self, settings: LLMSettings, client: LLMClient, *, first_index: int = 0,
+                 record: Callable[[Served], None] | None = None,
+                 budget: Callable[[], Budget] | None = None,
+                 emulate_tools: bool | None = None, context_tokens: int | None = None) -> None:
+        """Make a gateway; `start()` serves it.
+
+        Args:
+            settings: The run's model settings (its `max_tokens` caps every request).
+            client: The run's LLM client (cache, gates, retries).
+            first_index: The call index of the first request (after a resume: the count so far).
+            record: Called with what was served, once per request that reached the model.
+            budget: What is left of the run's budget, asked before each request.
+            emulate_tools: Provide tool calls (None: for the embedded model, which has none).
+            context_tokens: The model's context (None: the endpoint's, else 4,096).
+        """
+        self.settings, self.client = settings, client
+        self.next_index, self.served = first_index, 0
+        self.record = record or (lambda served: None)
+        self.budget = budget or Budget
+        self.emulate_tools = (not settings.base_url) if emulate_tools is None else emulate_tools
+        self._context = context_tokens
+        self.key = "innolab-run-" + secrets.token_urlsafe(24)
+        self.url: str | None = None
+        self._server: LoopbackServer | None = None
+        self._lock = threading.Lock()
+        self._idle = threading.Condition()
+        self._in_flight = 0
+
+    # ----------------------------------------------------------------------------- serving
+
+    def start(self) -> str:
+        """Serve on loopback; return the base URL (what a client's `base_url` is)."""
+        from starlette.applications import Starlette
+        from starlette.routing import Route
+
+        app = Starlette(routes=[Route("/v1/models", self._models, methods=["GET"]),
+                                Route("/v1/chat/completions", self._chat, methods=["POST"])])
+        self._server = LoopbackServer(app, "innolab model gateway")
+        self.url = f"{self._server.url}/v1"
+        return self.url
+
+    def close(self, wait_s: float = 60.0) -> None:
+        """Stop serving, once the requests in flight have their replies (each one recorded).
+
+        Args:
+            wait_s: The longest wait for requests in flight.
+        """
+        deadline = time.monotonic() + wait_s
+        with self._idle:
+            while self._in_flight and time.monotonic() < deadline:
+                self._idle.wait(deadline - time.monotonic())
+        if self._server is not None:
+            self._server.close()
+            self._server = None
+
+    def context_tokens(self) -> int:
+        """The model's context in tokens (the endpoint's, else 4,096), asked once."""
+        if self._context is None:
+            self._context = self.client.context_tokens() or DEFAULT_CONTEXT
+        return self._context
+
+    # ---------------------------------------------------------------------------- endpoints
+
+    def _authorised(self, request: Any) -> bool:
+        given = request.headers.get("authorization", "")
+        return secrets.compare_digest(given.encode(), f"Bearer {self.key}".encode())
+
+    async def _models(self, request: Any) -> Any:
+        from starlette.responses import JSONResponse
+
+        if not self._authorised(request):
+            return _error(401, "the run's gateway key is required (Authorization: Bearer ...)")
+        return JSONResponse({"object": "list", "data": [
+            {"id": self.settings.model, "object": "model", "owned_by": "innolab",
+             "created": 0}]})
+
+    async def _chat(self, request: Any) -> Any:
+        from starlette.responses import JSONResponse, StreamingResponse
+
+        if not self._authorised(request):
+            return _error(401, "the run's gateway key is required (Authorization: Bearer ...)")
+        try:
+            body = await request.json()
+        except ValueError:
+            return _error(400, "the request body is not JSON")
+        if not isinstance(body, dict) or not isinstance(body.get("messages"), list):
+            return _error(400, "messages: a list of chat messages is required")
+        refused = self.budget().refused()
+        if refused:
+            return _error(402, f"{refused}: no more model calls in this run", "budget_exhausted")
+        reply = await asyncio.to_thread(self.complete, body)
+        if isinstance(reply, tuple):
+            return _error(*reply)
+        if body.get("stream"):
+            return StreamingResponse(_chunks(reply), media_type="text/event-stream")
+        return JSONResponse(reply)
+
+    # ---------------------------------------------------------------------------- completing
+
+    def complete(self, body: dict[str, Any]) -> dict[str, Any] | tuple[int, str]:
+        """One chat completion for a request body, as an OpenAI `chat.completion` object.
+
+        Args:
+            body: The request as the client sent it.
+
+        Returns:
+            The completion object, or (status, message) where the model failed.
+        """
+        with self._idle:
+            self._in_flight += 1
+        try:
+            return self._complete(body)
+        finally:
+            with self._idle:
+                self._in_flight -= 1
+                self._idle.notify_all()
+
+    def _complete(self, body: dict[str, Any]) -> dict[str, Any] | tuple[int, str]:
+        tools = [t for t in body.get("tools") or [] if t.get("type", "function") == "function"]
+        emulated = bool(tools) and self.emulate_tools and body.get("tool_choice") != "none"
+        messages = _plain_messages(body["messages"]) if emulated else body["messages"]
+        if emulated:
+            messages = [{"role": "system", "content": _tools_prompt(tools)}, *messages]
+        cap = min(int(body.get("max_completion_tokens") or body.get("max_tokens")
+                      or self.settings.max_tokens), self.settings.max_tokens)
+        messages, folded = _fold(messages, self.context_tokens() - cap)
+        response_format = _call_schema(tools, cap) if emulated else body.get("response_format")
+        with self._lock:
+            index = self.next_index
+            self.next_index += 1
+        try:
+            completion = self.client.chat(messages, response_format=response_format,
+                                          tools=None if emulated else (tools or None),
+                                          call_index=index, max_tokens=cap)
+        except LLMError as error:
+            self.served += 1
+            self.record(Served(None, str(error)[:500], dict(getattr(error, "sent", {})),
+                               emulated, folded))
+            return 502, f"the run's model failed: {error}"
+        self.served += 1
+        self.record(Served(completion, None, {}, emulated, folded))
+        return _completion_object(completion, self.settings.model, index,
+                                  _tool_calls(completion, tools, index) if emulated else None)
+
+
+# ------------------------------------------------------------------------------- emulation
+
+
+def _tools_prompt(tools: list[dict[str, Any]]) -> str:
+    """The system prompt that lists the tools (stable: the same text for the whole run)."""
+    lines = []
+    for tool in tools:
+        function = tool.get("function", tool)
+        properties = (function.get("parameters") or {}).get("properties") or {}
+        arguments = ", ".join(f"{name}: {spec.get('type', 'any')}"
+                              for name, spec in properties.items())
+        lines.append(f"- {function['name']}({arguments}): "
+                     f"{(function.get('description') or '').strip()[:300]}")
+    return TOOLS_PROMPT.format(tools="\n".join(lines))
+
+
+def _plain_messages(messages: list[dict[str, Any]]) -> list[dict[str, str]]:
+    """A conversation with tool calls and tool results rendered as text (no tool roles)."""
+    out: list[dict[str, str]] = []
+    for message in messages:
+        role, content = message.get("role"), _text(message.get("content"))
+        if role == "assistant" and message.get("tool_calls"):
+            calls = [{"name": c["function"]["name"],
+                      "arguments": _arguments(c["function"].get("arguments"))}
+                     for c in message["tool_calls"]]
+            text = "\n".join(json.dumps(c) for c in calls)
+            out.append({"role": "assistant", "content": (content + "\n" + text).strip()})
+        elif role == "tool":
+            name = message.get("name") or "the tool"
+            out.append({"role": "user", "content": f"Result of {name}:\n{content}"})
+        elif role in ("system", "developer"):
+            out.append({"role": "system", "content": content})
+        else:
+            out.append({"role": "user" if role != "assistant" else "assistant",
+                        "content": content})
+    merged: list[dict[str, str]] = []
+    for message in out:  # one system message, then turns that alternate where they can
+        if merged and message["role"] == merged[-1]["role"]:
+            merged[-1] = {**merged[-1], "content": merged[-1]["content"] + "\n\n" +
+                          message["content"]}
+        else:
+            merged.append(message)
+    return merged
+
+
+def _text(content: Any) -> str:
+    if isinstance(content, list):  # content parts
+        return "\n".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
+    return "" if content is None else str(content)
+
+
+def _arguments(text: Any) -> Any:
+    if isinstance(text, str):
+        try:
+            return json.loads(text)
+        except ValueError:
+            return text
+    return text or {}
+
+
+def _bounded(schema: Any, chars: int) -> Any:
+    """A tool's parameters schema with a maxLength on every string (a small model stops)."""
+    schema = copy.deepcopy(schema) if isinstance(schema, dict) else {}
+    stack = [schema]
+    while stack:
+        node = stack.pop()
+        if not isinstance(node, dict):
+            continue
+        if node.get("type") == "string" and "enum" not in node:
+            node["maxLength"] = min(int(node.get("maxLength", chars)), chars)
+        for value in node.values():
+            if isinstance(value, dict):
+                stack.append(value)
+            elif isinstance(value, list):
+                stack.extend(v for v in value if isinstance(v, dict))
+    schema.setdefault("type", "object")
+    schema.setdefault("properties", {})
+    return schema
+
+
+def _call_schema(tools: list[dict[str, Any]], max_tokens: int) -> dict[str, Any]:
+    """The response format of an emulated tool call: one alternative per tool."""
+    chars = max(40, min(ARGUMENT_CHARS, int((max_tokens - 40) * CHARS_PER_TOKEN)))
+    alternatives = []
+    for tool in tools:
+        function = tool.get("function", tool)
+        alternatives.append({
+            "type": "object",
+            "properties": {"name": {"type": "string", "enum": [function["name"]]},
+                           "arguments": _bounded(function.get("parameters"), chars)},
+            "required": ["name", "arguments"], "additionalProperties": False})
+    schema = alternatives[0] if len(alternatives) == 1 else {"anyOf": alternatives}
+    return {"type": "json_schema",
+            "json_schema": {"name": "tool_call", "strict": True, "schema": schema}}
+
+
+def _tool_calls(completion: Completion, tools: list[dict[str, Any]],
+                index: int) -> list[dict[str, Any]] | None:
+    """The tool call a constrained reply names (None: the reply is not one)."""
+    try:
+        reply = parse_json_object(completion.text)
+    except ValueError:
+        return None
+    names = {t.get("function", t)["name"] for t in tools}
+    if not isinstance(reply, dict) or reply.get("name") not in names:
+        return None
+    arguments = reply.get("arguments")
+    return [{"id": f"call_{index}_0", "type": "function",
+             "function": {"name": reply["name"],
+                          "arguments": json.dumps(arguments if isinstance(arguments, dict)
+                                                  else {})}}]
+
+
+def _fold(messages: list[dict[str, Any]], room: int) -> tuple[list[dict[str, Any]], int]:
+    """The conversation folded to fit `room` tokens.
+
+    System messages and the first user message stay; the oldest turns after it give way to a note.
+    """
+    def size(items: list[dict[str, Any]]) -> int:
+        return sum(estimate_tokens(json.dumps(m)) for m in items)
+
+    if size(messages) <= room:
+        return messages, 0
+    head = [m for m in messages if m.get("role") == "system"]
+    rest = [m for m in messages if m.get("role") != "system"]
+    first = rest[:1] if rest and rest[0].get("role") == "user" else []
+    tail = rest[len(first):]
+    dropped = 0
+    while tail and size([*head, *first, *tail]) + 30 > room and len(tail) > 1:
+        tail = tail[1:]
+        dropped += 1
+    while tail and tail[0].get("role") == "tool":  # a result without its call goes with it
+        tail, dropped = tail[1:], dropped + 1
+    note = {"role": "user", "content": FOLD_NOTE.format(n=dropped)}
+    return [*head, *first, note, *tail], dropped
+
+
+def _completion_object(completion: Completion, model: str, index: int,
+                       tool_calls: list[dict[str, Any]] | None) -> dict[str, Any]:
+    calls = tool_calls if tool_calls is not None else (completion.tool_calls or None)
+    message: dict[str, Any] = {"role": "assistant",
+                               "content": None if calls else completion.text}
+    if calls:
+        message["tool_calls"] = calls
+    return {"id": f"chatcmpl-innolab-{index}", "object": "chat.completion", "created": 0,
+            "model": model,
+            "choices": [{"index": 0, "message": message,
+                         "finish_reason": "tool_calls" if calls else "stop"}],
+            "usage": {"prompt_tokens": completion.prompt_tokens,
+                      "completion_tokens": completion.completion_tokens,
+                      "total_tokens": completion.prompt_tokens + completion.completion_tokens}}
+
+
+async def _chunks(reply: dict[str, Any]) -> Any:
+    """A completion as server-sent `chat.completion.chunk` events, then `[DONE]`."""
+    choice = reply["choices"][0]
+    message = choice["message"]
+    base = {"id": reply["id"], "object": "chat.completion.chunk", "created": 0,
+            "model": reply["model"]}
+    delta: dict[str, Any] = {"role": "assistant"}
+    if message.get("tool_calls"):
+        delta["tool_calls"] = [{**call, "index": i}
+                               for i, call in enumerate(message["tool_calls"])]
+    else:
+        delta["content"] = message.get("content") or ""
+    events = [{**base, "choices": [{"index": 0, "delta": delta, "finish_reason": None}]},
+              {**base, "choices": [{"index": 0, "delta": {},
+                                    "finish_reason": choice["finish_reason"]}],
+               "usage": reply["usage"]}]
+    for event in events:
+        yield f"data: {json.dumps(event)}\n\n"
+    yield "data: [DONE]\n\n"
+
+
+def _error(status: int, message: str, kind: str = "invalid_request_error") -> Any:
+    from starlette.responses import JSONResponse
+
+    return JSONResponse({"error": {"message": message, "type": kind, "code": status}},
+                        status_code=status)
