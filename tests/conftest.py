@@ -119,3 +119,53 @@ def expbench_data_dir():
         f"the real EXP-Bench data cannot be read: {problem}",
         "CI requires them where the shared copy exists",
     )
+
+
+# ------------------------------------------------- a fresh clone: the tracked files, nothing else
+
+
+def _tracked_files(root: Path) -> list[str] | None:
+    import subprocess
+
+    listed = subprocess.run(["git", "ls-files", "-z"], cwd=root, capture_output=True, check=False)
+    if listed.returncode != 0:
+        return None
+    return [name for name in listed.stdout.decode().split("\0") if name]
+
+
+def git(folder: Path, *args: str) -> str:
+    """Run git in `folder` (as a test, with a fixed identity); its output."""
+    import subprocess
+
+    done = subprocess.run(["git", "-c", "user.name=innolab tests", "-c",
+                           "user.email=tests@innolab.invalid", "-c", "commit.gpgsign=false",
+                           *args], cwd=folder, capture_output=True, text=True, check=True)
+    return done.stdout
+
+
+@pytest.fixture(scope="session")
+def fresh_clone(tmp_path_factory) -> Path:
+    """The repository as a fresh clone has it: its tracked files only (`git ls-files`, with the
+    working tree's contents), committed in a repository of their own, so that nothing relies on an
+    untracked output and `git status` there shows what a command wrote. Python code run with
+    `clone_env(folder)` imports this copy's innolab and reads its data."""
+    root = Path(__file__).resolve().parents[1]
+    names = _tracked_files(root)
+    if names is None:
+        pytest.skip("not a git checkout: no list of tracked files to copy")
+    copy = tmp_path_factory.mktemp("clone") / "innolab"
+    for name in names:
+        source = root / name
+        if source.is_file() or source.is_symlink():
+            target = copy / name
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, target, follow_symlinks=False)
+    git(copy, "init", "-q")
+    git(copy, "add", "-A")
+    git(copy, "commit", "-q", "-m", "fresh clone")
+    return copy
+
+
+def clone_env(folder: Path) -> dict[str, str]:
+    """The environment under which Python (and the kernels it starts) runs the clone's innolab."""
+    return {**os.environ, "PYTHONPATH": str(folder), "INNOLAB_ROOT": str(folder)}

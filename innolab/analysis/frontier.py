@@ -497,25 +497,42 @@ def _draw_bounds(ax, bounds: pd.DataFrame, end: pd.Timestamp, lo: float, hi: flo
 def _draw_runs(ax, placed: pd.DataFrame, lo: float, hi: float) -> None:
     """Runs at their start dates: valid ones at their value, the others on the bottom edge.
 
+    Runs of one label that fall on one place (a sweep's runs start within a day of each other) are
+    counted there ("×5"), not left stacked out of sight.
+
     Args:
         ax: The axes.
         placed: `place_runs`.
         lo: The axis's lower limit.
         hi: The axis's upper limit.
     """
+    from innolab.analysis.plots import _clusters
+
     edge = blended_transform_factory(ax.transData, ax.transAxes)
     groups = list(placed.groupby("label", sort=True))
     shades = colours(label for label, _ in groups)  # an agent's own colour, as in every figure
-    for label, part in groups:
+    for order, (label, part) in enumerate(groups):
         colour = shades[label]
         valid = part[part["value"].notna()]
-        for (value, date) in zip(valid["value"], valid["date"], strict=True):
-            shown, marker = _edge(float(value), lo, hi)
-            ax.scatter([date], [shown], marker=marker or "D", s=30, color=colour, zorder=4)
+        shown = [_edge(float(value), lo, hi) for value in valid["value"]]
+        for (value, marker), date in zip(shown, valid["date"], strict=True):
+            ax.scatter([date], [value], marker=marker or "D", s=30, color=colour, zorder=4)
         if len(valid):
             ax.scatter([], [], marker="D", s=30, color=colour, label=f"runs: {label}")
+            dates = [ax.xaxis.convert_units(d) for d in valid["date"]]
+            values = [v for v, _ in shown]
+            for group in _clusters(ax, dates, values, [str(label)] * len(values)):
+                if len(group) > 1:
+                    ax.annotate(f"×{len(group)}", (dates[group[0]], values[group[0]]),
+                                textcoords="offset points", xytext=(6, 3 + 9 * order),
+                                fontsize=7, color=colour)
         failed = part[part["value"].isna()]
         if len(failed):
             ax.scatter(failed["date"], [0.02] * len(failed), transform=edge, marker="x", s=30,
                        color=colour, zorder=4, clip_on=False,
                        label=f"runs: {label}, no valid value")
+            for day, count in failed.groupby(failed["date"].dt.normalize()).size().items():
+                if count > 1:
+                    ax.annotate(f"×{count}", (day, 0.02), xycoords=("data", "axes fraction"),
+                                textcoords="offset points", xytext=(6, 3 + 9 * order),
+                                fontsize=7, color=colour)

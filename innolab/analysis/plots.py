@@ -12,7 +12,7 @@ import pandas as pd
 import seaborn as sns
 from matplotlib.figure import Figure
 
-from innolab.analysis.colours import agent_of, colours
+from innolab.analysis.colours import AGENT_COLOURS, agent_of, colours
 from innolab.metrics import (
     DEFAULT_GAIN_TOLERANCE,
     DEFAULT_MAX_ANGLE,
@@ -386,7 +386,9 @@ def backbone_bars(effect: pd.DataFrame, factor: str, paper: pd.DataFrame | None 
     values = list(ours["mean"])
     errors = [list((ours["mean"] - ours["ci_low"]).fillna(0)),
               list((ours["ci_high"] - ours["mean"]).fillna(0))]
-    colours = ["#264653"] * len(labels)
+    # the baseline's level in its own colour, as in every figure
+    colours = [AGENT_COLOURS["baseline"] if agent_of(v) == "baseline" else "#264653"
+               for v in ours[factor]]
     if paper is not None and len(paper):
         published = paper[paper["framework"].notna()]
         labels += [f"paper: {b}" for b in published["backbone"]]
@@ -464,10 +466,21 @@ def prior_trajectory_plot(rows: pd.DataFrame) -> Figure:
     """
     sns.set_theme(style="whitegrid", context="paper")
     fig, (left, right) = plt.subplots(1, 2, figsize=(10, 3.8))
+    # each run in its agent's colour (as in every figure), runs of one agent told apart by style
+    agents = rows["agent"].astype(str) if "agent" in rows else pd.Series("", index=rows.index)
+    shades = colours(dict.fromkeys(agents))
+    styles = ["-", "--", "-.", (0, (1, 1))]
+    count: dict[str, int] = {}
     for run, part in rows.groupby("config_id", sort=True):
-        line = left.plot(part["t_s"], part["ratio"], "o-", label=str(run))[0]
-        right.plot(part["t_s"], part["novelty"], "o-", color=line.get_color())
-        right.plot(part["t_s"], part["novelty_vs_prior"], "x:", color=line.get_color())
+        agent = str(agents[part.index[0]])
+        style = styles[count.get(agent, 0) % len(styles)]
+        count[agent] = count.get(agent, 0) + 1
+        colour = shades[agent]
+        label = f"{agent} {run}".strip()
+        left.plot(part["t_s"], part["ratio"], marker="o", ls=style, color=colour, label=label)
+        right.plot(part["t_s"], part["novelty"], marker="o", ls=style, color=colour)
+        right.plot(part["t_s"], part["novelty_vs_prior"], marker="x", ls=style, color=colour,
+                   alpha=0.6)
     if rows.empty:
         _empty(left, "no improving candidate in a run from a prior")
     _ratio_and_novelty_axes(left, right, "seconds since the start", "ratio (hidden evaluator)",

@@ -1,0 +1,381 @@
+"""A newcomer's first hour meets no dead end: errors say their cause where the user looks (an
+unreachable endpoint, a widget's click, a bad path), a sweep shows its plan before it spends,
+scoring says what it does, the committed reference sweep opens in every tool, and figures do not
+mislead."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+import pytest
+
+from tests.fake_llm import FakeLLM
+
+ROOT = Path(__file__).resolve().parents[1]
+OFFLINE = ROOT / "results" / "sweeps" / "offline"
+
+
+def innolab(*args: str, env: dict | None = None, timeout: int = 300) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "innolab.cli", *args], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def closed_port() -> int:
+    """A port on 127.0.0.1 nothing listens on (bound, then released)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+# --------------------------------------------------------------- errors with their cause, on stderr
+
+
+def test_an_unreachable_endpoint_is_said_with_its_cause_host_and_attempts(tmp_path):
+    from innolab.viewer.model import load_run
+    from innolab.viewer.render import header_html
+
+    port = closed_port()
+    done = innolab("run", "--agent", "codeact", "--task", "circle-packing-26", "--base-url",
+                   f"http://127.0.0.1:{port}/v1", "--model", "m", "--budget", "60s",
+                   "--run-dir", str(tmp_path / "run"))
+    assert done.returncode == 5, done.stderr  # the model could not be reached
+    # each failed attempt said while it happens, with the wait before the next
+    retries = re.findall(rf"model call to 127\.0\.0\.1:{port}: attempt (\d) of 5 failed "
+                         r"\(APIConnectionError: Connection error\.\); backing off, trying again "
+                         r"in [\d.]+ s", done.stderr)
+    assert retries == ["1", "2", "3", "4"], done.stderr
+    ended = re.search(rf"ended: llm_error \(the model at 127\.0\.0\.1:{port} could not be reached: "
+                      r"Connection error\.; 5 attempts over ([\d.]+) s\)", done.stderr)
+    assert ended, done.stderr
+    assert done.stdout.strip() == str(tmp_path / "run")  # the run folder, last, on stdout
+    header = header_html(load_run(tmp_path / "run"))  # RunView's header and the HTML export's
+    assert f'<td class="cause">the model at 127.0.0.1:{port} could not be reached' in header
+    assert "5 attempts" in header
+    assert "exit status" in innolab("run", "--help").stdout  # the statuses, documented
+
+
+def test_scoring_says_its_stages_and_the_last_lines_give_the_scores_with_their_statuses(tmp_path):
+    with FakeLLM() as server:
+        done = innolab("run", "--agent", "codeact", "--task", "circle-packing-26", "--base-url",
+                       server.base_url, "--model", "fake", "--budget", "120s", "--max-steps", "6",
+                       "--run-dir", str(tmp_path / "run"))
+    assert done.returncode == 0, done.stderr
+    lines = done.stderr.splitlines()
+    stages = [line for line in lines if line.startswith("scoring ")]
+    assert "submission(s) to assess" in stages[0] and "re-run check" in stages[0]
+    assert any(re.search(r"\[1/1\] submission/\S+: valid, V [\d.]+; re-run check", s)
+               for s in stages), stages
+    assert any(re.search(r"re-run reproduces \([\d.]+ s\); N \(method, ast\) \.\.\.", s)
+               for s in stages), stages
+    assert any("N_out (outcome) ..." in s for s in stages) and "N_out " in stages[-1]
+    score = json.loads((tmp_path / "run" / "score.json").read_text())
+    v_line, n_line = lines[-2], lines[-1]
+    assert v_line.startswith(f"V {score['score']:.10g} (valid), V* {score['v_star']:.10g}, G ")
+    assert f"ratio {score['ratio']:.4g} (below V*)" in v_line
+    assert n_line.startswith(f"N {score['novelty']:.3g} (ast, {score['novelty_status']}")
+    assert f"N_out {score['novelty_out']:.3g} (ok" in n_line
+    assert not re.search(r"\d{12,}", done.stderr)  # no 17-digit float anywhere
+
+
+def test_a_flagged_program_is_said_in_the_last_line(tmp_path):
+    from innolab.cli.runs import score_lines
+
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "config.json").write_text("{}")
+    (run / "score.json").write_text(json.dumps({
+        "valid": True, "score": 2.6, "v_star": 2.635983, "gain": -0.0359, "ratio": -0.01362,
+        "beats_v_star": False, "novelty": 7.891212, "novelty_backend": "ast",
+        "novelty_status": "not_reproducing", "source_status": "differs",
+        "nearest_known": "lp-hex-pattern", "novelty_out": 22.5,
+        "novelty_out_nearest": "ils-slsqp"}))
+    first, second = score_lines(run)
+    assert first == "V 2.6 (valid), V* 2.635983, G -0.0359, ratio -0.01362 (below V*)"
+    assert second == ("N 7.89 (ast, not_reproducing, nearest lp-hex-pattern) FLAGGED: its program "
+                      "differs when re-run alone; N_out 22.5 (ok, nearest ils-slsqp)")
+
+
+@pytest.mark.parametrize("args, says", [
+    (("view", "/nonexistent/run"), "/nonexistent/run does not exist: give a run folder"),
+    (("view", "data"), "data is not a run folder (no config.json): give a run folder"),
+    (("sweep", "status", "data"), "is not a sweep folder"),
+    (("sweep", "plan", "nope.yaml"), "nope.yaml: no such spec file"),
+    (("sweep", "pack", "data"), "is not a sweep folder (no sweep.json): give the folder"),
+])
+def test_a_cli_error_is_one_line_that_says_what_to_do(args, says):
+    done = innolab(*args)
+    assert done.returncode == 2
+    assert len(done.stderr.strip().splitlines()) == 1 and says in done.stderr, done.stderr
+
+
+def test_the_runs_kernels_do_not_warn_about_tcp(tmp_path, capfd):
+    import nbformat
+
+    from innolab import notebooks
+
+    source = tmp_path / "one.ipynb"
+    cell = nbformat.v4.new_code_cell("x = 1")
+    nbformat.write(nbformat.v4.new_notebook(cells=[cell]), source)
+    notebooks.execute(source, tmp_path / "out.ipynb")  # innolab's kernel manager: IPC sockets
+    assert "without encryption" not in capfd.readouterr().err
+
+
+# ---------------------------------------------------------------------- a plan before any spend
+
+
+BACKBONES = {"GEMINI_25_PRO": None, "GPT_5": (1.25, 10.0), "DEEPSEEK_V31": (0.27, 1.1)}
+
+
+def backbone_env(monkeypatch, priced: bool = True) -> None:
+    for prefix, price in BACKBONES.items():
+        monkeypatch.setenv(f"{prefix}_BASE_URL", f"https://{prefix.lower()}.invalid/v1")
+        monkeypatch.setenv(f"{prefix}_MODEL", prefix.lower())
+        if price and priced:
+            monkeypatch.setenv(f"{prefix}_PRICE_IN", str(price[0]))
+            monkeypatch.setenv(f"{prefix}_PRICE_OUT", str(price[1]))
+
+
+@pytest.mark.parametrize("spec", sorted((ROOT / "data" / "sweeps").glob("*.yaml")),
+                         ids=lambda p: p.stem)
+def test_sweep_plan_of_every_shipped_spec(spec, monkeypatch, tmp_path):
+    from innolab.sweep import expand, load_spec
+
+    backbone_env(monkeypatch)
+    configurations = expand(load_spec(spec))
+    done = innolab("sweep", "plan", str(spec), "--output", str(tmp_path / "sweep"),
+                   env=dict(os.environ))
+    assert done.returncode == 0, done.stderr
+    out = done.stdout
+    assert f"configurations: {len(configurations)} ({len(configurations)} to run, 0 already " \
+           "scored)" in out
+    seeds = sorted({c.levels["seed"] for c in configurations})
+    assert f"seeds: {', '.join(map(str, seeds))}" in out
+    for configuration in configurations:
+        assert configuration.config_id in out
+    if any(c.config.get("endpoint") == "gemini_25_pro.invalid" for c in configurations):
+        assert "unknown price: set GEMINI_25_PRO_PRICE_IN and GEMINI_25_PRO_PRICE_OUT" in out
+    if any(c.config.get("endpoint") == "gpt_5.invalid" for c in configurations):
+        assert "gpt_5.invalid (gpt_5): $1.25 / $10 per million tokens in / out" in out
+    assert "at most, over the" in out
+    assert not (tmp_path / "sweep").exists()  # a plan writes nothing
+
+
+def test_a_plan_bounds_calls_tokens_and_cost_by_the_rules_innolab_enforces(monkeypatch, tmp_path):
+    from innolab.sweep.preview import plan_lines, preview
+
+    backbone_env(monkeypatch)
+    spec = {"name": "bounds", "base": {"task": "circle-packing-26", "agent": "codeact",
+                                       "backbone": "GPT_5", "budget": "10m",
+                                       "requests_per_minute": 30, "tokens_per_minute": 60000},
+            "grid": {"temperature": [0.5, 1.0]}, "seeds": [0, 1],
+            "budget": {"max_cost_usd": 5}}
+    plan = preview(spec, output=tmp_path / "sweep", workers=2)
+    assert len(plan.runs) == 4 and not plan.unresolved and plan.seeds == [0, 1]
+    run = plan.runs[0]
+    assert run.calls.value == math.floor(600 * 30 / 60) + 1  # requests spaced evenly
+    assert run.tokens.value == 600 * 60000 / 60 + 60000  # a minute's tokens beyond
+    assert run.cost.value == pytest.approx(run.tokens.value * 10.0 / 1e6)  # at the higher price
+    total = plan.total("cost")  # 4 runs of $6.6 each, but the cap stops new runs at $5
+    assert total.value == pytest.approx(5 + 2 * run.cost.value) and "cap" in total.rule
+    assert plan.total("calls").value == 4 * run.calls.value
+    text = "\n".join(plan_lines(plan))
+    assert "≤ 301" in text and "≤ 660,000" in text and "≤ $6.60" in text and "≤ $18.20" in text
+    unbounded = preview({**spec, "base": {**spec["base"], "requests_per_minute": None,
+                                          "tokens_per_minute": None}}, output=tmp_path / "b")
+    assert unbounded.runs[0].calls.value is None and "not its calls" in unbounded.runs[0].calls.rule
+    assert unbounded.total("cost").value is None  # the cap cannot bound a run in flight
+
+
+def test_sweep_run_prints_the_plan_first_and_dry_run_stops_there(monkeypatch, tmp_path):
+    backbone_env(monkeypatch, priced=False)
+    spec = ROOT / "data" / "sweeps" / "backbone.yaml"
+    env = dict(os.environ)
+    dry = innolab("sweep", "run", str(spec), "--dry-run", "--output", str(tmp_path / "s"), env=env)
+    plan = innolab("sweep", "plan", str(spec), "--output", str(tmp_path / "s"), env=env)
+    assert dry.returncode == plan.returncode == 0 and dry.stdout == plan.stdout
+    assert not (tmp_path / "s").exists()
+    env.pop("DEEPSEEK_V31_BASE_URL")
+    refused = innolab("sweep", "run", str(spec), "--output", str(tmp_path / "s"), env=env)
+    assert refused.returncode == 2 and not (tmp_path / "s").exists()
+    assert refused.stderr.startswith("sweep backbone -> ")  # the plan, before anything starts
+    assert "cannot run here (3: backbone=DEEPSEEK_V31 seed=0" in refused.stderr
+    assert refused.stderr.strip().splitlines()[-1].startswith(
+        "innolab sweep run: 3 configuration(s) cannot run here")
+    assert "set DEEPSEEK_V31_BASE_URL and DEEPSEEK_V31_MODEL" in refused.stderr
+
+
+# ------------------------------------------------------ the committed reference sweep, every tool
+
+
+def test_the_reference_sweep_opens_in_every_tool(tmp_path):
+    from innolab import results
+    from innolab.viewer import RunView, SweepView
+
+    status = innolab("sweep", "status", str(OFFLINE))
+    assert status.returncode == 0, status.stderr
+    assert status.stdout.startswith("sweep offline: 13 configurations: 13 scored")
+    assert "/work/" not in (OFFLINE / "sweep.json").read_text()  # no machine path
+    view = SweepView(OFFLINE)
+    view.open_button.click()  # nothing selected: said in the view
+    assert "Open run: select a run first" in view.message.value
+    for position in view.runs.index:
+        view.select([view.run_key(position)])
+        view.open_button.click()
+        assert view.message.value == "" and isinstance(view.run_view, RunView)
+        assert view.run_view.run.finished is not None
+    folder = next((OFFLINE / "runs").iterdir())
+    page = innolab("view", str(folder), "--html", str(tmp_path / "v.html"))
+    assert page.returncode == 0 and (tmp_path / "v.html").stat().st_size > 10_000
+    for as_of in ("today", "run", "2025-06-15"):
+        table = results.runs(OFFLINE, as_of=as_of)
+        assert len(table) == 13 and table["complete"].all(), as_of
+        assert len(results.trajectory(OFFLINE, as_of=as_of)) == len(results.trajectory(OFFLINE))
+    assert (OFFLINE / "runs").is_dir() and sum(
+        p.stat().st_size for p in OFFLINE.rglob("*") if p.is_file()) < 30e6
+
+
+def test_pack_keeps_the_record_and_drops_caches_and_machine_paths(tmp_path):
+    from innolab.results import runs
+    from innolab.sweep.pack import pack
+
+    folder = shutil.copytree(OFFLINE, tmp_path / "project" / "results" / "sweeps" / "offline")
+    run = next((folder / "runs").iterdir())
+    (run / "checkpoint").mkdir()
+    (run / "checkpoint" / "workspace-00001.tar").write_bytes(b"x" * 5000)
+    (run / "llm_cache.sqlite").write_bytes(b"y" * 3000)
+    manifest = json.loads((folder / "sweep.json").read_text())
+    where = str(tmp_path / "project" / "data" / "sweeps" / "priors" / "p.py")
+    manifest["configurations"][0]["parameters"]["prior_solution"] = where
+    (folder / "sweep.json").write_text(json.dumps(manifest))
+    packed = pack(folder, root=tmp_path / "project")
+    assert packed.runs == 13 and packed.dropped == 2 and packed.freed_bytes == 8000
+    assert not (run / "checkpoint").exists() and not (run / "llm_cache.sqlite").exists()
+    again = json.loads((folder / "sweep.json").read_text())
+    assert again["configurations"][0]["parameters"]["prior_solution"] == "data/sweeps/priors/p.py"
+    assert packed.rewritten == [folder / "sweep.json"]
+    assert len(runs(folder, as_of="today")) == 13  # still a sweep every tool reads
+
+
+# ---------------------------------------------------------------------- figures that do not mislead
+
+
+def test_each_agent_has_one_colour_in_every_figure():
+    from matplotlib.colors import to_hex
+
+    from innolab.analysis import baseline as bl
+    from innolab.analysis import plots
+    from innolab.analysis.colours import AGENT_COLOURS
+
+    curves = pd.DataFrame([{"agent": agent, "t_s": t, "mean_ratio": -0.5, "ci_low": -0.6,
+                            "ci_high": -0.4, "mean_novelty": 10.0, "mean_novelty_out": 5.0}
+                           for agent in ("aide", bl.BASELINE_LABEL, "codeact") for t in (0, 30)])
+    seen = {}
+    for fig in (plots.time_budget_curves(curves, "agent"),
+                bl.novelty_axes_plot(curves, "t_s", "agent", y=("mean_novelty", "mean_novelty_out"),
+                                     kind="lines")):
+        for line in fig.axes[0].get_lines():
+            if line.get_label() in ("aide", "codeact", bl.BASELINE_LABEL):
+                seen.setdefault(line.get_label(), set()).add(to_hex(line.get_color()))
+        assert fig.axes[0].get_xlabel() in ("time budget t (s)", "seconds since the start")
+        plt.close(fig)
+    assert seen == {"aide": {AGENT_COLOURS["aide"].lower()},
+                    "codeact": {AGENT_COLOURS["codeact"].lower()},
+                    bl.BASELINE_LABEL: {AGENT_COLOURS["baseline"].lower()}}
+
+
+def test_points_in_one_place_are_counted_and_labels_do_not_overlap():
+    from matplotlib.text import Text
+
+    from innolab.analysis import plots
+
+    points = pd.DataFrame({"ratio": [-0.002, -0.0021, -0.0019, -0.002, -0.0022, -0.178, -0.178],
+                           "novelty": [7.9, 7.9, 7.89, 7.92, 7.91, 23.7, 23.7],
+                           "label": ["baseline (classical search)"] * 5 + ["aide T=0.25",
+                                                                           "aide T=0.75"]})
+    fig = plots.gain_novelty_plane(points)
+    texts = [t for t in fig.axes[0].texts if t.get_text()]
+    shown = sorted(t.get_text() for t in texts)
+    assert shown == ["aide T=0.25", "aide T=0.75", "baseline (classical search) (5 at this point)"]
+    fig.canvas.draw()
+    boxes = [Text.get_window_extent(t) for t in texts]  # the text, not its leader line
+    assert not any(a.overlaps(b) for i, a in enumerate(boxes) for b in boxes[i + 1:])
+    plt.close(fig)
+
+
+def test_the_frontier_chart_and_tables_are_the_same_any_day_and_hide_nothing():
+    from matplotlib.dates import date2num
+
+    from innolab.analysis import frontier as fr
+
+    ledger = pd.DataFrame([
+        {"value": 0.380927, "date": "2016-01-01", "date_precision": "year", "status": "reported",
+         "kind": "record", "holder": "A", "source": "s"},
+        {"value": 0.38092303510845016, "date": "2025-05-01", "date_precision": "month",
+         "status": "verified", "kind": "record", "holder": "B", "source": "s"},
+        {"value": 0.38092303510845016, "date": "2025-05-01", "date_precision": "month",
+         "status": "reported", "kind": "record", "holder": "C", "source": "s"}])
+    fig = fr.frontier_chart(ledger, "min")
+    ax = fig.axes[0]
+    # the last entry's date and a margin of 30 days: not today's
+    assert ax.get_xlim()[1] == pytest.approx(date2num(pd.Timestamp("2025-05-31")))
+    at_may = [c for c in ax.collections if len(c.get_offsets())
+              and np.allclose(c.get_offsets()[:, 1], 0.38092303510845016)]
+    verified = [c for c in at_may if c.get_facecolor()[0][:3].tolist() != [1.0, 1.0, 1.0]]
+    reported = [c for c in at_may if c.get_facecolor()[0][:3].tolist() == [1.0, 1.0, 1.0]]
+    assert verified and reported
+    assert min(c.get_zorder() for c in verified) > max(c.get_zorder() for c in reported)
+    plt.close(fig)
+    shown = fr.readable(fr.record_over_time(ledger, "min"), ledger)
+    assert shown["date"].tolist() == ["2016", "2025-05"]
+    assert shown["record"].tolist() == ["0.380927", "0.38092303510845016"]
+
+
+def test_sweep_curves_end_where_their_runs_ended_with_round_ticks():
+    from innolab.viewer.render import curves_svg, tick_labels, value_ticks
+
+    svg = curves_svg({"short": [(5.0, 2.5), (12.0, 2.6)], "long": [(3.0, 2.4)]},
+                     ends={"short": 30.0, "long": 56.0})
+    short = re.search(r'data-run="short" data-end="30.000" points="([^"]+)"', svg)
+    long_ = re.search(r'data-run="long" data-end="56.000" points="([^"]+)"', svg)
+    assert short and long_
+    x_end_short = float(short.group(1).split()[-1].split(",")[0])
+    x_end_long = float(long_.group(1).split()[-1].split(",")[0])
+    assert x_end_short == pytest.approx(80 + 30 / 56 * (880 - 80), abs=0.1)
+    assert x_end_long == pytest.approx(880, abs=0.1)
+    time_ticks = re.findall(r'text-anchor="middle">(\d+)</text>', svg)
+    assert time_ticks == ["0", "10", "20", "30", "40", "50"]
+    assert value_ticks(2.392, 2.608) == [2.4, 2.45, 2.5, 2.55, 2.6]
+    assert tick_labels([2.6359, 2.636, 2.6361]) == ["2.6359", "2.636", "2.6361"]
+
+
+def test_an_empty_best_so_far_panel_says_why(tmp_path):
+    from innolab.viewer.model import load_run
+    from innolab.viewer.render import timeline_svg
+
+    run = next(p for p in sorted((OFFLINE / "runs").iterdir())
+               if not json.loads((p / "score.json").read_text())["valid"])
+    svg = timeline_svg(load_run(run))
+    assert re.search(r'class="empty"[^>]*>no valid submission: (nothing was submitted|\d+ '
+                     r'submissions?, none valid on the dev check)</text>', svg)
+
+
+def test_a_figure_made_in_a_widget_callback_never_reaches_pyplot():
+    from innolab.widgets import metrics_explorer
+
+    before = set(plt.get_fignums())
+    box = metrics_explorer(54.86, 83.45, "max", [70.83])
+    with plt.ion():  # as under JupyterLab's inline backend: interactive
+        box.controls["v"].value = 95.0
+        box.controls["distances"].value = "10, 20"
+    assert set(plt.get_fignums()) == before
