@@ -373,7 +373,9 @@ def step_html(step: Step, exchanges: Exchanges | None = None) -> str:
             body += "".join(f'<pre>tool call {text(c)}</pre>'
                             for c in exchange.get("tool_calls", []))
         else:
-            body = (f'<div class="msg reply"><b>reply</b><pre>{text(call.get("response") or "")}'
+            body = ('<p class="muted">The prompt is not kept here: the run\'s response cache is '
+                    'not in its folder (a packed sweep drops it); the reply is the trace\'s.</p>'
+                    f'<div class="msg reply"><b>reply</b><pre>{text(call.get("response") or "")}'
                     '</pre></div>')
         parts.append(f'<details class="call"><summary>{head}</summary>{body}</details>')
     for call in step.tool_calls:
