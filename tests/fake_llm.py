@@ -128,35 +128,47 @@ def play(request: dict[str, Any], code: str = SOLUTION_CODE) -> dict[str, Any]:
             "role": "assistant",
             "content": json.dumps({"plan": "equal circles on a grid", "code": code}),
         }
+    if schema == "tool_call":  # a gateway's emulated tool call: the same plan, as JSON
+        alternatives = request["response_format"]["json_schema"]["schema"]
+        names = [a["properties"]["name"]["enum"][0]
+                 for a in alternatives.get("anyOf", [alternatives])]
+        planned = _tool_plan(names, turn, code)
+        name, arguments = planned or (names[0], {})
+        return {"role": "assistant", "content": json.dumps({"name": name,
+                                                            "arguments": arguments})}
     if request.get("tools"):
-        calls = (
-            [
-                {
-                    "id": "call_1",
-                    "type": "function",
-                    "function": {"name": "python", "arguments": json.dumps({"code": code})},
-                }
-            ]
-            if turn == 0
-            else [
-                {
-                    "id": "call_2",
-                    "type": "function",
-                    "function": {
-                        "name": "submit",
-                        "arguments": json.dumps({"path": "submission.json"}),
-                    },
-                }
-            ]
-            if turn == 1
-            else []
-        )
+        names = [t["function"]["name"] for t in request["tools"]]
+        planned = _tool_plan(names, turn, code)
+        calls = [] if planned is None else [{
+            "id": f"call_{turn + 1}", "type": "function",
+            "function": {"name": planned[0], "arguments": json.dumps(planned[1])}}]
         return {
             "role": "assistant",
             "content": None if calls else "done",
             "tool_calls": calls or None,
         }
     return {"role": "assistant", "content": "hello"}
+
+
+def _tool_plan(names: list[str], turn: int, code: str) -> tuple[str, dict[str, Any]] | None:
+    """The tool call a competent agent makes at a turn, among the tools it is offered.
+
+    Write the grid packing (with python, the persistent session, or bash), submit it, then end:
+    with `final_answer` where offered (smolagents), else with no tool call (a text reply).
+    """
+    if "python" in names or "python_session" in names:
+        tool = "python" if "python" in names else "python_session"
+        plan = [(tool, {"code": code}), ("submit", {"path": "submission.json"})]
+    elif "bash" in names:  # mini-swe-agent: only bash, and its own end-of-task command
+        plan = [("bash", {"command": f"python3 - <<'EOF'\n{code}EOF"}),
+                ("bash", {"command": "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"})]
+    else:
+        plan = []
+    if turn < len(plan):
+        return plan[turn]
+    if "final_answer" in names:
+        return "final_answer", {"answer": "submitted submission.json"}
+    return None
 
 
 class FakeLLM:

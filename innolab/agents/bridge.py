@@ -192,9 +192,11 @@ class FrameworkPolicy(LLMAgent):
 
     def _start(self, observation: Observation) -> None:
         run_dir = Path(self.cache_path).parent if self.cache_path else Path.cwd()
+        mode = self.options.get("tool_calls", "auto")
         self._gateway = Gateway(self.client.settings, self.client,
                                 first_index=self.memory.llm_calls, record=self._record,
-                                budget=self._budget)
+                                budget=self._budget,
+                                emulate_tools=None if mode == "auto" else mode == "emulated")
         base_url = self._gateway.start()
         self._tools = ToolServer(self._bridge)
         mcp_url = self._tools.start()

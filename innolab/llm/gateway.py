@@ -391,7 +391,10 @@ def _fold(messages: list[dict[str, Any]], room: int) -> tuple[list[dict[str, Any
 
 def _completion_object(completion: Completion, model: str, index: int,
                        tool_calls: list[dict[str, Any]] | None) -> dict[str, Any]:
-    calls = tool_calls if tool_calls is not None else (completion.tool_calls or None)
+    native = [{"id": c.get("id") or f"call_{index}_{i}", "type": "function",
+               "function": {"name": c["name"], "arguments": c.get("arguments") or "{}"}}
+              for i, c in enumerate(completion.tool_calls or [])]  # the client's flat form
+    calls = tool_calls if tool_calls is not None else (native or None)
     message: dict[str, Any] = {"role": "assistant",
                                "content": None if calls else completion.text}
     if calls:

@@ -26,6 +26,9 @@ from pydantic import BaseModel, ConfigDict, Field
 from innolab.agents.bridge import FrameworkPolicy
 from innolab.gym.policy import AgentSpec
 
+ToolCalls = Literal["auto", "native", "emulated"]
+TOOL_CALLS_TEXT = ("frameworks: the model's tool calls, native or emulated by the gateway under a "
+                   "JSON schema (auto: emulated for the embedded model, native for an endpoint)")
 INSTALL = "pip install 'innolab[agents]'  (or: make install, which installs the extra)"
 
 
@@ -52,6 +55,7 @@ class SmolagentsOptions(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
+    tool_calls: ToolCalls = Field(default="auto", description=TOOL_CALLS_TEXT)
     smol_agent: Literal["tool_calling", "code"] = Field(
         default="tool_calling", description="smolagents: ToolCallingAgent or CodeAgent")
     smol_max_steps: int = Field(default=200, ge=1, le=10_000,
@@ -63,6 +67,7 @@ class OpenAIAgentsOptions(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
+    tool_calls: ToolCalls = Field(default="auto", description=TOOL_CALLS_TEXT)
     max_turns: int = Field(default=200, ge=1, le=10_000,
                            description="openai-agents: Runner.run's max_turns")
 
@@ -72,6 +77,7 @@ class MiniSweOptions(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
+    tool_calls: ToolCalls = Field(default="auto", description=TOOL_CALLS_TEXT)
     step_limit: int = Field(default=200, ge=1, le=10_000,
                             description="mini-swe-agent: its own step limit")
 

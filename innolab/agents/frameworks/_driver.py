@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-ACCEPTED = "accepted"  # the submit tool's word for a submission the pristine validator passed
+VERDICT = "pristine validator: "  # what precedes the submit tool's verdict (JSON) in its output
 
 
 @dataclass(frozen=True)
@@ -54,8 +54,14 @@ def run_from_environment() -> Run:
 
 
 def accepted(text: str) -> bool:
-    """Whether a submit tool's output says the submission was accepted."""
-    return text.lstrip().lower().startswith(ACCEPTED)
+    """Whether a submit tool's output says the submission was accepted (its verdict valid)."""
+    _, found, verdict = text.partition(VERDICT)
+    if not found:
+        return False
+    try:
+        return json.JSONDecoder().raw_decode(verdict.strip())[0].get("valid") is True
+    except (ValueError, AttributeError):
+        return False
 
 
 class Tools:

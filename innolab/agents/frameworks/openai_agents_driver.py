@@ -13,6 +13,7 @@ INSTRUCTIONS = ("Work on the task with the tools. Write a candidate, validate it
 async def work() -> None:
     """One Runner.run of an Agent on the task, with the run's tools and model."""
     from agents import Agent, OpenAIChatCompletionsModel, Runner, set_tracing_disabled
+    from agents.exceptions import MaxTurnsExceeded
     from agents.mcp import MCPServerStreamableHttp
     from openai import AsyncOpenAI
 
@@ -26,7 +27,10 @@ async def work() -> None:
                                        client_session_timeout_seconds=3600) as server:
         agent = Agent(name="innolab", instructions=INSTRUCTIONS, mcp_servers=[server],
                       model=model)
-        await Runner.run(agent, run.task, max_turns=int(run.options.get("max_turns", 200)))
+        try:
+            await Runner.run(agent, run.task, max_turns=int(run.options.get("max_turns", 200)))
+        except MaxTurnsExceeded:  # the framework's own limit: a normal end of its run
+            print(f"max_turns ({run.options.get('max_turns', 200)}) reached", flush=True)
 
 
 def main() -> None:

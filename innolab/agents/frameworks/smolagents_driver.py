@@ -13,13 +13,8 @@ def submitted(final_answer: Any, memory: Any, agent: Any = None) -> bool:
     The run stays open (the agent keeps working) until the run's `submit` tool said accepted.
     """
     for step in getattr(memory, "steps", []):
-        for call, output in zip(getattr(step, "tool_calls", None) or [],
-                                str(getattr(step, "observations", "") or "").split("\n\n"),
-                                strict=False):
-            if getattr(call, "name", "") == "submit" and accepted(output):
-                return True
-        if "submit" in str(getattr(step, "tool_calls", "")) and accepted(
-                str(getattr(step, "observations", "") or "")):
+        names = [getattr(call, "name", "") for call in getattr(step, "tool_calls", None) or []]
+        if "submit" in names and accepted(str(getattr(step, "observations", "") or "")):
             return True
     raise ValueError("no submission was accepted yet: write a valid candidate and call submit "
                      "on it before the final answer")
@@ -35,9 +30,26 @@ def main() -> None:
     steps = int(run.options.get("smol_max_steps", 200))
     server = {"url": run.mcp_url, "transport": "streamable-http", "headers": run.headers}
     with MCPClient(server, structured_output=False) as tools:
+        optional_inputs(tools)
         agent = kind(tools=list(tools), model=model, max_steps=steps,
                      final_answer_checks=[submitted])
         agent.run(run.task)
+
+
+def optional_inputs(tools: Any) -> None:
+    """Mark each tool's optional arguments nullable, as smolagents reads its tools' inputs.
+
+    smolagents takes an MCP tool's input properties as its inputs and requires every one that is
+    not `nullable`; a JSON schema says optional by leaving it out of `required` instead.
+    """
+    from innolab.agents.mcp_tools import tool_specs
+
+    required = {spec["name"]: set(spec["parameters"].get("required", []))
+                for spec in tool_specs()}
+    for tool in tools:
+        for key, schema in tool.inputs.items():
+            if key not in required.get(tool.name, {key}):
+                schema["nullable"] = True
 
 
 if __name__ == "__main__":
