@@ -112,6 +112,8 @@ def test_a_flagged_program_is_said_in_the_last_line(tmp_path):
     (("sweep", "status", "data"), "is not a sweep folder"),
     (("sweep", "plan", "nope.yaml"), "nope.yaml: no such spec file"),
     (("sweep", "pack", "data"), "is not a sweep folder (no sweep.json): give the folder"),
+    (("llm", "replay", "/nonexistent/run"), "/nonexistent/run is not a run directory"),
+    (("run", "--resume", "/nonexistent/run"), "/nonexistent/run is not a run directory"),
 ])
 def test_a_cli_error_is_one_line_that_says_what_to_do(args, says):
     done = innolab(*args)

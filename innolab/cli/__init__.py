@@ -7,6 +7,7 @@ options only and call the library); this module only assembles them.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 from innolab import __version__
@@ -38,7 +39,9 @@ def main(argv: list[str] | None = None) -> int:
         argv: the arguments (default: the process's).
 
     Returns:
-        The exit status: 0 done, 1 a check failed, 2 bad input (its error printed to stderr).
+        The exit status: 0 done, 1 a check failed (or an unexpected error, said in one line), 2 bad
+        input (its error printed to stderr in one line); a command may document more
+        (`innolab run`: 4, 5; `innolab sweep run`: 3).
     """
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -47,8 +50,29 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     from innolab.tasks.model import TaskError
 
+    command = " ".join(filter(None, [args.command, getattr(args, f"{args.command}_command", None)]))
     try:
         return int(args.handler(args))
     except TaskError as error:
         print(f"innolab: {error}", file=sys.stderr)
         return 2
+    except BrokenPipeError:  # the reader of the output went away (e.g. `| head`)
+        return 1
+    except KeyboardInterrupt:
+        print(f"innolab {command}: interrupted", file=sys.stderr)
+        return 130
+    except Exception as error:  # never a traceback from deep inside: one line, and how to see it
+        if os.environ.get("INNOLAB_DEBUG") == "1":
+            raise
+        loop = sys.modules.get("innolab.gym.run")  # loaded where a RunError can come from
+        if loop is not None and isinstance(error, loop.RunError):  # not a run folder, ...
+            print(f"innolab {command}: {error}", file=sys.stderr)
+            return 2
+        if isinstance(error, OSError) and error.filename is not None:
+            print(f"innolab {command}: {error.strerror}: {error.filename} (check the path)",
+                  file=sys.stderr)
+            return 2
+        said = (str(error).splitlines() or [""])[0][:300]
+        print(f"innolab {command}: {type(error).__name__}: {said} (unexpected: INNOLAB_DEBUG=1 "
+              "shows where)", file=sys.stderr)
+        return 1
