@@ -49,6 +49,21 @@ RESUMED = ("This run was resumed from a checkpoint: the workspace holds the work
 RESUME_NOTE = ("the framework was started afresh: its own memory (conversation, plans) before "
                "the checkpoint is not restored; the workspace and the trace are")
 LOG_FILE = "framework.log"
+PID_FILE = "framework.pid"  # the framework's process (and group), while it runs
+COUNTS_FILE = "framework.json"  # the gateway's and the MCP server's counts, when the run ends
+# The framework's process dies with the runner's (Linux: the parent-death signal, set by the child
+# itself, which then checks its parent is still the runner), then runs the driver as __main__.
+LAUNCH = (
+    "import ctypes, os, runpy, signal, sys\n"
+    "try:\n"
+    "    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG\n"
+    "except (OSError, AttributeError):\n"
+    "    pass\n"
+    "if os.getppid() != int(os.environ['INNOLAB_PARENT_PID']):\n"
+    "    sys.exit(1)\n"
+    "driver = sys.argv.pop(1)\n"
+    "runpy.run_module(driver, run_name='__main__', alter_sys=True)\n"
+)
 HOME_DIR = "framework-home"  # the framework process's HOME (removed when the run ends)
 STOP_GRACE_S = 5.0
 
@@ -210,11 +225,16 @@ class FrameworkPolicy(LLMAgent):
         log = (run_dir / LOG_FILE).open("ab")
         log.write(f"\n--- start {self.memory.starts}: python -m {self.driver}\n".encode())
         log.flush()
-        self._process = subprocess.Popen([sys.executable, "-m", self.driver], env=env,
+        _end_earlier(run_dir / PID_FILE)  # a killed run's framework, should it have outlived it
+        env["INNOLAB_PARENT_PID"] = str(os.getpid())
+        self._process = subprocess.Popen([sys.executable, "-c", LAUNCH, self.driver], env=env,
                                          stdin=subprocess.DEVNULL, stdout=log, stderr=log,
                                          cwd=run_dir, start_new_session=True)
         log.close()
         self._log = run_dir / LOG_FILE
+        (run_dir / PID_FILE).write_text(json.dumps(
+            {"pid": self._process.pid, "start": _start_time(self._process.pid)}),
+            encoding="utf-8")
 
     def _log_tail(self) -> str:
         try:
@@ -238,14 +258,42 @@ class FrameworkPolicy(LLMAgent):
         if process is not None:
             _signal_group(process.pid, signal.SIGKILL)  # what it left in its group
             shutil.rmtree(self._log.parent / HOME_DIR, ignore_errors=True)
+            (self._log.parent / PID_FILE).unlink(missing_ok=True)
         for server in (self._tools, self._gateway):  # the gateway once its calls are recorded
             if server is not None:
                 server.close()
+        if self._gateway is not None and process is not None:
+            counts = {"gateway_requests": self._gateway.served, "mcp_calls": self._bridge.calls,
+                      "starts": self.memory.starts}
+            (self._log.parent / COUNTS_FILE).write_text(json.dumps(counts) + "\n",
+                                                         encoding="utf-8")
         self._tools = self._gateway = None
 
     def flush_events(self) -> list[Event]:
         """The model calls recorded since the last step (those in flight when the run ended)."""
         return self._drain()
+
+
+def _start_time(pid: int) -> int | None:
+    """A process's start time (clock ticks after boot), which a reused pid does not share."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+        return int(stat[stat.rindex(")") + 2:].split()[19])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _end_earlier(pid_file: Path) -> None:
+    """Kill the process group a pid file names, where that process still runs (the same one)."""
+    try:
+        known = json.loads(pid_file.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return
+    pid = known.get("pid")
+    if isinstance(pid, int) and known.get("start") is not None \
+            and _start_time(pid) == known["start"]:
+        _signal_group(pid, signal.SIGKILL)
+    pid_file.unlink(missing_ok=True)
 
 
 def _signal_group(pid: int, sig: int) -> None:

@@ -18,12 +18,15 @@ BUSY = 4  # the exit status of a run another process is executing (innolab.runlo
 # "tokens", "cost"), an agent that finished or stalled are results (0); a model that stayed
 # unreachable through its retries is a failure to retry (5). 2 is bad input, 4 a busy run.
 MODEL_UNREACHABLE = 5
-END_STATUSES = {"llm_error": MODEL_UNREACHABLE}
+AGENT_FAILED = 6
+END_STATUSES = {"llm_error": MODEL_UNREACHABLE, "agent_error": AGENT_FAILED}
 RUN_EPILOG = (
     "exit status: 0 the run ended with a result (its budget spent, the agent finished or "
     "stalled); 2 bad input (the error says which option); 4 another process executes the run "
     "(--wait waits); 5 the model could not be reached through its retries (the cause, the "
-    "endpoint and the attempts are printed; rerun when it is back, or --resume)"
+    "endpoint and the attempts are printed; rerun when it is back, or --resume); 6 the agent "
+    "failed (an external framework raised or exited in error: its traceback is in the trace's "
+    "agent_error event; its workspace and submissions are kept and scored)"
 )
 
 

@@ -103,3 +103,17 @@ class Tools:
             with contextlib.suppress(Exception):  # the run's server is gone already
                 asyncio.run_coroutine_threadsafe(self._stack.aclose(), self._loop).result(10)
         self._loop.call_soon_threadsafe(self._loop.stop)
+
+
+COUNTS_FILE = "framework_counts.json"  # what the framework itself counted, written at its end
+
+
+def write_counts(model_calls: int, **more: Any) -> None:
+    """Write the framework's own count of its model calls (and more), beside the run's files.
+
+    Args:
+        model_calls: How many model calls the framework says it made.
+        **more: Further counts of its own.
+    """
+    Path(COUNTS_FILE).write_text(json.dumps({"model_calls": model_calls, **more}) + "\n",
+                                 encoding="utf-8")

@@ -9,7 +9,12 @@ import platform
 import re
 from typing import Any
 
-from innolab.agents.frameworks._driver import Tools, accepted, run_from_environment
+from innolab.agents.frameworks._driver import (
+    Tools,
+    accepted,
+    run_from_environment,
+    write_counts,
+)
 
 DONE = "COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"  # mini-swe-agent's own end-of-task command
 EXIT = re.compile(r"\[exit code (-?\d+)\]\s*$")
@@ -73,9 +78,11 @@ def main() -> None:
                          model_kwargs={"api_base": run.base_url, "api_key": run.key,
                                        **(config.get("model", {}).get("model_kwargs") or {})})
     tools = Tools(run)
+    agent = DefaultAgent(model, SandboxEnvironment(tools), **agent_config)
     try:
-        DefaultAgent(model, SandboxEnvironment(tools), **agent_config).run(run.task)
+        agent.run(run.task)
     finally:
+        write_counts(agent.n_calls)  # its own count of model calls
         tools.close()
 
 

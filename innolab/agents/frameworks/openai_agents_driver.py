@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
-from innolab.agents.frameworks._driver import run_from_environment
+from innolab.agents.frameworks._driver import run_from_environment, write_counts
 
 INSTRUCTIONS = ("Work on the task with the tools. Write a candidate, validate it, submit it, then "
                 "improve it.")
@@ -28,9 +28,13 @@ async def work() -> None:
         agent = Agent(name="innolab", instructions=INSTRUCTIONS, mcp_servers=[server],
                       model=model)
         try:
-            await Runner.run(agent, run.task, max_turns=int(run.options.get("max_turns", 200)))
-        except MaxTurnsExceeded:  # the framework's own limit: a normal end of its run
+            result = await Runner.run(agent, run.task,
+                                      max_turns=int(run.options.get("max_turns", 200)))
+            write_counts(len(result.raw_responses))  # its own count: one response per model call
+        except MaxTurnsExceeded as error:  # the framework's own limit: a normal end of its run
             print(f"max_turns ({run.options.get('max_turns', 200)}) reached", flush=True)
+            data = getattr(error, "run_data", None)
+            write_counts(len(getattr(data, "raw_responses", []) or []))
 
 
 def main() -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from innolab.agents.frameworks._driver import accepted, run_from_environment
+from innolab.agents.frameworks._driver import accepted, run_from_environment, write_counts
 
 
 def submitted(final_answer: Any, memory: Any, agent: Any = None) -> bool:
@@ -33,7 +33,11 @@ def main() -> None:
         optional_inputs(tools)
         agent = kind(tools=list(tools), model=model, max_steps=steps,
                      final_answer_checks=[submitted])
-        agent.run(run.task)
+        try:
+            agent.run(run.task)
+        finally:  # its own count: a model call per step (planning steps are off)
+            write_counts(len([s for s in agent.memory.steps
+                              if getattr(s, "model_output_message", None) is not None]))
 
 
 def optional_inputs(tools: Any) -> None:

@@ -1,0 +1,5 @@
+"""A framework driver that raises after submitting (tests of innolab.agents.bridge)."""
+
+from tests.framework_drivers import crash
+
+crash()

@@ -1,0 +1,186 @@
+"""Three agent frameworks innolab did not write, run in the gym through the scripted server.
+
+smolagents, the OpenAI Agents SDK and mini-swe-agent each run their own loop in a process of
+their own, on the run's tools over MCP and the run's model through the gateway (native tool calls,
+and tool calls the gateway emulates under a JSON schema); each run is a run: scored on both
+novelty axes from its reproducing program, every model call an `llm_call` event that the gateway
+and the framework count alike. A framework that raises ends its run as `agent_error` with its
+traceback; a killed framework run resumes with its note; nothing of it outlives the run.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from innolab import runner, runspec, traces
+from innolab.gym.policy import RunConfig
+from tests.fake_llm import FakeLLM
+
+ROOT = Path(__file__).resolve().parent.parent
+FRAMEWORKS = {"smolagents": "smolagents", "openai-agents": "openai-agents",
+              "mini-swe-agent": "mini-swe-agent"}
+
+
+def _installed(distribution: str) -> bool:
+    try:
+        importlib.metadata.version(distribution)
+    except importlib.metadata.PackageNotFoundError:
+        return False
+    return True
+
+
+needs_extra = pytest.mark.skipif(
+    not all(_installed(d) for d in FRAMEWORKS.values()),
+    reason="the optional extra innolab[agents] is not installed (make install installs it)")
+
+
+def framework_config(agent: str, url: str, mode: str, **more: object) -> RunConfig:
+    # openai-agents ends a run with a reply that calls no tool, which a constrained (emulated)
+    # reply never is: its own max_turns ends it
+    extra = {"max_turns": 4} if agent == "openai-agents" else {}
+    settings = runspec.schema()(agent=agent, base_url=url, model="fake", budget="180s",
+                                max_steps=12, tool_calls=mode, **extra, **more)
+    return runner.resolve(settings)
+
+
+@needs_extra
+@pytest.mark.parametrize("mode", ["native", "emulated"])
+@pytest.mark.parametrize("agent", list(FRAMEWORKS))
+def test_a_framework_run_is_scored_and_every_model_call_is_counted_alike(agent, mode, tmp_path):
+    with FakeLLM() as server:
+        config = framework_config(agent, server.base_url, mode)
+        outcome = runner.start(config, tmp_path / "run", novelty="ast", show_progress=False)
+        served = [r for r in server.requests if "messages" in r]
+    run_dir = Path(outcome["run_dir"])
+    assert outcome["reason"] == "agent_finished", (run_dir / "framework.log").read_text()[-3000:]
+    score = json.loads((run_dir / "score.json").read_text())
+    assert score["valid"] and score["novelty"] is not None and score["novelty_out"] is not None
+    assert score["source_status"] == "reproduces"  # N from the program that wrote it
+    trace = traces.Trace.read(run_dir)
+    calls = trace.llm_calls
+    counts = json.loads((run_dir / "framework.json").read_text())
+    own = json.loads((run_dir / "framework_counts.json").read_text())
+    assert len(calls) == len(served) == counts["gateway_requests"] == own["model_calls"] >= 2
+    assert [c.call_index for c in calls] == list(range(len(calls)))  # numbered, none cached
+    assert all(c.purpose.startswith("framework:") and not c.cached for c in calls)
+    assert all(c.purpose.endswith("(tool calls emulated)") == (mode == "emulated")
+               for c in calls)
+    if mode == "emulated":  # the model was asked for a constrained reply, not given tools
+        assert all("tools" not in r and r["response_format"]["json_schema"]["name"] ==
+                   "tool_call" for r in served)
+    assert {"submit"} <= {e.tool for e in trace.tool_calls}
+    assert counts["mcp_calls"] == len(trace.tool_calls)  # each MCP call was a step's call
+    recorded = json.loads((run_dir / "config.json").read_text())
+    assert recorded["policy_args"]["framework_version"] == importlib.metadata.version(agent)
+    assert not (run_dir / "framework-home").exists() and not (run_dir / "framework.pid").exists()
+    assert not _framework_processes(run_dir)
+
+
+def _framework_processes(run_dir: Path) -> list[int]:
+    """The processes whose working folder is the run's (a framework's, had one outlived it)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if Path(os.readlink(entry / "cwd")) == run_dir.resolve():
+                    stat = (entry / "stat").read_text()
+                    if stat[stat.rindex(")") + 2] not in "ZX":
+                        found.append(int(entry.name))
+            except OSError:
+                continue
+    return found
+
+
+def bridge_config(driver: str, url: str, **more: object) -> RunConfig:
+    """A run of the bridge with a test driver (an unregistered policy, named by its path)."""
+    from innolab.llm.settings import LLMSettings
+
+    llm = LLMSettings(base_url=url, model="fake", backoff_s=0.0).model_dump(exclude={"api_key"})
+    return RunConfig(task="circle-packing-26", policy="innolab.agents.bridge:FrameworkPolicy",
+                     agent="test-framework", policy_args={"driver": driver}, llm=llm,
+                     wall_clock_s=120.0, **more)
+
+
+def test_a_framework_that_raises_ends_its_run_as_agent_error_with_its_traceback(
+        tmp_path, monkeypatch):
+    monkeypatch.setenv("PYTHONPATH", str(ROOT))
+    with FakeLLM() as server:
+        outcome = runner.start(bridge_config("tests.framework_crash", server.base_url),
+                               tmp_path / "run", novelty="ast", show_progress=False)
+    run_dir = Path(outcome["run_dir"])
+    assert outcome["reason"] == "agent_error"
+    events = traces.read_events(run_dir)
+    (failed,) = [e for e in events if e.type == "agent_error"]
+    assert "exited with status 1" in failed.error
+    assert "RuntimeError: boom: the framework failed after submitting" in failed.traceback
+    # what it did before is kept and scored
+    assert outcome["valid"] and [e.tool for e in events if e.type == "tool_call"] == [
+        "python_session", "submit"]
+    assert events[-2].type == "run_finished" and events[-1].type == "score"
+
+
+def test_the_runs_exit_status_for_a_framework_error_is_documented(tmp_path, monkeypatch):
+    from innolab.cli.runs import END_STATUSES, RUN_EPILOG
+
+    assert END_STATUSES["agent_error"] not in (0, 2, 4, 5)
+    assert f"{END_STATUSES['agent_error']} the agent failed" in RUN_EPILOG
+
+
+def test_a_killed_framework_run_resumes_and_leaves_nothing_behind(tmp_path, monkeypatch):
+    """SIGKILL the runner mid-run: its framework dies with it; the resume starts the framework
+    afresh, says what it could not restore, and the run ends at its budget with nothing left."""
+    monkeypatch.setenv("PYTHONPATH", str(ROOT))
+    with FakeLLM() as server:
+        config = bridge_config("tests.framework_hang", server.base_url)
+        config.wall_clock_s = 20.0
+        run_dir = runner.create_run(config, tmp_path / "run")
+        first = subprocess.Popen([sys.executable, "-m", "innolab.runner", str(run_dir), "--quiet"],
+                                 cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)},
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        deadline = time.monotonic() + 120
+        while not (run_dir / "checkpoint" / "state.json").exists():
+            assert first.poll() is None, first.stderr.read().decode()[-2000:]
+            assert time.monotonic() < deadline
+            time.sleep(0.1)
+        framework = json.loads((run_dir / "framework.pid").read_text())["pid"]
+        first.send_signal(signal.SIGKILL)
+        first.wait()
+        for _ in range(100):  # the parent-death signal ends the framework
+            if not Path(f"/proc/{framework}").exists() or "Z" in _state(framework):
+                break
+            time.sleep(0.05)
+        else:
+            pytest.fail("the framework outlived its killed runner")
+        outcome = runner.resume(run_dir, novelty=None, show_progress=False)
+    assert outcome["reason"] == "wall_clock"
+    events = traces.read_events(run_dir)
+    (resumed,) = [e for e in events if e.type == "run_resumed"]
+    assert resumed.note and "memory" in resumed.note
+    assert json.loads((run_dir / "framework.json").read_text())["starts"] == 2
+    assert "resumed from a checkpoint" in (run_dir / "framework_task.md").read_text()
+    assert not _framework_processes(run_dir) and not (run_dir / "framework-home").exists()
+
+
+def _state(pid: int) -> str:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return "X"
+    return stat[stat.rindex(")") + 2]
+
+
+def test_a_missing_extra_is_a_clear_error_naming_the_install_command(monkeypatch):
+    from innolab.agents import frameworks
+
+    monkeypatch.setattr(frameworks, "framework_version", lambda distribution: None)
+    with pytest.raises(runspec.SettingsError, match=r"innolab\[agents\]"):
+        runner.resolve(runspec.schema()(agent="smolagents"))
