@@ -69,8 +69,11 @@ def test_scoring_says_its_stages_and_the_last_lines_give_the_scores_with_their_s
     with FakeLLM() as server:
         done = innolab("run", "--agent", "codeact", "--task", "circle-packing-26", "--base-url",
                        server.base_url, "--model", "fake", "--budget", "120s", "--max-steps", "6",
-                       "--run-dir", str(tmp_path / "run"))
+                       "--requests-per-minute", "20", "--run-dir", str(tmp_path / "run"))
     assert done.returncode == 0, done.stderr
+    # a wait for the endpoint's limits is said (a request every 3 s)
+    assert re.search(r"model call to 127\.0\.0\.1:\d+: waited [\d.]+ s for the endpoint's limits "
+                     r"\(requests_per_minute 20", done.stderr), done.stderr
     lines = done.stderr.splitlines()
     stages = [line for line in lines if line.startswith("scoring ")]
     assert "submission(s) to assess" in stages[0] and "re-run check" in stages[0]
@@ -381,3 +384,19 @@ def test_a_figure_made_in_a_widget_callback_never_reaches_pyplot():
         box.controls["v"].value = 95.0
         box.controls["distances"].value = "10, 20"
     assert set(plt.get_fignums()) == before
+
+
+@pytest.mark.notebook
+@pytest.mark.parametrize("as_of", ["today", "run"])
+def test_notebook_21_reads_the_reference_sweep_as_of_a_date(as_of, tmp_path):
+    from innolab import notebooks
+    from innolab.paths import notebooks_dir
+
+    notebooks.execute(notebooks_dir() / "21_time_budget.ipynb", tmp_path / "nb.ipynb",
+                      {"sweep_dir": str(OFFLINE), "as_of": as_of, "n_resamples": 200,
+                       "results_dir": str(tmp_path / "results"),
+                       "figures_dir": str(tmp_path / "figures")})
+    curves = pd.read_csv(tmp_path / "results" / "21_time_budget" / "anytime.csv")
+    assert curves["t_s"].max() == 60 and len(curves) > 31
+    trends = pd.read_csv(tmp_path / "results" / "21_time_budget" / "trends.csv")
+    assert (trends["n_units"] >= 4).all()

@@ -259,10 +259,13 @@ def as_of_line(reading: dict) -> str:
     entry, recorded = reading["v_star_entry"], reading["recorded"]
     gain = "none" if reading["gain"] is None else f"{reading['gain']:.6g}"
     then = recorded["v_star_as_of"]
+    def value(number: object) -> str:  # 10 significant digits: enough beside V*, never 17
+        return f"{number:.10g}" if isinstance(number, int | float) else str(number)
+
     return (
-        f"{reading['task']} as of {reading['v_star_as_of']}: V* {reading['v_star']!r} "
-        f"({entry['holder']}, {entry['date']}); V {reading['score']!r}, G {gain}, "
+        f"{reading['task']} as of {reading['v_star_as_of']}: V* {value(reading['v_star'])} "
+        f"({entry['holder']}, {entry['date']}); V {value(reading['score'])}, G {gain}, "
         f"ratio {reading['ratio']:.6g}, beats_v_star {str(reading['beats_v_star']).lower()} "
-        f"(recorded: V* {recorded['v_star']!r}, "
+        f"(recorded: V* {value(recorded['v_star'])}, "
         + (f"as of {then})" if then else "its date not recorded)")
     )

@@ -145,6 +145,25 @@ def report_retry(settings: LLMSettings, attempt: int, entry: dict[str, Any],
                file=sys.stderr)
 
 
+REPORTED_WAIT_S = 2.0  # a wait for the endpoint's limits this long or longer is said on stderr
+
+
+def report_wait(settings: LLMSettings, seconds: float) -> None:
+    """Say on stderr that a model call waited for the endpoint's limits before it was sent.
+
+    Args:
+        settings: The model settings (the endpoint and its limits).
+        seconds: How long it waited.
+    """
+    import sys
+
+    from tqdm import tqdm
+
+    limits = ", ".join(f"{k} {v}" for k, v in settings.limits().items()) or "its limits"
+    tqdm.write(f"model call to {endpoint_name(settings)}: waited {seconds:.1f} s for the "
+               f"endpoint's limits ({limits}, shared by the sweep's runs)", file=sys.stderr)
+
+
 def request_tokens(request: dict[str, Any]) -> int:
     """Estimate the tokens a request may use, for a tokens-per-minute limit.
 
@@ -357,6 +376,8 @@ class LLMClient:
                 entered = time.monotonic()
                 with self._slot(gate, tokens) as slot_wait:
                     waited += slot_wait
+                    if slot_wait >= REPORTED_WAIT_S:  # said, not silent: the endpoint's limits
+                        report_wait(self.settings, slot_wait)
                     timeout = self.settings.timeout_s
                     if self.deadline is not None:
                         timeout = min(timeout, self.deadline - time.monotonic())
