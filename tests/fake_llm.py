@@ -160,7 +160,7 @@ def _tool_plan(names: list[str], turn: int, code: str) -> tuple[str, dict[str, A
         tool = "python" if "python" in names else "python_session"
         plan = [(tool, {"code": code}), ("submit", {"path": "submission.json"})]
     elif "bash" in names:  # mini-swe-agent: only bash, and its own end-of-task command
-        plan = [("bash", {"command": f"python3 - <<'EOF'\n{code}EOF"}),
+        plan = [("bash", {"command": f"cat > solve.py <<'EOF'\n{code}EOF\npython3 solve.py"}),
                 ("bash", {"command": "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"})]
     else:
         plan = []
