@@ -1,9 +1,9 @@
 """Run tables of committed run folders hold the values and columns they held before the tables
 were declared as columns (a folder of runs, one of them without a trace, and a sweep folder with a
-configuration that has no run folder); failed runs are imputed by metrics.impute. Columns added since
-(each with its reason): `novelty_code` (which rule kept the code novelty compared), and the
-registered agents' options (innolab.agents.registry: num_drafts ... persistent), None where a run
-did not set them."""
+configuration that has no run folder); failed runs are imputed by metrics.impute. Columns added
+since (each with its reason): `novelty_code` (which rule kept the code novelty compared), and the
+registered agents' options (innolab.agents.registry: num_drafts ... persistent), None where a
+run did not set them."""
 
 from __future__ import annotations
 

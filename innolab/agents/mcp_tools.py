@@ -227,14 +227,17 @@ class ToolServer:
 
 async def _relay(url: str, token: str) -> None:
     """Serve the tools over stdio, each call relayed to the run's HTTP server."""
+    import httpx
     import mcp.types as types
     from mcp import ClientSession
-    from mcp.client.streamable_http import streamablehttp_client
+    from mcp.client.streamable_http import streamable_http_client
     from mcp.server.lowlevel import Server
     from mcp.server.stdio import stdio_server
 
-    async with streamablehttp_client(url, headers={"Authorization": f"Bearer {token}"}) as (
-            read, write, _), ClientSession(read, write) as upstream:
+    headers = {"Authorization": f"Bearer {token}"}
+    async with httpx.AsyncClient(headers=headers, timeout=httpx.Timeout(30.0, read=3600.0)) \
+            as http, streamable_http_client(url, http_client=http) as (read, write, _), \
+            ClientSession(read, write) as upstream:
         await upstream.initialize()
         server = Server(SERVER_NAME)
 

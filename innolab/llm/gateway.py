@@ -228,8 +228,14 @@ class Gateway:
         tools = [t for t in body.get("tools") or [] if t.get("type", "function") == "function"]
         emulated = bool(tools) and self.emulate_tools and body.get("tool_choice") != "none"
         messages = _plain_messages(body["messages"]) if emulated else body["messages"]
-        if emulated:
-            messages = [{"role": "system", "content": _tools_prompt(tools)}, *messages]
+        if emulated:  # the tools first: a stable prefix the server's prompt cache keeps
+            tools_text = _tools_prompt(tools)
+            if messages and messages[0]["role"] == "system":
+                messages = [{"role": "system",
+                             "content": tools_text + "\n\n" + messages[0]["content"]},
+                            *messages[1:]]
+            else:
+                messages = [{"role": "system", "content": tools_text}, *messages]
         cap = min(int(body.get("max_completion_tokens") or body.get("max_tokens")
                       or self.settings.max_tokens), self.settings.max_tokens)
         messages, folded = _fold(messages, self.context_tokens() - cap)

@@ -80,12 +80,15 @@ class Tools:
     async def _connect(self) -> None:
         from contextlib import AsyncExitStack
 
+        import httpx
         from mcp import ClientSession
-        from mcp.client.streamable_http import streamablehttp_client
+        from mcp.client.streamable_http import streamable_http_client
 
         self._stack = AsyncExitStack()
+        http = await self._stack.enter_async_context(httpx.AsyncClient(
+            headers=self._run.headers, timeout=httpx.Timeout(30.0, read=3600.0)))
         read, write, _ = await self._stack.enter_async_context(
-            streamablehttp_client(self._run.mcp_url, headers=self._run.headers))
+            streamable_http_client(self._run.mcp_url, http_client=http))
         self._session = await self._stack.enter_async_context(ClientSession(read, write))
         await self._session.initialize()
 

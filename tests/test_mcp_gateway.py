@@ -1,0 +1,217 @@
+"""The run's tools over MCP and the run's model gateway, each on its own.
+
+The MCP server lists the scaffolds' own tool specifications, hands each call to the bridge (a
+thread plays the run loop here), answers bad arguments and calls after the run with a tool error,
+refuses a client without the run's token, and serves the same tools over stdio. The gateway
+refuses a client without the run's key and a request past the budget, caps every request's
+`max_tokens`, emulates tool calls (plain and streamed) under a JSON schema, folds a conversation
+beyond the model's context, and records each request it sent.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+import threading
+import time
+from typing import Any
+
+import httpx
+import pytest
+
+from innolab.agents.mcp_tools import MCP_TOOLS, Bridge, ToolServer, tool_specs
+from innolab.gym.tools import TOOL_SPECS, ToolResult
+from innolab.llm.client import LLMClient
+from innolab.llm.gateway import Budget, Gateway
+from innolab.llm.settings import LLMSettings
+from tests.fake_llm import FakeLLM
+
+# ---------------------------------------------------------------------------------------- MCP
+
+
+def run_loop(bridge: Bridge, stop: threading.Event) -> threading.Thread:
+    """A stand-in for the run loop: each call taken is answered with its tool's name and args."""
+    def serve() -> None:
+        while not stop.is_set():
+            calls = bridge.take(0.1)
+            bridge.deliver([ToolResult(c.id, c.name, f"ran {c.name} {json.dumps(c.arguments)}",
+                                       True) for c in calls])
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    return thread
+
+
+async def _session_calls(url: str, token: str, calls: list[tuple[str, dict]]) -> Any:
+    from mcp import ClientSession
+    from mcp.client.streamable_http import streamable_http_client
+
+    async with httpx.AsyncClient(headers={"Authorization": f"Bearer {token}"}) as http, \
+            streamable_http_client(url, http_client=http) as (read, write, _), \
+            ClientSession(read, write) as session:
+        await session.initialize()
+        listed = (await session.list_tools()).tools
+        results = [await session.call_tool(name, arguments) for name, arguments in calls]
+        return listed, results
+
+
+def test_the_mcp_server_serves_the_scaffolds_tools_each_call_a_step():
+    bridge, stop = Bridge(), threading.Event()
+    server = ToolServer(bridge)
+    url = server.start()
+    loop = run_loop(bridge, stop)
+    try:
+        listed, results = asyncio.run(_session_calls(url, server.token, [
+            ("bash", {"command": "echo hi"}),
+            ("write_file", {"path": "a.txt"}),  # content is required
+            ("bash", {"command": "echo hi", "colour": "red"}),  # not a field of bash
+        ]))
+    finally:
+        stop.set()
+        loop.join()
+    specs = {s["function"]["name"]: s["function"] for s in TOOL_SPECS}
+    assert [t.name for t in listed] == list(MCP_TOOLS)
+    for tool in listed:  # the same names, descriptions and schemas the scaffolds use
+        assert tool.description == specs[tool.name]["description"]
+        assert tool.inputSchema == specs[tool.name]["parameters"]
+    ran, missing, extra = results
+    assert not ran.isError and ran.content[0].text == 'ran bash {"command": "echo hi"}'
+    assert missing.isError and "content" in missing.content[0].text
+    assert extra.isError and "colour" in extra.content[0].text
+    assert bridge.calls == 1  # only the good call reached the run loop
+    server.close()
+
+
+def test_a_call_after_the_run_ended_is_a_tool_error_and_a_stranger_is_refused():
+    bridge = Bridge()
+    server = ToolServer(bridge)
+    url = server.start()
+    try:
+        bridge.close("the run's wall-clock budget is spent: no more tool calls")
+        _, (late,) = asyncio.run(_session_calls(url, server.token, [("bash", {"command": "ls"})]))
+        assert late.isError and "budget is spent" in late.content[0].text
+        stranger = httpx.post(url, json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+                              headers={"Authorization": "Bearer guess"}, timeout=10)
+        assert stranger.status_code == 401
+    finally:
+        server.close()
+
+
+def test_the_tools_over_stdio_relay_to_the_runs_server():
+    from mcp import ClientSession, StdioServerParameters
+    from mcp.client.stdio import stdio_client
+
+    bridge, stop = Bridge(), threading.Event()
+    server = ToolServer(bridge)
+    url = server.start()
+    loop = run_loop(bridge, stop)
+
+    async def over_stdio() -> Any:
+        params = StdioServerParameters(command=sys.executable,
+                                       args=["-m", "innolab.agents.mcp_tools", url, server.token])
+        async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+            await session.initialize()
+            listed = (await session.list_tools()).tools
+            return listed, await session.call_tool("list_files", {"path": "."})
+
+    try:
+        listed, result = asyncio.run(over_stdio())
+    finally:
+        stop.set()
+        loop.join()
+        server.close()
+    assert [t.name for t in listed] == list(MCP_TOOLS)
+    assert result.content[0].text == 'ran list_files {"path": "."}'
+
+
+# ------------------------------------------------------------------------------------ gateway
+
+
+@pytest.fixture
+def upstream():
+    with FakeLLM() as server:
+        yield server
+
+
+def make_gateway(server: FakeLLM, **kwargs: Any) -> tuple[Gateway, list]:
+    settings = LLMSettings(base_url=server.base_url, model="fake", max_tokens=96, backoff_s=0.0)
+    served: list = []
+    gateway = Gateway(settings, LLMClient(settings), record=served.append, **kwargs)
+    gateway.start()
+    return gateway, served
+
+
+def chat(gateway: Gateway, body: dict, key: str | None = None) -> httpx.Response:
+    return httpx.post(f"{gateway.url}/chat/completions", json=body, timeout=60,
+                      headers={"Authorization": f"Bearer {key or gateway.key}"})
+
+
+TOOLS = [{"type": "function", "function": spec} for spec in tool_specs()]
+
+
+def test_the_gateway_refuses_strangers_and_requests_past_the_budget(upstream):
+    spent = Budget(deadline=time.monotonic() - 1)
+    gateway, served = make_gateway(upstream, budget=lambda: spent)
+    try:
+        assert chat(gateway, {"messages": []}, key="sk-real").status_code == 401
+        models = httpx.get(f"{gateway.url}/models", timeout=10,
+                           headers={"Authorization": f"Bearer {gateway.key}"}).json()
+        assert [m["id"] for m in models["data"]] == ["fake"]
+        late = chat(gateway, {"model": "x", "messages": [{"role": "user", "content": "hi"}]})
+        assert late.status_code == 402 and "wall-clock budget is spent" in late.text
+        assert not served and not [r for r in upstream.requests if "messages" in r]
+    finally:
+        gateway.close()
+
+
+def test_the_gateway_caps_tokens_numbers_calls_and_emulates_tool_calls(upstream):
+    gateway, served = make_gateway(upstream, emulate_tools=True)
+    try:
+        body = {"model": "anything", "max_tokens": 4000, "tools": TOOLS,
+                "messages": [{"role": "system", "content": "You are an agent."},
+                             {"role": "user", "content": "Pack the circles."}]}
+        first = chat(gateway, body).json()
+        (call,) = first["choices"][0]["message"]["tool_calls"]
+        assert call["function"]["name"] == "python_session"
+        assert "circles" in json.loads(call["function"]["arguments"])["code"]
+        # the tool's result and a second turn: the call and the result rendered as text
+        body["messages"] += [first["choices"][0]["message"],
+                             {"role": "tool", "tool_call_id": call["id"], "name": call["function"]
+                              ["name"], "content": "wrote 26 circles"}]
+        body["stream"] = True
+        with httpx.stream("POST", f"{gateway.url}/chat/completions", json=body, timeout=60,
+                          headers={"Authorization": f"Bearer {gateway.key}"}) as streamed:
+            lines = [line for line in streamed.iter_lines() if line.startswith("data: ")]
+        assert lines[-1] == "data: [DONE]"
+        delta = json.loads(lines[0][6:])["choices"][0]["delta"]
+        assert delta["tool_calls"][0]["function"]["name"] == "submit"
+    finally:
+        gateway.close()
+    sent = [r for r in upstream.requests if "messages" in r]
+    assert [r["max_tokens"] for r in sent] == [96, 96]  # capped at the run's reply cap
+    assert all("tools" not in r and r["response_format"]["json_schema"]["name"] == "tool_call"
+               for r in sent)
+    second = sent[1]["messages"]
+    assert [m["role"] for m in second] == ["system", "user", "assistant", "user"]
+    assert second[0]["content"].startswith("You act by calling tools.")  # then the framework's
+    assert "Result of python_session:\nwrote 26 circles" in second[-1]["content"]
+    assert [s.completion.call_index for s in served] == [0, 1]
+    assert len({r["seed"] for r in sent}) == 2  # each call seeded anew by the run's rule
+
+
+def test_a_conversation_beyond_the_context_is_folded_not_refused(upstream):
+    gateway, served = make_gateway(upstream, context_tokens=400)
+    try:
+        messages = [{"role": "system", "content": "You are an agent."},
+                    {"role": "user", "content": "The task."}]
+        for turn in range(30):
+            messages += [{"role": "assistant", "content": f"step {turn} " + "x" * 200},
+                         {"role": "user", "content": f"observation {turn}"}]
+        reply = chat(gateway, {"messages": messages})
+    finally:
+        gateway.close()
+    assert reply.status_code == 200
+    sent = [r for r in upstream.requests if "messages" in r][-1]["messages"]
+    assert sent[:2] == messages[:2] and "were folded to fit" in sent[2]["content"]
+    assert len(sent) < len(messages) and sent[-1] == messages[-1]
+    assert served[0].folded > 0
