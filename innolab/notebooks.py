@@ -24,18 +24,32 @@ def ipc_kernel_manager() -> type:
 
     Unix-domain sockets in Jupyter's runtime folder instead of TCP on 127.0.0.1: no port to race
     for, nothing another user of the machine can connect to, and no "Kernel is running over TCP
-    without encryption" warning from every kernel that starts.
+    without encryption" warning from every kernel that starts. Each manager's sockets have a name
+    of their own (jupyter_client's default, "kernel-ipc-<n>" in the working directory, would be
+    shared by the kernels a sweep's workers start side by side in the notebooks' folder), and
+    they are removed when the kernel is shut down.
 
     Returns:
         A subclass of jupyter_client's AsyncKernelManager (nbclient's default) with IPC transport.
     """
+    import uuid
+
     from jupyter_client.manager import AsyncKernelManager
-    from traitlets import CaselessStrEnum
+    from jupyter_core.paths import jupyter_runtime_dir
+    from traitlets import CaselessStrEnum, default
 
     class IPCKernelManager(AsyncKernelManager):
-        """nbclient's kernel manager, over IPC sockets."""
+        """nbclient's kernel manager, over IPC sockets of its own in Jupyter's runtime folder."""
 
         transport = CaselessStrEnum(["tcp", "ipc"], default_value="ipc", config=True)
+
+        @default("ip")
+        def _ip_default(self) -> str:
+            if self.transport != "ipc":
+                return super()._ip_default()
+            folder = Path(jupyter_runtime_dir())
+            folder.mkdir(parents=True, exist_ok=True)
+            return str(folder / f"innolab-{uuid.uuid4().hex[:16]}-ipc")
 
     return IPCKernelManager
 
