@@ -44,9 +44,16 @@ def test_every_builtin_task_passes_with_every_scaffold_and_its_shipped_priors(ta
     numbers = leaks.hidden_numbers(task)
     assert "v_star" in numbers and any(k.startswith("solution ") for k in numbers)
     prompts = prompt_texts(SCAFFOLDS)
-    assert {f"{agent} prompt text innolab.agents.{agent}.ROLE" for agent in SCAFFOLDS} <= set(
+    scaffolds = [a for a in SCAFFOLDS if a in ("aide", "mlab", "codeact", "baseline")]
+    assert {f"{agent} prompt text innolab.agents.{agent}.ROLE" for agent in scaffolds} <= set(
         prompts
     )
+    # the frameworks' own prompt files are read too (smolagents' and mini-swe-agent's templates)
+    if "smolagents" in SCAFFOLDS:
+        assert {"smolagents prompt text smolagents/prompts/toolcalling_agent.yaml",
+                "mini-swe-agent prompt text minisweagent/config/mini.yaml",
+                "openai-agents prompt text innolab.agents.frameworks.openai_agents_driver string "
+                "literals"} <= set(prompts)
     assert leaks.scan(task) == []
     assert leaks.scan(task, {**prompts, **leaks.shipped_priors(task_id)}) == []
 

@@ -21,13 +21,15 @@ from innolab.gym.task import GymTask
 from innolab.gym.tools import TOOL_SPECS
 
 
-def policy_texts(policy: str) -> dict[str, str]:
+def policy_texts(policy: str, options: dict[str, Any] | None = None) -> dict[str, str]:
     """The fixed texts a policy builds its prompts from.
 
-    They are read in the module of the factory and of each of its base classes.
+    They are read in the module of the factory and of each of its base classes; a factory with
+    `fixed_texts(options)` (an external framework) adds the texts it is shown with those options.
 
     Args:
         policy: The policy's factory, "module:factory".
+        options: The run's `policy_args` (None: the policy's defaults).
 
     Returns:
         Every upper-case module-level constant that is or holds strings (a role, workspace rules,
@@ -60,6 +62,9 @@ def policy_texts(policy: str) -> dict[str, str]:
         literals = source_literals(module)
         if literals:
             texts[f"{owner} string literals"] = "\n".join(literals)
+    fixed = getattr(factory, "fixed_texts", None)  # an external framework's own prompt texts
+    if callable(fixed):
+        texts.update(fixed(options or {}))
     return texts
 
 
@@ -89,11 +94,13 @@ def source_literals(module: ModuleType) -> list[str]:
     ]
 
 
-def prompt_texts(policies: dict[str, str]) -> dict[str, bytes]:
+def prompt_texts(policies: dict[str, str],
+                 options: dict[str, Any] | None = None) -> dict[str, bytes]:
     """The fixed prompt texts of policies and the tools' specifications.
 
     Args:
         policies: The policies' factories ("module:factory") by agent name.
+        options: The policies' `policy_args` (one run's; None: their defaults).
 
     Returns:
         Each policy's texts (see policy_texts), named "<agent> prompt text <name>", and the tools'
@@ -105,7 +112,7 @@ def prompt_texts(policies: dict[str, str]) -> dict[str, bytes]:
     texts = {
         f"{agent} prompt text {name}": text.encode()
         for agent, policy in policies.items()
-        for name, text in policy_texts(policy).items()
+        for name, text in policy_texts(policy, options).items()
     }
     return {**texts, "tool specs": json.dumps(TOOL_SPECS).encode()}
 
@@ -143,5 +150,5 @@ def agent_view(config: RunConfig, task: GymTask) -> dict[str, bytes]:
     prior = config.prior_solution or {}
     if prior.get("code"):
         files[f"prior solution {prior.get('name') or 'prior'}"] = str(prior["code"]).encode()
-    files.update(prompt_texts({config.agent: config.policy}))
+    files.update(prompt_texts({config.agent: config.policy}, config.policy_args))
     return files

@@ -50,6 +50,30 @@ def resolve_framework(distribution: str) -> Any:
     return check
 
 
+def fixed_texts(driver: str, package: str, files: tuple[str, ...]) -> dict[str, str]:
+    """The fixed prompt texts a framework's run is shown.
+
+    Its driver's strings and the prompt files of the framework's own package: what the leak scan
+    reads, as for the scaffolds.
+    """
+    import importlib
+    import importlib.resources
+
+    from innolab.gym.agent_view import source_literals
+
+    texts = {f"{driver} string literals": "\n".join(
+        source_literals(importlib.import_module(driver)))}
+    try:
+        root = importlib.resources.files(package)
+    except ModuleNotFoundError:  # the extra is not installed: no run of it can start either
+        return texts
+    for name in files:
+        path = root.joinpath(name)
+        if path.is_file():
+            texts[f"{package}/{name}"] = path.read_text(encoding="utf-8")
+    return texts
+
+
 class SmolagentsOptions(BaseModel):
     """smolagents' options."""
 
@@ -91,6 +115,14 @@ class SmolagentsAgent(FrameworkPolicy):
         options = {k: kwargs.pop(k) for k in list(kwargs) if k in SmolagentsOptions.model_fields}
         super().__init__("innolab.agents.frameworks.smolagents_driver", options, **kwargs)
 
+    @staticmethod
+    def fixed_texts(options: dict[str, Any]) -> dict[str, str]:
+        """The driver's strings and the prompt template of the smolagents agent it runs."""
+        template = ("prompts/code_agent.yaml" if options.get("smol_agent") == "code"
+                    else "prompts/toolcalling_agent.yaml")
+        return fixed_texts("innolab.agents.frameworks.smolagents_driver", "smolagents",
+                           (template,))
+
 
 class OpenAIAgentsAgent(FrameworkPolicy):
     """The OpenAI Agents SDK in the gym (innolab.agents.frameworks.openai_agents_driver)."""
@@ -101,6 +133,11 @@ class OpenAIAgentsAgent(FrameworkPolicy):
         options = {k: kwargs.pop(k) for k in list(kwargs) if k in OpenAIAgentsOptions.model_fields}
         super().__init__("innolab.agents.frameworks.openai_agents_driver", options, **kwargs)
 
+    @staticmethod
+    def fixed_texts(options: dict[str, Any]) -> dict[str, str]:
+        """The driver's strings (the agent's instructions: the SDK ships no prompt of its own)."""
+        return fixed_texts("innolab.agents.frameworks.openai_agents_driver", "agents", ())
+
 
 class MiniSweAgent(FrameworkPolicy):
     """mini-swe-agent in the gym (innolab.agents.frameworks.miniswe_driver)."""
@@ -110,6 +147,12 @@ class MiniSweAgent(FrameworkPolicy):
     def __init__(self, framework_version: str | None = None, **kwargs: Any) -> None:
         options = {k: kwargs.pop(k) for k in list(kwargs) if k in MiniSweOptions.model_fields}
         super().__init__("innolab.agents.frameworks.miniswe_driver", options, **kwargs)
+
+    @staticmethod
+    def fixed_texts(options: dict[str, Any]) -> dict[str, str]:
+        """The driver's strings and mini-swe-agent's default configuration (its templates)."""
+        return fixed_texts("innolab.agents.frameworks.miniswe_driver", "minisweagent",
+                           ("config/mini.yaml",))
 
 
 SMOLAGENTS = AgentSpec(
