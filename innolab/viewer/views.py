@@ -138,14 +138,16 @@ class RunView:
 
 
 def sweep_factors() -> list[str]:
-    """The configuration columns a sweep's runs may differ in, the agent first.
+    """The configuration columns a sweep's runs may differ in, the agent first, the seed last.
 
     The run schema's (innolab.runspec): a plugin's option or an added setting is a factor too.
+    The seed, a run's replicate, comes last in a run's label ("aide · T=0.7 · budget 300 s ·
+    seed 0").
     """
     from innolab import runspec
 
-    names = runspec.columns()
-    return ["agent", *(n for n in names if n != "agent")]
+    names = [n for n in runspec.columns() if n not in ("agent", "seed")]
+    return ["agent", *names, "seed"]
 SHOWN = ["config_id", "valid", "score", "ratio", "novelty", "end_reason", "tool_calls", "wall_s"]
 ALL = "(all)"
 
@@ -215,8 +217,7 @@ class SweepView:
         self.sweep_dir = Path(sweep_dir)
         self.runs = results.runs(self.sweep_dir).reset_index(drop=True)
         self.trajectory = results.trajectory(self.sweep_dir)
-        self.factors = [f for f in sweep_factors()
-                        if f in self.runs and self.levels(f).nunique() > 1]
+        self.factors = [f for f in sweep_factors() if f in self.runs and self._varies(f)]
         self.labels = dict(enumerate(run_labels(self.runs, self.factors)))  # row position -> label
         self.filters = {f: widgets.Dropdown(options=[ALL, *sorted(self.levels(f).unique())],
                                             description=f)
@@ -255,6 +256,20 @@ class SweepView:
                                     widgets.HBox([self.picker, self.open_button]), self.message,
                                     self.curves, self.run_area],
                                    layout=widgets.Layout(overflow="auto"))
+
+    def _varies(self, factor: str) -> bool:
+        """Whether a factor sets runs apart.
+
+        A setting of the run schema itself when its levels differ (a missing level, e.g. no prior
+        solution, is a level); an agent's own option only where one agent's runs differ in it
+        (unset for the other agents, it does not set them apart by being unset).
+        """
+        from innolab import runspec
+
+        if factor in runspec.columns(runspec.RunSettings) or "agent" not in self.runs:
+            return bool(self.levels(factor).nunique() > 1)
+        return bool((self.levels(factor).groupby(self.runs["agent"].astype(str)).nunique() > 1)
+                    .any())
 
     def refresh_status(self) -> dict[str, Any] | None:
         """Read the sweep's status again: counts by state, spend, stop for cost, runs in flight.
