@@ -170,9 +170,15 @@ def run_table_columns(model: type[BaseModel] | None = None) -> list[Column]:
     Returns:
         The columns, in the table's order.
     """
+    settings = runspec.columns(model)
+    others = [c.name for c in RUN_TABLE_COLUMNS if c.name not in BASE_SETTING_COLUMNS]
+    clash = sorted(set(settings) & set(others))
+    if clash:
+        raise ValueError(f"run setting(s) {', '.join(clash)} (an agent's option, or a setting "
+                         "added) share a name with the runs table's own column(s): rename them")
     return [
         *RUN_TABLE_COLUMNS[:2],
-        *(_setting(name, model) for name in runspec.columns(model)),
+        *(_setting(name, model) for name in settings),
         *RUN_TABLE_COLUMNS[2 + len(BASE_SETTING_COLUMNS):],
     ]
 

@@ -48,7 +48,7 @@ def framework_config(agent: str, url: str, mode: str, **more: object) -> RunConf
     # reply never is: its own max_turns ends it
     extra = {"max_turns": 4} if agent == "openai-agents" else {}
     settings = runspec.schema()(agent=agent, base_url=url, model="fake", budget="180s",
-                                max_steps=12, tool_calls=mode, **extra, **more)
+                                max_steps=12, tool_call_mode=mode, **extra, **more)
     return runner.resolve(settings)
 
 
@@ -184,3 +184,51 @@ def test_a_missing_extra_is_a_clear_error_naming_the_install_command(monkeypatch
     monkeypatch.setattr(frameworks, "framework_version", lambda distribution: None)
     with pytest.raises(runspec.SettingsError, match=r"innolab\[agents\]"):
         runner.resolve(runspec.schema()(agent="smolagents"))
+
+
+@needs_extra
+def test_a_sweep_of_the_three_frameworks_and_a_scaffold_holds_its_shared_cap(tmp_path):
+    """One spec: the three frameworks and CodeAct, two workers sharing a cap of 1 request in
+    flight (the server's own count) and a cost cap; the runs table, SweepView and notebook 25
+    take the frameworks' runs as they take the scaffolds'."""
+    import yaml
+
+    from innolab import notebooks, results
+    from innolab.viewer.views import SweepView
+
+    bin_dir = Path(sys.executable).parent
+    with FakeLLM(latency_s=0.05, max_concurrent=1) as server:
+        spec = tmp_path / "frameworks.yaml"
+        spec.write_text(yaml.safe_dump({
+            "name": "frameworks",
+            "base": {"task": "circle-packing-26", "runtime": "local", "budget": "120s",
+                     "max_steps": 12, "base_url": server.base_url, "model": "fake",
+                     "novelty": "ast", "max_concurrent_requests": 1},
+            "grid": {"agent": ["smolagents", "openai-agents", "mini-swe-agent", "codeact"]},
+            "budget": {"max_cost_usd": 50}}))
+        env = {**os.environ, "INNOLAB_LLM_PRICE_IN": "100", "INNOLAB_LLM_PRICE_OUT": "100",
+               "PYTHONPATH": str(ROOT)}
+        done = subprocess.run([str(bin_dir / "innolab"), "sweep", "run", str(spec), "--workers",
+                               "2", "--output", str(tmp_path / "sweep")], capture_output=True,
+                              text=True, timeout=1200, env=env, cwd=ROOT)
+        assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
+        assert server.max_in_flight == 1 and server.over_cap == 0  # the cap held, by its count
+    table = results.runs(tmp_path / "sweep")
+    assert sorted(table["agent"]) == ["codeact", "mini-swe-agent", "openai-agents", "smolagents"]
+    assert table["complete"].all() and table["valid"].all()
+    assert (table["cost_usd"] > 0).all() and table["cost_usd"].sum() < 50
+    assert table["novelty"].notna().all() and table["novelty_out"].notna().all()
+    view = SweepView(tmp_path / "sweep")
+    assert view.factors == ["agent"] and len(view.labels) == 4
+    executed = notebooks.execute(ROOT / "notebooks" / "25_success_and_prompt.ipynb",
+                                 tmp_path / "25.ipynb",
+                                 {"sweep_dir": str(tmp_path / "sweep"),
+                                  "results_dir": str(tmp_path / "results"),
+                                  "figures_dir": str(tmp_path / "figures"),
+                                  "n_resamples": 200}, timeout_s=600)
+    rates = (tmp_path / "results" / "25_success_and_prompt")
+    written = {p.name for p in rates.glob("*.csv")}
+    assert written and executed.executed.is_file()
+    success = next(p for p in rates.glob("success*.csv"))
+    assert {"smolagents", "openai-agents", "mini-swe-agent"} <= set(
+        success.read_text().replace(",", "\n").split())

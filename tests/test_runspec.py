@@ -139,6 +139,11 @@ def test_todays_columns_in_order_and_as_the_run_table_read_them(tmp_path):
         "max_debug_depth",
         "native_tools",
         "persistent",
+        "tool_call_mode",
+        "step_limit",
+        "max_turns",
+        "smol_agent",
+        "smol_max_steps",
     ]
     prior = tmp_path / "lattice.py"
     prior.write_text("print('start')\n")
@@ -166,7 +171,8 @@ def test_todays_columns_in_order_and_as_the_run_table_read_them(tmp_path):
         "innovation_prompt": True,
         "prior_solution": "lattice",
         **dict.fromkeys(["num_drafts", "debug_prob", "max_debug_depth", "native_tools",
-                         "persistent"]),
+                         "persistent", "tool_call_mode", "step_limit", "max_turns", "smol_agent",
+                         "smol_max_steps"]),
     }
     config.model_reported = (
         "SmolLM2-135M-Instruct.Q4_1"  # what the endpoint reports wins over the configured id
@@ -182,7 +188,8 @@ def test_allowed_values_come_from_their_registries(monkeypatch):
     from innolab.novelty import registry
 
     with pytest.raises(
-        SettingsError, match="agent: must be one of aide, baseline, codeact, mlab, got 'gpt'"
+        SettingsError, match="agent: must be one of aide, baseline, codeact, mini-swe-agent, mlab, "
+        "openai-agents, smolagents, got 'gpt'"
     ):
         runspec.validate_settings({"agent": "gpt"})
     with pytest.raises(SettingsError, match="runtime: must be one of local, docker, got 'k8s'"):
@@ -195,7 +202,8 @@ def test_allowed_values_come_from_their_registries(monkeypatch):
     assert runspec.validate_settings({"agent": "reflexion"}).agent == "reflexion"
     assert runspec.validate_settings({"runtime": "k8s"}).runtime == "k8s"
     assert (
-        'agent = "aide"  # the scaffold: aide | baseline | codeact | mlab | reflexion'
+        'agent = "aide"  # the scaffold: aide | baseline | codeact | mini-swe-agent | mlab | '
+        'openai-agents | smolagents | reflexion'
         in runspec.parameters_cell()
     )
     assert "bleu" in runspec.novelty_choices()
@@ -284,3 +292,14 @@ def test_the_sweep_hands_the_worker_the_configuration_it_hashed(tmp_path):
     )  # as papermill hands it over
     assert runner.config_id(config) == configuration.config_id
     assert config.llm.temperature == 0.25 and config.wall_clock_s == 20.0
+
+
+def test_an_option_named_like_a_runs_table_column_is_refused_by_name(monkeypatch):
+    from innolab import results
+
+    runspec.add_setting("tool_calls", int, Field(default=None), goes="policy")
+    try:
+        with pytest.raises(ValueError, match="tool_calls .*share a name with the runs table"):
+            results.run_table_columns()
+    finally:
+        runspec.remove_setting("tool_calls")

@@ -207,7 +207,7 @@ class FrameworkPolicy(LLMAgent):
 
     def _start(self, observation: Observation) -> None:
         run_dir = Path(self.cache_path).parent if self.cache_path else Path.cwd()
-        mode = self.options.get("tool_calls", "auto")
+        mode = self.options.get("tool_call_mode", "auto")
         self._gateway = Gateway(self.client.settings, self.client,
                                 first_index=self.memory.llm_calls, record=self._record,
                                 budget=self._budget,

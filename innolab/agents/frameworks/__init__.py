@@ -79,7 +79,7 @@ class SmolagentsOptions(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    tool_calls: ToolCalls = Field(default="auto", description=TOOL_CALLS_TEXT)
+    tool_call_mode: ToolCalls = Field(default="auto", description=TOOL_CALLS_TEXT)
     smol_agent: Literal["tool_calling", "code"] = Field(
         default="tool_calling", description="smolagents: ToolCallingAgent or CodeAgent")
     smol_max_steps: int = Field(default=200, ge=1, le=10_000,
@@ -91,7 +91,7 @@ class OpenAIAgentsOptions(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    tool_calls: ToolCalls = Field(default="auto", description=TOOL_CALLS_TEXT)
+    tool_call_mode: ToolCalls = Field(default="auto", description=TOOL_CALLS_TEXT)
     max_turns: int = Field(default=200, ge=1, le=10_000,
                            description="openai-agents: Runner.run's max_turns")
 
@@ -101,7 +101,7 @@ class MiniSweOptions(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    tool_calls: ToolCalls = Field(default="auto", description=TOOL_CALLS_TEXT)
+    tool_call_mode: ToolCalls = Field(default="auto", description=TOOL_CALLS_TEXT)
     step_limit: int = Field(default=200, ge=1, le=10_000,
                             description="mini-swe-agent: its own step limit")
 
