@@ -260,16 +260,18 @@ class SweepView:
     def _varies(self, factor: str) -> bool:
         """Whether a factor sets runs apart.
 
-        A setting of the run schema itself when its levels differ (a missing level, e.g. no prior
-        solution, is a level); an agent's own option only where one agent's runs differ in it
-        (unset for the other agents, it does not set them apart by being unset).
+        Its levels differ among one agent's runs (a missing level, e.g. no prior solution, is a
+        level), or among the runs that set it. A setting that only some policies take (a model,
+        a temperature, an agent's own option: unset for the baseline or the other agents) does
+        not set runs apart by being unset: the agent already does.
         """
-        from innolab import runspec
-
-        if factor in runspec.columns(runspec.RunSettings) or "agent" not in self.runs:
-            return bool(self.levels(factor).nunique() > 1)
-        return bool((self.levels(factor).groupby(self.runs["agent"].astype(str)).nunique() > 1)
-                    .any())
+        levels = self.levels(factor)
+        if factor == "agent" or "agent" not in self.runs:
+            return bool(levels.nunique() > 1)
+        if (levels.groupby(self.runs["agent"].astype(str)).nunique() > 1).any():
+            return True
+        unset = self.runs[factor].map(lambda v: missing(v) or v == "none")  # the baseline's model
+        return bool(levels[~unset].nunique() > 1)
 
     def refresh_status(self) -> dict[str, Any] | None:
         """Read the sweep's status again: counts by state, spend, stop for cost, runs in flight.
