@@ -403,10 +403,14 @@ class _Assessor:
         files = list(dict.fromkeys([*candidates, *([final] if final else [])]))
         self._total = len(files)
         axes = "N by " + (self.measure.backend or "no back end (not computed)")
-        say(f"{self.folder.name}: {len(files)} submission(s) to assess "
-            f"({len(candidates)} improving candidate(s) and the final one): the hidden "
-            f"evaluator, the re-run check of each one's program, {axes}, N_out (outcome)"
-            if files else f"{self.folder.name}: no submission to assess")
+        def count(n: int, what: str) -> str:
+            return f"{n} {what}{'s' * (n != 1)}"
+
+        among = "among them" if final in candidates else "beside them"
+        say(f"{self.folder.name}: {count(len(files), 'submission')} to assess "
+            f"({count(len(candidates), 'improving candidate')}, the final submission {among}): "
+            f"the hidden evaluator, the re-run check of each one's program, {axes}, N_out "
+            "(outcome)" if files else f"{self.folder.name}: no submission to assess")
 
     def __call__(self, file: str, source_file: str | None) -> tuple[Any, dict[str, Any]]:
         if file not in self._done:

@@ -76,7 +76,8 @@ def test_scoring_says_its_stages_and_the_last_lines_give_the_scores_with_their_s
                      r"\(requests_per_minute 20", done.stderr), done.stderr
     lines = done.stderr.splitlines()
     stages = [line for line in lines if line.startswith("scoring ")]
-    assert "submission(s) to assess" in stages[0] and "re-run check" in stages[0]
+    assert "1 submission to assess (1 improving candidate, the final submission among them)" \
+        in stages[0] and "re-run check" in stages[0]
     assert any(re.search(r"\[1/1\] submission/\S+: valid, V [\d.]+; re-run check", s)
                for s in stages), stages
     assert any(re.search(r"re-run reproduces \([\d.]+ s\); N \(method, ast\) \.\.\.", s)

@@ -272,7 +272,7 @@ def plan_lines(plan: Plan) -> list[str]:
     for run in plan.runs:
         rows.append([run.config_id, "scored" if run.scored else "to run",
                      " ".join(f"{k}={_level(v)}" for k, v in run.levels.items()),
-                     f"{run.budget_s:g} s" if run.budget_s else "none", run.endpoint,
+                     _duration(run.budget_s), run.endpoint,
                      _cell(run.calls), _cell(run.tokens), _cell(run.cost, money=True)])
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     lines += ["  " + "  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip()
@@ -305,6 +305,17 @@ def _cell(bound: Bound, money: bool = False) -> str:
         return "no bound"
     shown = f"${bound.value:,.2f}" if money else f"{bound.value:,.0f}"
     return f"≤ {shown}{'*' if bound.step_over else ''}"
+
+
+def _duration(seconds: float | None) -> str:
+    """A budget as a person reads it: "30 s", "20 min", "12 h" ("none" without one)."""
+    if not seconds:
+        return "none"
+    if seconds < 120:
+        return f"{seconds:g} s"
+    if seconds < 7200:
+        return f"{seconds / 60:g} min"
+    return f"{seconds / 3600:g} h"
 
 
 def _shown_path(path: Path) -> str:
