@@ -16,6 +16,7 @@ with bad arguments, or one after the run's budget is spent, gets a tool error th
 from __future__ import annotations
 
 import contextlib
+import logging
 import secrets
 import sys
 import threading
@@ -52,7 +53,7 @@ class Bridge:
 
     Attributes:
         closed: Why no call is taken any more (None while the run goes on).
-        calls: How many calls were taken.
+        calls: How many calls were handed to the run loop.
     """
 
     def __init__(self) -> None:
@@ -60,7 +61,8 @@ class Bridge:
         self._queue: list[Pending] = []
         self._running: dict[str, Pending] = {}
         self.closed: str | None = None
-        self.calls = 0
+        self.calls = 0  # handed to the run loop (bad or late ones are answered at once)
+        self._ids = 0
 
     def call(self, name: str, arguments: dict[str, Any]) -> Pending:
         """Hand one tool call to the run loop and wait for its result (a caller's thread).
@@ -73,8 +75,8 @@ class Bridge:
             The call, with its result, or its error (bad arguments, the run ended).
         """
         with self._ready:
-            self.calls += 1
-            pending = Pending(ToolCall(f"mcp{self.calls}", name, dict(arguments)))
+            self._ids += 1
+            pending = Pending(ToolCall(f"mcp{self._ids}", name, dict(arguments)))
             try:
                 if name not in MCP_TOOLS:
                     raise ToolError(f"unknown tool {name!r}; the tools: {', '.join(MCP_TOOLS)}")
@@ -87,6 +89,7 @@ class Bridge:
                 pending.error = self.closed
                 pending.done.set()
                 return pending
+            self.calls += 1
             self._queue.append(pending)
             self._ready.notify_all()
         pending.done.wait()
@@ -155,7 +158,9 @@ def _server(bridge: Bridge) -> Any:
         return [types.Tool(name=spec["name"], description=spec["description"],
                            inputSchema=spec["parameters"]) for spec in tool_specs()]
 
-    @server.call_tool()
+    # the arguments are checked once, by the bridge (innolab.gym.tools.check_arguments: the same
+    # schemas), so that a bad call is answered without a second validation per call
+    @server.call_tool(validate_input=False)
     async def call_tool(name: str, arguments: dict[str, Any]) -> types.CallToolResult:
         pending = await anyio.to_thread.run_sync(bridge.call, name, arguments)
         if pending.error is not None or pending.result is None:
@@ -168,6 +173,12 @@ def _server(bridge: Bridge) -> Any:
             content=[types.TextContent(type="text", text=pending.result.output)], isError=False)
 
     return server
+
+
+def _closed_stream(record: logging.LogRecord) -> bool:
+    """Leave out the SDK's report of a client that closed its event stream (a normal end)."""
+    closed = record.exc_info and type(record.exc_info[1]).__name__ == "ClosedResourceError"
+    return not (closed and "standalone SSE writer" in record.getMessage())
 
 
 class ToolServer:
@@ -188,6 +199,7 @@ class ToolServer:
 
     def start(self) -> str:
         """Serve; return the endpoint's URL."""
+        logging.getLogger("mcp.server.streamable_http").addFilter(_closed_stream)
         from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
         from starlette.applications import Starlette
         from starlette.responses import JSONResponse
@@ -195,7 +207,7 @@ class ToolServer:
 
         from innolab.llm.loopback import LoopbackServer
 
-        manager = StreamableHTTPSessionManager(app=_server(self.bridge), stateless=True,
+        manager = StreamableHTTPSessionManager(app=_server(self.bridge), stateless=False,
                                                json_response=True)
         expected = f"Bearer {self.token}".encode()
 

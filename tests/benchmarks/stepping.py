@@ -65,13 +65,14 @@ def measure(
     task: str = TASK,
     max_tokens: int | None = None,
     max_steps: int | None = None,
+    runtime: str = "local",
 ) -> Stepping:
     """One `innolab run` on the embedded model (every INNOLAB_LLM_* variable unset but the reply
     cap, when given), counted from its trace; with max_steps, the run also ends after that many
     steps."""
     from innolab import traces
 
-    run_dir = Path(folder) / f"{agent}-seed{seed}"
+    run_dir = Path(folder) / f"{agent}-{runtime}-seed{seed}"
     env = {k: v for k, v in os.environ.items() if not k.startswith("INNOLAB_LLM_")}
     if max_tokens is not None:
         env["INNOLAB_LLM_MAX_TOKENS"] = str(max_tokens)
@@ -89,7 +90,7 @@ def measure(
         "--budget",
         f"{budget_s}s",
         "--runtime",
-        "local",
+        runtime,
         "--novelty",
         "none",
         "--run-dir",
