@@ -14,9 +14,9 @@ from tests.test_analysis_sweeps import SWEEP_NOTEBOOKS
 ALL_NOTEBOOKS = sorted(notebooks_dir().glob("*.ipynb"))
 
 
-# notebooks 01 and 20 perform a run: their model endpoint (the network boundary) is the scripted
+# notebooks 01, 04 and 20 perform a run: their model endpoint (the network boundary) is the scripted
 # server, and a step cap bounds the scripted run; every other parameter is the notebook's default
-RUN_NOTEBOOKS = ("01_run_agent.ipynb", "20_agent_run.ipynb")
+RUN_NOTEBOOKS = ("01_run_agent.ipynb", "04_bring_your_agent.ipynb", "20_agent_run.ipynb")
 # what a notebook may leave different from the committed tree, and why: notebook 15's validation
 # counts the model calls of this execution (none where its cache, results/novelty/cache/, is
 # warm) and judges with the embedded model, whose replies depend on the machine's CPU
