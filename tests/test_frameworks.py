@@ -232,3 +232,18 @@ def test_a_sweep_of_the_three_frameworks_and_a_scaffold_holds_its_shared_cap(tmp
     success = next(p for p in rates.glob("success*.csv"))
     assert {"smolagents", "openai-agents", "mini-swe-agent"} <= set(
         success.read_text().replace(",", "\n").split())
+
+
+@needs_extra
+@pytest.mark.docker
+@pytest.mark.parametrize("agent", list(FRAMEWORKS))
+def test_a_framework_run_in_the_docker_runtime(agent, tmp_path, docker_client, base_image):
+    """The framework on the host, its tool calls in the run's container (no network there)."""
+    with FakeLLM() as server:
+        config = framework_config(agent, server.base_url, "native", runtime="docker")
+        outcome = runner.start(config, tmp_path / "run", novelty="ast", show_progress=False)
+    run_dir = Path(outcome["run_dir"])
+    assert outcome["reason"] == "agent_finished", (run_dir / "framework.log").read_text()[-3000:]
+    score = json.loads((run_dir / "score.json").read_text())
+    assert score["valid"] and score["source_status"] == "reproduces"
+    assert json.loads((run_dir / "config.json").read_text())["runtime"] == "docker"
