@@ -299,7 +299,7 @@ def test_an_option_named_like_a_runs_table_column_is_refused_by_name(monkeypatch
 
     runspec.add_setting("tool_calls", int, Field(default=None), goes="policy")
     try:
-        with pytest.raises(ValueError, match="tool_calls .*share a name with the runs table"):
+        with pytest.raises(ValueError, match=r"tool_calls .*share a name with the runs table"):
             results.run_table_columns()
     finally:
         runspec.remove_setting("tool_calls")
