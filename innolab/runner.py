@@ -7,7 +7,6 @@ innolab.scoring scores, and this module only wires the two.
 from __future__ import annotations
 
 import hashlib
-import json
 import secrets
 from dataclasses import asdict
 from pathlib import Path
@@ -350,11 +349,7 @@ def config_from_parameters(parameters: dict[str, Any]) -> RunConfig:
 
 
 def config_id(config: RunConfig) -> str:
-    """A configuration's stable id: the hash of its settled settings.
-
-    What the endpoint reports is left out, so that the id is known before the run starts; empty task
-    options are left out, so that ids made before they existed stay; the endpoint's limits
-    (LIMIT_FIELDS: they pace requests, never change a result) are left out.
+    """A configuration's stable id (`RunConfig.config_id`, where it belongs).
 
     Args:
         config: The configuration.
@@ -362,14 +357,7 @@ def config_id(config: RunConfig) -> str:
     Returns:
         Twelve hexadecimal digits.
     """
-    fields = {
-        k: v
-        for k, v in config.as_dict().items()
-        if k != "model_reported" and not (k == "task_options" and not v)
-    }  # ids made before it stay
-    if fields.get("llm"):
-        fields["llm"] = {k: v for k, v in fields["llm"].items() if k not in LIMIT_FIELDS}
-    return hashlib.sha256(json.dumps(fields, sort_keys=True, default=str).encode()).hexdigest()[:12]
+    return config.config_id()
 
 
 def endpoint_of(settings: LLMSettings) -> str:

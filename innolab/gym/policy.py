@@ -5,6 +5,8 @@ Agents import this module (and the tool call types), never the run loop.
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal, Protocol, get_args
@@ -12,7 +14,7 @@ from typing import Any, Literal, Protocol, get_args
 from pydantic import BaseModel
 
 from innolab.gym.tools import ToolCall, ToolResult
-from innolab.llm.settings import LLMSettings
+from innolab.llm.settings import LIMIT_FIELDS, LLMSettings
 from innolab.traces import Event
 
 Runtime = Literal["local", "docker"]
@@ -240,6 +242,26 @@ class RunConfig:
         data = asdict(self)
         data["llm"] = None if self.llm is None else self.llm.model_dump(exclude_unset=True)
         return data
+
+    def config_id(self) -> str:
+        """The configuration's stable id: the hash of its settled settings.
+
+        What the endpoint reports is left out, so that the id is known before the run starts;
+        empty task options are left out, so that ids made before they existed stay; the
+        endpoint's limits (LIMIT_FIELDS: they pace requests, never change a result) are left out.
+
+        Returns:
+            Twelve hexadecimal digits.
+        """
+        fields = {
+            k: v
+            for k, v in self.as_dict().items()
+            if k != "model_reported" and not (k == "task_options" and not v)
+        }  # ids made before it stay
+        if fields.get("llm"):
+            fields["llm"] = {k: v for k, v in fields["llm"].items() if k not in LIMIT_FIELDS}
+        text = json.dumps(fields, sort_keys=True, default=str)
+        return hashlib.sha256(text.encode()).hexdigest()[:12]
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> RunConfig:
