@@ -18,19 +18,25 @@ from tests.benchmarks import record
 ROOT = Path(__file__).resolve().parent.parent
 README = (ROOT / "README.md").read_text(encoding="utf-8")
 CITATION = re.compile(r"\[([^\]]+)\]\((results/bench/[\w.-]+\.json)#([^)\s]+)\)")
-NUMBER = re.compile(r"[-−]?\d[\d,]*(?:\.\d+)?")
+NUMBER = re.compile(r"[-−+]?\d[\d,]*(?:\.\d+)?(?:e[-−+]?\d+)?")
 
 
 def citations() -> list[tuple[str, str, str]]:
     return CITATION.findall(README)
 
 
-def shown(text: str) -> tuple[float, int]:
-    """The first number a link's text shows, and its decimals."""
+def shown(text: str) -> tuple[float, int, bool]:
+    """The first number a link's text shows, its decimals, and whether it is written as m.de±x."""
     match = NUMBER.search(text)
     assert match, f"the citation {text!r} shows no number"
     digits = match.group(0).replace(",", "").replace("−", "-")
-    return float(digits), len(digits.partition(".")[2])
+    mantissa, _, _ = digits.partition("e")
+    return float(digits), len(mantissa.partition(".")[2]), "e" in digits
+
+
+def as_shown(value: float, decimals: int, scientific: bool) -> float:
+    """A value written as README writes it: rounded to its decimals (of the mantissa)."""
+    return float(f"{value:.{decimals}e}") if scientific else round(value, decimals)
 
 
 def test_readme_cites_benchmark_figures():
@@ -43,8 +49,9 @@ def test_a_cited_figure_is_the_committed_outputs(text, path, key):
     data = json.loads((ROOT / path).read_text(encoding="utf-8"))
     value = record.figure(data, key)
     assert isinstance(value, int | float) and not isinstance(value, bool), (key, value)
-    number, decimals = shown(text)
-    assert round(float(value), decimals) == pytest.approx(number, abs=10 ** -(decimals + 6)), \
+    number, decimals, scientific = shown(text)
+    assert as_shown(float(value), decimals, scientific) == pytest.approx(number, rel=1e-9,
+                                                                        abs=1e-12), \
         f"README shows {text!r} for {path}#{key}, the file holds {value!r}"
 
 

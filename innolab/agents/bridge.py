@@ -61,6 +61,7 @@ LAUNCH = (
     "    pass\n"
     "if os.getppid() != int(os.environ['INNOLAB_PARENT_PID']):\n"
     "    sys.exit(1)\n"
+    "signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # its finally blocks still run\n"
     "driver = sys.argv.pop(1)\n"
     "runpy.run_module(driver, run_name='__main__', alter_sys=True)\n"
 )

@@ -35,14 +35,36 @@ def stepping(seeds: tuple[int, ...], budget_s: int, runtimes: tuple[str, ...]) -
             for runtime in runtimes:
                 for seed in seeds:
                     found = measure(agent, seed, Path(scratch), budget_s, runtime=runtime)
-                    print(f"  {runtime:<7}{found.row()}", flush=True)
+                    counts = _counts(found.run_dir)
+                    print(f"  {runtime:<7}{found.row()}  {counts}", flush=True)
                     runs.setdefault(agent, {}).setdefault(runtime, {})[str(seed)] = {
                         "model_calls": found.model_calls, "tool_calls": found.tool_calls,
-                        "failed_calls": found.failed_calls, "reason": found.reason}
+                        "failed_calls": found.failed_calls, "reason": found.reason, **counts}
     fewest = {agent: {runtime: min(r["tool_calls"] for r in by_seed.values())
                       for runtime, by_seed in by_runtime.items()}
               for agent, by_runtime in runs.items()}
     return {"runs": runs, "fewest_tool_calls": fewest}
+
+
+def _counts(run_dir: Path) -> dict[str, Any]:
+    """The gateway's and MCP server's counts, the framework's own, and the trace's, of one run."""
+    import json
+
+    from innolab import traces
+
+    try:
+        bridge = json.loads((run_dir / "framework.json").read_text())
+        own = json.loads((run_dir / "framework_counts.json").read_text())["model_calls"] \
+            if (run_dir / "framework_counts.json").exists() else None
+        trace = traces.Trace.read(run_dir)
+    except (OSError, ValueError, traces.TraceError):
+        return {}
+    events = len(trace.llm_calls)
+    return {"gateway_requests": bridge["gateway_requests"], "framework_own_count": own,
+            "llm_call_events": events, "mcp_calls": bridge["mcp_calls"],
+            "tool_call_events": len(trace.tool_calls),
+            "counts_agree": bridge["gateway_requests"] == events
+            and bridge["mcp_calls"] == len(trace.tool_calls)}
 
 
 def mcp_overhead(repeats: int) -> dict[str, float]:
