@@ -21,6 +21,7 @@ from typing import Any, Literal
 from innolab.gym.policy import Action, AgentSpec, Observation
 from innolab.gym.tools import DEFAULT_TIMEOUTS, ToolCall, ToolResult
 from innolab.metrics import better
+from innolab.tasks import families
 
 __all__ = [
     "FAMILIES",
@@ -35,7 +36,6 @@ __all__ = [
 
 NO_MODEL = "none"  # the baseline's model, as the tables show it
 TEMPLATES = Path(__file__).resolve().parent / "templates"
-FAMILIES = ("circles", "points", "steps", "kissing", "jobshop")  # the families with a template
 MIN_ROUND_S = 2.0  # a program's shortest time limit
 MAX_ROUND_S = 60.0  # and its longest (later rounds restart from the best so far)
 ROUND_SHARE = 4  # a round takes at most 1/ROUND_SHARE of what is left
@@ -46,8 +46,10 @@ NO_CANDIDATE = "[baseline] no candidate written"
 PRIOR_PROGRAM = "prior_solution.py"  # a prior solution's code, run as the first round
 ROLE = ("baseline: a budget-matched classical search with no model, not an agent; it runs "
         "innolab's own search template for the task's problem family")
-# every template's text: what the baseline writes into a sandbox (scanned for leaks like prompts)
-TEMPLATE_SOURCES = {f: (TEMPLATES / f"{f}.py").read_text(encoding="utf-8") for f in FAMILIES}
+# every registered family's template: what the baseline writes into a sandbox (scanned for leaks
+# like prompts); a task folder's own family brings its template with it (Task.family)
+TEMPLATE_SOURCES = families.templates()
+FAMILIES = tuple(TEMPLATE_SOURCES)  # the registered families with a template
 
 Phase = Literal["write", "run", "validate"]
 
@@ -56,11 +58,11 @@ class BaselineError(ValueError):
     """A task the baseline cannot search, or an option it does not take; the message says why."""
 
 
-def template(family: str) -> str:
+def template(family: str | families.Family) -> str:
     """The search program of a problem family.
 
     Args:
-        family: The family (the module of the task's check, e.g. "circles").
+        family: The family (a loaded one, or the name of a registered one, e.g. "circles").
 
     Returns:
         The program's source.
@@ -68,12 +70,23 @@ def template(family: str) -> str:
     Raises:
         BaselineError: The family has no template (the message names it and those that have one).
     """
-    if family not in FAMILIES:
+    name = family if isinstance(family, str) else family.name
+    source = TEMPLATE_SOURCES.get(name) if isinstance(family, str) else _family_template(family)
+    if source is None:
         raise BaselineError(
-            f"family: the baseline has no search template for problem family {family!r}; "
+            f"family: the baseline has no search template for problem family {name!r}; "
             f"templates exist for {', '.join(FAMILIES)}"
+            + ("" if isinstance(family, str) else
+               " (a family declares one: FamilySpec.baseline, or BASELINE_TEMPLATE in its module)")
         )
-    return TEMPLATE_SOURCES[family]
+    return source
+
+
+def _family_template(family: families.Family) -> str | None:
+    try:
+        return family.template()
+    except families.FamilyError as error:
+        raise BaselineError(f"family: {error}") from None
 
 
 def family_of(task: Any) -> str:
@@ -89,16 +102,19 @@ def family_of(task: Any) -> str:
         BaselineError: The task has no problem family (another benchmark's task) or one without a
             template.
     """
-    spec = getattr(task, "spec", None)
-    problem = getattr(spec, "problem", None)
-    family = getattr(problem, "family", None)
-    if not family:
+    return _task_family(task).name
+
+
+def _task_family(task: Any) -> families.Family:
+    """The loaded family of a task whose family has a template (see family_of)."""
+    found = getattr(task, "family", None)
+    if not isinstance(found, families.Family):
         raise BaselineError(
             f"task {getattr(task, 'id', task)!r}: the baseline searches improvable tasks of a "
             f"problem family ({', '.join(FAMILIES)}); this task has none"
         )
-    template(family)
-    return str(family)
+    template(found)
+    return found
 
 
 def round_seed(seed: int, round_index: int) -> int:
@@ -173,6 +189,8 @@ class BaselinePolicy:
         initial_solution: A prior solution's code (set by the runner from the run's prior
             solution): run as the first round, its submission.json validated like a candidate
             and, when valid, the first warm start.
+        template_source: The family's template, given where it is a task folder's own (None:
+            the registered family's).
 
     Raises:
         BaselineError: A family without a template.
@@ -180,11 +198,12 @@ class BaselinePolicy:
 
     name = "baseline"
 
-    def __init__(self, family: str, seed: int = 0, initial_solution: str | None = None) -> None:
+    def __init__(self, family: str, seed: int = 0, initial_solution: str | None = None,
+                 template_source: str | None = None) -> None:
         self.family = family
         self.initial_solution = initial_solution
         self.seed = int(seed)
-        self.source = template(family)
+        self.source = template_source if template_source is not None else template(family)
         self.program = f"baseline_{family}.py"
         self.memory = BaselineState()
 
@@ -326,7 +345,10 @@ def resolve_args(task: Any, seed: int, initial_solution: str | None) -> dict[str
     Raises:
         BaselineError: A task whose family has no search template.
     """
-    args: dict[str, Any] = {"family": family_of(task), "seed": seed}
+    found = _task_family(task)
+    args: dict[str, Any] = {"family": found.name, "seed": seed}
+    if found.name not in TEMPLATE_SOURCES or TEMPLATE_SOURCES[found.name] != template(found):
+        args["template_source"] = template(found)  # a task folder's own family's template
     if initial_solution is not None:
         args["initial_solution"] = initial_solution
     return args

@@ -1,8 +1,9 @@
 """Outcome novelty N_out: how far a submission's solution lies from the known solutions' outputs.
 
 The method axis (the paper's N) compares programs; this axis compares what they produced. Each
-taskkit problem family defines a descriptor of a solution and a distance on 0-100 invariant to the
-task's symmetries (`taskkit.core.Outcome`, in each family module's `OUTCOMES`), so re-deriving a
+problem family (innolab.tasks.families: built-in, installed or a task folder's own) defines a
+descriptor of a solution and a distance on 0-100 invariant to the task's symmetries
+(`taskkit.core.Outcome`, in each family module's `OUTCOMES`), so re-deriving a
 known configuration is seen whatever code produced it. The scale of each family:
 
 * circles: rows [x, y, r] matched one to one (optimal assignment) up to the container's
@@ -35,10 +36,11 @@ from pathlib import Path
 from typing import Any
 
 from innolab.metrics import novelty as novelty_metric
+from innolab.tasks.families import FamilyError
 from innolab.tasks.model import Task, TaskError
 from innolab.tasks.solutions import solutions
 from innolab.tasks.taskkit import Invalid, load_submission
-from innolab.tasks.taskkit.core import Outcome, outcome
+from innolab.tasks.taskkit.core import Outcome
 
 
 class OutcomeError(ValueError):
@@ -92,7 +94,12 @@ def family_outcome(task: Task | str) -> Outcome | None:
     """
     task = _as_task(task)
     problem = getattr(task.spec, "problem", None)
-    return outcome(problem.check) if problem is not None else None
+    if problem is None:
+        return None
+    try:
+        return task.family.outcome(problem.function)
+    except FamilyError as error:
+        raise OutcomeError(str(error)) from None
 
 
 def _require(task: Task) -> Outcome:
@@ -215,7 +222,10 @@ def outcome_novelty(task: Task | str, submission: Path | str | dict[str, Any],
         task = _as_task(task)
     except OutcomeError as error:
         return OutcomeResult(math.nan, note=f"not computed: {error}")
-    found = family_outcome(task)
+    try:
+        found = family_outcome(task)
+    except OutcomeError as error:
+        return OutcomeResult(math.nan, note=f"not computed: {error}")
     if found is None:
         return OutcomeResult(math.nan, note=f"not computed: task {task.id}'s problem family "
                                             "defines no outcome descriptor")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 import re
 import tempfile
@@ -12,6 +13,7 @@ import numpy as np
 from scipy import stats
 
 from innolab.metrics import better
+from innolab.tasks import families, taskkit
 from innolab.tasks.evaluation import evaluate
 from innolab.tasks.frontier import AGREEMENT_RTOL
 from innolab.tasks.leaks import scan, shipped_priors
@@ -69,13 +71,18 @@ def run_checks(
         results.append(CheckResult(task.id, check, passed, detail))
 
     visible, priors = task.visible_files(), shipped_priors(task.id)
-    leaks = scan(task, {**visible, **priors, **(prompts or {})})
+    template = task.family.template() if task.family.template_file is not None else None
+    shown = {**visible, **priors, **(prompts or {})}
+    if template is not None:  # what the baseline writes into the sandbox
+        shown[f"baseline template of family {task.family.name}"] = template.encode()
+    leaks = scan(task, shown)
     record("what the agent sees leaks no hidden number or key", not leaks,
            "; ".join(str(leak) for leak in leaks[:10]) if leaks else
            f"scanned {len(visible)} visible file(s), {len(priors)} shipped prior(s), "
            f"{len(prompts or {})} prompt text(s)")
     results.append(headroom(task))
     results += ledger_constructions(task)
+    results += fuzz(task)
     known = solutions(task)
     references = [s for s in known if s.recorded.kind == "reference"]
     baselines = [s for s in known if s.recorded.kind == "baseline"]
@@ -93,6 +100,102 @@ def run_checks(
             record(f"baseline {baseline.name} worse than {reference.name}",
                    better(r, b, task.direction),
                    f"{b:.10g} vs {r:.10g} ({task.direction}imise)")
+    return results
+
+
+FUZZ_MUTATIONS = 40
+JUNK: tuple[object, ...] = (None, True, "1", -1, 0, 2**70, 1e308, -1e308, 0.5, [], {}, [0.5],
+                            float("nan"), float("inf"))
+
+
+def _leaves(value: object, path: tuple[object, ...] = ()) -> list[tuple[object, ...]]:
+    if isinstance(value, list):
+        return [path] + [p for i, v in enumerate(value) for p in _leaves(v, (*path, i))]
+    if isinstance(value, dict):
+        return [path] + [p for k, v in value.items() for p in _leaves(v, (*path, k))]
+    return [path]
+
+
+def _mutate(data: object, rng: np.random.Generator) -> str:
+    """A JSON text of `data` with one random place replaced by junk, dropped or doubled."""
+    copy = json.loads(json.dumps(data))
+    paths = [p for p in _leaves(copy) if p]
+    path = paths[int(rng.integers(len(paths)))]
+    parent = copy
+    for step in path[:-1]:
+        parent = parent[step]
+    last, how = path[-1], int(rng.integers(4))
+    if how == 0 and isinstance(parent, list):
+        del parent[last]
+    elif how == 1 and isinstance(parent, list):
+        parent.insert(last, parent[last])
+    else:
+        parent[last] = JUNK[int(rng.integers(len(JUNK)))]
+    return json.dumps(copy)  # NaN and Infinity are written as bare tokens, as a hostile file would
+
+
+def _attempt(family: families.Family, function: str, params: dict[str, object],
+             text: str) -> tuple[bool, str]:
+    """Check one submission text in-process: (accepted, what happened) or raise on a crash."""
+    try:
+        data = taskkit.parse_submission(text)
+    except taskkit.Invalid as error:
+        return False, str(error)
+    errors, score = families.check_data(family, function, params, data)
+    return not errors, "; ".join(errors) if errors else f"accepted, score {score!r}"
+
+
+def fuzz(task: Task, mutations: int = FUZZ_MUTATIONS, seed: int = 0) -> list[CheckResult]:
+    """The family's hostile inputs and seeded mutations of the known outputs, against the check.
+
+    Every hostile input (the family's `HOSTILE`) must be rejected with an error, never accepted,
+    never crash the check; each known solution's output with one place replaced by junk (NaN,
+    infinities, strings, booleans, huge numbers, nesting), dropped or doubled must never crash it
+    (a mutation may stay valid; then its objective is finite, by taskkit's rule).
+
+    Args:
+        task: The task.
+        mutations: Mutations per known output.
+        seed: The mutations' seed.
+
+    Returns:
+        Two results: the hostile inputs, and the mutations.
+    """
+    family, function, params = task.family, task.spec.problem.function, task.problem_params
+    hostile = family.hostile(function, params)
+    accepted, crashed = [], []
+    for label, text in hostile.items():
+        try:
+            ok, _ = _attempt(family, function, params, text)
+        except Exception as error:  # a check that crashes on bad input: the failure reported
+            crashed.append(f"{label}: {type(error).__name__}: {error}")
+            continue
+        if ok:
+            accepted.append(label)
+    results = [CheckResult(
+        task.id, f"family {family.name}: every hostile input is rejected, none crashes the check",
+        bool(hostile) and not accepted and not crashed,
+        (f"accepted: {accepted}; " if accepted else "") + (f"crashed: {crashed[:3]}; "
+                                                           if crashed else "")
+        + (f"{len(hostile)} hostile input(s)" if hostile else
+           f"the family declares no hostile inputs for {function} (HOSTILE)"))]
+    rng = np.random.default_rng(seed)
+    tried, crashes = 0, []
+    for solution in solutions(task):
+        if not solution.output.is_file():
+            continue
+        base = json.loads(solution.output.read_text(encoding="utf-8"))
+        for _ in range(mutations):
+            text = _mutate(base, rng)
+            tried += 1
+            try:
+                _attempt(family, function, params, text)
+            except Exception as error:  # reported, with the input's start
+                crashes.append(f"{type(error).__name__}: {error} on {text[:80]!r}")
+    results.append(CheckResult(
+        task.id, f"family {family.name}: mutated known outputs never crash the check",
+        not crashes, f"{len(crashes)} crash(es) of {tried}: {crashes[:3]}" if crashes else
+        f"{tried} mutation(s) of {tried // max(mutations, 1)} known output(s), seed {seed}"))
     return results
 
 

@@ -118,7 +118,7 @@ def _run_worker(
         return [f"submission is {size} bytes; "
                 f"the limit is {task.spec.limits.max_submission_bytes} bytes"], None
     command = [sys.executable, "-I", "-m", "innolab.tasks.evaluator_worker", str(task.root),
-               str(submission.resolve())]
+               str(submission.resolve()), str(Path(task.family.spec.module).resolve())]
     try:
         done = subprocess.run(command, capture_output=True, text=True, timeout=timeout, check=False,
                               env=numeric_env(),

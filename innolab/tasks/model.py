@@ -11,7 +11,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from innolab.tasks import frontier, taskkit
+from innolab.tasks import families, frontier, taskkit
 from innolab.tasks.data import DataError, ProblemData
 from innolab.tasks.data import load as load_data
 from innolab.tasks.frontier import PAPER_DATE, LedgerEntry, VStarAsOf
@@ -138,7 +138,11 @@ class Bounds(Strict):
 
 
 class Problem(Strict):
-    """The task's check, "module:function" in the taskkit package (as MLE-bench names a grader)."""
+    """The task's check, "module:function": a problem family's module and its check function.
+
+    The family is found when the task's folder is loaded (innolab.tasks.families: a registered
+    family, or a module beside task.yaml), as MLE-bench names a competition's grade function.
+    """
 
     check: str
     params: dict[str, Any] = Field(default_factory=dict)
@@ -146,7 +150,7 @@ class Problem(Strict):
     @field_validator("check")
     @classmethod
     def known(cls, reference: str) -> str:
-        """Check that the check names a function of the taskkit package.
+        """Check the reference's form (the family itself is found with the task's folder).
 
         Args:
             reference: the check, "module:function".
@@ -155,10 +159,15 @@ class Problem(Strict):
             The reference itself.
 
         Raises:
-            ValueError: no such module or function (the message names them).
+            ValueError: not two Python names, a private function or a reserved module name.
         """
-        taskkit.resolve(reference)  # raises ValueError naming the module and the function
+        taskkit.split_reference(reference)  # raises ValueError naming the rule
         return reference
+
+    @property
+    def function(self) -> str:
+        """The check function's name."""
+        return self.check.partition(":")[2]
 
     @property
     def family(self) -> str:
@@ -278,18 +287,23 @@ class Task:
 
     workspace_rules: str | None = None
 
-    def __init__(self, root: Path, spec: TaskSpec, builtin: bool) -> None:
+    def __init__(self, root: Path, spec: TaskSpec, builtin: bool,
+                 family_module: Path | None = None) -> None:
         self.root = root
         self.spec = spec
         self.builtin = builtin
+        self.family_module = family_module
 
     @classmethod
-    def load(cls, root: str | Path, builtin: bool = False) -> Task:
+    def load(cls, root: str | Path, builtin: bool = False,
+             family_module: str | Path | None = None) -> Task:
         """Load and validate a task folder.
 
         Args:
             root: The task's folder.
             builtin: Whether it ships in the package.
+            family_module: The family's module file, given where the registry cannot be read
+                (the hidden evaluator's isolated worker); None finds it (innolab.tasks.families).
 
         Returns:
             The task.
@@ -326,7 +340,11 @@ class Task:
             )
         if not (root / "description.md").is_file():
             raise TaskError(f"{root}: missing description.md (what the agent reads)")
-        task = cls(root, spec, builtin)
+        task = cls(root, spec, builtin, None if family_module is None else Path(family_module))
+        try:
+            task.family  # noqa: B018 (found now: a task whose family is unknown is refused on load)
+        except families.FamilyError as error:
+            raise TaskError(f"{spec_file}: field 'problem.check': {error}") from None
         for i, entry in enumerate(spec.v_star.entries):
             if entry.construction is not None and task.construction_file(entry) is None:
                 raise TaskError(
@@ -350,6 +368,16 @@ class Task:
         path = self.root / entry.construction
         inside = path.resolve().is_relative_to(self.root.resolve())
         return path if inside and path.is_file() and not path.is_symlink() else None
+
+    @cached_property
+    def family(self) -> families.Family:
+        """The task's problem family (innolab.tasks.families): its checks, outcome, template.
+
+        Raises:
+            innolab.tasks.families.FamilyError: No family of the check's module is registered or
+                beside task.yaml, it does not load, or it lacks the check function.
+        """
+        return families.family_for(self.spec.problem.check, self.root, self.family_module)
 
     @property
     def id(self) -> str:
@@ -536,10 +564,8 @@ class Task:
         files = {
             "description.md": self.description.encode(),
             "validate.py": VALIDATE_PY.encode(),
-            **{
-                f"taskkit/{name}": (kit / name).read_bytes()
-                for name in ("__init__.py", "core.py", f"{self.spec.problem.family}.py")
-            },
+            **{f"taskkit/{name}": (kit / name).read_bytes() for name in ("__init__.py", "core.py")},
+            f"taskkit/{self.spec.problem.family}.py": self.family.source,
             "task.json": json.dumps(self.validator_config(), sort_keys=True).encode(),
         }
         if self.visible_dir.is_dir():

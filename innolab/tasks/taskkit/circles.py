@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 from fractions import Fraction
 from itertools import combinations
@@ -15,6 +16,7 @@ from .core import (
     dihedral,
     distinct_rows,
     group_rms,
+    hostile_variants,
     only_keys,
     real_matrix,
     size,
@@ -137,3 +139,17 @@ OUTCOMES = {
     "circles_in_rectangle": Outcome(_describe_in_rectangle, _distance(np.zeros(2)),
                                     CIRCLES_SCALE),
 }
+
+
+# ------------------------------------------------------------------------------- hostile inputs
+
+CHECKS = ("circles_in_square", "circles_in_rectangle")
+
+
+def _hostile(params: dict[str, Any]) -> dict[str, str]:
+    rows = [[0.5, 0.5, 0.01]] * int(params["n"])
+    return {**hostile_variants("circles", rows),
+            "a row of two numbers": json.dumps({"circles": [[0.5, 0.5]] * int(params["n"])})}
+
+
+HOSTILE = {name: _hostile for name in CHECKS}

@@ -33,7 +33,8 @@ MAX_LISTED_VIOLATIONS = 20
 # any integer beyond float64's range (about 1.8e308) has at least 309 digits
 MAX_INT_DIGITS = 400
 FLOAT_MAX = sys.float_info.max
-FAMILIES = ("circles", "points", "steps", "kissing", "jobshop")
+# names a family module cannot take: this package's own modules
+RESERVED_MODULES = ("core", "__init__", "__main__")
 
 
 class Invalid(ValueError):
@@ -416,7 +417,7 @@ class Outcome:
 
 
 def outcome(reference: str) -> Outcome | None:
-    """Find how a check's solutions are compared.
+    """Find how a check's solutions are compared (a family module of this package).
 
     Args:
         reference: The check, "module:function".
@@ -561,11 +562,89 @@ def unit_distance(rms: float, unit: float) -> float:
     return float(min(100.0, 100.0 * rms / unit))
 
 
+# ---------------------------------------------------------------------------------- hostile inputs
+# What `innolab tasks check` feeds every check (a family's HOSTILE): each submission breaks one
+# format rule, so every check must reject it with a clear error, never crash, never accept it.
+
+_SLOT = "\x00hostile\x00"
+
+
+def hostile_variants(key: str, rows: list[Any], fixed_rows: bool = True) -> dict[str, str]:
+    """Hostile submissions of a field that holds a list of numbers or of rows of numbers.
+
+    Args:
+        key: The field's name.
+        rows: A plausible value of the field (its first entry is corrupted in turn).
+        fixed_rows: Whether the check requires exactly len(rows) rows (then a missing and an
+            extra row are hostile too).
+
+    Returns:
+        Each hostile submission's JSON text by its label.
+    """
+
+    def corrupt(spelling: str) -> str:
+        value = json.loads(json.dumps(rows))
+        if isinstance(value[0], list):
+            value[0][0] = _SLOT
+        else:
+            value[0] = _SLOT
+        return json.dumps({key: value}).replace(json.dumps(_SLOT), spelling, 1)
+
+    out = {
+        "NaN entry": corrupt("NaN"),
+        "Infinity entry": corrupt("Infinity"),
+        "-Infinity entry": corrupt("-Infinity"),
+        "1e999 entry (overflows to infinity)": corrupt("1e999"),
+        "integer of 400 digits": corrupt("1" + "0" * 400),
+        "string entry": corrupt('"0.5"'),
+        "boolean entry": corrupt("true"),
+        "null entry": corrupt("null"),
+        "nested entry": corrupt("[[0.5]]"),
+        "a reported score beside the construction": json.dumps({key: rows, "score": 1e9}),
+        "the field missing": json.dumps({}),
+        "the field not a list": json.dumps({key: "everything"}),
+        "not an object": json.dumps([rows]),
+        "nested too deeply": '{"' + key + '": ' + "[" * 100_000 + "]" * 100_000 + "}",
+    }
+    if fixed_rows:
+        out["a row missing"] = json.dumps({key: rows[:-1]})
+        out["a row too many"] = json.dumps({key: [*rows, rows[-1]]})
+    return out
+
+
 # ----------------------------------------------------------------------------------------- dispatch
 
 
+def split_reference(reference: str) -> tuple[str, str]:
+    """Split a check's reference "module:function" and check its form.
+
+    Args:
+        reference: "module:function".
+
+    Returns:
+        (module, function).
+
+    Raises:
+        ValueError: Not "module:function" with two identifiers, a private function, or a module
+            name this package keeps for itself.
+    """
+    module, colon, function = str(reference).partition(":")
+    if not colon or not module.isidentifier() or not function.isidentifier():
+        raise ValueError(f"check {reference!r} must be 'module:function' (two Python names: the "
+                         "problem family's module and its check function)")
+    if module in RESERVED_MODULES or module.startswith("_"):
+        raise ValueError(f"check {reference!r}: {module!r} is not a problem family's module")
+    if function.startswith("_"):
+        raise ValueError(f"check {reference!r} is not a public check function")
+    return module, function
+
+
 def resolve(reference: str) -> Callable[..., float]:
-    """Find the check function named "module:function" (module one of FAMILIES, in this package).
+    """Find the check function named "module:function" in a family module of this package.
+
+    In a sandbox the package holds the core and the task's own family module; on the host
+    innolab finds families through its registry (innolab.tasks.families), which hands checks to
+    `run_check`.
 
     Args:
         reference: "module:function".
@@ -574,21 +653,40 @@ def resolve(reference: str) -> Callable[..., float]:
         The check function.
 
     Raises:
-        ValueError: The reference is malformed, names no public function, or an unknown module.
+        ValueError: The reference is malformed, or names no module or no public function here.
     """
-    module, _, function = reference.partition(":")
-    if module not in FAMILIES or not function:
-        raise ValueError(f"check {reference!r} must be 'module:function' "
-                         f"with module one of {list(FAMILIES)}")
+    module, function = split_reference(reference)
     package = __name__.rpartition(".")[0]
     try:
         found = getattr(importlib.import_module(f"{package}.{module}"), function)
     except (ImportError, AttributeError):
         raise ValueError(
             f"check {reference!r}: module {module!r} has no function {function!r}") from None
-    if function.startswith("_") or not callable(found):
+    if not callable(found):
         raise ValueError(f"check {reference!r} is not a public check function")
     return found
+
+
+def run_check(
+    function: Callable[..., float], params: dict[str, Any], data: dict[str, Any]
+) -> tuple[list[str], float | None]:
+    """Run a check function on a parsed submission and insist on a finite objective.
+
+    Args:
+        function: The check function.
+        params: The problem's parameters.
+        data: The submission.
+
+    Returns:
+        (errors, score): no errors and the recomputed objective, or the errors and None.
+    """
+    try:
+        score = function(data, **params)
+    except Invalid as error:
+        return [str(error)], None
+    if not is_real(score) or not math.isfinite(score):
+        return [f"the objective is not a finite number ({score!r})"], None
+    return [], float(score)
 
 
 def check(
@@ -608,13 +706,7 @@ def check(
         function = resolve(reference)
     except ValueError as error:
         return [str(error)], None
-    try:
-        score = function(data, **params)
-    except Invalid as error:
-        return [str(error)], None
-    if not math.isfinite(score):
-        return ["the objective is not finite"], None
-    return [], score
+    return run_check(function, params, data)
 
 
 def check_file(reference: str, params: dict[str, Any], path: str | Path,

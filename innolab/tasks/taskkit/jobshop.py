@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import numpy as np
 
-from .core import Invalid, Outcome, int_rows, only_keys, violations
+from .core import Invalid, Outcome, hostile_variants, int_rows, only_keys, violations
 
 
 def job_shop(data: dict[str, Any], instances: dict[str, dict[str, list[list[int]]]]) -> float:
@@ -106,3 +107,31 @@ def _kendall_distance(a: dict[str, np.ndarray], b: dict[str, np.ndarray]) -> flo
 
 
 OUTCOMES = {"job_shop": Outcome(_describe_schedule, _kendall_distance, JOBSHOP_SCALE)}
+
+
+# ------------------------------------------------------------------------------- hostile inputs
+
+CHECKS = ("job_shop",)
+
+
+def _hostile(params: dict[str, Any]) -> dict[str, str]:
+    instances = params["instances"]
+    names = sorted(instances)
+    zero = {n: [[0] * len(instances[n]["duration_matrix"][0])
+                for _ in instances[n]["duration_matrix"]] for n in names}
+    first = names[0]
+    slot = json.dumps({"schedules": {**zero, first: "\x00"}})
+    out = {}
+    for label, text in hostile_variants(first, zero[first]).items():
+        prefix = '{"' + first + '": '
+        if text.startswith(prefix):  # the instance's matrix corrupted, the others intact
+            out[label] = slot.replace(json.dumps("\x00"), text[len(prefix):-1], 1)
+    out["an instance missing"] = json.dumps({"schedules": {n: zero[n] for n in names[1:]}})
+    out["an unknown instance"] = json.dumps({"schedules": {**zero, "ta00": zero[first]}})
+    out["a reported score"] = json.dumps({"schedules": zero, "score": 1})
+    out["a float start time"] = json.dumps({"schedules": {**zero, first: [[0.5, *row[1:]]
+                                                                        for row in zero[first]]}})
+    return out
+
+
+HOSTILE = {"job_shop": _hostile}

@@ -2,11 +2,20 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import numpy as np
 
-from .core import Invalid, Outcome, distinct_rows, int_rows, only_keys, violations
+from .core import (
+    Invalid,
+    Outcome,
+    distinct_rows,
+    hostile_variants,
+    int_rows,
+    only_keys,
+    violations,
+)
 
 # entries below 2^28: eleven squared differences fit int64 with room to spare
 FAST_PATH_BITS = 28
@@ -99,3 +108,22 @@ def _kissing_distance(a: np.ndarray, b: np.ndarray) -> float:
 OUTCOMES = {
     "kissing_configuration": Outcome(_describe_vectors, _kissing_distance, KISSING_SCALE),
 }
+
+
+# ------------------------------------------------------------------------------- hostile inputs
+
+CHECKS = ("kissing_configuration",)
+
+
+def _hostile(params: dict[str, Any]) -> dict[str, str]:
+    dim = int(params["dim"])
+    rows = [[2 if j == i % dim else 0 for j in range(dim)] for i in range(dim)]
+    out = hostile_variants("vectors", rows, fixed_rows=False)
+    out["a float entry"] = json.dumps({"vectors": [[2.0] + [0] * (dim - 1)]})
+    out["a vector of the wrong length"] = json.dumps({"vectors": [[2] * (dim + 1)]})
+    out["the zero vector"] = json.dumps({"vectors": [[0] * dim]})
+    out["a repeated vector"] = json.dumps({"vectors": [rows[0], rows[0]]})
+    return out
+
+
+HOSTILE = {"kissing_configuration": _hostile}

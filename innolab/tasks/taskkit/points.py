@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 from fractions import Fraction
 from itertools import combinations
@@ -16,6 +17,7 @@ from .core import (
     dihedral,
     distinct_rows,
     group_rms,
+    hostile_variants,
     only_keys,
     orthogonal_rms,
     real_matrix,
@@ -75,7 +77,11 @@ def _minus_sqrt3(a: Fraction, b: Fraction) -> tuple[int, float]:
         return sign, float(a) - math.sqrt(3) * float(b)
     numerator = a * a - 3 * b * b
     sign = (numerator > 0) - (numerator < 0)
-    return (sign if a > 0 else -sign), float(numerator) / (float(a) + math.sqrt(3) * float(b))
+    signed = sign if a > 0 else -sign
+    try:
+        return signed, float(numerator) / (float(a) + math.sqrt(3) * float(b))
+    except OverflowError:  # coordinates near float64's limit: the excess is beyond its range
+        return signed, math.copysign(math.inf, signed)
 
 
 def heilbronn_triangle(data: dict[str, Any], n: int) -> float:
@@ -227,3 +233,18 @@ OUTCOMES = {
     "heilbronn_triangle": Outcome(_points, _in_triangle, POINTS_SCALE),
     "heilbronn_convex": Outcome(_affine_normalised, _up_to_rotation, POINTS_SCALE),
 }
+
+
+# ------------------------------------------------------------------------------- hostile inputs
+
+CHECKS = ("min_max_distance_ratio", "heilbronn_triangle", "heilbronn_convex")
+
+
+def _hostile(params: dict[str, Any]) -> dict[str, str]:
+    dim = int(params.get("dim", 2))
+    rows = [[0.1 * (i % 7) + 0.01 * i] + [0.05 * i] * (dim - 1) for i in range(int(params["n"]))]
+    return {**hostile_variants("points", rows),
+            "a row of one number": json.dumps({"points": [[0.5]] * int(params["n"])})}
+
+
+HOSTILE = {name: _hostile for name in CHECKS}

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import math
 from fractions import Fraction
 from typing import Any
 
 import numpy as np
 
-from .core import Invalid, Outcome, only_keys, real_vector, size
+from .core import Invalid, Outcome, hostile_variants, only_keys, real_vector, size
 
 
 def erdos_minimum_overlap(data: dict[str, Any], max_n: int) -> float:
@@ -232,3 +233,24 @@ OUTCOMES = {
     "first_autocorrelation": Outcome(_describe_density, _shifted_distance, STEPS_SCALE),
     "second_autocorrelation": Outcome(_describe_support, _support_distance, STEPS_SCALE),
 }
+
+
+# ------------------------------------------------------------------------------- hostile inputs
+
+CHECKS = ("erdos_minimum_overlap", "first_autocorrelation", "second_autocorrelation")
+KEYS = {"erdos_minimum_overlap": "heights", "first_autocorrelation": "values",
+        "second_autocorrelation": "values"}
+
+
+def _hostile_of(name: str) -> Any:
+    def hostile(params: dict[str, Any]) -> dict[str, str]:
+        key = KEYS[name]
+        out = hostile_variants(key, [0.5] * 8, fixed_rows=False)
+        out["too many steps"] = json.dumps({key: [0.5] * (int(params["max_n"]) + 1)})
+        out["no steps"] = json.dumps({key: []})
+        return out
+
+    return hostile
+
+
+HOSTILE = {name: _hostile_of(name) for name in CHECKS}
