@@ -15,7 +15,7 @@ if TYPE_CHECKING:
 
 
 def register(commands: Commands) -> None:
-    """Add `tasks list|show|check|solve|frontier|score`.
+    """Add `tasks list|show|check|solve|frontier|new|families|score`.
 
     Args:
         commands: The parent parser's subparsers.
@@ -68,11 +68,60 @@ def register(commands: Commands) -> None:
     frontier.add_argument("task", metavar="ID")
     frontier.add_argument("--json", action="store_true", help="print one JSON object")
     frontier.set_defaults(handler=show_frontier)
+    new = sub.add_parser(
+        "new", help="write a task folder to fill (a family module of its own, known solutions "
+        "recorded): it passes `innolab tasks check` as written")
+    new.add_argument("task", metavar="ID")
+    new.add_argument("--family", metavar="F",
+                     help="the new family's module name (default: from the id)")
+    new.add_argument("--path", default=".", metavar="DIR",
+                     help="where the task folder is written (default: here)")
+    new.set_defaults(handler=new_task)
+    families_cmd = sub.add_parser(
+        "families", help="the registered problem families (entry-point group innolab.families)")
+    families_cmd.add_argument("--json", action="store_true", help="print one JSON list")
+    families_cmd.set_defaults(handler=list_families)
     score_cmd = sub.add_parser("score", help="score a submission file with the hidden evaluator")
     score_cmd.add_argument("task", metavar="ID")
     score_cmd.add_argument("file", metavar="FILE")
     score_cmd.add_argument("--json", action="store_true", help="print one JSON object")
     score_cmd.set_defaults(handler=score)
+
+
+def new_task(args: argparse.Namespace) -> int:
+    """Write a task folder (innolab.tasks.skeleton) and say what to fill."""
+    from innolab.cli.common import fail
+    from innolab.tasks import TaskError
+    from innolab.tasks.skeleton import new_task as write
+
+    try:
+        folder = write(args.task, args.family, args.path)
+    except TaskError as error:
+        return fail("tasks new", error)
+    print(f"wrote {folder}: task.yaml (fill its ledger: holder, source, date), description.md, "
+          f"{args.family or args.task.replace('-', '_')}.py (the family: check, outcome, hostile "
+          "inputs, baseline template) and three solutions, recorded")
+    print(f"next: innolab tasks check {folder}; innolab run --agent baseline --task {folder}")
+    print(folder)
+    return 0
+
+
+def list_families(args: argparse.Namespace) -> int:
+    """One line per registered family (broken ones with their error)."""
+    from innolab.tasks.families import registered
+
+    entries = registered()
+    if args.json:
+        print(json.dumps([e.as_dict() for e in entries.values()], indent=1))
+        return 0
+    for entry in entries.values():
+        if entry.family is None:
+            print(f"{entry.name:12} BROKEN ({entry.distribution}): {entry.error}")
+            continue
+        template = "baseline template" if entry.family.template_file else "no baseline template"
+        print(f"{entry.name:12} {entry.distribution or '?':24} {template:21} "
+              f"checks: {', '.join(entry.family.checks())}")
+    return 0
 
 
 def list_tasks(args: argparse.Namespace) -> int:

@@ -24,3 +24,4 @@ POINTS = _builtin("points", "point sets: min-max distance ratio, Heilbronn probl
 STEPS = _builtin("steps", "step functions: Erdős minimum overlap, autocorrelation constants")
 KISSING = _builtin("kissing", "kissing configurations of integer vectors (exact integers)")
 JOBSHOP = _builtin("jobshop", "job-shop schedules, the sum of makespans (exact integers)")
+COLOURING = _builtin("colouring", "graph colouring: a proper colouring's number of colours (exact)")

@@ -278,18 +278,35 @@ def int_rows(data: Any, key: str, rows: int | None, cols: int, max_bits: int) ->
     """
 
     def integer(item: Any, where: str) -> None:
-        if isinstance(item, HugeInt):
-            raise Invalid(f"{where} is an integer of {item.digits} digits; entries must have "
-                          f"magnitude below "
-                          f"2^{max_bits}")
-        if not isinstance(item, int) or isinstance(item, bool):
-            raise Invalid(f"{where} must be an integer, got {type(item).__name__} {item!r}")
-        if item.bit_length() > max_bits:
-            raise Invalid(f"{where} must have magnitude below 2^{max_bits} "
-                          f"(it has {item.bit_length()} bits)")
+        exact_integer(item, where, max_bits)
 
     return _matrix(data[key] if isinstance(data, dict) else data, key, rows, cols, integer,
                    "integers")
+
+
+def exact_integer(item: Any, where: str, max_bits: int) -> int:
+    """Read a JSON integer (1.0 and booleans are not integers here) of at most `max_bits` bits.
+
+    Args:
+        item: The value.
+        where: The field's name, for the error.
+        max_bits: The largest bit length.
+
+    Returns:
+        The integer.
+
+    Raises:
+        Invalid: Not an integer, or too large (naming the field).
+    """
+    if isinstance(item, HugeInt):
+        raise Invalid(f"{where} is an integer of {item.digits} digits; entries must have "
+                      f"magnitude below 2^{max_bits}")
+    if not isinstance(item, int) or isinstance(item, bool):
+        raise Invalid(f"{where} must be an integer, got {type(item).__name__} {item!r}")
+    if item.bit_length() > max_bits:
+        raise Invalid(f"{where} must have magnitude below 2^{max_bits} "
+                      f"(it has {item.bit_length()} bits)")
+    return item
 
 
 def violations(name: str, found: list[str]) -> None:
