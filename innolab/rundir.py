@@ -318,5 +318,6 @@ def attempts_made(run_dir: Path) -> int:
     Returns:
         0 for a configuration never started.
     """
-    current = run_dir.is_dir() and any(p.name != ATTEMPTS for p in run_dir.iterdir())
+    kept = {ATTEMPTS, LOCK_FILE, LOCK_GUARD, HEARTBEAT_FILE}  # no attempt's: the lock's own
+    current = run_dir.is_dir() and any(p.name not in kept for p in run_dir.iterdir())
     return len(archived(run_dir)) + int(current)

@@ -49,7 +49,7 @@ from innolab.novelty.scoring import (
     known_code,
     novelty_against,
 )
-from innolab.rundir import RunDir, RunDirError
+from innolab.rundir import RunDir, RunDirError, write_atomic
 from innolab.runlock import RunLock
 from innolab.tasks.evaluation import Evaluation, evaluate
 from innolab.tasks.frontier import FrontierError, as_date, utc_today
@@ -117,7 +117,10 @@ def score_run(run_dir: str | Path, novelty_backend: str | None = "default",
     folder = RunDir(Path(run_dir))
     if not folder.exists():
         raise ScoringError(f"{folder.root} is not a run folder (no {folder.config.name})")
-    recorded = folder.read_score()
+    try:
+        recorded = folder.read_score()
+    except ValueError:  # being written (never torn: it is written whole): read it under the lock
+        recorded = None
     if recorded is not None:  # read without the lock: a scored run is never written again
         return {**recorded, "already_scored": True}
     with RunLock(folder.root, wait=wait):
@@ -141,6 +144,9 @@ def _score_run(folder: RunDir, novelty_backend: str | None, settings: dict[str, 
     finished = trace.finished
     if finished is None:
         raise ScoringError(f"{folder.root}: the run has not finished (resume it first)")
+    completed = _completed(folder, trace, config, table)
+    if completed is not None:
+        return completed
     task = get_task(config["task"])
     today = utc_today()
     backend = default_backend() if novelty_backend == "default" else novelty_backend
@@ -173,15 +179,37 @@ def _score_run(folder: RunDir, novelty_backend: str | None, settings: dict[str, 
         text = json.dumps({"summary": card.summary, "pseudocode": card.pseudocode}, indent=2)
         folder.method_card.write_text(text, encoding="utf-8")
     row["candidates"] = candidates
-    folder.score.write_text(json.dumps(row, indent=2, default=str) + "\n", encoding="utf-8")
+    # the event first, then score.json whole (what says "scored"), then the table's row: a kill
+    # between them leaves an event that the next scoring completes from (`_completed`)
     writer = TraceWriter(folder.root, next_seq=(trace.events[-1].seq or 0) + 1)
-    fields = {k: v for k, v in row.items() if k not in ("run", "agent", "task")}
+    fields = {k: v for k, v in row.items() if k not in ROW_ONLY}
     writer.emit(Score.model_validate(json.loads(json.dumps(fields, default=str))))
     writer.close()
-    table = table or folder.scores_table
+    return _record(folder, row, table)
+
+
+ROW_ONLY = ("run", "agent", "task")  # the fields of score.json that its event leaves out
+
+
+def _record(folder: RunDir, row: dict[str, Any], table: Path | None) -> dict[str, Any]:
+    """Write score.json (atomically) and the row of the folder's scores table."""
+    write_atomic(folder.score, (json.dumps(row, indent=2, default=str) + "\n").encode())
     flat = {k: v for k, v in row.items() if k not in ("errors", "distances", "candidates")}
-    _append_locked(table, pd.DataFrame([flat]))
+    _append_locked(table or folder.scores_table, pd.DataFrame([flat]))
     return row
+
+
+def _completed(folder: RunDir, trace: Trace, config: dict[str, Any],
+               table: Path | None) -> dict[str, Any] | None:
+    """A scoring a kill cut after its event: score.json and the table's row from the event."""
+    event = trace.score
+    if event is None:
+        return None
+    fields = {k: v for k, v in event.payload().items() if k not in ("v", "seq", "time", "type",
+                                                                     "step")}
+    row = {"run": folder.name, "agent": config.get("agent"), "task": config.get("task"),
+           **fields}
+    return {**_record(folder, row, table), "already_scored": True}
 
 
 def _append_locked(table: Path, frame: pd.DataFrame) -> None:

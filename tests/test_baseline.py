@@ -21,7 +21,7 @@ from innolab.agents.baseline import (
     round_seed,
     template,
 )
-from innolab.agents.registry import policies
+from innolab.agents.registry import build_policy, policies
 from innolab.gym.policy import Observation
 from innolab.gym.run import execute
 from innolab.gym.tools import ToolResult
@@ -118,7 +118,8 @@ def test_the_state_round_trips_and_a_malformed_one_is_named():
 def test_a_short_run_reaches_a_valid_submission(family, tmp_path):
     task, continuous = PER_FAMILY[family]
     config = runner.agent_config("baseline", task, seed=1, budget_s=16 if continuous else 10)
-    outcome = execute(runner.create_run(config, tmp_path / "run"), show_progress=False)
+    outcome = execute(runner.create_run(config, tmp_path / "run"), build_policy,
+                      show_progress=False)
     assert outcome["dev_valid"], outcome
     records = submissions(tmp_path / "run")
     assert all(r["dev_valid"] for r in records)
@@ -171,7 +172,8 @@ def test_the_runs_table_names_the_agent_baseline_and_the_model_none(tmp_path):
 def test_a_docker_run_reaches_a_valid_submission(tmp_path, base_image):
     config = runner.agent_config("baseline", "circles-in-rectangle-21", seed=3, budget_s=20,
                                  runtime="docker", image=base_image)
-    outcome = execute(runner.create_run(config, tmp_path / "run"), show_progress=False)
+    outcome = execute(runner.create_run(config, tmp_path / "run"), build_policy,
+                      show_progress=False)
     assert outcome["dev_valid"], outcome
     assert json.loads((tmp_path / "run" / "config.json").read_text())["runtime"] == "docker"
     assert len(submissions(tmp_path / "run")) >= 1

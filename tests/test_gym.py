@@ -415,8 +415,9 @@ def test_every_way_into_a_run_takes_its_lock(tmp_path):
         with pytest.raises(RunBusy, match=f"pid {holder.pid}"):
             score_run(run_dir, novelty_backend=None, wait=False)
         with pytest.raises(RunBusy):
+            from innolab.agents.registry import build_policy
             from innolab.gym.run import execute
-            execute(run_dir, resume=True, show_progress=False, wait=False)
+            execute(run_dir, build_policy, resume=True, show_progress=False, wait=False)
     finally:
         holder.kill()
         holder.wait()
@@ -680,3 +681,19 @@ def test_an_owner_that_ended_unreaped_is_not_alive():
     finally:
         child.wait()
     assert not owner_alive(token)
+
+
+def test_a_scoring_cut_after_its_event_is_completed_from_it(tmp_path):
+    """score_run writes the score event, then score.json whole, then the table's row: a kill
+    after the event leaves a run the next scoring completes, never scores twice."""
+    outcome = runner.start(scripted_config(policy_args={"steps": 2}), tmp_path / "run",
+                           novelty=None, show_progress=False)
+    run_dir = Path(outcome["run_dir"])
+    first = json.loads((run_dir / "score.json").read_text())
+    (run_dir / "score.json").unlink()  # as a kill between the event and score.json leaves it
+    again = score_run(run_dir, novelty_backend=None)
+    assert again["already_scored"] and again["score"] == first["score"]
+    assert again["v_star"] == first["v_star"] and again["candidates"] == first["candidates"]
+    events = traces.read_events(run_dir)
+    assert sum(e.type == "score" for e in events) == 1
+    assert json.loads((run_dir / "score.json").read_text())["run"] == first["run"]

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from innolab import traces
+from innolab.agents.registry import build_policy
 from innolab.gym.budget import Budget
 from innolab.gym.policy import RunConfig
 from innolab.gym.run import create_run, execute, load_checkpoint
@@ -175,7 +176,7 @@ def test_a_run_killed_at_an_old_layout_checkpoint_resumes_where_it_stopped(tmp_p
         wall_clock_s=300,
     )
     run_dir = create_run(config, tmp_path / "run")
-    assert execute(run_dir, show_progress=False)["reason"] == "steps"
+    assert execute(run_dir, build_policy, show_progress=False)["reason"] == "steps"
     state_file = run_dir / "checkpoint" / "state.json"
     saved = json.loads(state_file.read_text())
     assert saved["step"] == 3 and saved["policy"] == {"next": 3, "seen": [0, 1, 2]}
@@ -185,7 +186,7 @@ def test_a_run_killed_at_an_old_layout_checkpoint_resumes_where_it_stopped(tmp_p
     traces.truncate_to(run_dir, saved["trace"])
     loaded, workspace = load_checkpoint(run_dir)
     assert loaded.step == 3 and workspace[:100].strip(b"\0")
-    outcome = execute(run_dir, resume=True, show_progress=False)
+    outcome = execute(run_dir, build_policy, resume=True, show_progress=False)
     assert outcome["reason"] == "agent_finished" and outcome["dev_valid"]
     events = traces.read_events(run_dir)
     assert sorted({e.step for e in events if e.type == "tool_call"}) == list(range(6))
@@ -223,4 +224,4 @@ def test_a_checkpointed_policy_state_the_scaffold_cannot_read_is_a_run_error(tmp
     (run_dir / "trace.jsonl").write_bytes(b"")
     expected = r"state.json: field 'policy': .*unknown field\(s\) \['colour'\]"
     with pytest.raises(RunError, match=expected):
-        execute(run_dir, resume=True, show_progress=False)
+        execute(run_dir, build_policy, resume=True, show_progress=False)

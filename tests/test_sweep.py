@@ -725,7 +725,8 @@ def test_attempts_are_archived_in_the_run_folder_and_a_half_done_archive_is_fini
     assert ledger.spent() == pytest.approx(0.25)
     assert state.archive_attempt(run_dir, None) == 1
     ledger.forget(run_dir)
-    assert sorted(p.name for p in run_dir.iterdir()) == ["attempts"]
+    # archiving holds the run's lock: its files stay, nothing of the attempt does
+    assert sorted(p.name for p in run_dir.iterdir()) == [".lock", ".lock.guard", "attempts"]
     first = run_dir / "attempts" / "1"
     record = json.loads((first / "attempt.json").read_text())
     assert record["end_reason"] == "llm_error" and record["cost_usd"] == pytest.approx(0.25)
@@ -741,7 +742,7 @@ def test_attempts_are_archived_in_the_run_folder_and_a_half_done_archive_is_fini
     state.finish_archive(run_dir)
     assert [p.name for p in state.archived(run_dir)] == ["1", "2"]
     assert (run_dir / "attempts" / "2" / "trace.jsonl").is_file()
-    assert sorted(p.name for p in run_dir.iterdir()) == ["attempts"]
+    assert sorted(p.name for p in run_dir.iterdir()) == [".lock", ".lock.guard", "attempts"]
 
 
 def test_status_counts_states_spend_and_a_stop_for_cost(tmp_path):

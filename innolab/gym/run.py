@@ -215,6 +215,9 @@ def _execute(folder: RunDir, build_policy: PolicyFactory, resume: bool,
         policy = build_policy(config, folder.root)
     except ValueError as error:  # an agent that is not registered or does not load
         raise RunError(str(error)) from None
+    if not resume and (folder.trace.exists() or folder.state.exists()):
+        raise RunError(f"{folder.root} has run already (its trace or checkpoint exists): resume "
+                       f"it (innolab run --resume {folder.root}), never start it again")
     finished = _finished(folder) if resume else None
     if finished is not None:  # resuming a finished run changes nothing and reports its outcome
         return {"run_dir": str(folder.root), **_outcome(finished), "already_finished": True}

@@ -22,8 +22,17 @@ from typing import Any
 import psutil
 
 from innolab.results import MANIFEST, read_manifest
-from innolab.rundir import ATTEMPTS, RunDir, archived, attempts_made, write_atomic
-from innolab.runlock import STALE_S, read_heartbeat
+from innolab.rundir import (
+    ATTEMPTS,
+    HEARTBEAT_FILE,
+    LOCK_FILE,
+    LOCK_GUARD,
+    RunDir,
+    archived,
+    attempts_made,
+    write_atomic,
+)
+from innolab.runlock import STALE_S, RunLock, read_heartbeat
 from innolab.sweep.spec import SpecError
 
 # how a scored run ended that makes it a failure to retry, not a result (a spent budget, an agent
@@ -133,13 +142,22 @@ def archive_attempt(run_dir: Path, error: str | None) -> int:
     Its files move into attempts/<n>.partial/, which is then renamed: a driver killed half way
     leaves a .partial folder that `finish_archive` completes.
 
+    The run's lock is held meanwhile (innolab.runlock): a run an executor still holds (a failed
+    run's kernel still shutting down) is waited for, never moved from under it; the lock's own
+    files stay in the folder.
+
     Args:
-        run_dir: The configuration's run folder (no process may hold it).
+        run_dir: The configuration's run folder.
         error: The error the sweep recorded for the attempt (written to its attempt.json).
 
     Returns:
         The archived attempt's number.
     """
+    with RunLock(run_dir):
+        return _archive_attempt(run_dir, error)
+
+
+def _archive_attempt(run_dir: Path, error: str | None) -> int:
     finish_archive(run_dir)
     number = len(archived(run_dir)) + 1
     staging = run_dir / ATTEMPTS / f"{number}{PARTIAL}"
@@ -160,15 +178,23 @@ def finish_archive(run_dir: Path) -> None:
         run_dir: The configuration's run folder.
     """
     folder = run_dir / ATTEMPTS
-    for staging in folder.glob(f"*{PARTIAL}") if folder.is_dir() else []:
-        _move_into(run_dir, staging)
-        staging.rename(folder / staging.name.removesuffix(PARTIAL))
+    partial = list(folder.glob(f"*{PARTIAL}")) if folder.is_dir() else []
+    if not partial:
+        return
+    with RunLock(run_dir):  # nothing is moved from under an executor
+        for staging in partial:
+            _move_into(run_dir, staging)
+            staging.rename(folder / staging.name.removesuffix(PARTIAL))
 
 
 def _move_into(run_dir: Path, staging: Path) -> None:
     for entry in list(run_dir.iterdir()):
-        if entry.name != ATTEMPTS:
+        if entry.name not in KEPT:
             entry.rename(staging / entry.name)
+
+
+# what archiving leaves in a run folder: the attempts, and the lock's files (held meanwhile)
+KEPT = frozenset({ATTEMPTS, LOCK_FILE, LOCK_GUARD, HEARTBEAT_FILE})
 
 
 class Ledger:
