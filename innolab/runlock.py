@@ -394,6 +394,30 @@ class RunLock:
                 fcntl.flock(guard, fcntl.LOCK_UN)
 
 
+def still_held(run_dir: Path) -> None:
+    """End this process at once if the lock it holds on a run was taken over.
+
+    The heartbeat notices a take-over within `heartbeat_s`; an executor checks here too before
+    it writes what a successor would also write (a checkpoint, the run's end), so that a holder
+    that was stopped and woke up writes nothing after its successor began. A folder this thread
+    holds no lock on is left alone.
+
+    Args:
+        run_dir: The run folder.
+    """
+    key = (str(RunDir(Path(run_dir)).lock.resolve()), threading.get_ident())
+    with _HELD_GUARD:
+        lock = _HELD.get(key)
+    if lock is None or lock.handle is None:
+        return
+    with lock._guard():
+        if lock.owned():
+            return
+    log.critical("the lock of %s was taken over while this process (pid %d) was stopped: "
+                 "ending it before it writes again", lock.path.parent, os.getpid())
+    lock.on_lost()
+
+
 def _try_flock(handle: IO[Any]) -> bool:
     try:
         fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)

@@ -827,3 +827,20 @@ def test_the_cost_cap_wins_the_exit_status_over_a_failed_run():
     assert exit_status(state(0, True)) == 3
     assert exit_status(state(2, False)) == 1
     assert exit_status(state(0, False)) == 0
+
+
+def test_a_holder_whose_lock_was_taken_over_checks_before_it_writes(tmp_path):
+    """Between two heartbeats, a holder that woke up after a take-over ends at its next write
+    (runlock.still_held, called before each checkpoint and the run's end)."""
+    from innolab.runlock import still_held
+
+    lost = threading.Event()
+    folder = RunDir(tmp_path)
+    with RunLock(tmp_path, heartbeat_s=60.0, stale_s=600.0, on_lost=lost.set):
+        still_held(tmp_path)
+        assert not lost.is_set()
+        mine = json.loads(folder.heartbeat.read_text())
+        folder.heartbeat.write_text(json.dumps({**mine, "token": "successor"}))
+        still_held(tmp_path)  # no heartbeat has run yet: the check itself notices
+        assert lost.is_set()
+    still_held(tmp_path / "elsewhere")  # no lock held there: nothing happens

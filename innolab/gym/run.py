@@ -49,7 +49,7 @@ from innolab.gym.task import GymTask
 from innolab.gym.tools import Toolbox, ToolCall
 from innolab.llm.client import LLMError
 from innolab.rundir import RunDir, runs_root, write_atomic
-from innolab.runlock import RunLock
+from innolab.runlock import RunLock, still_held
 from innolab.tasks.registry import get_task
 from innolab.traces import (
     AgentError,
@@ -267,6 +267,7 @@ def _execute(folder: RunDir, build_policy: PolicyFactory, resume: bool,
         final = _final_submission(folder, state.submissions, task.direction)
         # what the task keeps of the final workspace
         artefacts = task.collect(sandbox, folder.root, config)
+        still_held(folder.root)
         event = trace.emit(RunFinished(step=None, reason=reason, budget=state.budget.as_dict(),
                                        artefacts=artefacts, **final))
         trace.close()
@@ -378,6 +379,7 @@ def step(run: RunContext, state: RunState) -> str | None:
     state.step += 1
     trace.emit(Checkpoint(step=state.step))
     state.policy, state.trace = run.policy.state(), trace.position()
+    still_held(run.folder.root)  # a holder whose lock was taken over writes nothing more
     save_checkpoint(run.folder.root, state, run.sandbox.snapshot())
     return None
 
