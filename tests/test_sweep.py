@@ -844,3 +844,18 @@ def test_a_holder_whose_lock_was_taken_over_checks_before_it_writes(tmp_path):
         still_held(tmp_path)  # no heartbeat has run yet: the check itself notices
         assert lost.is_set()
     still_held(tmp_path / "elsewhere")  # no lock held there: nothing happens
+
+
+def test_a_run_executed_twice_counts_as_failed_not_scored(tmp_path):
+    from innolab.sweep import state
+
+    run_dir = tmp_path / "runs" / "twice"
+    run_dir.mkdir(parents=True)
+    finished = {"reason": "steps", "budget": {}, "final_submission": None, "dev_valid": False,
+                "dev_score": None}
+    (run_dir / "trace.jsonl").write_text(
+        trace_line("run_started", config={}) + trace_line("run_finished", seq=1, **finished)
+        + trace_line("run_finished", seq=2, **finished))
+    (run_dir / "score.json").write_text("{}")
+    assert state.read_run(run_dir).end_reason == state.TRACE_BROKEN
+    assert state.failed(run_dir, None)

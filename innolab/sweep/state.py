@@ -37,7 +37,10 @@ from innolab.sweep.spec import SpecError
 
 # how a scored run ended that makes it a failure to retry, not a result (a spent budget, an agent
 # that finished or stalled are results)
-FAILED_REASONS = frozenset({"llm_error"})
+# a run ended by its model's outage, or a trace with two ends (it ran twice: its results cannot
+# be read, innolab.traces refuses it): failed, so that --retry-failed runs it again
+TRACE_BROKEN = "trace_broken"
+FAILED_REASONS = frozenset({"llm_error", TRACE_BROKEN})
 STATES = ("pending", "running", "interrupted", "scored", "failed", "stopped_for_cost")
 ATTEMPT_RECORD = "attempt.json"
 PARTIAL = ".partial"
@@ -83,7 +86,8 @@ def read_run(run_dir: Path) -> RunReading:
             if event.get("type") == "llm_call":
                 cost += float(event.get("cost_usd") or 0.0)
             elif event.get("type") == "run_finished":
-                reason = event.get("reason")
+                # a second end: two executors ran it (innolab.traces refuses such a trace)
+                reason = TRACE_BROKEN if reason is not None else event.get("reason")
     return RunReading(cost, reason, started)
 
 
