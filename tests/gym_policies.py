@@ -98,3 +98,22 @@ class CallPolicy:
 
     def load_state(self, state: dict[str, Any]) -> None:
         self.next = state["next"]
+
+
+class GatedPolicy(CallPolicy):
+    """CallPolicy that, before finishing, waits until a file exists (a test holds it running)."""
+
+    name = "gated"
+
+    def __init__(self, calls: list[list[Any]], gate: str) -> None:
+        super().__init__(calls)
+        self.gate = gate
+
+    def step(self, observation: Observation) -> Action:
+        import time
+        from pathlib import Path
+
+        if self.next >= len(self.calls):
+            while not Path(self.gate).exists():
+                time.sleep(0.05)
+        return super().step(observation)

@@ -345,35 +345,56 @@ def _cli(*args: str) -> subprocess.CompletedProcess:
 
 
 def test_a_run_being_executed_is_not_executed_again_by_a_resume(tmp_path):
-    """The resume race: a second executor is refused (naming the holder) or waits; one run, once."""
-    run_dir = tmp_path / "run"
-    first = subprocess.Popen(
-        [INNOLAB, "run", "--agent", "baseline", "--task", "circle-packing-26", "--budget", "8s",
-         "--novelty", "none", "--run-dir", str(run_dir)],
-        cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)},
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    """The resume race: while one executor runs the run (held open by a gate the test controls,
+    so no timing decides it), `innolab run --resume` is refused naming it, `innolab score` too,
+    and `--resume --wait` waits, then reports the run the first one finished: one run, once."""
+    from tests.gym_policies import GRID
+
+    gate = tmp_path / "go"
+    calls = [["write_file", {"path": "p.json", "content": json.dumps({"circles": GRID})}],
+             ["submit", {"path": "p.json"}]]
+    config = scripted_config(policy="tests.gym_policies:GatedPolicy",
+                             policy_args={"calls": calls, "gate": str(gate)})
+    run_dir = create_run(config, tmp_path / "runs" / "run")
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    first = subprocess.Popen([sys.executable, "-m", "innolab.runner", str(run_dir), "--quiet"],
+                             cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             text=True)
+    waiting = None
     try:
         while not (run_dir / "trace.jsonl").exists():
             assert first.poll() is None, first.stderr.read()[-2000:]
-            time.sleep(0.1)
+            time.sleep(0.05)
         refused = _cli("run", "--resume", str(run_dir), "--novelty", "none")
         assert refused.returncode == 4, refused.stderr[-2000:]
         assert f"pid {first.pid}" in refused.stderr and "--wait" in refused.stderr
         busy_score = _cli("score", str(run_dir))
         assert busy_score.returncode == 4 and f"pid {first.pid}" in busy_score.stderr
-        waited = _cli("run", "--resume", str(run_dir), "--novelty", "none", "--wait")
-        assert waited.returncode == 0, waited.stderr[-2000:]
-        assert waited.stdout.strip().splitlines()[-1] == str(run_dir)
+        waiting = subprocess.Popen([INNOLAB, "run", "--resume", str(run_dir), "--novelty", "none",
+                                    "--wait"], cwd=ROOT, env=env, stdout=subprocess.PIPE,
+                                   stderr=subprocess.PIPE, text=True)
+        time.sleep(2)
+        assert waiting.poll() is None  # it waits for the first executor
+        gate.touch()
         assert first.wait(timeout=120) == 0
+        out, err = waiting.communicate(timeout=300)
+        assert waiting.returncode == 0, err[-2000:]
+        assert out.strip().splitlines()[-1] == str(run_dir)
     finally:
+        gate.touch()
         first.kill()
+        if waiting is not None:
+            waiting.kill()
     events = traces.read_events(run_dir)
     assert [e.seq for e in events] == list(range(len(events)))
     assert sum(e.type == "run_started" for e in events) == 1
     assert sum(e.type == "run_finished" for e in events) == 1
     assert sum(e.type == "score" for e in events) == 1
-    rows = (tmp_path / "scores.csv").read_text().strip().splitlines()
+    rows = (tmp_path / "runs" / "scores.csv").read_text().strip().splitlines()
     assert len(rows) == 2  # the header and the run, once
+    again = subprocess.run([sys.executable, "-m", "innolab.runner", str(run_dir), "--quiet"],
+                           cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    assert again.returncode != 0 and "never start it again" in again.stderr
 
 
 def test_a_trace_two_executors_wrote_is_refused_naming_the_line(tmp_path):
