@@ -97,7 +97,10 @@ class Family:
         return Path(self.spec.module).read_bytes()
 
     def checks(self) -> list[str]:
-        """The public check functions the module defines (not those it imports), sorted."""
+        """The module's check functions: its `CHECKS`, else every public function it defines."""
+        declared = getattr(self.module, "CHECKS", None)
+        if declared is not None:
+            return sorted(str(name) for name in declared)
         return sorted(name for name, value in vars(self.module).items()
                       if not name.startswith("_") and callable(value)
                       and getattr(value, "__module__", None) == self.module.__name__
@@ -116,7 +119,8 @@ class Family:
             FamilyError: The family has no such public function.
         """
         found = getattr(self.module, function, None)
-        if function.startswith("_") or not callable(found) or isinstance(found, type):
+        if (function.startswith("_") or not callable(found) or isinstance(found, type)
+                or function not in self.checks()):
             raise FamilyError(f"family {self.name!r} ({self.origin}) has no check function "
                               f"{function!r}; its checks: {', '.join(self.checks()) or 'none'}")
         return found  # type: ignore[no-any-return]

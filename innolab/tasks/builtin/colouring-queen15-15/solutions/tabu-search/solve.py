@@ -1,0 +1,6 @@
+"""DSATUR, then tabu search over improper colourings (gcol)."""
+
+from innolab.tasks.solvers.colouring import run_tabu
+
+if __name__ == "__main__":
+    run_tabu("colouring-queen15-15", n=15)
