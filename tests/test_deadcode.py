@@ -768,3 +768,29 @@ def test_novelty_distance_says_which_rule_kept_the_code(tmp_path):
     assert done.returncode == 0, done.stderr
     assert "dead code: static" in done.stderr
     assert float(done.stdout.strip().splitlines()[-1]) == 0.0
+
+
+def test_code_that_never_runs_but_shapes_its_function_stays():
+    """`if False: yield` keeps a generator a generator, a dead `global` keeps the name global,
+    and a name bound in a dead branch stays local: each program prints as before stripping."""
+    programs = {
+        "generator": ("def nothing():\n    if False:\n        yield None\n\n\n"
+                      "print(list(nothing()))\n"),
+        "global": ("counter = 1\n\n\ndef bump():\n    if False:\n        global counter\n"
+                   "    counter = 0\n\n\nbump()\nprint(counter)\n"),
+        "local": ("x = 5\n\n\ndef read():\n    try:\n        return x\n    except NameError:\n"
+                  "        return 'unbound'\n    if 0:\n        x = 1\n\n\n"
+                  "try:\n    print(read())\nexcept UnboundLocalError:\n    print('local')\n"),
+        "after return": ("def gen():\n    return\n    yield 1\n\n\nprint(list(gen()))\n"),
+    }
+    for name, source in programs.items():
+        stripped = strip_dead_code(source)
+        ran = {}
+        for which, text in (("original", source), ("stripped", stripped)):
+            done = subprocess.run([sys.executable, "-c", text], capture_output=True, text=True,
+                                  timeout=60, check=False)
+            ran[which] = (done.returncode, done.stdout, done.stderr.splitlines()[-1:])
+        assert ran["original"] == ran["stripped"], (name, stripped)
+    padded = "def f():\n    if False:\n        helper()\n    return 1\n\n\ndef helper():\n" \
+             "    return 2\n\n\nprint(f())\n"
+    assert "helper" not in strip_dead_code(padded)  # padding still goes

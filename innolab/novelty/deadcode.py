@@ -53,6 +53,7 @@ import io
 import operator
 import re
 import tokenize
+from collections import Counter
 from collections.abc import Callable, Collection, Iterable, Iterator
 from typing import Any, Literal
 
@@ -236,6 +237,8 @@ class _Dead:
         self.else_cut: set[int] = set()
         self.quiet: set[int] = set()
         self.promoted: set[int] = set()  # `elif`s whose line becomes an `if` (the one above goes)
+        # the enclosing function of what is visited (None inside a class body)
+        self._functions: list[ast.FunctionDef | ast.AsyncFunctionDef | None] = []
         self._visit(tree.body)
 
     def outermost(self, tree: ast.Module) -> list[ast.stmt]:
@@ -255,6 +258,32 @@ class _Dead:
     def _kill(self, statements: Iterable[ast.stmt]) -> None:
         for statement in statements:
             self.statements.add(id(statement))
+
+    def _keeps(self, statements: list[ast.stmt]) -> bool:
+        """Whether code that never runs still shapes its function, so that it must stay.
+
+        Inside a function, a `yield` (or `await`) makes it a generator (a coroutine), a `global`
+        or `nonlocal` decides where its names live, and a name bound there is local to the whole
+        function wherever else it is read: dropping such code would change what the function does.
+        """
+        function = self._functions[-1] if self._functions else None
+        if function is None:  # module or class scope: a name bound or not fails alike when read
+            return False
+        bound: set[str] = set()
+        inside: Counter[str] = Counter()
+        for node in _walk_scope(statements):
+            if isinstance(node, ast.Yield | ast.YieldFrom | ast.Await | ast.Global | ast.Nonlocal):
+                return True
+            if isinstance(node, ast.Name):
+                if isinstance(node.ctx, ast.Load):
+                    inside[node.id] += 1
+                else:
+                    bound.add(node.id)
+        if not bound:
+            return False
+        loads = Counter(n.id for n in _walk_scope(function.body)
+                        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load))
+        return any(loads[name] > inside[name] for name in bound)
 
     def _dedent(self, statement: ast.If, block: list[ast.stmt], after: int) -> int | None:
         """How far a block can be dedented to its `if`'s place, line by line (None: it cannot).
@@ -283,13 +312,17 @@ class _Dead:
                 return None  # a line of a multi-line string, or odd indentation
         return len(inner) - len(outer)
 
-    def _decided_if(self, statement: ast.If, truth: bool) -> None:
+    def _decided_if(self, statement: ast.If, truth: bool) -> bool:
+        """Decide a constant `if`; False where its dead part must stay (`_keeps`)."""
+        dead = statement.body if truth is False else statement.orelse
+        if dead and self._keeps(dead):
+            return False
         lines = self.lines
         header_end = statement.test.end_lineno or statement.lineno
         if truth is False:
             if not statement.orelse:
                 self._kill([statement])
-                return
+                return True
             self._kill(statement.body)
             line = _else_line(statement, lines)
             chained = line is not None and lines[line - 1].lstrip().startswith("elif")
@@ -306,7 +339,7 @@ class _Dead:
                     self.unwrap[id(statement)] = ("else", amount)
                     self.quiet.add(id(statement))
             self._visit(statement.orelse)
-            return
+            return True
         if statement.orelse:
             self._kill(statement.orelse)
         amount = self._dedent(statement, statement.body, header_end)
@@ -319,28 +352,39 @@ class _Dead:
         elif statement.orelse and cuttable:
             self.else_cut.add(id(statement))
         self._visit(statement.body)
+        return True
 
     def _visit(self, body: list[ast.stmt]) -> None:
         ended = False  # a return, raise, continue or break came before in this block
-        for statement in body:
+        for index, statement in enumerate(body):
             if ended:
-                self._kill([statement])
-                continue
+                if self._keeps(body[index:]):
+                    ended = False  # unreached, but it shapes its function: it stays
+                else:
+                    self._kill([statement])
+                    continue
             if isinstance(statement, ast.If):
                 truth = _truth(self.value(statement.test))
-                if truth is not None:
-                    self._decided_if(statement, truth)
+                if truth is not None and self._decided_if(statement, truth):
                     ended = truth and any(isinstance(s, _TERMINATORS) for s in statement.body)
                     continue
-            elif isinstance(statement, ast.While) and _truth(self.value(statement.test)) is False:
+            elif isinstance(statement, ast.While) and _truth(self.value(statement.test)) is False \
+                    and not self._keeps(statement.body):
                 if statement.orelse:
                     self._kill(statement.body)
                     self._visit(statement.orelse)
                 else:
                     self._kill([statement])
                 continue
+            scope = isinstance(statement, ast.FunctionDef | ast.AsyncFunctionDef)
+            if scope:
+                self._functions.append(statement)  # type: ignore[arg-type]
+            elif isinstance(statement, ast.ClassDef):
+                self._functions.append(None)  # type: ignore[arg-type]
             for block in _blocks(statement):
                 self._visit(block)
+            if scope or isinstance(statement, ast.ClassDef):
+                self._functions.pop()
             ended = isinstance(statement, _TERMINATORS)
 
     def value(self, node: ast.expr) -> Any:
@@ -383,6 +427,18 @@ class _Dead:
         except Exception:  # a comparison of constants that raises is left to the program
             return _UNKNOWN
         return _UNKNOWN
+
+
+def _walk_scope(nodes: Iterable[ast.AST]) -> Iterator[ast.AST]:
+    """Every node under these nodes, not entering nested functions, lambdas or classes."""
+    pending = list(nodes)
+    while pending:
+        node = pending.pop()
+        yield node
+        for child in ast.iter_child_nodes(node):
+            if not isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda
+                              | ast.ClassDef):
+                pending.append(child)
 
 
 def _truth(value: Any) -> bool | None:
