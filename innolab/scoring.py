@@ -32,7 +32,7 @@ from typing import Any
 import pandas as pd
 
 from innolab.gym.policy import RunConfig
-from innolab.gym.provenance import ProgramError, load_program
+from innolab.gym.provenance import Program, ProgramError
 from innolab.gym.reproduce import SameOutcome, SourceCheck, check_source
 from innolab.llm.errors import LLMError
 from innolab.metrics import score_solution
@@ -483,18 +483,17 @@ class _Assessor:
             The text, and `novelty_code` ("executed" or "static") with `novelty_code_note`.
         """
         note = f"coverage {check.coverage_note}"
-        if check.executed is not None and source_file:
+        if check.executed is not None and check.traced_program is not None:
             try:
-                program = load_program(self.folder.root, source_file)
-            except (ProgramError, OSError) as error:
+                traced = Program.from_dict(check.traced_program)
+            except ProgramError as error:
                 note = f"coverage not mapped onto the program: {error}"
-            else:
-                kept = keep_executed(source, program.text_lines(check.executed)) \
-                    if program.text() == source else None
+            else:  # the program as it ran traced: its statements one a line
+                kept = keep_executed(traced.text(), traced.text_lines(check.executed))
                 if kept is not None:
                     return kept, {"novelty_code": "executed",
                                   "novelty_code_note": DEAD_CODE_RULES["executed"]}
-                note = "coverage not mapped onto the program's stored text"
+                note = "coverage not applied: nothing of the program ran under the tracer"
         return source, {"novelty_code": "static",
                         "novelty_code_note": f"{DEAD_CODE_RULES['static']}; {note}"[:500]}
 

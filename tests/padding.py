@@ -15,6 +15,9 @@ import textwrap
 
 HELPERS = 50
 FORMS = ("if-false", "if-0", "named-constant", "after-return", "unused-classes")
+# padding that only a run tells apart: one-line helpers called on one line, under a test that the
+# running program decides (static reachability must keep it: it may run)
+RUNTIME_FORMS = ("one-line-runtime",)
 
 
 def helper_functions(count: int = HELPERS) -> str:
@@ -100,7 +103,12 @@ def pad(source: str, form: str) -> tuple[str, list[int | None]]:
     lines = source.splitlines(keepends=True)
     numbered: list[tuple[str, int | None]] = [(line, i + 1) for i, line in enumerate(lines)]
     head = _head_end(tree)
-    if form == "unused-classes":
+    if form == "one-line-runtime":
+        helpers = "".join(f"def pad_line_{k}(v): return [x * {k + 1} for x in v]\n"
+                          for k in range(HELPERS))
+        calls = "; ".join(f"pad_line_{k}([1.0])" for k in range(HELPERS))
+        block = helpers + "\n\nimport sys as _pad_sys\nif len(_pad_sys.argv) > 99: " + calls + "\n"
+    elif form == "unused-classes":
         block = helper_classes() + "\n\nif not True:\n" + "".join(
             f"    PadModel{k}().predict(1.0)\n" for k in range(HELPERS))
     elif form == "after-return":

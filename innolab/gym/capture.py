@@ -139,6 +139,8 @@ class Capture:
             workspace-relative file that ran.
         lines_intact: for each traced process that exited normally, whether its line tracer was
             still in place at its exit.
+        lines_traced: the processes (pids) that logged a line.
+        lines_ended: each traced process's word at its exit: whether its tracer was in place.
         processes: the processes, in the order they first logged.
         cells: the persistent interpreter's actions, in the order they ran.
         offset: how many bytes of the log were read.
@@ -153,6 +155,8 @@ class Capture:
         # file that ran, and each process's word at exit on whether its tracer stayed in place
         self.executed: dict[str, set[int]] = {}
         self.lines_intact: list[bool] = []
+        self.lines_traced: set[int] = set()  # the pids that logged a line
+        self.lines_ended: dict[int, bool] = {}  # each pid's word at exit (intact or not)
         self._by_pid: dict[int, int] = {}
         self._current_cell: dict[int, int] = {}
 
@@ -199,8 +203,10 @@ class Capture:
         if kind == "line":
             if isinstance(record.get("path"), str) and isinstance(record.get("n"), int):
                 self.executed.setdefault(record["path"], set()).add(record["n"])
+                self.lines_traced.add(pid)
         elif kind == "lines_end":
             self.lines_intact.append(record.get("intact") is True)
+            self.lines_ended[pid] = self.lines_ended.get(pid, True) and record.get("intact") is True
         elif kind == "run":
             process.run = record
         elif kind == "cell" and isinstance(record.get("sha"), str):

@@ -7,13 +7,16 @@ default the run's longest code-tool time limit), and takes the file at the path 
 submitted. Identical bytes reproduce; otherwise the caller's `same_outcome` (the hidden evaluator,
 on the host: innolab.scoring passes it, the gym never imports it) decides; else the program differs.
 
-Line coverage: the program runs with the capture hook's line tracer on (INNOLAB_LINES=1), so the
-check also returns which lines of each of its files ran (`SourceCheck.executed`), what novelty
-keeps of it (innolab.novelty.deadcode.keep_executed). A coverage record is used only when every
-traced process kept its tracer to the end and the program names nothing that touches tracing
-(`TRACE_NAMES`, in its text, strings included); else `executed` is None and `coverage_note` says
-why. A traced run that hits the time limit is run again untraced in a fresh sandbox (tracing slows
-pure-Python loops), which decides the status.
+Line coverage: the program runs with the capture hook's line tracer on (INNOLAB_LINES=1), its
+statements written one a line (`one_statement_a_line`, so that a line that ran is a statement
+that ran), and the check also returns which lines of each of its files ran
+(`SourceCheck.executed`, of `SourceCheck.traced_program`): what novelty keeps of it
+(innolab.novelty.deadcode.keep_executed). A coverage record is used only when every traced
+process said at its exit that its tracer stayed in place and the program names nothing that
+touches tracing (`TRACE_NAMES`, in its text, strings included); else `executed` is None and
+`coverage_note` says why. Where the traced run does not reproduce the submission (tracing slows
+pure-Python loops: a time-bounded search finds less), the program as stored is run again,
+untraced, in a fresh sandbox, and that run decides the status.
 
 Network: a docker sandbox has none; the local runtime runs the program in a network namespace of
 its own (`unshare -rn`: loopback only) where the machine allows it, and says so in the detail where
@@ -22,15 +25,17 @@ it does not.
 
 from __future__ import annotations
 
+import ast
 import posixpath
 import re
 import shlex
 import tempfile
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
+from innolab import pyparse
 from innolab.gym.capture import Capture
 from innolab.gym.factory import open_sandbox
 from innolab.gym.policy import RunConfig
@@ -67,9 +72,12 @@ class SourceCheck:
         seconds: The program's wall time in the sandbox (0.0 where it did not run).
         detail: What was run and what came of it.
         time_limit_s: The time limit the program ran under (None where it did not run).
-        executed: The lines of each of the program's files that ran in the re-run
+        executed: The lines of each of the program's files that ran in the traced re-run
             (workspace-relative paths; None where no coverage can be trusted).
         coverage_note: How the coverage came about, or why there is none.
+        traced_program: The program the traced re-run ran, its statements one a line (as
+            `Program.to_dict`): `executed` numbers its lines. The status is that run's where it
+            reproduced the submission, else that of the program as stored, run untraced.
     """
 
     status: SourceStatus
@@ -78,6 +86,7 @@ class SourceCheck:
     time_limit_s: float | None = None
     executed: dict[str, list[int]] | None = None
     coverage_note: str = "the program did not run"
+    traced_program: dict[str, Any] | None = None
 
     def as_dict(self) -> dict[str, Any]:
         """The check as plain data."""
@@ -187,22 +196,49 @@ def check_source(run_dir: Path, submission_file: str, source_file: str | None,
         task = get_task(config.task, config.task_options)
     except (RunDirError, OSError, TaskError, ValueError) as error:
         return SourceCheck("error", 0.0, str(error)[:DETAIL_CHARS])
-    check = None
-    for traced in (True, False):
+    normal = one_statement_a_line(program)
+    checks: list[SourceCheck] = []
+    for run, traced in ((normal, True), (program, False)):
         try:
             sandbox = open_sandbox(task, config.runtime, config.image)
         except (SandboxError, OSError) as error:
             why = f"no fresh {config.runtime} sandbox: {error}"
             return SourceCheck("error", 0.0, why[:DETAIL_CHARS])
         try:
-            check = _run_and_compare(sandbox, program, target, limit, expected, recorded,
-                                     same_outcome, traced)
+            checks.append(_run_and_compare(sandbox, run, target, limit, expected, recorded,
+                                           same_outcome, traced))
         finally:
             sandbox.close()
-        if check.status != "timeout" or not traced:
-            break
-    assert check is not None
-    return check
+        if checks[0].status == "reproduces":
+            break  # the traced run of the same statements decides; else the program as stored
+    traced_check, decided = checks[0], checks[-1]
+    return replace(decided, executed=traced_check.executed,
+                   coverage_note=traced_check.coverage_note,
+                   traced_program=normal.to_dict() if traced_check.executed else None)
+
+
+def one_statement_a_line(program: Program) -> Program:
+    """The program with each Python file written one statement a line (`ast.unparse`).
+
+    What the traced re-run runs, so that a line's coverage is a statement's: a one-line body
+    (`def f(x): return x`, `if c: a(); b()`) is then told apart from its header. The same
+    statements, the same meaning; a file that does not parse stays as it is.
+
+    Args:
+        program: The stored program.
+
+    Returns:
+        The program, rewritten.
+    """
+    files = {}
+    for name, text in program.files.items():
+        try:
+            tree = pyparse.parse(text)
+            with pyparse.lock():
+                files[name] = ast.unparse(tree) + "\n"
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            files[name] = text
+    return Program(files=files, entry=program.entry, args=list(program.args), cwd=program.cwd)
 
 
 def _coverage(sandbox: Sandbox, program: Program) -> tuple[dict[str, list[int]] | None, str]:
@@ -223,6 +259,10 @@ def _coverage(sandbox: Sandbox, program: Program) -> tuple[dict[str, list[int]] 
         return None, "not complete: the program's process did not exit normally"
     if not all(capture.lines_intact):
         return None, "not used: a process's line tracer was replaced while it ran"
+    unended = sorted(capture.lines_traced - set(capture.lines_ended))
+    if unended:  # e.g. a pool worker ended by os._exit, or a log that filled up
+        return None, (f"not complete: {len(unended)} traced process(es) did not say at their "
+                      "exit that their tracer stayed in place")
     executed = {name: sorted(capture.executed.get(name, ())) for name in program.files}
     if not executed[program.entry]:
         return None, "not recorded: no line of the entry ran under the tracer"

@@ -170,7 +170,8 @@ def keep_executed(source: str, executed: Collection[int]) -> str | None:
         return None
     try:
         removed: list[ast.stmt] = []
-        _unexecuted(tree.body, ran, removed)
+        pure = _Reachability(tree, _local_modules(source), _entry_line(source))._pure
+        _unexecuted(tree.body, ran, removed, pure)
         cut = _Cut.plan(tree, source, removed)
     except RecursionError:
         return None
@@ -180,25 +181,56 @@ def keep_executed(source: str, executed: Collection[int]) -> str | None:
     return text if text != source or not removed else None
 
 
+# decorators after which a function's body still runs as Python a line tracer sees
+TRACEABLE_DECORATORS = frozenset({
+    "staticmethod", "classmethod", "property", "setter", "getter", "deleter", "cache",
+    "lru_cache", "cached_property", "wraps", "abstractmethod", "contextmanager", "dataclass",
+    "overload", "final", "total_ordering", "singledispatch", "register",
+})
+
+
+def _decorator_name(decorator: ast.expr) -> str:
+    """A decorator's last name (`lru_cache` for `functools.lru_cache(maxsize=8)`)."""
+    node = decorator.func if isinstance(decorator, ast.Call) else decorator
+    if isinstance(node, ast.Attribute):
+        return node.attr
+    return node.id if isinstance(node, ast.Name) else ""
+
+
 def _lines(statement: ast.stmt) -> frozenset[int]:
     return frozenset(range(_first_line(statement), (statement.end_lineno or statement.lineno) + 1))
 
 
-def _unexecuted(body: list[ast.stmt], ran: frozenset[int], removed: list[ast.stmt]) -> None:
-    """Collect the statements of a body (and of the blocks of those that ran) that never ran."""
+def _unexecuted(body: list[ast.stmt], ran: frozenset[int], removed: list[ast.stmt],
+                pure: Callable[[ast.expr], bool]) -> None:
+    """Collect the statements of a body (and of the blocks of those that ran) that never ran.
+
+    An `if` or `while` none of whose blocks ran goes whole where its test has no side effect
+    (evaluating it was all it did).
+    """
     for statement in body:
         if _inert(statement) or isinstance(statement, ast.Global | ast.Nonlocal):
             continue
         if isinstance(statement, ast.FunctionDef | ast.AsyncFunctionDef):
+            if any(_decorator_name(d) not in TRACEABLE_DECORATORS
+                   for d in statement.decorator_list):
+                continue  # its body may run where no tracer sees it (a JIT): static rule only
             inside = frozenset(line for s in statement.body for line in _lines(s))
             if not inside & ran:  # never called (or never defined)
                 removed.append(statement)
                 continue
-        elif not _lines(statement) & ran:
+        elif not _lines(statement) & ran or _ran_empty(statement, ran, pure):
             removed.append(statement)
             continue
         for block in _blocks(statement):
-            _unexecuted(block, ran, removed)
+            _unexecuted(block, ran, removed, pure)
+
+
+def _ran_empty(statement: ast.stmt, ran: frozenset[int],
+               pure: Callable[[ast.expr], bool]) -> bool:
+    """Whether an `if` or `while` ran only its test (pure), none of its blocks."""
+    return isinstance(statement, ast.If | ast.While) and pure(statement.test) and not any(
+        _lines(s) & ran for block in _blocks(statement) for s in block)
 
 
 def _blocks(statement: ast.stmt) -> Iterator[list[ast.stmt]]:
