@@ -24,6 +24,7 @@ from innolab.rundir import LLM_CACHE, RunDir, runs_root
 from innolab.runlock import HEARTBEAT_S, STALE_S, RunLock
 from innolab.runspec import RunSettings, validate_settings
 from innolab.scoring import score_run
+from innolab.tasks import TaskError, get_task
 from innolab.tasks.registry import resolve_task_options, scheme_of
 
 __all__ = [
@@ -177,11 +178,15 @@ def _options(settings: RunSettings, spec: AgentSpec) -> dict[str, Any]:
 
 
 def _image(settings: RunSettings) -> str | None:
-    """The Docker image of a run (the default one with the docker runtime when none is named)."""
+    """The Docker image of a run (with the docker runtime and none named: the task's default)."""
     if settings.runtime == "docker" and settings.image is None:
-        from innolab.gym.docker_sandbox import DEFAULT_IMAGE
+        from innolab.gym.docker_sandbox import default_image
 
-        return DEFAULT_IMAGE
+        try:
+            task = get_task(settings.task, settings.task_options)
+        except (TaskError, ValueError):
+            return default_image("cpu")  # the task's own error comes where it is loaded
+        return default_image(getattr(task, "compute", "cpu"))
     return settings.image
 
 

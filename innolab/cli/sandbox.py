@@ -19,7 +19,11 @@ def register(commands: Commands) -> None:
     build = sub.add_parser(
         "build-image", help="build the offline base image (debootstrap + docker import)"
     )
-    build.add_argument("--tag", default="innolab/base:latest")
+    build.add_argument("--tag", default=None,
+                       help="the image's tag (default innolab/base:latest; with --gpu "
+                       "innolab/gpu:latest)")
+    build.add_argument("--gpu", action="store_true",
+                       help="the image of `gpu` tasks: PyTorch's GPU build from the package index")
     build.set_defaults(handler=build_image)
     sexec = sub.add_parser(
         "exec", help="run one command in a fresh sandbox of a task, as an agent would"
@@ -43,7 +47,7 @@ def build_image(args: argparse.Namespace) -> int:
     """Build the offline base image."""
     from innolab.gym.image import build_base_image
 
-    return build_base_image(args.tag)
+    return build_base_image(args.tag, gpu=args.gpu)
 
 
 def execute(args: argparse.Namespace) -> int:

@@ -13,6 +13,7 @@ import json
 import os
 import tarfile
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -29,7 +30,10 @@ from innolab.gym.sandbox import (
 )
 
 DEFAULT_IMAGE = os.environ.get("INNOLAB_SANDBOX_IMAGE", "innolab/base:latest")
+# a `gpu` task's image: the base image's tools with the GPU build of PyTorch (build-image --gpu)
+GPU_IMAGE = os.environ.get("INNOLAB_SANDBOX_GPU_IMAGE", "innolab/gpu:latest")
 WORKSPACE = "/workspace"
+DATA = "/data"  # a task's data folder, mounted read-only beside the workspace (../data)
 # the capture hook's folder (on the commands' PYTHONPATH) and log, on the container's /tmp
 SITE_DIR = "/tmp/.innolab"
 CAPTURE_LOG = f"{SITE_DIR}/capture.jsonl"
@@ -80,6 +84,18 @@ def docker_client() -> Any:
     return client
 
 
+def default_image(compute: str = "cpu") -> str:
+    """The image a task's sandbox runs in by default: the GPU image for a `gpu` task.
+
+    Args:
+        compute: The task's compute profile ("cpu", "gpu", "gpu-if-available").
+
+    Returns:
+        The image's tag.
+    """
+    return GPU_IMAGE if compute == "gpu" else DEFAULT_IMAGE
+
+
 def gpu_runtime_available(client: Any) -> bool:
     """Whether the engine has the NVIDIA runtime (so containers can be given GPUs)."""
     runtimes = client.info().get("Runtimes", {})
@@ -94,6 +110,8 @@ class DockerSandbox(Sandbox):
         limits: Its resource limits (None: the defaults).
         user: The "uid:gid" its commands run as.
         client: The engine's client (None: one from the environment).
+        data: A host folder mounted read-only at /data (the workspace's ../data), never part of
+            the workspace or its snapshots (None: none).
 
     Raises:
         SandboxError: No engine, an image not found, or GPUs asked of an engine without a GPU
@@ -109,6 +127,7 @@ class DockerSandbox(Sandbox):
         limits: DockerLimits | None = None,
         user: str = "1000:1000",
         client: Any = None,
+        data: str | os.PathLike[str] | None = None,
     ) -> None:
         import docker
 
@@ -156,7 +175,9 @@ class DockerSandbox(Sandbox):
                 network_disabled=True,
                 network_mode="none",
                 read_only=True,
-                volumes={self.volume.name: {"bind": WORKSPACE, "mode": "rw"}},
+                volumes={self.volume.name: {"bind": WORKSPACE, "mode": "rw"},
+                         **({os.fspath(os.path.realpath(data)): {"bind": DATA, "mode": "ro"}}
+                            if data is not None else {})},
                 tmpfs={
                     "/tmp": f"size={self.limits.tmp_mb}m,mode=1777",
                     "/home/agent": f"size=16m,uid={uid},gid={gid}",
@@ -172,7 +193,8 @@ class DockerSandbox(Sandbox):
                 labels={"innolab": "sandbox", "innolab.owner": owner},
                 init=True,
                 environment={"HOME": "/home/agent", "PYTHONDONTWRITEBYTECODE": "1",
-                             "PYTHONPATH": SITE_DIR},
+                             "PYTHONPATH": SITE_DIR,
+                             **({"INNOLAB_DATA_DIR": DATA} if data is not None else {})},
                 **self.limits.extra,
             )
         except Exception:
@@ -276,6 +298,64 @@ class DockerSandbox(Sandbox):
         stream, _ = self.container.get_archive(f"{WORKSPACE}/.")
         return b"".join(stream)
 
+    def listing(self) -> dict[str, tuple[str, int, int, int]]:
+        """The workspace's folders and regular files, nothing read (see LocalSandbox.listing).
+
+        Returns:
+            (kind, permission bits, size, modification time in ns) by workspace-relative path.
+
+        Raises:
+            SandboxError: The listing command failed.
+        """
+        script = ("find . -mindepth 1 \\( -type d -o -type f \\) "
+                  "-printf '%y %m %s %T@ %P\\0'")
+        result = self.container.exec_run(["/bin/sh", "-c", script], user="0:0",
+                                         workdir=WORKSPACE, demux=True)
+        out = result.output[0] if isinstance(result.output, tuple) else result.output
+        if result.exit_code != 0:
+            raise SandboxError(f"the workspace could not be listed: exit {result.exit_code}")
+        found: dict[str, tuple[str, int, int, int]] = {}
+        for record in (out or b"").split(b"\0"):
+            if not record:
+                continue
+            kind, mode, size, mtime, path = record.split(b" ", 4)
+            seconds, _, fraction = mtime.decode().partition(".")
+            ns = int(seconds) * 10**9 + int((fraction + "000000000")[:9])
+            found[path.decode("utf-8", errors="surrogateescape")] = (
+                "dir" if kind == b"d" else "file", int(mode, 8),
+                0 if kind == b"d" else int(size), ns)
+        return found
+
+    def stream_file(self, path: str, chunk: int = 1 << 20) -> Iterator[bytes]:
+        """A regular file's content in chunks, of any size (the archive API; links refused).
+
+        Args:
+            path: The workspace-relative path.
+            chunk: The chunk size.
+
+        Yields:
+            The content's chunks.
+
+        Raises:
+            SandboxError: A missing file, a link or not a regular file.
+        """
+        import docker
+
+        relative = workspace_path(path)
+        try:
+            stream, stat = self.container.get_archive(f"{WORKSPACE}/{relative}")
+        except docker.errors.NotFound:
+            raise SandboxError(f"{path} does not exist") from None
+        if stat.get("linkTarget"):
+            raise SandboxError(f"{path} is a link")
+        with tarfile.open(fileobj=_Chunks(stream), mode="r|") as archive:
+            member = archive.next()
+            if member is None or not member.isfile():
+                raise SandboxError(f"{path} is not a regular file")
+            handle = archive.extractfile(member)
+            while handle is not None and (block := handle.read(chunk)):
+                yield block
+
     def restore(self, snapshot: bytes) -> None:
         """Replace the workspace by a snapshot's regular files and folders (see Sandbox.restore)."""
         self.exec(["find", WORKSPACE, "-mindepth", "1", "-delete"], timeout_s=60)
@@ -294,3 +374,25 @@ class DockerSandbox(Sandbox):
             self.container.remove(force=True)
         finally:
             self.volume.remove(force=True)
+
+
+class _Chunks(io.RawIOBase):
+    """A readable file over an iterator of byte chunks (the engine's archive stream)."""
+
+    def __init__(self, chunks: Iterator[bytes]) -> None:
+        self.chunks, self.rest = iter(chunks), b""
+
+    def readable(self) -> bool:
+        """Return True: it is read."""
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        """Fill `buffer` from the stream; 0 at its end."""
+        while not self.rest:
+            try:
+                self.rest = next(self.chunks)
+            except StopIteration:
+                return 0
+        size = min(len(buffer), len(self.rest))
+        buffer[:size], self.rest = self.rest[:size], self.rest[size:]
+        return size

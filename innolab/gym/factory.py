@@ -18,12 +18,13 @@ def open_sandbox(
     image: str | None = None,
     workspace: Path | None = None,
 ) -> Sandbox:
-    """A fresh sandbox holding the task's visible files (description, validator, data).
+    """A fresh sandbox holding the task's visible files, its data folder mounted read-only beside.
 
     Args:
         task: The task; nothing hidden of it enters the sandbox.
         runtime: The back end, one of RUNTIMES.
-        image: The container image (docker; None: the default image).
+        image: The container image (docker; None: the default image of the task's compute: a
+            `gpu` task's is the GPU image).
         workspace: The workspace folder (local; None: a new temporary folder).
 
     Returns:
@@ -32,15 +33,16 @@ def open_sandbox(
     Raises:
         SandboxError: An unknown runtime, or a sandbox that cannot start or be filled.
     """
+    data = getattr(task, "data_dir", None)
     if runtime == "local":
         from innolab.gym.local import LocalSandbox
 
-        sandbox: Sandbox = LocalSandbox(workspace)
+        sandbox: Sandbox = LocalSandbox(workspace, data=data)
     elif runtime == "docker":
-        from innolab.gym.docker_sandbox import DEFAULT_IMAGE, DockerLimits, DockerSandbox
+        from innolab.gym.docker_sandbox import DockerLimits, DockerSandbox, default_image
 
         limits = DockerLimits(gpus=GPU_REQUESTS[task.compute])
-        sandbox = DockerSandbox(image or DEFAULT_IMAGE, limits)
+        sandbox = DockerSandbox(image or default_image(task.compute), limits, data=data)
     else:
         raise SandboxError(f"runtime must be one of {RUNTIMES}, got {runtime!r}")
     try:

@@ -36,12 +36,14 @@ import io
 import os
 import pwd
 import secrets
+import shutil
 import signal
 import stat
 import subprocess
 import tarfile
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 from innolab.gym.capture import SITE_FILE, site_source
@@ -140,6 +142,11 @@ class LocalSandbox(Sandbox):
             given to the sandbox's user); None: a new temporary folder.
         separate_user: Run the commands as their own user id (None: where innolab is root; asking
             for it elsewhere is an error).
+        data: A folder of data files made available read-only beside the workspace, as
+            `<sandbox>/data` (the workspace's ../data; also $INNOLAB_DATA_DIR): hard links where
+            innolab is root and the files share a file system (owned by root, read-only: the
+            commands' own user cannot change them), copies otherwise. Never part of the
+            workspace or its snapshots (None: none).
 
     Raises:
         SandboxError: separate_user without root, no unused user id, or a temporary folder the
@@ -148,7 +155,8 @@ class LocalSandbox(Sandbox):
 
     runtime = "local"
 
-    def __init__(self, workspace: Path | None = None, separate_user: bool | None = None) -> None:
+    def __init__(self, workspace: Path | None = None, separate_user: bool | None = None,
+                 data: Path | None = None) -> None:
         if separate_user is None:
             separate_user = os.geteuid() == 0
         if separate_user and os.geteuid() != 0:
@@ -169,6 +177,7 @@ class LocalSandbox(Sandbox):
         self.workspace.mkdir(parents=True, exist_ok=True)
         os.mkdir(self.tmp_dir, 0o700)
         self.site_dir, self.capture_log = self._install_capture()
+        self.data_dir = self._install_data(Path(data)) if data is not None else None
         if self.uid is not None:
             # the user may pass through to its folders, not list or write this one
             self.root.chmod(0o711)
@@ -196,6 +205,28 @@ class LocalSandbox(Sandbox):
                                       encoding="utf-8")
         (site / SITE_FILE).chmod(0o644)
         return site, log
+
+    def _install_data(self, source: Path) -> Path:
+        """Make the data folder available read-only at `<root>/data` (see the class's `data`)."""
+        target = self.root / "data"
+        for top, _, files in os.walk(source):
+            here = target / os.path.relpath(top, source)
+            here.mkdir(exist_ok=True)
+            for name in files:
+                origin, copy = Path(top) / name, here / name
+                try:
+                    if os.geteuid() != 0:
+                        raise OSError("a copy: the commands share innolab's user")
+                    os.link(origin, copy)
+                    if os.stat(copy).st_uid != 0 or stat.S_IMODE(os.stat(copy).st_mode) & 0o222:
+                        copy.unlink()  # a link would share a file the commands could change
+                        raise OSError("a copy: the file is not root's and read-only")
+                except OSError:
+                    shutil.copyfile(origin, copy)
+                    copy.chmod(0o444)
+        for folder in [target, *(p for p in target.rglob("*") if p.is_dir())]:
+            folder.chmod(0o555)
+        return target
 
     def read_capture(self, offset: int = 0) -> bytes:
         """The capture log from a byte on (see Sandbox.read_capture)."""
@@ -229,6 +260,7 @@ class LocalSandbox(Sandbox):
             "USER": "agent",
             "LOGNAME": "agent",
             MARKER_VARIABLE: self.marker,
+            **({"INNOLAB_DATA_DIR": str(self.data_dir)} if self.data_dir is not None else {}),
         }
         user = (
             {"user": self.uid, "group": self.uid, "extra_groups": []}
@@ -384,6 +416,56 @@ class LocalSandbox(Sandbox):
                         arcname = name if relative == "." else f"{relative}/{name}"
                         archive.addfile(archive.gettarinfo(arcname=arcname, fileobj=file), file)
         return buffer.getvalue()
+
+    def listing(self) -> dict[str, tuple[str, int, int, int]]:
+        """The workspace's folders and regular files, no link followed, nothing read.
+
+        Returns:
+            (kind "dir" or "file", permission bits, size, modification time in ns) by
+            workspace-relative path (what a checkpoint compares: innolab.gym.checkpoint).
+        """
+        found: dict[str, tuple[str, int, int, int]] = {}
+        for top, _folders, files, top_fd in os.fwalk(self.workspace, follow_symlinks=False):
+            relative = os.path.relpath(top, self.workspace)
+            if relative != ".":
+                info = os.stat(top_fd)
+                found[relative] = ("dir", stat.S_IMODE(info.st_mode), 0, info.st_mtime_ns)
+            for name in files:
+                try:
+                    info = os.stat(name, dir_fd=top_fd, follow_symlinks=False)
+                except OSError:
+                    continue
+                if stat.S_ISREG(info.st_mode):
+                    path = name if relative == "." else f"{relative}/{name}"
+                    found[path] = ("file", stat.S_IMODE(info.st_mode), info.st_size,
+                                   info.st_mtime_ns)
+        return found
+
+    def stream_file(self, path: str, chunk: int = 1 << 20) -> Iterator[bytes]:
+        """A regular file's content in chunks, of any size, no link followed.
+
+        Args:
+            path: The workspace-relative path.
+            chunk: The chunk size.
+
+        Yields:
+            The content's chunks.
+
+        Raises:
+            SandboxError: A path outside the workspace, a missing file, a link or not a file.
+        """
+        folder, name = self._parent(path, create=False)
+        try:
+            handle = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=folder)
+        except OSError as error:
+            raise SandboxError(f"{path}: {error.strerror}") from None
+        finally:
+            os.close(folder)
+        with os.fdopen(handle, "rb") as file:
+            if not stat.S_ISREG(os.fstat(handle).st_mode):
+                raise SandboxError(f"{path} is not a regular file")
+            while block := file.read(chunk):
+                yield block
 
     def restore(self, snapshot: bytes) -> None:
         """Replace the workspace by a snapshot (see Sandbox.restore)."""

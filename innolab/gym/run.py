@@ -19,6 +19,7 @@ from typing import Any
 
 from tqdm.auto import tqdm
 
+from innolab.gym import checkpoint
 from innolab.gym.budget import Budget
 from innolab.gym.dispatcher import dispatch_sync
 from innolab.gym.factory import open_sandbox, open_validator
@@ -125,10 +126,11 @@ PolicyFactory = Callable[[RunConfig, Path], Policy]
 
 
 def save_checkpoint(run_dir: Path, state: RunState, workspace: bytes) -> None:
-    """Checkpoint the run atomically.
+    """Checkpoint the run atomically from a workspace tar (the form of earlier checkpoints).
 
     The workspace tar is written under a new name, then state.json replaced in one rename, then
-    the old tars removed.
+    the old tars removed. The run loop checkpoints through `checkpoint_sandbox`, which costs what
+    changed.
     """
     folder = RunDir(run_dir)
     tar = folder.workspace_tar(state.step)
@@ -138,6 +140,35 @@ def save_checkpoint(run_dir: Path, state: RunState, workspace: bytes) -> None:
     for old in folder.checkpoint_dir.glob("workspace-*.tar"):
         if old.name != tar.name:
             old.unlink()
+
+
+def checkpoint_sandbox(run_dir: Path, state: RunState, sandbox: Sandbox) -> checkpoint.Saved:
+    """Checkpoint the run atomically: the workspace's manifest over its content store, then state.
+
+    Only what changed since the last checkpoint is read and stored (innolab.gym.checkpoint); the
+    new manifest is written, state.json replaced in one rename, then older manifests and the
+    contents only they needed removed.
+
+    Args:
+        run_dir: The run folder.
+        state: The run's state.
+        sandbox: The run's sandbox.
+
+    Returns:
+        What the checkpoint wrote.
+    """
+    folder = RunDir(run_dir)
+    folder.checkpoint_dir.mkdir(exist_ok=True)
+    previous = None
+    if folder.state.is_file():
+        name = json.loads(folder.state.read_text(encoding="utf-8")).get("workspace", "")
+        if name.endswith(".json") and (folder.checkpoint_dir / name).is_file():
+            previous = checkpoint.load_entries(folder.checkpoint_dir / name)
+    saved = checkpoint.save(sandbox, folder.checkpoint_dir, state.step, previous)
+    data = {**state.to_checkpoint(), "workspace": saved.manifest.name}
+    write_atomic(folder.state, json.dumps(data).encode())
+    checkpoint.prune(folder.checkpoint_dir, saved.manifest)
+    return saved
 
 
 def load_checkpoint(run_dir: Path) -> tuple[RunState, bytes] | None:
@@ -154,7 +185,13 @@ def load_checkpoint(run_dir: Path) -> tuple[RunState, bytes] | None:
         state = RunState.from_checkpoint(data)
     except CheckpointError as error:
         raise RunError(f"{folder.state}: {error}") from None
-    return state, (folder.checkpoint_dir / data["workspace"]).read_bytes()
+    stored = folder.checkpoint_dir / data["workspace"]
+    if stored.suffix != ".json":
+        return state, stored.read_bytes()
+    try:
+        return state, checkpoint.as_tar(folder.checkpoint_dir, checkpoint.load_entries(stored))
+    except (OSError, ValueError, TypeError) as error:
+        raise RunError(f"{stored}: the checkpointed workspace cannot be read ({error})") from None
 
 
 # ---------------------------------------------------------------------------------------- the loop
@@ -380,7 +417,7 @@ def step(run: RunContext, state: RunState) -> str | None:
     trace.emit(Checkpoint(step=state.step))
     state.policy, state.trace = run.policy.state(), trace.position()
     still_held(run.folder.root)  # a holder whose lock was taken over writes nothing more
-    save_checkpoint(run.folder.root, state, run.sandbox.snapshot())
+    checkpoint_sandbox(run.folder.root, state, run.sandbox)
     return None
 
 

@@ -17,12 +17,12 @@ class GymTask(Protocol):
     """A task as the gym sees it.
 
     Required: its id, the description the agent reads, the objective's direction, the compute it
-    asks for, the files its sandbox receives and the pristine checker's files. Two abilities are
-    optional and have a default here: `workspace_rules` (None: the scaffold's own rules) and
-    `collect` (no artefacts). A task defined above the gym subclasses `GymTask` to inherit them
-    (EXP-Bench's task does); the improvable task (`innolab.tasks.model.Task`) lies below the gym,
-    cannot import it, and declares the same defaults itself: it satisfies the protocol
-    structurally.
+    asks for, the files its sandbox receives and the pristine checker's files. Three abilities are
+    optional and have a default here: `data_dir` (None: no data mounted), `workspace_rules`
+    (None: the scaffold's own rules) and `collect` (no artefacts). A task defined above the gym
+    subclasses `GymTask` to inherit them (EXP-Bench's task does); the improvable task
+    (`innolab.tasks.model.Task`) lies below the gym, cannot import it, and declares the same
+    abilities itself: it satisfies the protocol structurally.
     """
 
     @property
@@ -60,6 +60,15 @@ class GymTask(Protocol):
             validate.py and the files it reads, by path relative to the checker's folder.
         """
         ...
+
+    @property
+    def data_dir(self) -> Path | None:
+        """A folder of data files mounted read-only beside the workspace (`../data`), or None.
+
+        Its files never enter the workspace, a checkpoint or a workspace snapshot; commands find
+        it as `../data` from the workspace and in $INNOLAB_DATA_DIR. None (the default): no data.
+        """
+        return None
 
     @property
     def workspace_rules(self) -> str | None:

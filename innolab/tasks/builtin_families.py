@@ -25,3 +25,4 @@ STEPS = _builtin("steps", "step functions: Erdős minimum overlap, autocorrelati
 KISSING = _builtin("kissing", "kissing configurations of integer vectors (exact integers)")
 JOBSHOP = _builtin("jobshop", "job-shop schedules, the sum of makespans (exact integers)")
 COLOURING = _builtin("colouring", "graph colouring: a proper colouring's number of colours (exact)")
+PREDICTION = _builtin("prediction", "prediction on hidden labels: a metric on a held-out test set")

@@ -70,7 +70,7 @@ def run_checks(
     def record(check: str, passed: bool, detail: str) -> None:
         results.append(CheckResult(task.id, check, passed, detail))
 
-    visible, priors = task.visible_files(), shipped_priors(task.id)
+    visible, priors = {**task.visible_files(), **task.data_files()}, shipped_priors(task.id)
     template = task.family.template() if task.family.template_file is not None else None
     shown = {**visible, **priors, **(prompts or {})}
     if template is not None:  # what the baseline writes into the sandbox

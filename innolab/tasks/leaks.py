@@ -33,15 +33,22 @@ check all of them). The key names in HIDDEN_KEYS are searched too.
 from __future__ import annotations
 
 import contextlib
+import io
 import re
+import zipfile
 from dataclasses import dataclass
 from decimal import ROUND_DOWN, ROUND_HALF_EVEN, ROUND_HALF_UP, Context, Decimal, InvalidOperation
 from pathlib import Path
+
+import numpy as np
 
 from innolab.tasks.frontier import PAPER_DATE
 from innolab.tasks.model import Task, TaskError
 
 HIDDEN_KEYS = ("v_star", "leaderboard", "upper_bound", "lower_bound", "best_known")
+# a hidden sequence (test labels) leaks when this many of its values appear in a row, in order: by
+# chance, 10 classes give one such run in 10^32 places
+SEQUENCE_WINDOW = 32
 MIN_SIGNIFICANT_DIGITS = 3
 ROUNDINGS = (ROUND_HALF_UP, ROUND_HALF_EVEN, ROUND_DOWN)  # rounded either way, or cut
 # enough for a float's exact binary expansion, quantized to any written digit
@@ -292,7 +299,11 @@ def scan_files(
     """
     leaks, index = [], _Index(numbers)
     for name, content in sorted(files.items()):
-        text = content.decode("utf-8", errors="replace") if isinstance(content, bytes) else content
+        if name.endswith((".npy", ".npz")):  # binary arrays: their numbers, each written out
+            text = " ".join(map(repr, _values(name, content).tolist()))
+        else:
+            text = (content.decode("utf-8", errors="replace") if isinstance(content, bytes)
+                    else content)
         for spelling, read in sorted(numbers_in(text).items()):
             source = next((found for value, digits in read if digits >= MIN_SIGNIFICANT_DIGITS
                            if (found := index.source(value)) is not None), None)
@@ -303,21 +314,79 @@ def scan_files(
     return list(dict.fromkeys(leaks))
 
 
+def _values(name: str, content: bytes | str) -> np.ndarray:
+    """Every number a file holds, in order: a NumPy file's arrays (flattened), else its text's."""
+    raw = content.encode() if isinstance(content, str) else content
+    if name.endswith((".npy", ".npz")):
+        try:
+            loaded = np.load(io.BytesIO(raw), allow_pickle=False)
+            arrays = [loaded[k] for k in loaded.files] if isinstance(loaded, np.lib.npyio.NpzFile) \
+                else [loaded]
+            numeric = [a.ravel().astype(np.float64) for a in arrays if a.dtype.kind in "biuf"]
+            return np.concatenate(numeric) if numeric else np.zeros(0)
+        except (ValueError, OSError, zipfile.BadZipFile):
+            pass  # not readable as NumPy data: read as text below
+    text = raw.decode("utf-8", errors="replace")
+    found = re.findall(r"(?<![\w.])-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?", text)
+    return np.array([float(v) for v in found], dtype=np.float64)
+
+
+def scan_sequences(files: dict[str, bytes] | dict[str, str],
+                   sequences: dict[str, list[float]], window: int = SEQUENCE_WINDOW) -> list[Leak]:
+    """Find hidden sequences (a task's test labels, in order) in files.
+
+    A file leaks a sequence when `window` consecutive values of it appear in a row among the
+    numbers the file holds (a NumPy file's arrays, or the numbers written in a text), however
+    they are spelled (7, 7.0, 7e0).
+
+    Args:
+        files: Each file's content by its name.
+        sequences: The hidden sequences by name.
+        window: How many values in a row leak a sequence (a shorter sequence: all of it).
+
+    Returns:
+        One leak per file and sequence found.
+    """
+    leaks = []
+    for label, sequence in sequences.items():
+        hidden = np.asarray(sequence, dtype=np.float64)
+        width = min(window, len(hidden))
+        if width == 0:
+            continue
+        shingles = {hidden[i:i + width].tobytes() for i in range(len(hidden) - width + 1)}
+        allowed = set(np.unique(hidden).tolist())
+        for name, content in sorted(files.items()):
+            values = _values(name, content)
+            if len(values) < width:
+                continue
+            inside = np.isin(values, list(allowed))
+            runs = np.convolve(inside, np.ones(width, dtype=int), "valid") == width
+            if any(values[i:i + width].tobytes() in shingles for i in np.flatnonzero(runs)):
+                leaks.append(Leak(name, f"{width} values of the {label} in a row", label))
+    return leaks
+
+
+def hidden_sequences(task: Task) -> dict[str, list[float]]:
+    """The sequences the agent must not see (a prediction task's test labels), by name."""
+    return dict(task.problem_data.hidden_sequences)
+
+
 def scan(task: Task, files: dict[str, bytes] | dict[str, str] | None = None) -> list[Leak]:
-    """Find leaks of a task's hidden numbers in what the agent sees.
+    """Find leaks of a task's hidden numbers and sequences in what the agent sees.
 
     Args:
         task: The task.
         files: Each file's content by its name; None scans the task's visible part (everything
-            that enters a sandbox).
+            that enters a sandbox, its data files too).
 
     Returns:
-        The leaks found (see `scan_files`).
+        The leaks found (see `scan_files` and `scan_sequences`).
 
     Raises:
         TaskError: A known solution's recorded score cannot be read.
     """
-    return scan_files(task.visible_files() if files is None else files, hidden_numbers(task))
+    files = {**task.visible_files(), **task.data_files()} if files is None else files
+    return scan_files(files, hidden_numbers(task)) + scan_sequences(files, hidden_sequences(task))
 
 
 def refuse(task: Task, files: dict[str, bytes] | dict[str, str]) -> None:

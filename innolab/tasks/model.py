@@ -443,7 +443,8 @@ class Task:
 
         Half a unit of V*'s last published digit (V* published to six decimals stands for an
         interval of ±5e-7) plus min_improvement · |V*| (the least improvement beyond it that
-        counts).
+        counts), plus the metric's sampling error where the family measures on a finite test set
+        (`sampling_margin`).
 
         Args:
             as_of: The date of V* (None: today).
@@ -452,7 +453,24 @@ class Task:
             The tie margin, in the objective's units.
         """
         v_star = self.v_star_as_of(frontier.utc_today() if as_of is None else as_of)
-        return self.spec.min_improvement * abs(v_star.value) + v_star.entry.tie_margin
+        return (self.spec.min_improvement * abs(v_star.value) + v_star.entry.tie_margin
+                + self.sampling_margin(v_star.value))
+
+    def sampling_margin(self, v_star: float) -> float:
+        """The part of the tie margin that is the metric's sampling error on a finite test set.
+
+        A family whose objective is measured on a sample (prediction on hidden labels) declares it
+        (`TIE_MARGINS` in its module: z_99 · SE at V*); others add nothing.
+
+        Args:
+            v_star: V*.
+
+        Returns:
+            The margin, in the objective's units (0 for a family that declares none).
+        """
+        margins = getattr(self.family.module, "TIE_MARGINS", {}) or {}
+        rule = margins.get(self.spec.problem.function)
+        return float(rule(self.problem_params, v_star)) if rule is not None else 0.0
 
     def bound_as_of(self, date: datetime.date | str) -> LedgerEntry | None:
         """The tightest proven bound on the far side of V* dated on or before a date.
@@ -548,8 +566,34 @@ class Task:
 
     @property
     def problem_params(self) -> dict[str, Any]:
-        """The check's parameters: task.yaml's, then those from data."""
+        """The hidden evaluator's check parameters: task.yaml's, those from data, the hidden ones.
+
+        The hidden ones (a prediction task's test labels) never enter a sandbox: the sandbox's
+        validator receives `visible_params`.
+        """
+        return {**self.visible_params, **self.problem_data.hidden_params}
+
+    @property
+    def visible_params(self) -> dict[str, Any]:
+        """The check parameters the sandbox's validator receives: task.yaml's, then data's."""
         return {**self.spec.problem.params, **self.problem_data.params}
+
+    @property
+    def data_dir(self) -> Path | None:
+        """The folder of visible data files mounted read-only beside the workspace (`../data`).
+
+        Its files never enter the workspace, a checkpoint or a workspace snapshot. None: the
+        task has no data files.
+        """
+        return self.problem_data.files
+
+    def data_files(self) -> dict[str, bytes]:
+        """The visible data files' contents by "data/<name>" (what the leak scan reads)."""
+        folder = self.data_dir
+        if folder is None:
+            return {}
+        return {f"data/{p.relative_to(folder)}": p.read_bytes()
+                for p in sorted(folder.rglob("*")) if p.is_file()}
 
     def visible_files(self) -> dict[str, bytes]:
         """Everything that enters a sandbox.
@@ -603,7 +647,7 @@ class Task:
         return {
             "id": self.id,
             "check": self.spec.problem.check,
-            "params": self.problem_params,
+            "params": self.visible_params,
             "max_bytes": self.spec.limits.max_submission_bytes,
             "direction": self.direction,
         }

@@ -1,13 +1,26 @@
 #!/usr/bin/env bash
-# Builds innolab's offline sandbox base image: debootstrap a minimal Debian with Python, numpy and scipy,
-# then `docker import` it. The mirror and the suite are read from this machine's apt configuration,
-# never written down here.
+# Builds innolab's offline sandbox image: debootstrap a minimal Debian with Python and what tasks need (numpy,
+# scipy, scikit-learn, a CPU build of PyTorch: the distribution's packages), then `docker import` it. The mirror
+# and the suite are read from this machine's apt configuration, never written down here.
+# With --gpu (for tasks of the `gpu` compute profile): the same, with the GPU build of PyTorch from the package
+# index (pip, pinned below) in place of the distribution's CPU build.
+# An image of the tag built by another version of this script is rebuilt (its label innolab.build says which).
 set -euo pipefail
 
 tag="${1:-innolab/base:latest}"
+variant="${2:-cpu}"
+GPU_TORCH="torch==2.5.1"  # the GPU build (CUDA libraries as its own dependencies) for --gpu images
 
-if docker image inspect "$tag" >/dev/null 2>&1; then
-  echo "base image $tag already present"
+packages=python3,python3-numpy,python3-scipy,python3-sklearn,ca-certificates
+if [ "$variant" = "--gpu" ]; then
+  packages="$packages,python3-pip"
+else
+  packages="$packages,python3-torch"
+fi
+build=$( { sha256sum "$0" | cut -c1-16; echo "$variant"; } | sha256sum | cut -c1-16)
+
+if [ "$(docker image inspect -f '{{ index .Config.Labels "innolab.build" }}' "$tag" 2>/dev/null)" = "$build" ]; then
+  echo "image $tag already present (build $build)"
   exit 0
 fi
 
@@ -30,9 +43,15 @@ suite=$(. /etc/os-release && echo "${VERSION_CODENAME:-bookworm}")
 root=$(mktemp -d)
 trap 'rm -rf "$root"' EXIT
 echo "debootstrap $suite into a temporary root (mirror from apt sources)"
-debootstrap --variant=minbase --include=python3,python3-numpy,python3-scipy,ca-certificates \
+debootstrap --variant=minbase --include="$packages" \
   "$suite" "$root" "$mirror" >"$root.log" 2>&1 || { tail -n 30 "$root.log" >&2; exit 1; }
 rm -f "$root.log"
+if [ "$variant" = "--gpu" ]; then
+  echo "pip install $GPU_TORCH (the GPU build) into the image"
+  cp /etc/resolv.conf "$root/etc/resolv.conf"
+  chroot "$root" python3 -m pip install --quiet --no-cache-dir --break-system-packages "$GPU_TORCH"
+  : > "$root/etc/resolv.conf"
+fi
 # A non-root user for agent code, and an empty workspace it owns.
 chroot "$root" useradd --uid 1000 --create-home --shell /bin/bash agent
 mkdir -p "$root/workspace" && chroot "$root" chown agent:agent /workspace
@@ -43,5 +62,6 @@ tar -C "$root" -c . | docker import \
   --change 'ENV LANG=C.UTF-8' \
   --change 'WORKDIR /workspace' \
   --change 'CMD ["/bin/bash"]' \
+  --change "LABEL innolab.build=$build innolab.variant=${variant#--}" \
   - "$tag"
-echo "built $tag"
+echo "built $tag (build $build)"

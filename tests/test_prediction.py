@@ -1,0 +1,143 @@
+"""Prediction on hidden labels (iBench's data kind): MNIST-1D generated offline and pinned by hash,
+test labels that never enter a sandbox, strict prediction files, the metrics and the sampling tie
+margin, the data folder mounted read-only beside the workspace."""
+
+import json
+import shutil
+
+import numpy as np
+import pytest
+
+from innolab.gym.factory import open_sandbox
+from innolab.tasks import get_task, load_task
+from innolab.tasks.checks import fuzz
+from innolab.tasks.data import DataError, mnist1d
+from innolab.tasks.evaluation import evaluate
+from innolab.tasks.leaks import scan
+from innolab.tasks.taskkit import prediction
+
+TASK = get_task("mnist1d")
+PARAMS = TASK.problem_params
+
+
+def rows(test_pred, dev_pred=None):
+    dev_pred = PARAMS["dev_labels"] if dev_pred is None else dev_pred
+    return ([[i, int(p)] for i, p in zip(PARAMS["dev_ids"], dev_pred, strict=True)]
+            + [[i, int(p)] for i, p in zip(PARAMS["test_ids"], test_pred, strict=True)])
+
+
+def with_errors(count):
+    labels = np.array(PARAMS["test_labels"])
+    wrong = labels.copy()
+    wrong[:count] = (wrong[:count] + 1) % 10
+    return wrong
+
+
+def write(tmp_path, data, name="s.json"):
+    path = tmp_path / name
+    path.write_text(data if isinstance(data, str) else json.dumps(data))
+    return path
+
+
+def test_the_standard_split_is_made_offline_and_pinned_by_its_hash():
+    assert len(PARAMS["dev_ids"]) == 500 and len(PARAMS["test_ids"]) == 1000
+    assert len(PARAMS["test_labels"]) == 1000 and PARAMS["classes"] == 10
+    with np.load(TASK.data_dir / "train.npz") as train:
+        assert train["x"].shape == (3500, 40) and train["y"].shape == (3500,)
+    with np.load(TASK.data_dir / "test.npz") as test:
+        assert sorted(test.files) == ["ids", "x"]  # no labels
+    with pytest.raises(DataError, match="hash"):
+        mnist1d("0" * 64, dev=499)
+
+
+def test_the_hidden_test_labels_enter_no_sandbox_and_no_validator_config():
+    assert "test_labels" not in TASK.validator_config()["params"]
+    assert "test_labels" in TASK.problem_params
+    assert scan(TASK) == []  # visible files and data files: no hidden number, no label run
+    sandbox = open_sandbox(TASK, "local")
+    try:
+        listed = sandbox.exec("ls -R . ../data").stdout
+        files = {name: sandbox.read_file(name) for name in
+                 ("task.json", "description.md", "validate.py")}
+    finally:
+        sandbox.close()
+    assert "train.npz" in listed and "test.npz" in listed and "hidden" not in listed
+    assert scan(TASK, files) == []
+
+
+@pytest.mark.parametrize("planted", ["labels.txt", "labels.npy"])
+def test_a_planted_copy_of_the_test_labels_in_a_visible_file_is_caught(tmp_path, planted):
+    folder = shutil.copytree(TASK.root, tmp_path / "mnist1d")
+    (folder / "visible").mkdir()
+    labels = np.array(PARAMS["test_labels"])[100:164]  # 64 of them, in order
+    if planted.endswith(".npy"):
+        np.save(folder / "visible" / planted, labels.astype(np.float32))
+    else:
+        (folder / "visible" / planted).write_text("\n".join(map(str, labels)))
+    leaks = scan(load_task(folder))
+    assert [(leak.file, leak.source) for leak in leaks] == [(planted, "test labels")]
+
+
+@pytest.mark.parametrize("case, message", [
+    ("wrong ids", "unknown id"),
+    ("a missing row", "exactly 1500 rows"),
+    ("NaN", "NaN is not allowed"),
+    ("a string", "must be an integer, got str"),
+    ("10^6 rows", "the limit is 200000 bytes"),
+])
+def test_malformed_prediction_files_are_each_rejected_with_a_clear_error(tmp_path, case, message):
+    good = rows(PARAMS["test_labels"])
+    if case == "wrong ids":
+        good[600][0] = "test-9999"
+        text = json.dumps({"predictions": good})
+    elif case == "a missing row":
+        text = json.dumps({"predictions": good[:-1]})
+    elif case == "NaN":
+        text = json.dumps({"predictions": good}).replace('"test-0003", ' + str(good[503][1]),
+                                                         '"test-0003", NaN', 1)
+    elif case == "a string":
+        good[700][1] = str(good[700][1])
+        text = json.dumps({"predictions": good})
+    else:
+        text = json.dumps({"predictions": [[f"test-{i}", 0] for i in range(10**6)]})
+    verdict = evaluate(TASK, write(tmp_path, text))
+    assert not verdict.valid and verdict.score is None and verdict.ratio == -1
+    assert message in verdict.errors[0], verdict.errors
+
+
+def test_the_tie_margin_is_the_sampling_error_and_a_gain_inside_it_is_a_tie(tmp_path):
+    se = np.sqrt(0.988 * 0.012 / 1000)
+    assert TASK.sampling_margin(0.988) == pytest.approx(2.5758293 * se)  # 0.89 points
+    assert TASK.tie_margin() == pytest.approx(2.5758293 * se + 0.0005 + 0.988e-9)
+    near = evaluate(TASK, write(tmp_path, {"predictions": rows(with_errors(6))}))
+    assert near.valid and near.score == 0.994 and near.gain > 0 and not near.beats_v_star
+    perfect = evaluate(TASK, write(tmp_path, {"predictions": rows(PARAMS["test_labels"])}))
+    assert perfect.score == 1.0 and perfect.beats_v_star
+
+
+def test_the_sandbox_validator_scores_the_development_split(tmp_path):
+    sandbox = open_sandbox(TASK, "local")
+    try:
+        dev = np.array(PARAMS["dev_labels"])
+        dev[:50] = (dev[:50] + 1) % 10  # 90 % on the development split
+        sandbox.write_file("s.json", json.dumps({"predictions": rows(with_errors(0), dev)})
+                           .encode())
+        verdict = json.loads(sandbox.exec("python3 validate.py s.json").stdout)
+    finally:
+        sandbox.close()
+    assert verdict == {"valid": True, "score": 0.9, "errors": []}
+
+
+def test_metrics_are_direction_aware_and_roc_auc_counts_ties_half():
+    truth = np.array([0, 0, 1, 1.0])
+    assert prediction.METRICS["roc_auc"][0](truth, np.array([0.1, 0.4, 0.35, 0.8])) == 0.75
+    assert prediction.METRICS["roc_auc"][0](truth, np.array([0.5, 0.5, 0.5, 0.5])) == 0.5
+    assert prediction.METRICS["macro_f1"][0](truth, truth) == 1.0
+    assert prediction.METRICS["rmse"][0](truth, truth + 0.5) == 0.5
+    assert [prediction.METRICS[m][1] for m in ("accuracy", "macro_f1", "roc_auc", "rmse")] == [
+        "max", "max", "max", "min"]
+
+
+def test_every_hostile_prediction_file_is_rejected_and_no_mutation_crashes():
+    results = fuzz(TASK, mutations=15)
+    assert all(r.passed for r in results), [r.detail for r in results]
