@@ -50,11 +50,24 @@ def test_intervals_and_paired_tests_exclude_nan():
     scores = scores_table()
     ci = mr.framework_intervals(scores, frameworks=("A", "B"), n_resamples=200)
     a = ci[(ci["framework"] == "A") & (ci["metric"] == "novelty")].iloc[0]
-    assert a["mean"] == pytest.approx(30.0) and 10.0 <= a["ci_low"] <= 30.0 <= a["ci_high"] <= 50
+    # 3 tasks with N known: the mean over them, no interval (fewer than MIN_UNITS)
+    assert a["mean"] == pytest.approx(30.0) and np.isnan(a["ci_low"]) and np.isnan(a["ci_high"])
     tests = mr.paired_tests(scores, n_resamples=200).set_index("metric")
     # t2 is excluded from the N pair (A unknown): diffs t1 -10, t3 -30, t4 +50
     assert tests.at["novelty", "mean_diff"] == pytest.approx((-10 - 30 + 50) / 3)
-    assert np.isfinite(tests.loc["novelty", ["ci_low", "ci_high", "p_value"]].astype(float)).all()
+    assert tests.loc["novelty", ["ci_low", "ci_high", "p_value"]].isna().all()
+    # the same tables over 12 tasks (each task thrice over, renamed): A's N known on 9 of them
+    # (t2's three copies unknown), so its mean has no interval; B's on all 12, so it has one
+    many = pd.concat([scores.assign(task=scores["task"] + f"-{k}") for k in range(3)],
+                     ignore_index=True)
+    ci = mr.framework_intervals(many, frameworks=("A", "B"), n_resamples=200)
+    novelty = ci[ci["metric"] == "novelty"].set_index("framework")
+    assert np.isnan(novelty.at["A", "ci_low"])
+    assert novelty.at["B", "ci_low"] <= novelty.at["B", "mean"] <= novelty.at["B", "ci_high"]
+    tests = mr.paired_tests(many, n_resamples=200).set_index("metric")
+    # 9 pairs of N (t2's excluded): no p; 12 of ratio: an interval and a p
+    assert np.isnan(tests.at["novelty", "p_value"])
+    assert np.isfinite(tests.loc["ratio", ["ci_low", "ci_high", "p_value"]].astype(float)).all()
     # with one pair left: its difference, no interval
     few = scores[scores["task"].isin(["t1", "t2"])]
     single = mr.paired_tests(few, n_resamples=200).set_index("metric").loc["novelty"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 import json
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -84,7 +85,7 @@ def test_anytime_is_the_best_so_far_with_the_papers_imputation():
     )  # c2 has no candidate: -1 and N 0 throughout
     curve = sw.anytime(trajectory, runs, None, [0, 10, 25, 30, 60], n_resamples=200)
     assert list(curve.columns) == ["t_s", "n", "mean_ratio", "ci_low", "ci_high", "mean_novelty",
-                                   "n_novelty"]
+                                   "n_novelty", "note"]
     ratio, novelty, _ = sw.anytime_values(trajectory, runs, [0, 10, 25, 30, 60])
     assert ratio.tolist() == [
         [-1, -0.5, -0.5, -0.2, -0.2],
@@ -96,8 +97,10 @@ def test_anytime_is_the_best_so_far_with_the_papers_imputation():
         [-1, -2.5 / 3, -2.5 / 3, -2.2 / 3, -1.5 / 3]
     )
     assert (np.diff(curve["mean_ratio"]) >= 0).all()  # best-so-far: monotone
-    assert (curve["ci_low"] <= curve["mean_ratio"] + 1e-6).all()
-    assert (curve["mean_ratio"] <= curve["ci_high"] + 1e-6).all()
+    # 3 runs: too few for a percentile bootstrap interval (MIN_UNITS), NaN with the reason
+    assert curve["ci_low"].isna().all() and curve["ci_high"].isna().all()
+    assert curve["note"].str.startswith("3 unit(s): a percentile bootstrap interval needs at "
+                                        "least 10").all()
 
 
 def test_anytime_counts_each_run_up_to_its_own_budget():
@@ -181,18 +184,19 @@ def best_of_runs(tasks: int, seeds: int = 3, seed: int = 0) -> pd.DataFrame:
 
 
 def test_best_of_k_interval_is_a_bootstrap_over_tasks_that_contains_its_estimate_unclipped():
-    runs = best_of_runs(tasks=6)
+    runs = best_of_runs(tasks=12)
     effect = sw.factor_effect(runs, "level", "score", best_of=3, n_resamples=2000, rng=1)
     best = effect[effect["kind"] == "best_of_k"].iloc[0]
     assert "bootstrap over tasks" in best["method"] and "seeds not resampled" in best["method"]
     # the estimate: the mean over tasks of each task's best of its 3 seeds
     per_task = runs.groupby("task")["score"].max()
-    assert best["mean"] == pytest.approx(per_task.mean()) and best["n"] == 6
-    # the interval: the engine's percentile bootstrap of that mean over the 6 task values (drawn
+    assert best["mean"] == pytest.approx(per_task.mean()) and best["n"] == 12
+    # the interval: the engine's percentile bootstrap of that mean over the 12 task values (drawn
     # after the per-run row's), as it is; it contains the estimate by the method (no bound equals
     # it, as a clip would make it)
     gen = np.random.default_rng(1)
-    bs.bootstrap_ci(runs["score"].to_numpy(), n_resamples=2000, rng=gen)  # the per-run row's draws
+    # the per-run row's draws: its runs span 12 tasks, so it resamples tasks
+    bs.cluster_bootstrap_ci(runs["score"], runs["task"], n_resamples=2000, rng=gen)
     reference = bs.bootstrap_ci(per_task.to_numpy(), n_resamples=2000, rng=gen)
     assert (best["ci_low"], best["ci_high"]) == (reference.ci_low, reference.ci_high)
     assert best["ci_low"] < best["mean"] < best["ci_high"]
@@ -220,7 +224,7 @@ def test_best_of_k_with_one_task_has_no_interval_and_says_why():
     best = effect[effect["kind"] == "best_of_k"].iloc[0]
     assert np.isfinite(best["mean"]) and best["n"] == 1
     assert np.isnan(best["ci_low"]) and np.isnan(best["ci_high"])
-    assert "needs at least 2" in best["note"] and "invalid" in best["note"]
+    assert "needs at least 10" in best["note"] and "invalid" in best["note"]
     # a task with fewer seeds than k counts with the best of those it has, and says so
     short = sw.factor_effect(best_of_runs(tasks=2, seeds=2), "level", "score", best_of=3,
                              n_resamples=500)
@@ -400,19 +404,23 @@ FLAT_AFTER_FIRST = [-1.0, 0.0, 0.0, 0.0, 0.0]  # rises to the second budget, the
 
 
 @pytest.mark.parametrize("shape, verdict", [(STEADY, "holds"), (FLAT_AFTER_FIRST, "does not hold")])
-def test_identical_curves_with_4_and_with_5_runs_give_the_same_verdict(shape, verdict):
+def test_identical_curves_give_one_verdict_from_10_runs_and_none_below(shape, verdict):
     checks = [
         sw.trend_holds(curves(shape, runs, BUDGETS), "budget_s", "gain", "increasing",
                        unit="config_id")
-        for runs in (4, 5)
+        for runs in (4, 5, 10, 11)
     ]
-    assert [c.verdict for c in checks] == [verdict, verdict]
-    assert [c.n_units for c in checks] == [4, 5]
-    # the effect the verdict rests on is the same: the change after the middle budget (40 s)
-    assert checks[0].estimate == checks[1].estimate == pytest.approx(shape[-1] - shape[2])
+    # below MIN_UNITS (10) runs the bootstrap bound the verdict rests on is not given: no verdict
+    # either way, with 4 runs as with 5; from 10 runs, the curves decide
+    assert [c.verdict for c in checks] == ["not enough data"] * 2 + [verdict] * 2
+    assert [c.n_units for c in checks] == [4, 5, 10, 11]
+    assert all("needs at least 10" in c.detail for c in checks[:2])
+    # the effect is reported in every case: the change after the middle budget (40 s)
+    assert [c.estimate for c in checks] == pytest.approx([shape[-1] - shape[2]] * 4)
+    assert np.isnan(checks[0].ci_low) and checks[2].ci_low == checks[2].estimate
     # beside it, the stated null (later-half change = earlier-half change) and the smallest p of
     # its design: 2/2^4 with 4 runs, 2/2^5 with 5
-    assert [c.p_min for c in checks] == pytest.approx([0.125, 0.0625])
+    assert [c.p_min for c in checks[:2]] == pytest.approx([0.125, 0.0625])
     assert all("H0 each unit's later-half change equals its earlier-half" in c.hypothesis
                for c in checks)
     # the replaced design, a one-sided Wilcoxon over the runs' Spearman rho: every rho of a
@@ -422,14 +430,103 @@ def test_identical_curves_with_4_and_with_5_runs_give_the_same_verdict(shape, ve
     assert stats.wilcoxon(rho + rho[:1], alternative="greater").pvalue == pytest.approx(0.03125)
 
 
+def varied_curves(late: Sequence[float], seed: int = 0) -> pd.DataFrame:
+    """Best-so-far curves over BUDGETS that differ run by run: each its own start, its own rise up
+    to the middle budget (40 s) and the given rise after it, `late[i]` for run i."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for i, after in enumerate(late):
+        start, before = rng.uniform(-1.0, -0.6), rng.uniform(0.2, 0.5)
+        share = rng.uniform(0.3, 0.7)
+        steps = np.cumsum([0.0, before * share, before * (1 - share), after * share,
+                           after * (1 - share)])
+        rows += [(f"r{i}", b, start + v) for b, v in zip(BUDGETS, steps, strict=True)]
+    return pd.DataFrame(rows, columns=["config_id", "budget_s", "gain"])
+
+
+def keeps_rising(rows: pd.DataFrame, **settings) -> sw.TrendCheck:
+    return sw.trend_holds(rows, "budget_s", "gain", "increasing", unit="config_id", **settings)
+
+
+def test_non_identical_curves_get_one_verdict_with_one_run_more_or_less():
+    # held out: curves that differ run by run (no constant column, whose bootstrap is exact), each
+    # still rising after its middle budget by 0.03 to 0.12 (above min_effect, 0.01)
+    late = np.random.default_rng(11).uniform(0.03, 0.12, 11)
+    rows = varied_curves(late, seed=3)
+    four, five = (keeps_rising(rows[rows["config_id"].isin([f"r{i}" for i in range(k)])])
+                  for k in (4, 5))
+    # 4 runs and 5: no verdict either way (too few for the bound), the effect reported
+    assert (four.verdict, five.verdict) == ("not enough data", "not enough data")
+    assert four.estimate == pytest.approx(late[:4].mean())
+    assert five.estimate == pytest.approx(late[:5].mean())
+    assert np.isnan(four.ci_low) and np.isnan(five.ci_low)
+    assert four.p_min == pytest.approx(0.125) and five.p_min == pytest.approx(0.0625)
+    ten, eleven = (keeps_rising(rows[rows["config_id"].isin([f"r{i}" for i in range(k)])])
+                   for k in (10, 11))
+    assert (ten.verdict, eleven.verdict) == ("holds", "holds")
+    for check, k in ((ten, 10), (eleven, 11)):
+        assert check.estimate == pytest.approx(late[:k].mean())
+        assert check.min_effect == 0.01 < check.ci_low < check.estimate < check.ci_high
+    # an eleventh run that no longer rises after its middle budget does not flip the verdict
+    flat = varied_curves(np.r_[late[:10], 0.0], seed=3)
+    assert keeps_rising(flat).verdict == "holds"
+    # the same curves rising after the middle by 0.0005 to 0.002 only: below min_effect, with
+    # 10, 11 or 40 runs alike
+    for k in (10, 11, 40):
+        tiny = keeps_rising(varied_curves(np.random.default_rng(k).uniform(0.0005, 0.002, k)))
+        assert tiny.verdict == "does not hold" and tiny.ci_high < tiny.min_effect, k
+        assert "flattens after the middle level" in tiny.detail
+    # a stated min_effect of 0 lets any rise count: the verdict is the bound's, said as such
+    assert keeps_rising(varied_curves(np.full(12, 0.001)), min_effect=0.0).verdict == "holds"
+
+
+@pytest.mark.parametrize(
+    "late, verdict",
+    [
+        ([0.001] * 2, "not enough data"),  # 2 runs each rising by 0.001 after the middle
+        ([0.001] * 3 + [0.0] * 7, "does not hold"),  # 3 of 10 rising by 0.001, 7 flat
+        ([0.001] * 5, "not enough data"),  # 5 of 5
+        ([0.001] * 4, "not enough data"),  # 4 of 4
+        ([0.001] * 30, "does not hold"),  # 30 of 30: the count does not make the rise
+    ],
+)
+def test_tiny_rises_do_not_keep_rising_however_many_runs_make_them(late, verdict):
+    # the cold review's cases: each of these held before (the bootstrap bound of a mean of
+    # non-negative changes is above 0 once ((n - k) / n)^n < alpha, k runs that moved at all)
+    check = keeps_rising(varied_curves(late, seed=5))
+    assert check.verdict == verdict
+    assert check.estimate == pytest.approx(np.mean(late))
+    assert check.estimate < check.min_effect == sw.DEFAULT_MIN_EFFECT
+    assert "min_effect = 0.01" in check.hypothesis
+
+
+def test_min_effect_is_stated_checked_and_chosen_by_quantity():
+    rows = varied_curves(np.full(12, 0.5)).assign(novelty=lambda d: 50 - 3 * d["gain"])
+    with pytest.raises(sw.AnalysisError, match="min_effect must be a finite number >= 0"):
+        keeps_rising(rows, min_effect=-0.1)
+    stated = pd.DataFrame({"quantity": ["gain", "novelty"], "trend": ["increasing", "decreasing"],
+                           "detail": ["rises", "falls"]})
+    checks = sw.check_trends(stated, rows, "budget_s", {"gain": "gain", "novelty": "novelty"},
+                             unit="config_id", n_resamples=500).set_index("quantity")
+    # N (0 to 100) counts a change of 1 point; the ratio 0.01
+    assert checks["min_effect"].to_dict() == {"gain": 0.01, "novelty": 1.0}
+    assert checks.at["gain", "this sweep"] == "holds"
+    # N falls by 3 x 0.5 = 1.5 after the middle per run: beyond 1 point; at min_effect 2, not
+    assert checks.at["novelty", "this sweep"] == "holds"
+    stricter = sw.check_trends(stated, rows, "budget_s", {"novelty": "novelty"},
+                               unit="config_id", min_effects={"novelty": 2.0}, n_resamples=500)
+    assert stricter["this sweep"].tolist() == ["does not hold"]
+    assert stricter["min_effect"].tolist() == [2.0]
+
+
 def test_curves_that_flatten_after_the_first_budget_do_not_keep_rising():
     # three budgets: the middle one is the second, so "after the first budget" is the later half
-    rows = curves([-1.0, -0.2, -0.2], 6, [10.0, 20.0, 40.0])
+    rows = curves([-1.0, -0.2, -0.2], 12, [10.0, 20.0, 40.0])
     check = sw.trend_holds(rows, "budget_s", "gain", "increasing", unit="config_id")
     assert check.verdict == "does not hold" and "flattens" in check.detail
     assert (check.estimate, check.ci_low, check.ci_high) == (0.0, 0.0, 0.0)
-    assert "0 of 6 units still rising" in check.detail
-    # one run of six that still improves a little after 20 s does not make the curves keep rising
+    assert "0 of 12 units still rising by more than it" in check.detail
+    # one run of twelve that still improves after 20 s does not make the curves keep rising
     late = rows.copy()
     late.loc[(late["config_id"] == "r0") & (late["budget_s"] == 40.0), "gain"] = -0.1
     assert sw.trend_holds(late, "budget_s", "gain", "increasing", unit="config_id").verdict == (
@@ -445,7 +542,7 @@ def test_curves_that_flatten_after_the_first_budget_do_not_keep_rising():
 def test_trend_steps_give_the_mean_change_and_the_share_still_improving_per_step():
     rows = pd.concat(
         [
-            curves(STEADY, 3, BUDGETS).assign(shape="steady"),
+            curves(STEADY, 10, BUDGETS).assign(shape="steady"),
             curves(FLAT_AFTER_FIRST, 2, BUDGETS).assign(shape="flat", config_id=["f0"] * 5
                                                         + ["f1"] * 5),
         ]
@@ -460,11 +557,13 @@ def test_trend_steps_give_the_mean_change_and_the_share_still_improving_per_step
     assert flat["mean_change"].tolist() == pytest.approx([1.0, 0.0, 0.0, 0.0])
     assert flat["share_improving"].tolist() == [1.0, 0.0, 0.0, 0.0]
     assert flat["share_still_improving"].tolist() == [1.0, 0.0, 0.0, 0.0]
+    # 2 runs: no interval (fewer than MIN_UNITS), NaN with the reason
+    assert flat["ci_low"].isna().all() and flat["note"].str.startswith("2 unit(s)").all()
     steady = steps[steps["shape"] == "steady"].set_index("from")
     assert steady["mean_change"].tolist() == pytest.approx([0.4, 0.3, 0.2, 0.1])
-    assert (steady["share_still_improving"] == 1.0).all() and (steady["n_units"] == 3).all()
+    assert (steady["share_still_improving"] == 1.0).all() and (steady["n_units"] == 10).all()
     # identical curves: each interval is its mean exactly, by the method
-    assert (steady["ci_low"] == steady["mean_change"]).all()
+    assert (steady["ci_low"] == steady["mean_change"]).all() and (steady["note"] == "").all()
     # one run whose budget ends at 40 s counts in the steps it has, not after
     short = rows[~((rows["config_id"] == "f1") & (rows["budget_s"] > 40))]
     counts = sw.trend_steps(short, "budget_s", "gain", unit="config_id", by="shape",
@@ -491,12 +590,13 @@ def test_two_runs_that_each_improve_once_show_no_trend():
     grid = np.linspace(0, 300, 31)
     rows = best_so_far_runs({"a": (100, -1.0, 0.5), "b": (200, -1.0, -0.2)}, grid)
     # as 62 independent points these gave "holds" (rho 0.73, p 2e-11); with runs as units two runs
-    # that each improve once do not keep rising: a's curve is flat after the middle time (150 s)
+    # are too few for any verdict: the effect (b's rise after the middle time, 150 s, over the two)
+    # is reported without an interval
     points = stats.spearmanr(rows["t_s"], rows["ratio"])
     assert points.pvalue < 1e-6
     check = sw.trend_holds(rows, "t_s", "ratio", "increasing", unit="config_id")
-    assert (check.verdict, check.n_units, check.n) == ("does not hold", 2, 62)
-    assert check.estimate == pytest.approx(0.4) and check.ci_low == 0.0
+    assert (check.verdict, check.n_units, check.n) == ("not enough data", 2, 62)
+    assert check.estimate == pytest.approx(0.4) and np.isnan(check.ci_low)
     assert check.p_min == pytest.approx(0.5)  # two runs: a two-sided Wilcoxon cannot go below
     with pytest.raises(sw.AnalysisError, match=r"repeat config_id .*pass unit='config_id'"):
         sw.trend_holds(rows, "t_s", "ratio", "increasing")
@@ -538,7 +638,9 @@ def test_twenty_runs_whose_gain_rises_with_the_budget_hold_it():
     # a peak: the best mean inside the range, a rise before it and a fall after it, each across runs
     peak = sw.trend_holds(rows, "budget_s", "hump", "peak", unit="config_id")
     assert peak.verdict == "holds" and "best mean at budget_s = 120" in peak.detail
-    assert peak.ci_low > 0 and peak.p_min == pytest.approx(1 / 2**20)
+    # Bonferroni over the 2 interior budgets: the smallest p is 2 x 1/2^20
+    assert "smallest p at budget_s = 120" in peak.detail and "2 interior level(s)" in peak.detail
+    assert peak.ci_low > 0 and peak.p_min == pytest.approx(2 / 2**20)
     edge = sw.trend_holds(
         rows, "budget_s", "gain", "peak", unit="config_id"
     )  # rising to the end: no peak
@@ -548,6 +650,126 @@ def test_twenty_runs_whose_gain_rises_with_the_budget_hold_it():
         rows[rows["config_id"] == "r0"], "budget_s", "gain", "increasing", unit="config_id"
     )
     assert one.verdict == "not enough data" and one.n_units == 1
+
+
+def flat_units(units: int, levels: int, rng: np.random.Generator) -> pd.DataFrame:
+    """`units` units with values at `levels` levels, all of one distribution: no peak."""
+    values = rng.normal(size=(units, levels))
+    return pd.DataFrame({"u": np.repeat([f"u{i}" for i in range(units)], levels),
+                         "x": np.tile(np.arange(levels, dtype=float), units),
+                         "y": values.ravel()})
+
+
+def test_a_peak_over_repeated_measures_holds_on_flat_data_at_most_alpha_of_the_time():
+    # The former rule picked the best-mean level from the data, then tested the rise to it and
+    # the fall after it: on flat data it held in about 12 % of these trials (10 units x 9
+    # levels), against a nominal 5 %. Now: each interior level tested (rise and fall, the larger
+    # p), Bonferroni over them. 400 seeded trials; the rate must stay below alpha plus three
+    # Monte Carlo standard errors, 0.05 + 3 x sqrt(0.05 x 0.95 / 400) = 0.083.
+    rng = np.random.default_rng(2026)
+    trials, alpha = 400, 0.05
+    checks = [sw.trend_holds(flat_units(10, 9, rng), "x", "y", "peak", unit="u", alpha=alpha,
+                             min_effect=0.0, n_resamples=200) for _ in range(trials)]
+    rate = np.mean([c.verdict == "holds" for c in checks])
+    assert rate <= alpha + 3 * np.sqrt(alpha * (1 - alpha) / trials), rate
+    # the design can reach alpha (7 interior levels x 1/2^10), so these were real tests
+    assert all(c.p_min == pytest.approx(7 / 2**10) for c in checks)
+    assert all("7 interior level(s)" in c.detail for c in checks)
+    # 4 units x 5 levels cannot: 3 x 1/2^4 = 0.1875, so no verdict, never "does not hold"
+    small = sw.trend_holds(flat_units(4, 5, rng), "x", "y", "peak", unit="u", min_effect=0.0,
+                           n_resamples=200)
+    assert small.verdict == "not enough data" and small.p_min == pytest.approx(3 / 16)
+
+
+def test_a_peak_that_is_there_holds_and_its_effect_has_a_bonferroni_interval():
+    rng = np.random.default_rng(3)
+    rows = flat_units(12, 5, rng)
+    rows["y"] = 0.1 * rows["y"] - (rows["x"] - 2.0) ** 2  # the peak at x = 2, inside
+    check = sw.trend_holds(rows, "x", "y", "peak", unit="u", n_resamples=500)
+    assert check.verdict == "holds" and "smallest p at x = 2" in check.detail
+    assert check.p_value == pytest.approx(3 / 2**12) and check.p_min == pytest.approx(3 / 2**12)
+    # the effect: the smaller of mean rise and fall at x = 2, with its 1 - 2 x 0.05 / 3 interval
+    assert check.estimate == pytest.approx(4.0, abs=0.2) and "0.967 bootstrap" in check.detail
+    assert check.ci_low < check.estimate < check.ci_high
+
+
+def test_p_min_counts_only_the_differences_that_are_not_zero():
+    # scipy drops zero differences: [0, 0, -1, -2, -3] is a test over 3, whose smallest two-sided
+    # p is 2/2^3 = 0.25, not 2/2^5 = 0.0625
+    diffs = [0.0, 0.0, -1.0, -2.0, -3.0]
+    runs = pd.DataFrame({"task": "t", "seed": list(range(5)) * 2,
+                         "level": ["a"] * 5 + ["b"] * 5,
+                         "ratio": [0.0] * 5 + diffs})
+    effect = sw.paired_effect(runs, "level", "ratio", n_resamples=200).iloc[0]
+    assert effect["n_pairs"] == 5 and effect["p_min"] == pytest.approx(0.25)
+    assert effect["p_value"] == pytest.approx(stats.wilcoxon(diffs).pvalue) == 0.25
+    assert "p_min from the pairs whose difference is not 0" in effect["hypothesis"]
+    # the returns test beside "keeps rising": 4 of 12 runs whose later change equals their
+    # earlier change (difference 0) leave 8, whose floor is 2/2^8
+    late = np.r_[np.full(4, 0.5), np.linspace(0.02, 0.1, 8)]
+    rows = pd.DataFrame([(f"r{i}", b, v) for i, after in enumerate(late)
+                         for b, v in zip(BUDGETS, np.cumsum([-1.0, 0.25, 0.25, after / 2,
+                                                             after / 2]), strict=True)],
+                        columns=["config_id", "budget_s", "gain"])
+    check = keeps_rising(rows, n_resamples=500)
+    assert check.n_units == 12 and check.p_min == pytest.approx(2 / 2**8)
+
+
+def test_a_test_that_cannot_tell_says_so_with_the_designs_floor_or_why_there_is_none():
+    # one value per run, all equal: rho is undefined, so no verdict (not "does not hold"); the
+    # floor of this design (6 runs, two per level) is still 8/720
+    six = pd.DataFrame({"run": range(6), "t": [0.25, 0.5, 0.75] * 2, "g": 1.0})
+    constant = sw.trend_holds(six, "t", "g", "increasing", unit="run")
+    assert constant.verdict == "not enough data" and "cannot tell" in constant.detail
+    assert np.isnan(constant.p_value) and constant.p_min == pytest.approx(8 / 720)
+    # too few levels: no test ran, so no p and no floor, and the detail says so
+    two = sw.trend_holds(six[six["t"] < 0.7], "t", "g", "increasing", unit="run")
+    assert two.verdict == "not enough data" and np.isnan(two.p_min)
+    assert "no test ran, so p_value and p_min are NaN" in two.detail
+    # repeated measures where no run has 3 levels of its own: none
+    pairs = pd.DataFrame({"config_id": ["a", "a", "b", "b", "c", "c"],
+                          "t_s": [1.0, 2.0, 2.0, 3.0, 1.0, 3.0], "ratio": [0.0, 1.0] * 3})
+    none = sw.trend_holds(pairs, "t_s", "ratio", "increasing", unit="config_id")
+    assert none.verdict == "not enough data" and none.n_units == 0 and np.isnan(none.p_min)
+    assert "no test ran" in none.detail
+    # a peak where the best mean is at an edge is tested all the same (its interior levels), with
+    # the design's floor, and says where the best mean is
+    rising = flat_units(12, 5, np.random.default_rng(0)).assign(
+        y=lambda d: d["x"] + 0.01 * d["y"])
+    edge = sw.trend_holds(rising, "x", "y", "peak", unit="u", n_resamples=200)
+    assert edge.verdict == "does not hold" and "at the edge of x" in edge.detail
+    assert edge.p_min == pytest.approx(3 / 2**12) and edge.p_value == 1.0
+
+
+def clustered_runs(tasks: int, runs_per_task: int = 4, seed: int = 0) -> pd.DataFrame:
+    """Runs whose ratio shares a strong effect of their task (task sd 0.3, run sd 0.02)."""
+    rng = np.random.default_rng(seed)
+    effect = rng.normal(0, 0.3, tasks)
+    rows = [{"task": f"t{t}", "seed": s, "level": "x",
+             "ratio": -0.5 + effect[t] + rng.normal(0, 0.02)}
+            for t in range(tasks) for s in range(runs_per_task)]
+    return run_table(**pd.DataFrame(rows).to_dict(orient="list"))
+
+
+def test_factor_effect_per_run_resamples_tasks_when_runs_cluster_in_them():
+    runs = clustered_runs(tasks=12)
+    row = sw.factor_effect(runs, "level", "ratio", n_resamples=2000, rng=4).iloc[0]
+    assert row["kind"] == "per_run" and row["n"] == 48
+    assert "bootstrap over its 12 tasks, each with all its runs" in row["method"]
+    reference = bs.cluster_bootstrap_ci(runs["ratio"], runs["task"], n_resamples=2000,
+                                        rng=np.random.default_rng(4))
+    assert (row["mean"], row["ci_low"], row["ci_high"]) == pytest.approx(
+        (reference.mean, reference.ci_low, reference.ci_high))
+    # 48 runs taken as independent give an interval about half as wide: they are 12 tasks
+    naive = bs.bootstrap_ci(runs["ratio"].to_numpy(), n_resamples=2000, rng=4)
+    assert row["ci_high"] - row["ci_low"] > 1.5 * (naive.ci_high - naive.ci_low)
+    # 3 tasks: too few to resample, NaN with why; one task: its runs are the units
+    few = sw.factor_effect(clustered_runs(tasks=3), "level", "ratio", n_resamples=500).iloc[0]
+    assert np.isnan(few["ci_low"]) and few["note"].startswith("3 task(s)")
+    assert "filter to one task" in few["note"]
+    one = sw.factor_effect(clustered_runs(tasks=1, runs_per_task=12), "level", "ratio",
+                           n_resamples=500).iloc[0]
+    assert "bootstrap over runs (one task)" in one["method"] and np.isfinite(one["ci_low"])
 
 
 def test_regression_recovers_a_planted_slope_with_task_clustered_errors():
@@ -621,6 +843,13 @@ def test_main_results_from_runs_reuse_the_published_tables_code():
         and means.loc["MLAB", "n_valid"] == 2
     )
     assert set(result.paired["metric"]) == {"ratio", "novelty"}
+    # each test states its hypothesis; over 2 tasks the bootstrap gives no p (nor interval)
+    paired = result.paired
+    assert paired["hypothesis"].str.startswith("H0: the mean over tasks of").all()
+    assert (paired["n_tasks"] == 2).all() and paired["p_value"].isna().all()
+    assert paired["p_min"].isna().all() and paired["note"].str.startswith("2 task(s)").all()
+    assert result.intervals["ci_low"].isna().all()
+    assert result.intervals["note"].str.startswith("2 task(s)").all()
     one_task = sw.main_results(runs[runs["task"] == "t1"], n_resamples=500)
     assert one_task.paired.empty and "at least 2" in one_task.note
 

@@ -331,8 +331,9 @@ def test_sweep_notebooks_show_the_baseline_beside_the_agents(tmp_path):
         assert (tmp_path / "figures" / name / f"{figure}.png").stat().st_size > 10_000, name
     trends = pd.read_csv(tmp_path / "results" / "21_time_budget" / "trends.csv")
     gain = trends[(trends["agent"] == BASELINE_LABEL) & (trends["axis"] == "ratio")].iloc[0]
-    # rises, then flattens at 30 s of its 60 (see test_baseline_trend_over_runs_decides)
-    assert gain["this sweep"] == "does not hold" and "flattens" in gain["detail"]
+    # rises, then flattens at 30 s of its 60: 5 runs, too few for the verdict's bootstrap bound
+    # (see test_baseline_trend_over_runs_decides), so no verdict, the effect reported
+    assert gain["this sweep"] == "not enough data" and "needs at least 10" in gain["detail"]
     assert gain["unit"] == "config_id" and gain["n_units"] == 5
     curves = pd.read_csv(tmp_path / "results" / "21_time_budget" / "anytime.csv")
     assert BASELINE_LABEL in set(curves["agent"]) and curves["mean_novelty_out"].notna().any()

@@ -18,6 +18,17 @@ contain the mean). Where the bounds still miss the mean (the resampled means lie
 beyond the tail α/2, possible at a confidence level near 0 with a skewed column), the bounds are
 NaN and the note says so. A statistic whose percentile bootstrap is invalid (a maximum such as best
 of k) is not resampled here: see `innolab.analysis.sweeps.factor_effect`.
+
+Fewer than `MIN_UNITS` (10) units: no interval and no bootstrap p (NaN, with a note). The percentile
+interval of a mean is about mean ± z·σ̂/√n with the plug-in σ̂, so it undercovers at small n: the
+nominal 95 % interval of a normal mean covers 0.48 of the time at 2 units, 0.84 at 5, 0.88 at 8,
+0.91 at 10 and 0.92 at 15 (2,000 simulated samples each, 2,000 resamples; `tests/test_bootstrap.py`
+checks 2 and 10 units); from 10 units its shortfall is a few points, below it the interval says
+more than the data do. An interval from 10 units is still approximate (read 0.95 as about 0.91
+there).
+
+Runs of one task are not independent of each other: `cluster_bootstrap_ci` resamples clusters
+(tasks), keeping each one's units (runs) together.
 """
 
 from __future__ import annotations
@@ -34,6 +45,8 @@ from innolab.metrics import impute
 DEFAULT_RESAMPLES = 10_000
 DEFAULT_CONFIDENCE = 0.95
 MIN_RESAMPLES = 100
+# the fewest units a percentile bootstrap interval (or p) is given from: see the module's docstring
+MIN_UNITS = 10
 # resampled cells per block (8 MB of float64): memory stays bounded, caches stay warm
 _BLOCK_CELLS = 1_000_000
 
@@ -50,8 +63,8 @@ class BootstrapError(ValueError):
 class Interval:
     """A mean over `n` units and its percentile bootstrap interval.
 
-    The bounds are NaN below 2 units, or where the percentile bounds miss the mean; `note` then
-    says which (empty where the interval is given).
+    The bounds are NaN below `MIN_UNITS` units (or clusters), or where the percentile bounds miss
+    the mean; `note` then says which (empty where the interval is given).
     """
 
     mean: float
@@ -71,7 +84,8 @@ class Interval:
 class PairedTest(Interval):
     """A paired bootstrap comparison a − b over units.
 
-    `mean` is the mean difference; two-sided `p_value`.
+    `mean` is the mean difference; two-sided `p_value` (NaN below `MIN_UNITS` units, as the
+    bounds, with the note).
     """
 
     p_value: float
@@ -162,6 +176,23 @@ def _missed_note(confidence_level: float, low: float, high: float, mean: float) 
             "lies on one side of it)")
 
 
+def too_few(k: int, what: str = "unit") -> str:
+    """Return the note of an interval not given for too few units ('' from `MIN_UNITS` on).
+
+    Args:
+        k: The units (or clusters) counted.
+        what: What they are, singular ("unit", "task", "run").
+
+    Returns:
+        The reason, or '' where there are enough.
+    """
+    if k >= MIN_UNITS:
+        return ""
+    return (f"{k} {what}(s): a percentile bootstrap interval needs at least {MIN_UNITS} (below, "
+            "it covers well under its level: a nominal 95 % interval of a normal mean about 48 % "
+            "of the time at 2, 84 % at 5, 88 % at 8)")
+
+
 def _percentile_interval(matrix: np.ndarray, present: np.ndarray | None, confidence_level: float,
                          n_resamples: int, gen: np.random.Generator
                          ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, list[str],
@@ -171,7 +202,8 @@ def _percentile_interval(matrix: np.ndarray, present: np.ndarray | None, confide
     Computed on deviations from each column's first counted value (see the module's docstring).
 
     Returns:
-        (mean, ci_low, ci_high, n, notes, resampled means or None below 2 units in every column).
+        (mean, ci_low, ci_high, n, notes, resampled means or None below `MIN_UNITS` units in
+        every column; a column below it has NaN bounds and its note).
     """
     counted = np.ones(matrix.shape, dtype=bool) if present is None else present
     n = counted.sum(axis=0)
@@ -186,12 +218,12 @@ def _percentile_interval(matrix: np.ndarray, present: np.ndarray | None, confide
     mean = reference + centre
     low = np.full(matrix.shape[1], np.nan)
     high = np.full(matrix.shape[1], np.nan)
-    notes = [f"{k} unit(s): an interval needs at least 2" if k < 2 else "" for k in n]
-    if not (n >= 2).any():
+    notes = [too_few(int(k), "unit") for k in n]
+    if not (n >= MIN_UNITS).any():
         return mean, low, high, n, notes, None
     means = _resample_means(deviation, present, n_resamples, gen)
     dev_low, dev_high = percentile_bounds(means, confidence_level)
-    for j in np.flatnonzero(n >= 2):
+    for j in np.flatnonzero(n >= MIN_UNITS):
         if dev_low[j] <= centre[j] <= dev_high[j]:
             low[j], high[j] = reference[j] + dev_low[j], reference[j] + dev_high[j]
         else:
@@ -276,9 +308,9 @@ def bootstrap_ci(values: Values, *, confidence_level: float = DEFAULT_CONFIDENCE
             for example runs whose budget ends before a time.
 
     Returns:
-        One Interval for a vector, one per column of a matrix. A column with fewer than 2 counted
-        units gets NaN bounds (and a NaN mean with none), as does one whose percentile bounds miss
-        its mean; the Interval's note says which.
+        One Interval for a vector, one per column of a matrix. A column with fewer than
+        `MIN_UNITS` counted units gets NaN bounds (and a NaN mean with none), as does one whose
+        percentile bounds miss its mean; the Interval's note says which.
 
     Raises:
         BootstrapError: When a setting breaks its rule, the values are not 1-D or 2-D, the mask
@@ -323,7 +355,10 @@ def paired_bootstrap(a: Values, b: Values, *, confidence_level: float = DEFAULT_
 
     Returns:
         The mean difference, its percentile interval (NaN with a note where the bounds miss the
-        mean, as `bootstrap_ci`) and its two-sided p-value.
+        mean, as `bootstrap_ci`) and its two-sided p-value. Below `MIN_UNITS` units the interval
+        and the p-value are NaN and the note says why: the bootstrap distribution the p reads is
+        the one the interval would (its smallest p is 2 / (n_resamples + 1) with "percentile",
+        1 / (n_resamples + 1) with "shift", whatever the number of units).
 
     Raises:
         BootstrapError: When a setting breaks its rule, `a` and `b` are not vectors of one length,
@@ -340,10 +375,84 @@ def paired_bootstrap(a: Values, b: Values, *, confidence_level: float = DEFAULT_
         raise BootstrapError(f"a paired test needs at least 2 units, got {va.shape[0]}")
     observed, low, high, n, notes, means = _percentile_interval(
         va - vb, None, confidence_level, n_resamples, generator(rng))
-    p = _two_sided_p(means, observed, p_method)
+    p = np.full(1, np.nan) if means is None else _two_sided_p(means, observed, p_method)
     return PairedTest(float(observed[0]), float(low[0]), float(high[0]), int(n[0]),
                       float(confidence_level), int(n_resamples), p_value=float(p[0]),
-                      note=notes[0])
+                      note=notes[0] + (" (so no p-value either)" if means is None else ""))
+
+
+def cluster_bootstrap_ci(values: Values, clusters: Values, *,
+                         confidence_level: float = DEFAULT_CONFIDENCE,
+                         n_resamples: int = DEFAULT_RESAMPLES, rng: Rng = 0,
+                         cluster_name: str = "cluster") -> Interval:
+    """Return the mean over units and its percentile interval from resampling clusters.
+
+    The units (runs) come in clusters (tasks): each resample draws clusters with replacement and
+    keeps every unit of a drawn cluster; its statistic is the mean over the units it holds
+    (Σ cluster sums / Σ cluster sizes). Units are not resampled again within a drawn cluster:
+    the within-cluster variation is already in the spread of the cluster sums, and a second
+    stage counts it twice (Davison & Hinkley 1997, §3.8), widening the interval. Computed on
+    deviations from the first value, as `bootstrap_ci` (a constant vector's bounds are its
+    mean exactly).
+
+    Args:
+        values: One value per unit.
+        clusters: The cluster of each unit (any hashable labels), as long as `values`.
+        confidence_level: The interval's confidence level, in (0, 1).
+        n_resamples: The number of resamples.
+        rng: A seed or a Generator (`generator`).
+        cluster_name: What a cluster is ("task"), for the note.
+
+    Returns:
+        The mean over the units (`n`: units) and its interval; NaN bounds with a note below
+        `MIN_UNITS` clusters (the clusters are the units of resampling) or where the bounds miss
+        the mean.
+
+    Raises:
+        BootstrapError: When a setting breaks its rule, `values` is not a vector of finite
+            values, or `clusters` has another length.
+    """
+    check_settings(confidence_level=confidence_level, n_resamples=n_resamples)
+    vector = _unit_matrix(values, None, "values")[0]
+    if vector.shape[1] != 1:
+        raise BootstrapError("values must be a vector, one value per unit")
+    labels = np.asarray(clusters)
+    if labels.shape != (vector.shape[0],):
+        raise BootstrapError(f"clusters must name the cluster of each of the {vector.shape[0]} "
+                             f"units, got shape {labels.shape}")
+    column = vector[:, 0]
+    n = column.size
+    if n == 0:
+        return Interval(np.nan, np.nan, np.nan, 0, float(confidence_level), int(n_resamples),
+                        note=too_few(0, cluster_name))
+    codes = pd.factorize(pd.Series(labels, dtype=object))[0]
+    k = int(codes.max()) + 1
+    reference = column[0]
+    deviation = column - reference
+    sums = np.bincount(codes, weights=deviation, minlength=k)
+    sizes = np.bincount(codes, minlength=k).astype(np.float64)
+    centre = float(sums.sum() / n)
+    mean = reference + centre
+    note = too_few(k, cluster_name)
+    if note:
+        return Interval(mean, np.nan, np.nan, n, float(confidence_level), int(n_resamples),
+                        note=note)
+    gen = generator(rng)
+    means = np.empty(n_resamples)
+    block = max(1, min(n_resamples, _BLOCK_CELLS // k))
+    offsets = np.arange(block, dtype=np.int64)[:, None] * k
+    for start in range(0, n_resamples, block):
+        size = min(block, n_resamples - start)
+        draws = draw_indices(gen, (size, k), k).astype(np.int64) + offsets[:size]
+        counts = np.bincount(draws.ravel(), minlength=size * k).reshape(size, k)
+        means[start:start + size] = (counts @ sums) / (counts @ sizes)
+    dev_low, dev_high = percentile_bounds(means[:, None], confidence_level)
+    if not dev_low[0] <= centre <= dev_high[0]:
+        return Interval(mean, np.nan, np.nan, n, float(confidence_level), int(n_resamples),
+                        note=_missed_note(confidence_level, reference + dev_low[0],
+                                          reference + dev_high[0], mean))
+    return Interval(mean, float(reference + dev_low[0]), float(reference + dev_high[0]), n,
+                    float(confidence_level), int(n_resamples))
 
 
 def impute_scores(

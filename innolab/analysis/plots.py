@@ -12,6 +12,7 @@ import pandas as pd
 import seaborn as sns
 from matplotlib.figure import Figure
 
+from innolab.analysis.bootstrap import MIN_UNITS
 from innolab.analysis.colours import AGENT_COLOURS, agent_of, colours
 from innolab.metrics import (
     DEFAULT_GAIN_TOLERANCE,
@@ -327,6 +328,9 @@ def time_budget_curves(
 ) -> Figure:
     """Plot anytime curves: mean best-so-far ratio with its bootstrap band, and mean N.
 
+    A curve with fewer than `bootstrap.MIN_UNITS` runs at a time has no band there (its interval
+    is NaN); the panel says so in its title.
+
     NaN novelty: `mean_novelty` already leaves out runs whose N was not computed (`n_novelty`
     counts the rest); a time with none is a gap in the N line, never 0.
 
@@ -351,6 +355,9 @@ def time_budget_curves(
         right.plot(part["t_s"], part["mean_novelty"], color=colour, label=str(label))
     if curves.empty:
         _empty(left, "no runs")
+    elif curves["ci_low"].isna().any():  # the bootstrap gives no band below MIN_UNITS runs
+        left.set_title(f"band: bootstrap interval over runs; none where fewer than "
+                       f"{MIN_UNITS} runs", fontsize=8, color="0.35")
     _ratio_and_novelty_axes(left, right, "time budget t (s)",
                             "mean ratio of the best valid candidate by t\n(-1 while none)",
                             "mean N of that candidate")

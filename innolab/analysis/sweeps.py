@@ -6,9 +6,13 @@ they resample, `n_resamples` and `rng`, as scipy.stats names them, all checked b
 `innolab.analysis.bootstrap` (the one bootstrap engine). Every interval contains its estimate by
 its method (a percentile bootstrap of a mean, Wilson's score interval, a Wald interval) or is NaN
 with a reason; none is widened to its estimate, and a best of k is not bootstrapped over its own
-seeds (see `factor_effect`). Every statistic names its unit of observation (a run, a task; trend
-tests take `unit=`, e.g. `config_id`: one run), and every test states its hypothesis in its
-docstring and its output.
+seeds (see `factor_effect`). A percentile bootstrap is given from `bootstrap.MIN_UNITS` (10)
+units, NaN with a note below (it undercovers there); runs spread over several tasks are resampled
+by task (`factor_effect`). Every statistic names its unit of observation (a run, a task; trend
+tests take `unit=`, e.g. `config_id`: one run), and every test states its hypothesis and, beside
+its p, the smallest p its design can reach (`p_min`, NaN with a reason where no test ran), in its
+docstring and its output. A verdict over repeated measures counts a change only beyond a stated
+`min_effect` (in the metric's units), so that it does not follow the number of runs that moved.
 A run without a valid submission counts with ratio −1 and N 0 (the paper's imputation, App. E.2):
 `runs.parquet` already holds imputed `ratio` and `novelty`.
 
@@ -21,8 +25,9 @@ as NaN in tables of single values).
 
 from __future__ import annotations
 
+import functools
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -33,10 +38,13 @@ from scipy import stats
 from innolab.analysis.bootstrap import (
     DEFAULT_CONFIDENCE,
     DEFAULT_RESAMPLES,
+    MIN_UNITS,
     Rng,
     bootstrap_ci,
     check_settings,
+    cluster_bootstrap_ci,
     generator,
+    too_few,
 )
 from innolab.metrics import FAILED_NOVELTY, FAILED_RATIO
 
@@ -221,8 +229,9 @@ def anytime(trajectory: pd.DataFrame, runs: pd.DataFrame, by: str | Sequence[str
             n_resamples: int = DEFAULT_RESAMPLES, rng: Rng = 0) -> pd.DataFrame:
     """Compute the anytime curve (Fig. 6a).
 
-    Per group and time: the mean best-so-far ratio over runs with a bootstrap interval over runs,
-    and the mean N of the best-so-far candidates.
+    Per group and time: the mean best-so-far ratio over runs with a percentile bootstrap interval
+    over runs (NaN with fewer than `bootstrap.MIN_UNITS` runs at that time; `note` says why), and
+    the mean N of the best-so-far candidates.
 
     NaN novelty: a run whose best-so-far candidate's N was not computed is left out of
     `mean_novelty` at that time (never read as 0); `n_novelty` counts the runs the mean holds
@@ -238,8 +247,9 @@ def anytime(trajectory: pd.DataFrame, runs: pd.DataFrame, by: str | Sequence[str
         rng: A seed or a numpy Generator.
 
     Returns:
-        Columns `*by, t_s, n, mean_ratio, ci_low, ci_high, mean_novelty, n_novelty` (`n`: runs
-        whose budget reaches t_s; `n_novelty`: those of them whose N at t_s is known).
+        Columns `*by, t_s, n, mean_ratio, ci_low, ci_high, mean_novelty, n_novelty, note` (`n`:
+        runs whose budget reaches t_s; `n_novelty`: those of them whose N at t_s is known;
+        `note`: why the bounds are NaN, empty where they are given).
 
     Raises:
         AnalysisError: A column is missing, a setting is out of range, or as `anytime_values`.
@@ -265,9 +275,9 @@ def anytime(trajectory: pd.DataFrame, runs: pd.DataFrame, by: str | Sequence[str
             rows.append({**dict(zip(keys, key, strict=True)), "t_s": float(t), "n": interval.n,
                          "mean_ratio": interval.mean, "ci_low": interval.ci_low,
                          "ci_high": interval.ci_high, "mean_novelty": float(mean_novelty[j]),
-                         "n_novelty": int(n_novelty[j])})
+                         "n_novelty": int(n_novelty[j]), "note": interval.note})
     return pd.DataFrame(rows, columns=[*keys, "t_s", "n", "mean_ratio", "ci_low", "ci_high",
-                                       "mean_novelty", "n_novelty"])
+                                       "mean_novelty", "n_novelty", "note"])
 
 
 # ---------------------------------------------------------------------------------- Fig. 6(b), 6(c)
@@ -331,8 +341,14 @@ def factor_effect(runs: pd.DataFrame, factor: str, metric: str, best_of: int | N
                   n_resamples: int = DEFAULT_RESAMPLES, rng: Rng = 0) -> pd.DataFrame:
     """Measure a factor's effect on a metric, per level, per run and best of k.
 
-    Per run (`kind` "per_run"): unit a run; the mean over runs with a percentile bootstrap over
-    runs; rows whose metric is missing (for example `score` of an invalid run) are left out.
+    Per run (`kind` "per_run"): unit a run; the mean over runs; rows whose metric is missing (for
+    example `score` of an invalid run) are left out. Runs of one task are not independent (they
+    share its difficulty), so where a level's runs span several tasks its interval resamples
+    tasks, each with all its runs (`bootstrap.cluster_bootstrap_ci`; runs are not resampled again
+    within a task, which would count their spread twice), and needs `bootstrap.MIN_UNITS` (10)
+    tasks: with 2 to 9 there is none (NaN; `note` says so: filter to one task for an interval
+    over its runs). Where they all come from one task, the interval is a percentile bootstrap
+    over its runs (an interval for that task), from 10 runs.
 
     Best of k (`kind` "best_of_k"), as the paper reports (the run with the best ratio among k
     seeds of a task, its metric): unit a task. Each task's value is the expected best of k over
@@ -342,8 +358,8 @@ def factor_effect(runs: pd.DataFrame, factor: str, metric: str, best_of: int | N
     interval is a percentile bootstrap over tasks of these per-task values (a mean, for which the
     percentile bootstrap is valid). Seeds are not resampled: the bootstrap of a maximum over
     resampled seeds is invalid (its resampled best can never exceed the observed best). With
-    fewer than 2 tasks there is no interval: NaN, and `note` says why. Failed runs count with
-    their imputed ratio −1 (and N 0), so they stay in every k-subset.
+    fewer than `bootstrap.MIN_UNITS` (10) tasks there is no interval: NaN, and `note` says why.
+    Failed runs count with their imputed ratio −1 (and N 0), so they stay in every k-subset.
 
     NaN novelty (and any NaN metric): per run, NaN rows are left out and `n` counts the runs
     kept; best of k, the runs are still ranked by ratio, a run whose metric is NaN is left out of
@@ -363,7 +379,8 @@ def factor_effect(runs: pd.DataFrame, factor: str, metric: str, best_of: int | N
     Returns:
         Columns `factor, kind, mean, ci_low, ci_high, n, method, note`, two rows per level
         (`n`: runs per run, tasks for best of k; `method`: the estimate and its interval in
-        words; `note`: why a bound is NaN, and what a best of k left out).
+        words, with the number of tasks resampled; `note`: why a bound is NaN, and what a best
+        of k left out).
 
     Raises:
         AnalysisError: A column is missing, a setting is out of range, or `best_of` is not a
@@ -377,27 +394,39 @@ def factor_effect(runs: pd.DataFrame, factor: str, metric: str, best_of: int | N
     k = None if best_of is None else int(best_of)
     gen = generator(rng)
     settings = {"confidence_level": confidence_level, "n_resamples": n_resamples, "rng": gen}
-    per_run_method = "mean over runs; percentile bootstrap over runs"
     chosen = ("the best of all its seeds" if k is None else
               f"the mean over every {k} of its seeds of the best (order statistics)")
     best_method = (f"per task, {metric} of the run best by ratio: {chosen}; mean over tasks; "
                    "percentile bootstrap over tasks (seeds not resampled)")
     rows = []
     for (level,), part in _groups(runs, [factor]):
-        values = part[metric].dropna().to_numpy(dtype=float)
-        interval = bootstrap_ci(values, **settings)
+        counted = part.dropna(subset=[metric])
+        values = counted[metric].to_numpy(dtype=float)
+        n_tasks = counted["task"].nunique()
+        if n_tasks <= 1:
+            interval = bootstrap_ci(values, **settings)
+            per_run_method = "mean over runs; percentile bootstrap over runs (one task)"
+            per_run_note = interval.note
+        else:
+            interval = cluster_bootstrap_ci(values, counted["task"].to_numpy(), **settings,
+                                            cluster_name="task")
+            per_run_method = (f"mean over runs; percentile bootstrap over its {n_tasks} tasks, "
+                              "each with all its runs (runs of one task are not independent)")
+            per_run_note = interval.note + (
+                "; filter to one task for an interval over its runs" if n_tasks < MIN_UNITS
+                else "")
         rows.append({factor: level, "kind": "per_run", "mean": interval.mean,
                      "ci_low": interval.ci_low, "ci_high": interval.ci_high, "n": interval.n,
-                     "method": per_run_method, "note": interval.note})
+                     "method": per_run_method, "note": per_run_note})
         tasks = {task: _task_best_of(of_task, metric, k)
                  for task, of_task in part.groupby("task", sort=True)}
         known = {task: best for task, best in tasks.items() if not np.isnan(best.value)}
         best = bootstrap_ci(np.array([b.value for b in known.values()], dtype=float), **settings)
         notes = []
-        if best.n < 2:
+        if best.n < MIN_UNITS:
             notes.append(f"{best.n} task(s) with a known best of k: the interval resamples tasks "
-                         "and needs at least 2 (a bootstrap of the best over resampled seeds is "
-                         "invalid, so none is given)")
+                         f"and needs at least {MIN_UNITS} (a bootstrap of the best over "
+                         "resampled seeds is invalid, so none is given)")
         elif best.note:
             notes.append(best.note)
         if len(known) < len(tasks):
@@ -489,10 +518,12 @@ def paired_effect(runs: pd.DataFrame, factor: str, metric: str,
 
     Unit: a pair (the runs of one `pair_on` key at the two levels). The effect is `levels[1] −
     levels[0]` over pairs. The interval is a percentile bootstrap over pairs of the mean
-    difference. The test: H0 the paired differences are symmetric about 0, two-sided Wilcoxon
-    signed-rank over pairs from scipy (zeros dropped; 1.0 when every difference is 0; NaN below 2
-    pairs); `p_min` is the smallest p it can reach with that many pairs (2 / 2^n for n pairs: 0.5
-    with 2, 0.0625 with 5), so a p that cannot fall below a level is not read as evidence of no
+    difference (NaN with fewer than `bootstrap.MIN_UNITS` pairs). The test: H0 the paired
+    differences are symmetric about 0, two-sided Wilcoxon signed-rank over pairs from scipy
+    (zero differences dropped, as scipy's zero_method "wilcox" does; 1.0 when every difference
+    is 0; NaN below 2 pairs); `p_min` is the smallest p it can reach with the pairs whose
+    difference is not 0 (2 / 2^k for k of them: 0.5 with 2, 0.0625 with 5; [0, 0, −1, −2, −3]
+    has k = 3, so 0.25), so a p that cannot fall below a level is not read as evidence of no
     effect. No verdict is drawn here. `p_holm` holds the per-task p-values Holm-corrected over
     tasks (statsmodels `multipletests`).
 
@@ -553,9 +584,7 @@ def paired_effect(runs: pd.DataFrame, factor: str, metric: str,
         if diffs.size < 2:
             p = p_min = np.nan
         else:
-            p_min = float(stats.wilcoxon(np.arange(1.0, diffs.size + 1)).pvalue)
-            p = 1.0 if np.allclose(diffs, 0.0) else float(
-                stats.wilcoxon(diffs, zero_method="wilcox").pvalue)
+            p, p_min = _wilcoxon(diffs, "two-sided")
         return {**out, "mean_diff": interval.mean, "ci_low": interval.ci_low,
                 "ci_high": interval.ci_high, "p_value": p, "p_min": p_min}
 
@@ -576,7 +605,8 @@ def paired_effect(runs: pd.DataFrame, factor: str, metric: str,
         table.loc[testable, "p_holm"] = table.loc[testable, "p_value"]
     table["hypothesis"] = (f"H0: {metric} at {factor} = {b!r} minus at {a!r}, paired on "
                            f"{'/'.join(keys)}, is symmetric about 0 (two-sided Wilcoxon "
-                           "signed-rank over pairs)")
+                           "signed-rank over pairs, zero differences dropped; p_min from the "
+                           "pairs whose difference is not 0)")
     return table[["task", "level_a", "level_b", "mean_diff", "ci_low", "ci_high", "p_value",
                   "p_holm", "p_min", "n_pairs", "hypothesis"]]
 
@@ -636,12 +666,15 @@ class TrendCheck:
         test: The test or rule, in words.
         hypothesis: What the verdict claims and what the p-value tests, in words.
         statistic: The test's statistic.
-        p_value: The test's p-value (NaN where no test ran).
-        p_min: The smallest p-value the test can reach with this design (its number of units and,
-            across units, its levels of x); 0 for a parametric test, which has no such floor.
-        estimate: The effect the verdict rests on (see `hypothesis`).
-        ci_low: Its lower bound (NaN where the verdict rests on the test alone, or none exists).
+        p_value: The test's p-value (NaN where no test ran; `detail` says why).
+        p_min: The smallest p-value the test can reach with this design (its units, their
+            non-zero differences and, across units, its levels of x); 0 for a parametric test,
+            which has no such floor; NaN where no test ran (`detail` says why).
+        estimate: The effect the verdict rests on or reports (see `hypothesis`).
+        ci_low: Its lower bound (NaN where none exists; `detail` says why).
         ci_high: Its upper bound.
+        min_effect: The smallest change, in y's units, that counts (repeated measures); NaN for
+            tests across units, which use none.
         n: The values (rows) tested.
         unit: The column naming the unit of observation.
         n_units: The units the test counted.
@@ -658,6 +691,7 @@ class TrendCheck:
     estimate: float
     ci_low: float
     ci_high: float
+    min_effect: float
     n: int
     unit: str
     n_units: int
@@ -665,8 +699,16 @@ class TrendCheck:
 
 
 TREND_COLUMNS = ["quantity", "paper", "trend", "this sweep", "test", "hypothesis", "unit",
-                 "n_units", "n", "estimate", "ci_low", "ci_high", "statistic", "p_value", "p_min",
-                 "detail"]
+                 "n_units", "n", "estimate", "ci_low", "ci_high", "min_effect", "statistic",
+                 "p_value", "p_min", "detail"]
+
+# The smallest change per unit, in the metric's units, that a verdict over repeated measures
+# counts: 1 % of the metric's scale. For the ratio G/|V*| (the column the notebooks test for the
+# gain), 0.01 is 1 % of the best known value; for N (0 to 100), 1 point.
+DEFAULT_MIN_EFFECT = 0.01
+MIN_EFFECTS = {"gain": DEFAULT_MIN_EFFECT, "novelty": 1.0}
+
+_NO_TEST = "no test ran, so p_value and p_min are NaN (not computed)"
 
 
 def _unit_needed(data: pd.DataFrame, x: str) -> str:
@@ -685,11 +727,13 @@ def _unit_needed(data: pd.DataFrame, x: str) -> str:
 def _check(trend: str, verdict: Verdict, unit: str, n: int, n_units: int, detail: str, *,
            test: str = "none", hypothesis: str = "", statistic: float = np.nan,
            p_value: float = np.nan, p_min: float = np.nan, estimate: float = np.nan,
-           ci_low: float = np.nan, ci_high: float = np.nan) -> TrendCheck:
+           ci_low: float = np.nan, ci_high: float = np.nan,
+           min_effect: float = np.nan) -> TrendCheck:
     return TrendCheck(trend=trend, verdict=verdict, test=test, hypothesis=hypothesis,
                       statistic=float(statistic), p_value=float(p_value), p_min=float(p_min),
                       estimate=float(estimate), ci_low=float(ci_low), ci_high=float(ci_high),
-                      n=int(n), unit=unit, n_units=int(n_units), detail=detail)
+                      min_effect=float(min_effect), n=int(n), unit=unit, n_units=int(n_units),
+                      detail=detail)
 
 
 def _not_enough(trend: str, unit: str, n: int, n_units: int, why: str, **test: Any) -> TrendCheck:
@@ -715,7 +759,7 @@ def _ranks_correlation(fixed: np.ndarray) -> Any:
 ASYMPTOTIC_UNITS = 500
 
 
-def _spearman_test(x: np.ndarray, y: np.ndarray, trend: Trend, n_resamples: int,
+def _spearman_test(x: np.ndarray, y: np.ndarray | None, trend: Trend, n_resamples: int,
                    gen: np.random.Generator) -> tuple[float, float, float, str]:
     """Spearman's ρ of x and y, its one-sided p, the design's smallest p and the test's name.
 
@@ -726,6 +770,13 @@ def _spearman_test(x: np.ndarray, y: np.ndarray, trend: Trend, n_resamples: int,
     (n_resamples + 1). Above, the t approximation of scipy.stats.spearmanr, whose smallest p is
     that of the most favourable data.
 
+    Args:
+        x: The levels, one per unit.
+        y: The values, one per unit; None for the design's smallest p alone (ρ and p NaN).
+        trend: "increasing" or "decreasing".
+        n_resamples: The drawn pairings where the test is not exact.
+        gen: The Generator.
+
     Returns:
         (ρ, p, smallest p, the test in words).
     """
@@ -734,9 +785,10 @@ def _spearman_test(x: np.ndarray, y: np.ndarray, trend: Trend, n_resamples: int,
     best = np.empty(len(x))
     best[np.argsort(x, kind="stable")] = ranks if trend == "increasing" else ranks[::-1]
     if len(x) > ASYMPTOTIC_UNITS:
-        result = stats.spearmanr(x, y, alternative=alternative)
         floor = stats.spearmanr(x, best, alternative=alternative).pvalue
-        return (float(result.statistic), float(result.pvalue), float(floor),
+        result = stats.spearmanr(x, y, alternative=alternative) if y is not None else None
+        return (np.nan if result is None else float(result.statistic),
+                np.nan if result is None else float(result.pvalue), float(floor),
                 "Spearman's rho over units, t approximation (one-sided)")
     statistic = _ranks_correlation(stats.rankdata(x))
 
@@ -747,10 +799,11 @@ def _spearman_test(x: np.ndarray, y: np.ndarray, trend: Trend, n_resamples: int,
                                       batch=max(1, 1_000_000 // len(values)),
                                       alternative=alternative, rng=gen)
 
-    result = test(stats.rankdata(y))
     exact = math.factorial(len(x)) <= n_resamples
+    result = test(stats.rankdata(y)) if y is not None else None
     floor = test(best).pvalue if exact else 1 / (n_resamples + 1)
-    return (float(result.statistic), float(result.pvalue), float(floor),
+    return (np.nan if result is None else float(result.statistic),
+            np.nan if result is None else float(result.pvalue), float(floor),
             f"{'exact' if exact else f'{n_resamples} drawn pairings'} permutation test of "
             "Spearman's rho over units (one-sided)")
 
@@ -766,10 +819,16 @@ def _across_units(points: pd.DataFrame, x: str, y: str, trend: Trend, unit: str,
         hypothesis = (f"H0: {y} is independent of {x} over units (every pairing of the values "
                       f"with the levels equally likely); H1: rho {sign} 0. Holds where p < "
                       f"{alpha:g}; where the design's smallest p is not below {alpha:g}, no "
-                      "verdict (the number of units alone would decide it)")
+                      "verdict (the number of units alone would decide it); no minimum effect "
+                      "(a rank test: the estimate is rho)")
         if np.ptp(points[y].to_numpy(dtype=float)) == 0:
-            return _check(trend, "does not hold", unit, n, n, f"{y} does not vary with {x} {where}",
-                          test=name, hypothesis=hypothesis, p_value=1.0)
+            _, _, p_min, name = _spearman_test(points[x].to_numpy(dtype=float), None, trend,
+                                               n_resamples, gen)
+            return _not_enough(trend, unit, n, n,
+                               f"{y} takes one value {where}: rho is undefined (no order of the "
+                               "values to compare with the levels), so the test cannot tell; "
+                               f"p_value NaN, smallest p of this design {p_min:.3g}",
+                               test=name, hypothesis=hypothesis, p_min=p_min)
         rho, p, p_min, name = _spearman_test(points[x].to_numpy(dtype=float),
                                              points[y].to_numpy(dtype=float), trend,
                                              n_resamples, gen)
@@ -809,18 +868,32 @@ def _by_unit(points: pd.DataFrame, x: str, y: str, unit: str) -> pd.DataFrame:
     return points.pivot_table(index=unit, columns=x, values=y, aggfunc="mean").sort_index(axis=1)
 
 
+@functools.lru_cache(maxsize=256)
+def _wilcoxon_floor(nonzero: int, alternative: str) -> float:
+    """The smallest p of scipy's Wilcoxon signed-rank test with `nonzero` non-zero differences.
+
+    scipy drops zero differences (zero_method "wilcox"), so the floor is that of the same test
+    on `nonzero` distinct values of the favoured sign (2 / 2^k two-sided, 1 / 2^k one-sided,
+    exactly, up to 50); with none, 1 (no test can reject).
+    """
+    if nonzero == 0:
+        return 1.0
+    favoured = np.arange(1.0, nonzero + 1) * (-1 if alternative == "less" else 1)
+    return float(stats.wilcoxon(favoured, alternative=alternative).pvalue)
+
+
 def _wilcoxon(values: np.ndarray, alternative: str) -> tuple[float, float]:
     """Wilcoxon signed-rank p of `values` (zeros dropped; 1 where all are 0) and the design's floor.
 
-    The floor: the p of the same test on as many distinct values of the favoured sign.
+    The floor: the p of the same test on as many distinct values of the favoured sign as
+    `values` has non-zero ones (`_wilcoxon_floor`).
 
     Returns:
         (p, smallest p).
     """
-    n = values.size
-    favoured = np.arange(1.0, n + 1) * (-1 if alternative == "less" else 1)
-    p_min = float(stats.wilcoxon(favoured, alternative=alternative).pvalue) if n else 1.0
-    if not np.any(values):
+    nonzero = int(np.count_nonzero(values))
+    p_min = _wilcoxon_floor(nonzero, alternative)
+    if nonzero == 0:
         return 1.0, p_min
     return float(stats.wilcoxon(values, alternative=alternative).pvalue), p_min
 
@@ -832,7 +905,7 @@ def _lower_bounds(columns: np.ndarray, alpha: float, n_resamples: int, gen: np.r
 
 
 def _within_units(points: pd.DataFrame, x: str, y: str, trend: Trend, unit: str, alpha: float,
-                  n_resamples: int, gen: np.random.Generator) -> TrendCheck:
+                  min_effect: float, n_resamples: int, gen: np.random.Generator) -> TrendCheck:
     """Several values per unit at ordered levels: each unit's net and later-half change, over units.
 
     Returns:
@@ -840,7 +913,7 @@ def _within_units(points: pd.DataFrame, x: str, y: str, trend: Trend, unit: str,
     """
     n = len(points)
     if trend == "peak":
-        return _peak_within_units(points, x, y, unit, alpha, n_resamples, gen)
+        return _peak_within_units(points, x, y, unit, alpha, min_effect, n_resamples, gen)
     sign = 1.0 if trend == "increasing" else -1.0
     word = "rising" if trend == "increasing" else "falling"
     firsts, middles, lasts, mids = [], [], [], []
@@ -855,145 +928,196 @@ def _within_units(points: pd.DataFrame, x: str, y: str, trend: Trend, unit: str,
     first, middle, last = (np.asarray(v, dtype=float) for v in (firsts, middles, lasts))
     net, early, late = sign * (last - first), sign * (middle - first), sign * (last - middle)
     n_units = net.size
-    name = (f"keeps {word}: percentile bootstrap over units of each unit's net and later-half "
-            f"change (one-sided {1 - alpha:g} lower bounds); beside it, a two-sided Wilcoxon "
-            "signed-rank test over units of later- minus earlier-half change")
+    name = (f"keeps {word} by more than min_effect: percentile bootstrap over units of the mean "
+            f"net and later-half change per unit (one-sided {1 - alpha:g} lower bounds, from "
+            f"{MIN_UNITS} units); beside it, a two-sided Wilcoxon signed-rank test over units of "
+            "later- minus earlier-half change")
     hypothesis = (f"Verdict: the values keep {word}: the mean change per unit from its first to "
-                  f"its last level of {x} and from its middle level to its last both lie beyond "
-                  f"0 in the stated direction (their one-sided {1 - alpha:g} percentile-bootstrap "
-                  "bounds over units; a curve that flattens after its middle level does not "
-                  "hold). Test beside it, a null under which a best-so-far curve's rise is not "
-                  "automatic: H0 each unit's later-half change equals its earlier-half change "
-                  "(returns neither diminish nor grow), two-sided Wilcoxon signed-rank over "
-                  "units; p_min: its smallest p with these units")
-    if n_units < 2:
-        return _not_enough(trend, unit, n, n_units,
-                           f"{n_units} unit(s) ({unit}) with values at 3 or more levels of {x}; "
-                           "a trend across units needs at least 2", test=name,
-                           hypothesis=hypothesis)
+                  f"its last level of {x}, and from its middle level to its last, both exceed "
+                  f"min_effect = {min_effect:g} (in {y}'s units) in the stated direction: their "
+                  f"one-sided {1 - alpha:g} percentile-bootstrap lower bounds over units lie "
+                  "above it. A change smaller than min_effect is no rise however many units make "
+                  "it, and a curve that flattens after its middle level does not hold; below "
+                  f"{MIN_UNITS} units no verdict (the bootstrap bound undercovers there). "
+                  f"Estimate: the mean later-half change with its {1 - 2 * alpha:g} interval. "
+                  "Test beside it, the stated null of returns (decides no verdict): H0 each "
+                  "unit's later-half change equals its earlier-half change (returns neither "
+                  "diminish nor grow), two-sided Wilcoxon signed-rank over units; p_min: its "
+                  "smallest p with these units' non-zero differences")
+    where = (f"{n} values at {points[x].nunique()} levels of {x}; changes signed so that {word} "
+             "is positive")
+    if n_units == 0:
+        return _not_enough(trend, unit, n, 0,
+                           f"no unit ({unit}) has values at 3 or more levels of {x}: {_NO_TEST}",
+                           test=name, hypothesis=hypothesis, min_effect=min_effect)
     whole, later = _lower_bounds(np.column_stack([net, late]), alpha, n_resamples, gen)
     returns = late - early
     p, p_min = _wilcoxon(returns, "two-sided")
-    moving = int((late > 0).sum())
+    moving = int((late > min_effect).sum())
     shape = ("diminishing" if returns.mean() < 0 else "growing" if returns.mean() > 0 else "even")
-    found = (f"over {n_units} units ({unit}), changes signed so that {word} is positive: net "
-             f"change {whole.mean:.3g} "
-             f"[{whole.ci_low:.3g}, {whole.ci_high:.3g}], change after the middle level "
-             f"(x = {np.median(mids):g} for the median unit) {later.mean:.3g} "
-             f"[{later.ci_low:.3g}, {later.ci_high:.3g}] ({1 - 2 * alpha:g} bootstrap "
-             f"intervals over units); {moving} of {n_units} units still "
-             f"{word} after the middle level; later minus earlier change {returns.mean():.3g} "
-             f"({shape} returns), Wilcoxon p = {p:.3g}, smallest p with {n_units} units "
-             f"{p_min:.3g}; {n} values at {points[x].nunique()} levels of {x}")
+
+    def shown(interval: Any) -> str:
+        return (f"[{interval.ci_low:.3g}, {interval.ci_high:.3g}]" if interval.note == ""
+                else "(no interval)")
+
+    found = (f"over {n_units} units ({unit}): net change {whole.mean:.3g} {shown(whole)}, change "
+             f"after the middle level (x = {np.median(mids):g} for the median unit) "
+             f"{later.mean:.3g} {shown(later)} ({1 - 2 * alpha:g} bootstrap intervals over "
+             f"units), min_effect {min_effect:g}; {moving} of {n_units} units still {word} by "
+             f"more than it after the middle level; later minus earlier change "
+             f"{returns.mean():.3g} ({shape} returns), Wilcoxon p = {p:.3g}, smallest p with "
+             f"these units {p_min:.3g}; {where}")
     test = {"test": name, "hypothesis": hypothesis, "statistic": float(returns.mean()),
             "p_value": p, "p_min": p_min, "estimate": later.mean, "ci_low": later.ci_low,
-            "ci_high": later.ci_high}
+            "ci_high": later.ci_high, "min_effect": min_effect}
+    if n_units < MIN_UNITS:
+        return _not_enough(trend, unit, n, n_units,
+                           f"{found}; no verdict: {n_units} unit(s), the bootstrap bound it rests "
+                           f"on needs at least {MIN_UNITS}", **test)
     if np.isnan(whole.ci_low) or np.isnan(later.ci_low):
         return _not_enough(trend, unit, n, n_units,
                            f"{found}; no interval: {whole.note or later.note}", **test)
-    holds = whole.ci_low > 0 and later.ci_low > 0
-    why = "" if holds else (f"; no net change beyond 0 in the stated direction ({word})"
-                            if whole.ci_low <= 0
-                            else f"; flattens or turns after the middle level: not {word}")
+    holds = whole.ci_low > min_effect and later.ci_low > min_effect
+    why = "" if holds else (
+        f"; no net change beyond min_effect in the stated direction ({word})"
+        if whole.ci_low <= min_effect
+        else f"; flattens after the middle level: its change is below min_effect ({word} by "
+        "less than the smallest change that counts)" if later.ci_high <= min_effect
+        else "; not shown to keep " + word + ": the interval of its change after the middle "
+        "level reaches below min_effect")
     return _check(trend, "holds" if holds else "does not hold", unit, n, n_units, found + why,
                   **test)
 
 
 def _peak_within_units(points: pd.DataFrame, x: str, y: str, unit: str, alpha: float,
-                       n_resamples: int, gen: np.random.Generator) -> TrendCheck:
-    """A peak over repeated measures: a rise to the best-mean level and a fall after it.
+                       min_effect: float, n_resamples: int, gen: np.random.Generator
+                       ) -> TrendCheck:
+    """A peak over repeated measures: a rise to an interior level and a fall after it.
+
+    Per interior level of x, an intersection-union test (both sides must hold); over the
+    interior levels, Bonferroni (the level is not chosen from the data before testing).
 
     Returns:
         The verdict, counting units.
     """
     n = len(points)
+    wide = _by_unit(points, x, y, unit)
+    levels = wide.columns.to_numpy(dtype=float)
+    values = wide.to_numpy(dtype=float)
     means = points.groupby(x)[y].mean()
     top = float(means.idxmax())
-    name = ("rise to and fall from the best-mean level: percentile bootstrap over units of each "
-            f"unit's rise and fall (one-sided {1 - alpha:g} lower bounds); beside it, one-sided "
-            "Wilcoxon signed-rank tests over units of each (intersection-union: the larger p)")
-    hypothesis = (f"Verdict: the level of {x} with the best mean {y} lies inside the range of "
-                  f"{x}, and the mean rise per unit from its first level to it and the mean fall "
-                  "from it to its last level are both beyond 0 (one-sided bootstrap bounds over "
-                  "units). Test beside it: H0 no rise or no fall (each side symmetric about 0), "
-                  "one-sided Wilcoxon signed-rank over units per side, p the larger; the level "
-                  "is chosen from the data, so read p as approximate; p_min: the smallest p "
-                  "with these units")
-    if top in (means.index.min(), means.index.max()):
-        return _check("peak", "does not hold", unit, n, points[unit].nunique(),
-                      f"the best mean of {y} is at the edge of {x} ({x} = {top:g}): "
-                      "no peak inside", test=name, hypothesis=hypothesis)
-    rises, falls = [], []
-    for _, row in _by_unit(points, x, y, unit).iterrows():
-        known = row.dropna()
-        if top in known.index and known.index[0] < top < known.index[-1]:
-            rises.append(known[top] - known.iloc[0])
-            falls.append(known[top] - known.iloc[-1])
-    rise, fall = np.asarray(rises, dtype=float), np.asarray(falls, dtype=float)
+    known = ~np.isnan(values)
+    first_at = np.argmax(known, axis=1)
+    last_at = known.shape[1] - 1 - np.argmax(known[:, ::-1], axis=1)
+    first = values[np.arange(len(values)), first_at]
+    last = values[np.arange(len(values)), last_at]
+    tested = []
+    for j in range(1, len(levels) - 1):
+        inside = known[:, j] & (first_at < j) & (j < last_at)
+        if not inside.any():
+            continue
+        rise, fall = values[inside, j] - first[inside], values[inside, j] - last[inside]
+        p_rise, floor_rise = _wilcoxon(rise - min_effect, "greater")
+        p_fall, floor_fall = _wilcoxon(fall - min_effect, "greater")
+        tested.append((max(p_rise, p_fall), max(floor_rise, floor_fall), -means.iloc[j], j, rise,
+                       fall, p_rise, p_fall))
+    m = len(tested)
+    edge = (f"; the best mean of {y} is at the edge of {x} ({x} = {top:g})"
+            if top in (levels.min(), levels.max()) else f"; best mean at {x} = {top:g}")
+    name = ("rise to and fall after an interior level: per level, one-sided Wilcoxon signed-rank "
+            "tests over units of each unit's rise and fall beyond min_effect "
+            "(intersection-union: the larger p), Bonferroni over the interior levels tested; "
+            "beside it, the effect at the level with the smallest p, with a percentile-bootstrap "
+            "interval over units at the Bonferroni level")
+    hypothesis = (f"H0: at no interior level of {x} do units both rise to it from their first "
+                  f"level and fall from it to their last level by more than min_effect = "
+                  f"{min_effect:g} (in {y}'s units): per level, each side symmetric about "
+                  "min_effect or below it. H1: a peak inside. p: the smallest per-level p (the "
+                  "larger of its two one-sided Wilcoxon p) times the interior levels tested "
+                  "(Bonferroni), so choosing the level from the data does not inflate it; holds "
+                  f"where p < {alpha:g}; where the design's smallest p (p_min, from the units' "
+                  f"non-zero differences) is not below {alpha:g}, no verdict. Estimate: the "
+                  "smaller of the mean rise and mean fall at the level with the smallest p, with "
+                  f"its percentile-bootstrap interval over units at 1 - 2·{alpha:g}/levels "
+                  f"(NaN below {MIN_UNITS} units)")
+    if m == 0:
+        return _not_enough("peak", unit, n, 0,
+                           f"no unit ({unit}) has values at an interior level of {x} and on both "
+                           f"sides of it: {_NO_TEST}{edge}", test=name, hypothesis=hypothesis,
+                           min_effect=min_effect)
+    p_level, _, _, j, rise, fall, p_rise, p_fall = min(tested, key=lambda t: t[:3])
+    p = min(1.0, m * p_level)
+    p_min = min(1.0, m * min(t[1] for t in tested))
+    up, down = bootstrap_ci(np.column_stack([rise, fall]), confidence_level=1 - 2 * alpha / m,
+                            n_resamples=n_resamples, rng=gen)
+    binding = up if up.mean <= down.mean else down
     n_units = rise.size
-    if n_units < 2:
+    interval = (f"[{binding.ci_low:.3g}, {binding.ci_high:.3g}]" if binding.note == ""
+                else f"(no interval: {binding.note})")
+    found = (f"{m} interior level(s) of {x} tested; smallest p at {x} = {levels[j]:g}, over "
+             f"{n_units} units ({unit}): mean rise {up.mean:.3g}, mean fall {down.mean:.3g}, "
+             f"the smaller {binding.mean:.3g} {interval} ({1 - 2 * alpha / m:.3g} bootstrap "
+             f"interval over units); Wilcoxon p rise {p_rise:.3g}, fall {p_fall:.3g}; "
+             f"Bonferroni p = {p:.3g}, smallest p of this design {p_min:.3g}; min_effect "
+             f"{min_effect:g}{edge}")
+    test = {"test": name, "hypothesis": hypothesis, "statistic": binding.mean, "p_value": p,
+            "p_min": p_min, "estimate": binding.mean, "ci_low": binding.ci_low,
+            "ci_high": binding.ci_high, "min_effect": min_effect}
+    if p_min >= alpha:
         return _not_enough("peak", unit, n, n_units,
-                           f"best mean at {x} = {top:g}; {n_units} unit(s) ({unit}) with values "
-                           "at it and on both sides of it; at least 2 needed", test=name,
-                           hypothesis=hypothesis)
-    up, down = _lower_bounds(np.column_stack([rise, fall]), alpha, n_resamples, gen)
-    p_rise, floor = _wilcoxon(rise, "greater")
-    p_fall, _ = _wilcoxon(fall, "greater")
-    binding = up if up.ci_low <= down.ci_low else down
-    found = (f"best mean at {x} = {top:g}; over {n_units} units ({unit}): rise {up.mean:.3g} "
-             f"[{up.ci_low:.3g}, {up.ci_high:.3g}], fall {down.mean:.3g} "
-             f"[{down.ci_low:.3g}, {down.ci_high:.3g}] ({1 - 2 * alpha:g} bootstrap intervals); "
-             f"Wilcoxon p rise {p_rise:.3g}, fall {p_fall:.3g}, smallest p with {n_units} units "
-             f"{floor:.3g}")
-    test = {"test": name, "hypothesis": hypothesis, "statistic": min(up.mean, down.mean),
-            "p_value": max(p_rise, p_fall), "p_min": floor, "estimate": binding.mean,
-            "ci_low": binding.ci_low, "ci_high": binding.ci_high}
-    if np.isnan(up.ci_low) or np.isnan(down.ci_low):
-        return _not_enough("peak", unit, n, n_units,
-                           f"{found}; no interval: {up.note or down.note}", **test)
-    holds = up.ci_low > 0 and down.ci_low > 0
-    return _check("peak", "holds" if holds else "does not hold", unit, n, n_units, found, **test)
+                           f"{found}: not below {alpha:g}, so the test cannot decide with these "
+                           "units", **test)
+    return _check("peak", "holds" if p < alpha else "does not hold", unit, n, n_units, found,
+                  **test)
 
 
 def trend_holds(data: pd.DataFrame, x: str, y: str, trend: Trend, *, unit: str | None = None,
-                alpha: float = 0.05, min_levels: int = 3, n_resamples: int = DEFAULT_RESAMPLES,
+                alpha: float = 0.05, min_levels: int = 3,
+                min_effect: float = DEFAULT_MIN_EFFECT, n_resamples: int = DEFAULT_RESAMPLES,
                 rng: Rng = 0) -> TrendCheck:
     """Check a trend of `fig6_trends.csv` on `data`; the test counts units, never points.
 
     Every check states its hypothesis (`TrendCheck.hypothesis`) and, beside its p-value, the
-    smallest p its design can reach (`p_min`), and no verdict is decided by the number of units
-    alone.
+    smallest p its design can reach (`p_min`; NaN with the reason in `detail` where no test
+    ran), and no verdict is decided by the number of units alone.
 
     * One value per unit (temperature, backbone, or budgets as separate runs: one row per run),
       increasing / decreasing: H0 y is independent of x over units, H1 Spearman's ρ has the
       stated sign; a permutation test (scipy.stats.permutation_test; exact where the pairings
       number at most `n_resamples`; above `ASYMPTOTIC_UNITS` units, scipy's t approximation),
-      one-sided. Holds where p < alpha. Where the design cannot
-      reach alpha (p_min >= alpha: too few units or levels), the verdict is "not enough data",
-      never "does not hold". A peak: OLS of y on x and x², H0 the x² coefficient is >= 0, one-sided
-      t test, holding where p < alpha and the vertex lies inside the observed x (p_min 0: a
-      parametric test has no floor).
+      one-sided. Holds where p < alpha. Where the design cannot reach alpha (p_min >= alpha: too
+      few units or levels), or y takes one value (ρ undefined), the verdict is "not enough
+      data", never "does not hold". A peak: OLS of y on x and x², H0 the x² coefficient is >= 0,
+      one-sided t test, holding where p < alpha and the vertex lies inside the observed x (p_min
+      0: a parametric test has no floor). No minimum effect across units.
     * Several values per unit at ordered levels (repeated measures: a run's best-so-far value at
       several times or budgets). A best-so-far curve can only rise, so a test of "it rises"
-      (each unit's ρ against 0) is decided by the number of units, not by the curves. Instead,
-      per unit: its net change (first to last level) and its later-half change (its middle level
-      to its last; of its L levels, the middle is number (L − 1) // 2 counting from 0), each in
-      the stated direction.
-      The verdict "keeps rising" (or falling) holds where the percentile-bootstrap lower bounds
-      over units (one-sided, 1 − alpha) of both mean changes lie above 0: identical curves give
-      the same verdict with 4 units as with 5, and a curve that flattens after its middle level
-      does not hold. Beside it, a null under which a rising curve is not automatic: H0 each
+      (each unit's ρ against 0) is decided by the number of units, not by the curves; and the
+      bootstrap lower bound of a mean of non-negative changes lies above 0 as soon as enough
+      units move at all, however little. Instead, per unit: its net change (first to last
+      level) and its later-half change (its middle level to its last; of its L levels, the
+      middle is number (L − 1) // 2 counting from 0), each in the stated direction. The verdict
+      "keeps rising" (or falling) holds where the percentile-bootstrap lower bounds over units
+      (one-sided, 1 − alpha) of both mean changes lie above `min_effect`, a change in y's units
+      too small to count: tiny rises do not keep rising however many units make them. It needs
+      `bootstrap.MIN_UNITS` (10) units with a trend of their own, the fewest from which the
+      percentile bound is given (below, it undercovers: see `innolab.analysis.bootstrap`); with
+      fewer, "not enough data", with the effect (NaN interval) reported. The estimate is the
+      mean later-half change with its interval. Beside it, the stated null of returns: H0 each
       unit's later-half change equals its earlier-half change (returns neither diminish nor
-      grow), a two-sided Wilcoxon signed-rank test over units, with its p_min (2 / 2^n for n
-      units). A peak: the level of x with the best mean y must lie inside the range of x, and
-      the mean rise to it and fall after it per unit must both have bootstrap lower bounds above
-      0; beside it, one-sided Wilcoxon tests of each side (the larger p; the level is chosen
-      from the data, so read p as approximate). Units with values at fewer than 3 levels (or,
-      for a peak, none at the best level or on one side of it) carry no trend of their own and
-      are left out. `trend_steps` gives the change at each step.
+      grow), a two-sided Wilcoxon signed-rank test over units, with its p_min (2 / 2^k for k
+      units whose difference is not 0); it decides no verdict. A peak: per interior level of x,
+      one-sided Wilcoxon tests over units of the rise to it and the fall after it beyond
+      `min_effect` (the larger p), Bonferroni over the interior levels tested (the level is not
+      chosen from the data first, so the false-positive rate on flat data stays at or below
+      alpha); p_min from the units' non-zero differences, "not enough data" where it is not
+      below alpha; the effect (the smaller of mean rise and fall at the level with the smallest
+      p) with its bootstrap interval at the Bonferroni level. Units with values at fewer than 3
+      levels (or, for a peak, at no interior level with values on both sides) carry no trend of
+      their own and are left out. `trend_steps` gives the change at each step.
 
-    Fewer than `min_levels` distinct x values, fewer than 4 values, or fewer than 2 units with a
-    trend of their own is "not enough data".
+    Fewer than `min_levels` distinct x values, or fewer than 4 values, is "not enough data"
+    (no test runs: p_value and p_min NaN, and `detail` says so).
 
     NaN novelty (or any NaN x or y): those rows are dropped before testing, never read as 0; `n`
     and `n_units` count what was tested.
@@ -1006,6 +1130,10 @@ def trend_holds(data: pd.DataFrame, x: str, y: str, trend: Trend, *, unit: str |
         unit: The column that names the unit of observation (`config_id`: one run).
         alpha: The tests' significance level, in (0, 0.5); one-sided bounds are at 1 − alpha.
         min_levels: The fewest distinct x values a test needs.
+        min_effect: The smallest change per unit, in y's units, that counts as a rise or fall
+            (repeated measures only), >= 0. The default, 0.01, is 1 % of the ratio G/|V*|'s
+            scale (the best known value); pass 1.0 for N (0 to 100), as `check_trends` does by
+            quantity (`MIN_EFFECTS`).
         n_resamples: The resamples of the bootstrap and of a permutation test that is not exact.
         rng: A seed or a numpy Generator.
 
@@ -1013,14 +1141,19 @@ def trend_holds(data: pd.DataFrame, x: str, y: str, trend: Trend, *, unit: str |
         The verdict with its hypothesis, test, effect, p-value, smallest reachable p and counts.
 
     Raises:
-        AnalysisError: An unknown trend, alpha outside (0, 0.5), no `unit` (repeated measures
-            cannot be told from independent points; rows that repeat a run identifier such as
-            config_id are named in the message), a missing column, or a row without a unit.
+        AnalysisError: An unknown trend, alpha outside (0, 0.5), a negative or non-finite
+            min_effect, no `unit` (repeated measures cannot be told from independent points;
+            rows that repeat a run identifier such as config_id are named in the message), a
+            missing column, or a row without a unit.
     """
     if trend not in ("increasing", "decreasing", "peak"):
         raise AnalysisError(f"trend must be increasing, decreasing or peak, got {trend!r}")
     if not 0 < alpha < 0.5:
         raise AnalysisError(f"alpha must lie in (0, 0.5), got {alpha!r}")
+    if isinstance(min_effect, bool) or not isinstance(min_effect, int | float | np.number) \
+            or not np.isfinite(min_effect) or min_effect < 0:
+        raise AnalysisError(f"min_effect must be a finite number >= 0 in {y}'s units, "
+                            f"got {min_effect!r}")
     check_settings(confidence_level=1 - 2 * alpha, n_resamples=n_resamples)
     if unit is None:
         raise AnalysisError(_unit_needed(data, x))
@@ -1035,11 +1168,12 @@ def trend_holds(data: pd.DataFrame, x: str, y: str, trend: Trend, *, unit: str |
     if levels < min_levels or n < 4:
         return _not_enough(trend, unit, n, n_units,
                            f"{levels} level(s) of {x} and {n} value(s) from {n_units} "
-                           f"unit(s); at least {min_levels} levels and 4 values needed")
+                           f"unit(s); at least {min_levels} levels and 4 values needed: "
+                           f"{_NO_TEST}")
     gen = generator(rng)
     if n_units == n:
         return _across_units(points, x, y, trend, unit, alpha, n_resamples, gen)
-    return _within_units(points, x, y, trend, unit, alpha, n_resamples, gen)
+    return _within_units(points, x, y, trend, unit, alpha, float(min_effect), n_resamples, gen)
 
 
 def trend_steps(data: pd.DataFrame, x: str, y: str, *, unit: str,
@@ -1051,9 +1185,10 @@ def trend_steps(data: pd.DataFrame, x: str, y: str, *, unit: str,
 
     Unit: `unit` (`config_id`: a run). Per group and step (two consecutive levels of x): the units
     with values at both; the mean change over them, with a percentile bootstrap interval over
-    units; the share of them that move in the `trend` direction at this step
-    (`share_improving`); and the share that move in that direction anywhere after the step's
-    first level, up to their own last level (`share_still_improving`: still improving after it).
+    units (NaN with a note below `bootstrap.MIN_UNITS` units); the share of them that move in
+    the `trend` direction at this step (`share_improving`); and the share that move in that
+    direction anywhere after the step's first level, up to their own last level
+    (`share_still_improving`: still improving after it).
     A unit's several values at one level are averaged. NaN x or y rows are dropped, never read
     as 0.
 
@@ -1113,12 +1248,14 @@ def trend_steps(data: pd.DataFrame, x: str, y: str, *, unit: str,
 
 def check_trends(stated: pd.DataFrame, data: pd.DataFrame, x: str, columns: dict[str, str], *,
                  unit: str | None = None, alpha: float = 0.05,
+                 min_effects: Mapping[str, float] | None = None,
                  n_resamples: int = DEFAULT_RESAMPLES, rng: Rng = 0) -> pd.DataFrame:
     """Test each stated trend of `fig6_trends.csv` on `data` with `trend_holds`.
 
-    Each row states its hypothesis and, beside its p-value, the smallest p its design can reach.
-    NaN values (novelty not computed) are dropped by `trend_holds`; `n` says how many were
-    tested.
+    Each row states its hypothesis and, beside its p-value, the smallest p its design can reach,
+    and, for repeated measures, the smallest change that counts (`min_effect`, in the measuring
+    column's units). NaN values (novelty not computed) are dropped by `trend_holds`; `n` says
+    how many were tested.
 
     Args:
         stated: The stated trends (quantity, trend, detail).
@@ -1128,31 +1265,38 @@ def check_trends(stated: pd.DataFrame, data: pd.DataFrame, x: str, columns: dict
             column (e.g. trade_off) is left to the caller.
         unit: The column that names the unit of observation.
         alpha: The tests' significance level.
+        min_effects: The smallest change that counts per quantity, in its column's units; a
+            quantity not named takes `MIN_EFFECTS` (gain 0.01 for the ratio G/|V*|, novelty 1.0
+            on N's 0 to 100), else `DEFAULT_MIN_EFFECT`. Pass it when gain is measured by
+            another column than the ratio.
         n_resamples: As `trend_holds`.
         rng: A seed or a numpy Generator.
 
     Returns:
-        One row per tested trend: quantity, paper, trend, this sweep, test, hypothesis, unit,
-        n_units, n, estimate, ci_low, ci_high, statistic, p_value, p_min, detail.
+        One row per tested trend: `TREND_COLUMNS` (quantity, paper, trend, this sweep, test,
+        hypothesis, unit, n_units, n, estimate, ci_low, ci_high, min_effect, statistic,
+        p_value, p_min, detail).
 
     Raises:
         AnalysisError: A column is missing, or as `trend_holds`.
     """
     _columns(stated, ["quantity", "trend", "detail"], "stated")
+    smallest = {**MIN_EFFECTS, **(min_effects or {})}
     gen = generator(rng)
     rows = []
     for row in stated.itertuples():
         if row.quantity not in columns:
             continue
         check = trend_holds(data, x, columns[row.quantity], row.trend, unit=unit, alpha=alpha,
+                            min_effect=smallest.get(row.quantity, DEFAULT_MIN_EFFECT),
                             n_resamples=n_resamples, rng=gen)
         rows.append({"quantity": row.quantity, "paper": row.detail, "trend": row.trend,
                      "this sweep": check.verdict, "test": check.test,
                      "hypothesis": check.hypothesis, "unit": check.unit,
                      "n_units": check.n_units, "n": check.n, "estimate": check.estimate,
                      "ci_low": check.ci_low, "ci_high": check.ci_high,
-                     "statistic": check.statistic, "p_value": check.p_value,
-                     "p_min": check.p_min, "detail": check.detail})
+                     "min_effect": check.min_effect, "statistic": check.statistic,
+                     "p_value": check.p_value, "p_min": check.p_min, "detail": check.detail})
     return pd.DataFrame(rows, columns=TREND_COLUMNS)
 
 
@@ -1287,8 +1431,12 @@ class MainResults:
     Attributes:
         scores: Table 2 (see `sweep_scores`).
         means: Table 4 (see `main_results.table4_means`).
-        intervals: The bootstrap intervals over tasks; empty below 2 tasks.
-        paired: The paired tests (Table 5); empty below 2 tasks or 2 frameworks.
+        intervals: The bootstrap intervals over tasks (`main_results.framework_intervals`'s
+            columns and `n_tasks`, `note`: NaN bounds below `bootstrap.MIN_UNITS` tasks, and
+            why); empty below 2 tasks.
+        paired: The paired tests (Table 5): `main_results.paired_tests`'s columns and, beside
+            them, `n_tasks` (the tasks paired), `p_min`, `hypothesis` and `note`; empty below 2
+            tasks or 2 frameworks.
         note: How many tasks and frameworks, or why intervals and tests are empty, and how many
             valid cells have N not computed (left out of N means and tests).
     """
@@ -1300,6 +1448,30 @@ class MainResults:
     note: str
 
 
+def _with_hypotheses(paired: pd.DataFrame, scores: pd.DataFrame, n_resamples: int
+                     ) -> pd.DataFrame:
+    """The paired tests with the tasks each counts, its hypothesis, its floor on p and a note."""
+    from innolab.analysis import main_results as published
+
+    out = paired.copy()
+    counts = []
+    for row in out.itertuples():
+        matrix = published.framework_matrix(scores, row.metric, (row.framework_a,
+                                                                 row.framework_b))
+        counts.append(len(matrix.dropna()))
+    out["n_tasks"] = counts
+    enough = out["n_tasks"] >= MIN_UNITS
+    out["p_min"] = np.where(enough, min(1.0, 2 / (n_resamples + 1)), np.nan)
+    out["hypothesis"] = [
+        f"H0: the mean over tasks of {row.metric} of {row.framework_a} minus "
+        f"{row.framework_b} is 0 (two-sided; p from the paired percentile bootstrap over tasks, "
+        "the paper's Table 5)" for row in out.itertuples()]
+    out["note"] = [
+        "" if ok else too_few(n, "task") + "; the p-value reads the same bootstrap, so it is "
+        "NaN too (p_min NaN: no p is given)" for ok, n in zip(enough, out["n_tasks"], strict=True)]
+    return out
+
+
 def main_results(runs: pd.DataFrame, best_of: int | None = None, *,
                  confidence_level: float = DEFAULT_CONFIDENCE,
                  n_resamples: int = DEFAULT_RESAMPLES, rng: Rng = 0) -> MainResults:
@@ -1307,6 +1479,15 @@ def main_results(runs: pd.DataFrame, best_of: int | None = None, *,
 
     Best of k per task × framework, pessimistic imputation, macro means, bootstrap intervals over
     tasks, paired tests.
+
+    Unit: a task (each framework's best of k on it). The paired tests are the paper's (Table 5):
+    H0 the mean over tasks of framework a's value minus b's is 0, a two-sided p from the paired
+    percentile bootstrap over tasks (twice the share of resampled mean differences on the far
+    side of 0). That p is read off the bootstrap distribution the interval is, so it is given
+    from `bootstrap.MIN_UNITS` (10) tasks, as the interval: below, both are NaN and `note` says
+    why (over 2 tasks the bootstrap p of two differences of one sign is 2 / (n_resamples + 1),
+    whatever they are). `p_min`, its smallest value, is 2 / (n_resamples + 1) from 10 tasks on
+    (the method's floor, not the design's: the number of tasks does not bound it), NaN below.
 
     NaN novelty: a cell whose best run's N was not computed is left out of the framework's mean
     N and its interval, and excluded from the paired N tests of its task (see
@@ -1343,9 +1524,17 @@ def main_results(runs: pd.DataFrame, best_of: int | None = None, *,
     intervals = published.framework_intervals(scores, frameworks=frameworks,
                                               confidence_level=confidence_level,
                                               n_resamples=n_resamples, rng=rng)
-    paired = published.paired_tests(scores, confidence_level=confidence_level,
-                                    n_resamples=n_resamples, rng=rng) \
-        if len(frameworks) > 1 else pd.DataFrame()
+    counted = {(f, metric): int(published.framework_matrix(scores, metric, frameworks)[f].count())
+               for metric in published.METRICS for f in frameworks}
+    intervals["n_tasks"] = [counted[(f, m)] for f, m in zip(intervals["framework"],
+                                                             intervals["metric"], strict=True)]
+    intervals["note"] = [too_few(k, "task") or ("no interval: the percentile bounds miss the "
+                                                "mean" if np.isnan(low) else "")
+                         for k, low in zip(intervals["n_tasks"], intervals["ci_low"],
+                                           strict=True)]
+    paired = _with_hypotheses(published.paired_tests(scores, confidence_level=confidence_level,
+                                                     n_resamples=n_resamples, rng=rng),
+                              scores, n_resamples) if len(frameworks) > 1 else pd.DataFrame()
     return MainResults(scores, means, intervals, paired,
                        f"{tasks} tasks, {len(frameworks)} framework(s){unknown}")
 
