@@ -466,7 +466,13 @@ def test_chain_and_intervals(tmp_path):
     ]
     ci = report.intervals(tasks, n_resamples=500).set_index("metric")
     assert ci.loc["D", "mean"] == pytest.approx((100 + 50 + 0 + 80) / 4) and ci.loc["E", "n"] == 2
-    assert ci.loc["D", "ci_low"] <= ci.loc["D", "mean"] <= ci.loc["D", "ci_high"]
+    # 4 tasks: below the engine's 10 units, no interval, and the note says so
+    assert np.isnan(ci.loc["D", "ci_low"]) and np.isnan(ci.loc["D", "ci_high"])
+    assert "10" in ci.loc["D", "note"]
+    many = report.intervals(pd.concat([tasks] * 3, ignore_index=True),
+                            n_resamples=500).set_index("metric")
+    assert many.loc["D", "n"] == 12 and many.loc["D", "note"] == ""
+    assert many.loc["D", "ci_low"] <= many.loc["D", "mean"] <= many.loc["D", "ci_high"]
     same = report.intervals(
         tasks, confidence_level=0.9, n_resamples=500, rng=np.random.default_rng(3)
     )

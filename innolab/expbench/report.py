@@ -262,7 +262,7 @@ def intervals(tasks: pd.DataFrame, *, confidence_level: float = DEFAULT_CONFIDEN
     """Percentile bootstrap intervals over tasks of D, I, C, M and All per (agent, model).
 
     And of E over the execution subset (settings as `innolab.analysis.bootstrap.bootstrap_ci` takes
-    them).
+    them). Below `MIN_UNITS` tasks the bounds are NaN and `note` says why.
     """
     rows = []
     for (agent, model), part in tasks.groupby(["agent", "model"], sort=True):
@@ -277,6 +277,6 @@ def intervals(tasks: pd.DataFrame, *, confidence_level: float = DEFAULT_CONFIDEN
                                     rng=rng)
             rows.append({"agent": agent, "model": model, "metric": metric, "n": interval.n,
                          "mean": interval.mean, "ci_low": interval.ci_low,
-                         "ci_high": interval.ci_high})
+                         "ci_high": interval.ci_high, "note": interval.note})
     return pd.DataFrame(rows, columns=["agent", "model", "metric", "n", "mean", "ci_low",
-                                       "ci_high"])
+                                       "ci_high", "note"])
