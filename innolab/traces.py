@@ -384,8 +384,9 @@ def truncate_to(run_dir: Path, position: dict[str, int]) -> None:
 def read_events(run_dir: Path) -> list[AnyEvent]:
     """The events of a run's trace, older schema versions upgraded.
 
-    A torn last line (a kill during a write) is ignored. A trace that two executors wrote is
-    refused (naming the line): sequence numbers that do not rise by one, or a second
+    A torn last line (a kill during a write) is ignored. A trace that does not start at sequence
+    number 0 (its head lost) is refused, and so is one that two executors wrote (naming the
+    line): sequence numbers that do not rise by one, or a second
     `run_finished` or `score` event (a run ends once and is scored once).
 
     Args:
@@ -418,6 +419,9 @@ def read_events(run_dir: Path) -> list[AnyEvent]:
         except TraceError as error:
             text = str(error)
             raise TraceError(text if text.startswith(path.name) else f"{where}: {text}") from None
+        if not events and event.seq != 0:
+            raise TraceError(f"{where}: the first event has sequence number {event.seq}, not 0 "
+                             "(the trace's head is missing)")
         if events and event.seq != events[-1].seq + 1:  # type: ignore[operator]
             raise TraceError(
                 f"{where}: sequence number {event.seq} where {events[-1].seq + 1} comes next "  # type: ignore[operator]

@@ -32,9 +32,13 @@ def test_an_event_is_built_without_stamps_and_the_writer_stamps_it(tmp_path):
     assert list(line)[:5] == ["v", "seq", "time", "type", "step"]
     # defaults are not written; an integer score stays an integer
     assert line["dev_score"] == 2 and "dev_errors" not in line
+    # a trace that starts at 3 has lost its head: refused, naming the line and the rule
+    with pytest.raises(traces.TraceError, match="line 1: the first event has sequence number 3"):
+        traces.read_events(tmp_path)
+    (tmp_path / "trace.jsonl").write_text(json.dumps({**line, "seq": 0}) + "\n")
     (read,) = traces.read_events(tmp_path)
-    assert read == stamped and isinstance(read.dev_score, int)
-    assert read.payload() == line
+    assert read == stamped.model_copy(update={"seq": 0}) and isinstance(read.dev_score, int)
+    assert read.payload() == {**line, "seq": 0}
 
 
 def test_the_union_is_discriminated_by_type():
