@@ -63,6 +63,9 @@ def test_every_benchmark_has_its_committed_output():
         data = json.loads(path.read_text(encoding="utf-8"))
         assert data["benchmark"] == name and data["commit"] and data["figures"]
         assert data["machine"]["cores"] and data["date"]
+        # a committed figure comes from a clean tree on the benchmark's default settings
+        assert data["dirty"] is False, f"{path.name} was written from a tree with changes"
+        assert data["settings"] == {}, f"{path.name} ran with settings {data['settings']}"
 
 
 def test_a_benchmark_run_writes_its_figures_with_where_they_were_made(tmp_path):
@@ -75,5 +78,5 @@ def test_a_benchmark_run_writes_its_figures_with_where_they_were_made(tmp_path):
     assert done.returncode == 0, done.stderr[-2000:]
     data = json.loads((tmp_path / "bench_viewer.json").read_text())
     assert data["settings"] == {"steps": 200} and data["figures"]
-    assert set(data["machine"]) >= {"cores", "load_start", "load_end", "python"}
+    assert set(data["machine"]) >= {"cores", "load_start", "load_end", "python", "docker"}
     assert len(data["commit"]) == 40 and isinstance(data["dirty"], bool)

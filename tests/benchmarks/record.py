@@ -1,11 +1,12 @@
 """A benchmark's committed output: results/bench/<name>.json, its figures with where they were made.
 
 Each file holds the benchmark's name, its figures (what its `main` returned), the settings it ran
-with, the commit (and whether the tree had changes), the date, the wall time and the machine (cores,
-load average at the start and the end, memory, Python, platform). README cites a figure as a link
-into the file, `[7.0 ms](results/bench/bench_gym.json#local_tool_call_ms)`: the fragment is the
-figure's key path (dots between keys and list indices), and tests/test_readme_figures.py checks that
-the text shows the value the file holds.
+with, the commit (and whether the tree had changes), the date, the wall time and the machine
+(cores, load average at the start and the end, memory, Python, platform, Docker engine). README
+cites a figure as a link into the file,
+`[7.0 ms](results/bench/bench_gym.json#local_tool_call_ms)`: the fragment is the figure's key path
+(dots between keys and list indices), and tests/test_readme_figures.py checks that the text shows
+the value the file holds.
 """
 
 from __future__ import annotations
@@ -34,7 +35,19 @@ def machine() -> dict[str, Any]:
         memory_gb = None
     return {"cores": os.cpu_count(), "memory_gb": memory_gb,
             "python": platform.python_version(), "platform": platform.platform(terse=True),
-            "machine": platform.machine()}
+            "machine": platform.machine(), "docker": docker_version()}
+
+
+def docker_version() -> str | None:
+    """The Docker engine's version, or None where no engine answers."""
+    try:
+        done = subprocess.run(["docker", "version", "--format", "{{.Server.Version}}"],
+                              capture_output=True, text=True, timeout=20, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    if done.returncode != 0:
+        return None
+    return done.stdout.strip() or None
 
 
 def load() -> list[float]:
