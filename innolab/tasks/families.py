@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import hashlib
 import importlib
-import importlib.util
 import sys
 import threading
 from collections.abc import Callable
@@ -218,14 +217,13 @@ def _load_module(name: str, path: Path) -> ModuleType:
     if key in _modules:
         return _modules[key]
     qualified = f"{PACKAGE}.{name}"
-    spec = importlib.util.spec_from_file_location(qualified, path)
-    if spec is None or spec.loader is None:
-        raise FamilyError(f"family {name!r}: {path.name} is not a Python module")
-    module = importlib.util.module_from_spec(spec)
+    module = ModuleType(qualified)
+    module.__file__, module.__package__ = str(path), PACKAGE
+    code = compile(path.read_bytes(), str(path), "exec")  # no bytecode cache beside a task's file
     previous = sys.modules.get(qualified)
     sys.modules[qualified] = module  # during its execution only (dataclasses look it up)
     try:
-        spec.loader.exec_module(module)
+        exec(code, module.__dict__)
     finally:
         if previous is None:
             sys.modules.pop(qualified, None)
