@@ -61,7 +61,8 @@ def test_ibench_catalogue():
     tasks = paper.load("ibench_tasks")
     assert len(tasks) == 18 and tasks["name"].is_unique
     assert tasks["in_main_experiments"].sum() == 10
-    assert tasks.loc[tasks["runnable_offline"], "name"].tolist() == ["CirclePacking"]
+    assert tasks.loc[tasks["runnable_offline"], "name"].tolist() == ["CirclePacking",
+                                                                      "GraphColoring"]
     assert (tasks["offline_note"].str.len() > 10).all()
     assert tasks.set_index("name").at["CirclePacking", "v_star"] == 2.635
 

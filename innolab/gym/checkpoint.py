@@ -117,13 +117,13 @@ def save(sandbox: Sandbox, checkpoint_dir: Path, step: int,
         What was written.
     """
     store = checkpoint_dir / "blobs"
-    listing = getattr(sandbox, "listing", None)
-    if listing is None:
+    listed = sandbox.listing()
+    if listed is None:
         entries, written, read = _from_tar(sandbox, store)
     else:
         known = {e.path: e for e in previous or [] if e.kind == "file"}
         entries, written, read = [], 0, 0
-        for path, (kind, mode, size, mtime_ns) in sorted(listing().items()):
+        for path, (kind, mode, size, mtime_ns) in sorted(listed.items()):
             if kind == "dir":
                 entries.append(Entry(path, "dir", mode))
                 continue

@@ -33,7 +33,7 @@ def open_sandbox(
     Raises:
         SandboxError: An unknown runtime, or a sandbox that cannot start or be filled.
     """
-    data = getattr(task, "data_dir", None)
+    data = task.data_dir
     if runtime == "local":
         from innolab.gym.local import LocalSandbox
 
@@ -53,12 +53,14 @@ def open_sandbox(
     return sandbox
 
 
-def open_validator(task: GymTask, sandbox: Sandbox) -> Validator:
+def open_validator(task: GymTask, sandbox: Sandbox, pool_size: int | None = None) -> Validator:
     """The task's pristine checker for this sandbox's runtime (see innolab.gym.validator).
 
     Args:
         task: The task whose validator files are checked.
         sandbox: The run's sandbox.
+        pool_size: How many checkers to keep started ahead (innolab.gym.checker_pool; None:
+            $INNOLAB_CHECKER_POOL, else its default).
 
     Returns:
         For a docker sandbox, a validator running each check in a fresh container of the sandbox's
@@ -66,9 +68,11 @@ def open_validator(task: GymTask, sandbox: Sandbox) -> Validator:
 
     Raises:
         SandboxError: A docker sandbox that names no image or engine client.
+        ValueError: A pool size that breaks its rule.
     """
     if sandbox.runtime == "docker":
         if sandbox.image is None or sandbox.client is None:
             raise SandboxError("a docker sandbox must name its image and its engine's client")
-        return DockerValidator(task.validator_files(), sandbox.image, sandbox.client)
-    return LocalValidator(task.validator_files())
+        return DockerValidator(task.validator_files(), sandbox.image, sandbox.client,
+                               pool_size=pool_size)
+    return LocalValidator(task.validator_files(), pool_size=pool_size)

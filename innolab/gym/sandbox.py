@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import posixpath
 import tarfile
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
@@ -40,8 +41,10 @@ class Sandbox(Protocol):
 
     Optional abilities have a default here, which a back end that subclasses `Sandbox` inherits and
     may override: `write_files` (many files in one call; by default one `write_file` each),
-    `read_capture` (what its Python processes ran; by default nothing), `client` and `image` (None
-    for a sandbox without a container engine, as the local one).
+    `read_capture` (what its Python processes ran; by default nothing), `listing` and
+    `stream_file` (what a checkpoint reads of changed files only; by default none, and whole
+    files), `client` and `image` (None for a sandbox without a container engine, as the local
+    one).
 
     Attributes:
         runtime: The back end's name ("local", "docker").
@@ -118,6 +121,29 @@ class Sandbox(Protocol):
             The log's bytes from `offset` on.
         """
         return b""
+
+    def listing(self) -> dict[str, tuple[str, int, int, int]] | None:
+        """The workspace's folders and regular files without reading them; None: cannot list.
+
+        By default None: a checkpoint then reads the whole workspace through `snapshot`.
+
+        Returns:
+            (kind "dir" or "file", permission bits, size, modification time in ns) by
+            workspace-relative path, or None.
+        """
+        return None
+
+    def stream_file(self, path: str, chunk: int = 1 << 20) -> Iterator[bytes]:
+        """A regular file's content in chunks; by default `read_file`'s, whole.
+
+        Args:
+            path: The workspace-relative path.
+            chunk: The chunk size.
+
+        Yields:
+            The content's chunks.
+        """
+        yield self.read_file(path)
 
     def snapshot(self) -> bytes:
         """The workspace as a tar archive (what a checkpoint keeps)."""
