@@ -141,3 +141,32 @@ def test_metrics_are_direction_aware_and_roc_auc_counts_ties_half():
 def test_every_hostile_prediction_file_is_rejected_and_no_mutation_crashes():
     results = fuzz(TASK, mutations=15)
     assert all(r.passed for r in results), [r.detail for r in results]
+
+
+def test_a_gpu_task_asks_for_the_gpu_image_and_gpus_and_is_refused_clearly_without_them(tmp_path):
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from innolab.runner import agent_config
+
+    folder = shutil.copytree(TASK.root, tmp_path / "mnist1d")
+    spec = (folder / "task.yaml").read_text().replace("compute: cpu", "compute: gpu")
+    (folder / "task.yaml").write_text(spec)
+    config = agent_config("baseline", str(folder), runtime="docker", budget_s=10)
+    assert config.image == "innolab/gpu:latest"  # the GPU build of PyTorch: build-image --gpu
+    try:
+        import docker
+
+        engine = docker.from_env()
+        has_gpus = "nvidia" in engine.info().get("Runtimes", {})
+    except Exception:  # no engine here: the refusal is the engine's, tested in the docker tests
+        pytest.skip("no Docker engine")
+    if has_gpus:
+        pytest.skip("this engine has a GPU runtime")
+    innolab = Path(sys.executable).parent / "innolab"
+    done = subprocess.run([str(innolab), "run", "--agent", "baseline", "--task", str(folder),
+                           "--runtime", "docker", "--budget", "10s"], capture_output=True,
+                          text=True, timeout=300, check=False)
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert "asks for a GPU but the Docker engine has no GPU runtime" in done.stderr

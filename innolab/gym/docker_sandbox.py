@@ -135,12 +135,6 @@ class DockerSandbox(Sandbox):
         self.image = image
         self.limits = limits or DockerLimits()
         self.user = user
-        try:
-            self.client.images.get(image)
-        except docker.errors.ImageNotFound:
-            raise SandboxError(
-                f"image {image} not found; build it with `innolab sandbox build-image`"
-            ) from None
         device_requests = None
         gpus = self.limits.gpus
         if gpus == "if-available":
@@ -153,6 +147,12 @@ class DockerSandbox(Sandbox):
                 )
             count = -1 if gpus == "all" else int(gpus)
             device_requests = [docker.types.DeviceRequest(count=count, capabilities=[["gpu"]])]
+        try:
+            self.client.images.get(image)
+        except docker.errors.ImageNotFound:
+            how = ("innolab sandbox build-image --gpu" if image == GPU_IMAGE
+                   else "innolab sandbox build-image")
+            raise SandboxError(f"image {image} not found; build it with `{how}`") from None
         uid, gid = user.split(":")
         # a killed run's container and volume are reaped by this label
         owner = json.dumps(owner_token())

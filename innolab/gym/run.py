@@ -263,7 +263,10 @@ def _execute(folder: RunDir, build_policy: PolicyFactory, resume: bool,
         folder.trace.unlink()  # killed before its first checkpoint: start over
     state = RunState(Budget(config.wall_clock_s, config.max_steps, config.max_tokens,
                             config.max_cost_usd))
-    sandbox = open_sandbox(task, config.runtime, config.image)
+    try:
+        sandbox = open_sandbox(task, config.runtime, config.image)
+    except SandboxError as error:  # no engine, no image, a GPU asked of an engine without one
+        raise RunError(f"the {config.runtime} sandbox cannot start: {error}") from None
     # what ended runs left (this one's, after a kill, included): folders, processes, containers,
     # volumes
     reap(docker_client=sandbox.client)
