@@ -84,14 +84,17 @@ def _resolve(
 ) -> RunConfig:
     """`resolve` with the prior solution's code given (and further model settings, which win)."""
     spec = _agent(settings.agent)
-    options = _options(settings, spec)
+    options, defaults = _options(settings, spec)
     if not spec.needs_model:
-        return _resolve_no_model(spec, settings, prior_code, prior_name, llm, options)
+        return _resolve_no_model(spec, settings, prior_code, prior_name, llm, options, defaults)
     if spec.prepare is not None:
         from innolab.runspec import SettingsError
 
+        checked = options
         try:
             options = spec.prepare(options)
+            # a default its prepare changed is what it resolved: no longer a default
+            defaults = [k for k in defaults if k in options and options[k] == checked[k]]
         except ValueError as error:
             raise SettingsError(f"agent: {spec.name}: {error}") from None
     # the model's settings: which endpoint and model, each request's sampling, the endpoint's
@@ -122,6 +125,7 @@ def _resolve(
         policy=spec.policy,
         task_options=resolve_task_options(settings.task, settings.task_options or None),
         policy_args=options,
+        option_defaults=defaults,
         agent=settings.agent,
         llm=resolved.model_dump(exclude={"api_key"}),
         endpoint=endpoint_of(resolved),
@@ -131,6 +135,8 @@ def _resolve(
         image=image,
         wall_clock_s=parse_duration(settings.budget),
         max_steps=settings.max_steps,
+        max_tokens=settings.token_budget,
+        max_cost_usd=settings.cost_budget_usd,
         seed=settings.seed,
     )
 
@@ -157,11 +163,15 @@ def _agent(name: str) -> AgentSpec:
         raise SettingsError(f"agent: {error}") from None
 
 
-def _options(settings: RunSettings, spec: AgentSpec) -> dict[str, Any]:
+def _options(settings: RunSettings, spec: AgentSpec) -> tuple[dict[str, Any], list[str]]:
     """The agent's own options: its option settings that were given, then `agent_options`.
 
     Every option is checked by the agent's options model; an option of another agent, or one
     the agent does not take, is an error naming it.
+
+    Returns:
+        Every option of the agent (those not given at their defaults), and the names of those
+        not given (`RunConfig.option_defaults`).
 
     Raises:
         SettingsError: An option the agent does not take, or a value that breaks its rule.
@@ -172,9 +182,10 @@ def _options(settings: RunSettings, spec: AgentSpec) -> dict[str, Any]:
              if name != "agent_options" and getattr(settings, name) is not None}
     options = {**given, **settings.agent_options}
     try:
-        return registry.check_options(spec.name, options)
+        checked = registry.check_options(spec.name, options)
     except registry.AgentError as error:
         raise SettingsError(str(error)) from None
+    return checked, [name for name in checked if name not in options]
 
 
 def _image(settings: RunSettings) -> str | None:
@@ -208,6 +219,7 @@ def _resolve_no_model(
     prior_name: str | None,
     llm: dict[str, Any] | None,
     options: dict[str, Any],
+    defaults: list[str] | None = None,
 ) -> RunConfig:
     """The configuration of a run of an agent with no model (the baseline): `model` none.
 
@@ -245,9 +257,12 @@ def _resolve_no_model(
     if ignored:
         warnings.warn(f"{who} has no model: {', '.join(ignored)} ignored", stacklevel=3)
     task_options = resolve_task_options(settings.task, settings.task_options or None)
-    if spec.resolve is not None:
-        args = {**spec.resolve(get_task(settings.task, task_options), settings.seed, prior_code),
-                **options}
+    defaults = list(defaults or [])
+    given = {k: v for k, v in options.items() if k not in defaults}
+    if spec.resolve is not None:  # given options win over what it resolves, that over defaults
+        resolved = spec.resolve(get_task(settings.task, task_options), settings.seed, prior_code)
+        args = {**options, **resolved, **given}
+        defaults = [k for k in defaults if k not in resolved]
     else:
         args = {**options, **({"initial_solution": prior_code} if prior_code else {})}
     return RunConfig(
@@ -255,6 +270,7 @@ def _resolve_no_model(
         policy=spec.policy,
         task_options=task_options,
         policy_args=args,
+        option_defaults=defaults,
         agent=settings.agent,
         llm=None,
         endpoint=None,
@@ -265,6 +281,8 @@ def _resolve_no_model(
         image=_image(settings),
         wall_clock_s=parse_duration(settings.budget),
         max_steps=settings.max_steps,
+        max_tokens=settings.token_budget,
+        max_cost_usd=settings.cost_budget_usd,
         seed=settings.seed,
     )
 

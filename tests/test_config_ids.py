@@ -5,6 +5,11 @@ such change: the embedded model's reply cap, 512 -> 256 tokens (EMBEDDED_MAX_TOK
 innolab.llm.settings), which gave every embedded configuration a new id. A config.json written
 before (512 in it) keeps its id, as do the committed offline sweep's runs
 (`test_ids_of_config_files_written_before`).
+
+Since config.json records every option of the agent (the defaults too: a run records what it
+used), `RunConfig.option_defaults` names the options that took their default, and those stay out
+of the id: no id changed, the built-ins', the frameworks' and the reference sweep's included
+(`test_every_option_is_recorded_and_defaults_keep_the_ids`).
 """
 
 from __future__ import annotations
@@ -13,7 +18,7 @@ import json
 
 import pytest
 
-from innolab import runner
+from innolab import runner, runspec
 from innolab.gym.policy import SEED_RULE, RunConfig
 from innolab.paths import data_dir
 
@@ -201,3 +206,71 @@ def test_ids_of_config_files_written_before():
         wall_clock_s=600.0,  # RunConfig's default before it became the schema's 60 s
     )
     assert runner.config_id(with_options) == "e8c787a8ec5a"
+
+
+# every option of innolab's own agents and its default: a default is left out of config ids (so
+# that recording defaults changed no id), so a change of one gives runs that differ one id; pinned
+# here, so that such a change is made knowingly (and its runs told apart, e.g. by a new option name)
+BUILT_IN_DEFAULTS = {
+    "aide": {"num_drafts": 2, "debug_prob": 0.5, "max_debug_depth": 3},
+    "baseline": {},
+    "codeact": {"native_tools": False, "persistent": True},
+    "mini-swe-agent": {"tool_call_mode": "auto", "step_limit": 200},
+    "mlab": {},
+    "openai-agents": {"tool_call_mode": "auto", "max_turns": 200},
+    "smolagents": {"tool_call_mode": "auto", "smol_agent": "tool_calling", "smol_max_steps": 200},
+}
+
+
+def test_the_built_ins_option_defaults_are_pinned():
+    from innolab.agents import registry
+
+    ours = {name: entry.spec for name, entry in registry.registered().items()
+            if entry.distribution == "innolab"}
+    assert {name: {k: f.get_default(call_default_factory=True)
+                   for k, f in spec.options.model_fields.items()}
+            for name, spec in ours.items()} == BUILT_IN_DEFAULTS
+
+
+def test_every_option_is_recorded_and_defaults_keep_the_ids(monkeypatch):
+    """config.json holds every option (the defaults too) and names the defaulted ones; the id
+    is the one it had when only the options given were recorded."""
+    from innolab.agents import frameworks
+
+    config = runner.agent_config("aide", "circle-packing-26")
+    assert config.policy_args == BUILT_IN_DEFAULTS["aide"]
+    assert config.option_defaults == ["num_drafts", "debug_prob", "max_debug_depth"]
+    assert config.as_dict()["option_defaults"] == config.option_defaults
+    assert runner.config_id(config) == "0d9c5d13f903"  # as pinned above, before defaults
+    again = RunConfig.from_dict(json.loads(json.dumps(config.as_dict())))
+    assert again.config_id() == "0d9c5d13f903" and again.as_dict() == config.as_dict()
+    # an option given counts in the id at any value, its default's too (as before)
+    given = runner.agent_config("aide", "circle-packing-26", num_drafts=2)
+    assert given.policy_args == config.policy_args
+    assert given.option_defaults == ["debug_prob", "max_debug_depth"]
+    assert runner.config_id(given) not in ("0d9c5d13f903", runner.config_id(
+        runner.agent_config("aide", "circle-packing-26", num_drafts=3)))
+    codeact = runner.agent_config("codeact", "circle-packing-26", persistent=False)
+    assert codeact.policy_args == {"native_tools": False, "persistent": False}
+    assert codeact.option_defaults == ["native_tools"]
+    # the frameworks: every option and the framework's version (a version of our own here, so
+    # that the id does not follow the installed one); ids as before defaults were recorded
+    monkeypatch.setattr(frameworks, "framework_version", lambda distribution: "9.9")
+    ids = {}
+    for agent in ("smolagents", "openai-agents", "mini-swe-agent"):
+        resolved = runner.resolve(runspec.schema()(agent=agent))
+        assert resolved.policy_args == {**BUILT_IN_DEFAULTS[agent], "framework_version": "9.9"}
+        assert resolved.option_defaults == list(BUILT_IN_DEFAULTS[agent])
+        written = {k: v for k, v in resolved.as_dict().items() if k != "option_defaults"}
+        as_before = RunConfig.from_dict({**written, "policy_args": {"framework_version": "9.9"}})
+        assert "option_defaults" not in as_before.as_dict()
+        assert resolved.config_id() == as_before.config_id()
+        ids[agent] = resolved.config_id()
+    # computed with the code before defaults were recorded (policy_args: the version only)
+    assert ids == {"smolagents": "7851bb06527a", "openai-agents": "1c6a2cdb9795",
+                   "mini-swe-agent": "0fe5ef84db51"}
+    # an agent with no model: its resolved arguments win over an option's default
+    baseline = runner.agent_config("baseline", "circle-packing-26")
+    assert baseline.option_defaults == [] and baseline.policy_args == {"family": "circles",
+                                                                       "seed": 0}
+    assert runner.config_id(baseline) == "e8464ed50834"  # a reference sweep's baseline

@@ -91,24 +91,28 @@ def test_an_agents_options_are_settings_of_their_own(tmp_path):
     args = build_parser().parse_args(["run", "--agent", "aide", "--num-drafts", "3"])
     settings = runspec.settings_from_args(args)
     config = runner.resolve(settings)
-    assert config.policy_args == {"num_drafts": 3}
+    # every option is recorded, those not given at their defaults (named in option_defaults)
+    assert config.policy_args == {"num_drafts": 3, "debug_prob": 0.5, "max_debug_depth": 3}
+    assert config.option_defaults == ["debug_prob", "max_debug_depth"]
     with pytest.raises(SettingsError, match="codeact takes no option num_drafts"):
         runner.resolve(runspec.schema()(agent="codeact", num_drafts=3))
     with pytest.raises(SettingsError, match="num_drafts: Input should be greater than or equal"):
         runspec.validate_settings({"agent": "aide", "num_drafts": 0})
     no_tool = build_parser().parse_args(["run", "--agent", "codeact", "--no-persistent"])
     assert runner.resolve(runspec.settings_from_args(no_tool)).policy_args == {
-        "persistent": False}
+        "native_tools": False, "persistent": False}
     spec = sweep_spec.load_spec({"name": "drafts", "base": {"agent": "aide", "budget": "20s",
                                                          "task": "circle-packing-26"},
                                  "grid": {"num_drafts": [1, 4]}})
-    assert [c.config["policy_args"] for c in sweep_spec.expand(spec)] == [
-        {"num_drafts": 1}, {"num_drafts": 4}]
+    assert [(c.config["policy_args"]["num_drafts"], c.config["option_defaults"])
+            for c in sweep_spec.expand(spec)] == [
+        (1, ["debug_prob", "max_debug_depth"]), (4, ["debug_prob", "max_debug_depth"])]
     assert "num_drafts = None  # AIDE: drafts before improving (default 2; aide only)" in (
         runspec.parameters_cell())
     runner.create_run(config, tmp_path / "runs" / "r1")
     table = results.runs(tmp_path / "runs")
     assert table.loc[0, "num_drafts"] == 3 and "persistent" in table.columns
+    assert table.loc[0, "debug_prob"] == 0.5  # the default it ran with, a column like any
 
 
 def test_notebook_20_parameters_cell_is_the_rendered_schema():

@@ -161,15 +161,18 @@ def entry(name: str) -> Registered | None:
 
 
 def check_options(name: str, options: dict[str, Any]) -> dict[str, Any]:
-    """An agent's options validated by its options model, as plain data.
+    """An agent's options validated by its options model, as plain data: every option.
+
+    A run records what it used: the options given and every other option at its default (the
+    caller names those in `RunConfig.option_defaults`, which keeps them out of the config id).
 
     Args:
         name: The agent.
-        options: The options given (those left out take their defaults when the policy is
-            built).
+        options: The options given.
 
     Returns:
-        The options given, validated (in JSON form).
+        Every option of the agent's options model, validated, in JSON form: the given ones'
+        values and the others' defaults, in the model's order.
 
     Raises:
         AgentError: An option the agent does not take, or a value that breaks its rule (named).
@@ -185,7 +188,7 @@ def check_options(name: str, options: dict[str, Any]) -> dict[str, Any]:
     except ValidationError as error:
         raise AgentError("; ".join(
             f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in error.errors())) from None
-    return checked.model_dump(mode="json", include=set(options))
+    return checked.model_dump(mode="json")
 
 
 def build_policy(config: RunConfig, run_dir: Path) -> Policy:

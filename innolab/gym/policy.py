@@ -194,9 +194,11 @@ class RunConfig:
     and never written).
 
     `llm` holds the model settings in force (endpoint, model, temperature, top_p, max_tokens, seed,
-    retries...); `policy_args` only the scaffold's own options. config.json holds `as_dict()`: of
-    `llm`, the settings that were written (all but the key for a resolved configuration; those an
-    older file holds for one loaded from it).
+    retries...); `policy_args` only the agent's own arguments: every option of its options model,
+    given or at its default, and what its `prepare` or `resolve` adds. `option_defaults` names
+    the options that took their default (their values are in `policy_args`). config.json holds
+    `as_dict()`: of `llm`, the settings that were written (all but the key for a resolved
+    configuration; those an older file holds for one loaded from it).
     """
 
     task: str
@@ -225,6 +227,9 @@ class RunConfig:
     task_options: dict[str, Any] = field(
         default_factory=dict
     )  # what a `<scheme>:` task needs (paths, resolved)
+    # the agent's options that took their default, their values in policy_args (recorded since
+    # every option is; a file written before names none and holds only the options given)
+    option_defaults: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         if isinstance(self.llm, dict):
@@ -241,6 +246,8 @@ class RunConfig:
         """
         data = asdict(self)
         data["llm"] = None if self.llm is None else self.llm.model_dump(exclude_unset=True)
+        if not self.option_defaults:  # a file written before it existed is written back as it was
+            del data["option_defaults"]
         return data
 
     def config_id(self) -> str:
@@ -249,6 +256,11 @@ class RunConfig:
         What the endpoint reports is left out, so that the id is known before the run starts;
         empty task options are left out, so that ids made before they existed stay; the
         endpoint's limits (LIMIT_FIELDS: they pace requests, never change a result) are left out.
+        The agent's options that took their default (`option_defaults`) are left out of
+        `policy_args`, so that a configuration keeps the id it had before config.json recorded
+        defaults (the built-ins' and the committed reference sweep's): an option given keeps
+        its place in the id, at any value; a change of an option's default does not change ids
+        (tests/test_config_ids.py pins the built-ins' defaults, so that one is made knowingly).
 
         Returns:
             Twelve hexadecimal digits.
@@ -256,8 +268,12 @@ class RunConfig:
         fields = {
             k: v
             for k, v in self.as_dict().items()
-            if k != "model_reported" and not (k == "task_options" and not v)
+            if k not in ("model_reported", "option_defaults")
+            and not (k == "task_options" and not v)
         }  # ids made before it stay
+        if self.option_defaults:
+            fields["policy_args"] = {k: v for k, v in fields["policy_args"].items()
+                                     if k not in self.option_defaults}
         if fields.get("llm"):
             fields["llm"] = {k: v for k, v in fields["llm"].items() if k not in LIMIT_FIELDS}
         text = json.dumps(fields, sort_keys=True, default=str)
