@@ -610,24 +610,83 @@ def summary(run_dir: str | Path) -> str:
 
 
 def end_cause(trace: Trace) -> str | None:
-    """Why a run ended on a model error, in words: the error, the endpoint and the attempts.
+    """Why a run ended on an error, in words: what failed, where, and what to do.
+
+    A run that ended `llm_error`: an outage (no connection, 5xx, timeouts) says the endpoint could
+    not be reached, with the error and the attempts; a request the endpoint refused says what it
+    refused: the key (401, 403: check the key's variable), the model's name (404: name one the
+    endpoint serves) or the request itself (400 and other 4xx, with the server's message). A run
+    that ended `agent_error`: the error's last line (its traceback is in the trace).
 
     Args:
         trace: The run's trace.
 
     Returns:
-        E.g. "the model at 127.0.0.1:9 could not be reached: Connection error.; 6 attempts over
-        7.9 s", read from the last failed model call; None for a run that did not end so.
+        E.g. "the model at 127.0.0.1:9 could not be reached: Connection error.; 5 attempts over
+        7.9 s", read from the last failed model call, or "the agent failed: ValueError: boom";
+        None for a run that ended with a result (or has not ended).
     """
+    if trace.end_reason == "agent_error":
+        return _agent_cause(trace.last(AgentError))
     if trace.end_reason != "llm_error":
         return None
     failed = next((c for c in reversed(trace.llm_calls) if c.failed), None)
+    llm = trace.config.get("llm") or {}
     where = trace.config.get("endpoint") or "?"
     where = "the embedded model" if where == "embedded" else f"the model at {where}"
     if failed is None:
         return f"{where} could not be reached"
-    error = (failed.error or "no error recorded").removeprefix("LLM call failed after ")
-    error = error.split(": ", 1)[1] if error[:1].isdigit() and ": " in error else error
+    last = failed.attempts[-1] if failed.attempts else {}
+    error = str(last.get("error") or failed.error or "no error recorded")
+    status, message = _http_status(last, error)
+    key = llm.get("api_key_env") or "INNOLAB_LLM_API_KEY"
+    model = llm.get("model") or "?"
+    if status in (401, 403):
+        return (f"{where} refused the key (HTTP {status}: {message}): check {key}, the "
+                "endpoint's key")
+    if status == 404:
+        variable = f"{key.removesuffix('_API_KEY')}_MODEL"
+        return (f"{where} does not know the model {model!r} (HTTP 404: {message}): name a model "
+                f"it serves (--model or {variable}; its /v1/models lists them), or check the base "
+                "URL's path")
+    if status is not None and 400 <= status < 500 and status != 429:
+        return f"{where} refused the request (HTTP {status}: {message})"
+    if last:  # the endpoint's own words, without the SDK's class name
+        error = error.split(": ", 1)[1] if ": " in error else error
+    else:
+        error = error.removeprefix("LLM call failed after ")
+        error = error.split(": ", 1)[1] if error[:1].isdigit() and ": " in error else error
     tries = len(failed.attempts) or 1
+    clock = ("; the run's time ran out while it was retried"
+             if (failed.error or "").startswith("the run's time budget ran out") else "")
     return (f"{where} could not be reached: {error}; {tries} attempt{'s' * (tries > 1)} over "
-            f"{failed.latency_s:.1f} s")
+            f"{failed.latency_s:.1f} s{clock}")
+
+
+def _agent_cause(event: AgentError | None) -> str:
+    """An agent's failure in one line: its error, and the exception its traceback ends with."""
+    if event is None:
+        return "the agent failed (no agent_error event recorded)"
+
+    def lines(text: str | None) -> list[str]:
+        return [line.strip() for line in (text or "").splitlines() if line.strip()]
+
+    said = (lines(event.error) or ["no error recorded"])[-1][:300]
+    raised = (lines(event.traceback) or [""])[-1][:300]
+    if raised and raised not in said:
+        said = f"{said}: {raised}"
+    return f"the agent failed: {said} (its traceback is in the trace's agent_error event)"
+
+
+def _http_status(attempt: dict[str, Any], error: str) -> tuple[int | None, str]:
+    """An attempt's HTTP status and the server's message (None: no HTTP answer).
+
+    Read from the attempt's `status` (recorded since the client records it) or from the SDK's
+    "Error code: 401 - message" in its error.
+    """
+    import re
+
+    found = re.search(r"Error code: (\d{3})(?: - (.*))?", error, re.DOTALL)
+    status = attempt.get("status") or (int(found.group(1)) if found else None)
+    message = (found.group(2) if found and found.group(2) else "").strip() or "no message"
+    return (int(status) if status else None), message[:300]

@@ -7,8 +7,9 @@ Options of `FakeLLM(...)` (all keyword-friendly; the first five keep their old p
 
 - `faults`: a list consumed one per request before any other rule: "429" and "503" (with the
   `Retry-After` header when `retry_after` is set), "500", "400" (a request the model refuses: too
-  long for its context), "timeout" (the reply comes after `slow_s` seconds), "malformed" (a cut
-  JSON body), "drop" (the connection closes without a reply).
+  long for its context), "401" (the key refused), "404" (the model's name unknown), "timeout"
+  (the reply comes after `slow_s` seconds), "malformed" (a cut JSON body), "drop" (the connection
+  closes without a reply).
 - `slow_s`: how late a "timeout" reply comes.
 - `program_sleep_s`: the scripted solution sleeps this long first.
 - `replies`, `in_call_order`: per response schema, the JSON object of each assistant turn (or of
@@ -254,6 +255,14 @@ class FakeLLM:
                             }
                         },
                     )
+                if fault == "401":  # the key refused, as OpenAI's API words it
+                    return self._send(401, {"error": {
+                        "message": "Incorrect API key provided.",
+                        "type": "invalid_request_error", "code": "invalid_api_key"}})
+                if fault == "404":  # a model the endpoint does not serve
+                    return self._send(404, {"error": {
+                        "message": f"The model `{body.get('model')}` does not exist.",
+                        "type": "invalid_request_error", "code": "model_not_found"}})
                 if fault == "drop":
                     if self.entry is not None:
                         owner._leave(self.entry)

@@ -65,6 +65,66 @@ def test_an_unreachable_endpoint_is_said_with_its_cause_host_and_attempts(tmp_pa
     assert "exit status" in innolab("run", "--help").stdout  # the statuses, documented
 
 
+def test_a_model_down_longer_than_the_budget_is_a_failure_not_a_result(tmp_path):
+    """The clock runs out while the retries go on: the run still ends llm_error (exit 5), its
+    cause and host said, so that a sweep counts it failed and --retry-failed runs it again."""
+    port = closed_port()
+    done = innolab("run", "--agent", "codeact", "--task", "circle-packing-26", "--base-url",
+                   f"http://127.0.0.1:{port}/v1", "--model", "m", "--budget", "3s",
+                   "--run-dir", str(tmp_path / "run"))
+    assert done.returncode == 5, done.stderr
+    assert re.search(rf"ended: llm_error \(the model at 127\.0\.0\.1:{port} could not be "
+                     r"reached: Connection error\.; \d attempts? over [\d.]+ s; the run's time ran "
+                     r"out while it was retried\)", done.stderr), done.stderr
+    assert "ended: wall_clock" not in done.stderr
+
+
+@pytest.mark.parametrize("fault, says", [
+    ("401", "refused the key (HTTP 401: Incorrect API key provided.): check "
+            "INNOLAB_LLM_API_KEY"),
+    ("404", "does not know the model 'nope' (HTTP 404: The model `nope` does not exist.): name "
+            "a model it serves"),
+    ("400", "refused the request (HTTP 400: This model's maximum context length is 4096 tokens"),
+])
+def test_a_refused_request_says_what_was_refused_not_that_the_model_was_down(fault, says,
+                                                                             tmp_path):
+    with FakeLLM(faults=[fault]) as server:
+        done = innolab("run", "--agent", "codeact", "--task", "circle-packing-26", "--base-url",
+                       server.base_url, "--model", "nope", "--budget", "60s",
+                       "--run-dir", str(tmp_path / "run"))
+        requests = len(server.log)
+    assert done.returncode == 5, done.stderr
+    assert requests == 1  # refused: not retried
+    host = server.base_url.split("//")[1].removesuffix("/v1")
+    (ended,) = [line for line in done.stderr.splitlines() if "ended: llm_error" in line]
+    assert f"(the model at {host} {says}" in ended, ended
+    assert "could not be reached" not in ended and not re.search(r"attempt \d of", done.stderr)
+    epilog = innolab("run", "--help").stdout
+    assert "refused the request" in " ".join(epilog.split())
+
+
+def test_an_agent_error_says_its_cause_in_the_summary_and_the_headers(tmp_path):
+    from innolab.traces import AgentError, RunFinished, RunStarted, TraceWriter, summary
+    from innolab.viewer.model import load_run
+    from innolab.viewer.render import header_html
+
+    run = tmp_path / "run"
+    run.mkdir()
+    config = {"agent": "smolagents", "task": "circle-packing-26", "endpoint": "127.0.0.1:9"}
+    (run / "config.json").write_text(json.dumps(config))
+    writer = TraceWriter(run)
+    writer.emit(RunStarted(step=0, config=config))
+    writer.emit(AgentError(step=1, error="the framework's process exited with status 1",
+                           traceback="Traceback (most recent call last):\n  File \"x.py\"\n"
+                                     "RuntimeError: boom: the framework failed\n"))
+    writer.emit(RunFinished(step=1, reason="agent_error", budget={}, final_submission=None,
+                            dev_valid=False, dev_score=None))
+    cause = ("the agent failed: the framework's process exited with status 1: RuntimeError: boom: "
+             "the framework failed (its traceback is in the trace's agent_error event)")
+    assert summary(run).endswith(f"ended: agent_error ({cause})")  # what innolab run prints
+    assert f'<td class="cause">{cause}' in header_html(load_run(run)).replace("&#x27;", "'")
+
+
 def test_scoring_says_its_stages_and_the_last_lines_give_the_scores_with_their_statuses(tmp_path):
     with FakeLLM() as server:
         done = innolab("run", "--agent", "codeact", "--task", "circle-packing-26", "--base-url",
@@ -135,6 +195,34 @@ def test_the_runs_kernels_do_not_warn_about_tcp(tmp_path, capfd):
     nbformat.write(nbformat.v4.new_notebook(cells=[cell]), source)
     notebooks.execute(source, tmp_path / "out.ipynb")  # innolab's kernel manager: IPC sockets
     assert "without encryption" not in capfd.readouterr().err
+
+
+@pytest.mark.notebook
+def test_a_sweep_says_why_a_run_failed_on_its_driver_and_in_its_status(tmp_path):
+    """A sweep against a closed port: the run's retries go to its run notebook, but the driver
+    says in one line why the run failed, and `sweep status` shows the cause with the host."""
+    import yaml
+
+    port = closed_port()
+    spec = tmp_path / "down.yaml"
+    spec.write_text(yaml.safe_dump({"name": "down", "seeds": [0], "base": {
+        "task": "circle-packing-26", "agent": "codeact", "budget": "60s", "runtime": "local",
+        "base_url": f"http://127.0.0.1:{port}/v1", "model": "m", "novelty": "none"}}))
+    out = tmp_path / "sweep"
+    done = innolab("sweep", "run", str(spec), "--workers", "1", "--output", str(out),
+                   timeout=600)
+    assert done.returncode == 1, done.stderr[-3000:]  # a configuration failed
+    cause = rf"the model at 127\.0\.0\.1:{port} could not be reached: Connection error\.; " \
+            r"5 attempts over [\d.]+ s"
+    assert re.search(rf"run \w+ failed: {cause}", done.stderr), done.stderr[-3000:]
+    status = innolab("sweep", "status", str(out))
+    assert status.returncode == 0, status.stderr
+    (line,) = [x for x in status.stdout.splitlines() if " failed " in x]
+    assert re.search(rf"  \(({cause})\)$", line), status.stdout
+    shown = json.loads(innolab("sweep", "status", str(out), "--json").stdout)
+    (run,) = shown["runs"].values()
+    assert run["state"] == "failed" and run["end_reason"] == "llm_error"
+    assert re.fullmatch(cause, run["cause"]) and run["error"] is None
 
 
 # ---------------------------------------------------------------------- a plan before any spend

@@ -15,18 +15,23 @@ from innolab.runspec import add_options, novelty_choices, settings_from_args
 RUN_DEFAULTS: dict[str, str | None] = {"task": None, "agent": None}
 BUSY = 4  # the exit status of a run another process is executing (innolab.runlock.RunBusy)
 # `innolab run`'s exit status by how the run ended: a spent budget ("wall_clock", "steps",
-# "tokens", "cost"), an agent that finished or stalled are results (0); a model that stayed
-# unreachable through its retries is a failure to retry (5). 2 is bad input, 4 a busy run.
-MODEL_UNREACHABLE = 5
+# "tokens", "cost"), an agent that finished or stalled are results (0); a model that failed (it
+# stayed unreachable through its retries, or refused the request) is a failure (5), an agent that
+# failed another (6). 2 is bad input, 4 a busy run.
+MODEL_FAILED = 5
 AGENT_FAILED = 6
-END_STATUSES = {"llm_error": MODEL_UNREACHABLE, "agent_error": AGENT_FAILED}
+END_STATUSES = {"llm_error": MODEL_FAILED, "agent_error": AGENT_FAILED}
 RUN_EPILOG = (
     "exit status: 0 the run ended with a result (its budget spent, the agent finished or "
     "stalled); 2 bad input (the error says which option); 4 another process executes the run "
-    "(--wait waits); 5 the model could not be reached through its retries (the cause, the "
-    "endpoint and the attempts are printed; rerun when it is back, or --resume); 6 the agent "
-    "failed (an external framework raised or exited in error: its traceback is in the trace's "
-    "agent_error event; its workspace and submissions are kept and scored)"
+    "(--wait waits); 5 the model failed (llm_error; the cause, the endpoint and the attempts "
+    "are printed): it could not be reached through its retries, also where the run's time ran "
+    "out meanwhile (rerun when it is back, or --resume), or it refused the request: the key "
+    "(401/403: check the key's variable), the model's name (404: name one it serves) or the "
+    "request (400: the server's message) (fix what the cause names, then rerun); 6 the agent "
+    "failed (agent_error: an external framework raised or exited in error; the error's last line "
+    "is printed, its traceback is in the trace's agent_error event; its workspace and "
+    "submissions are kept and scored)"
 )
 
 

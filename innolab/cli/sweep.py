@@ -266,10 +266,9 @@ def status(args: argparse.Namespace) -> int:
     for identifier, one in state["runs"].items():
         levels = " ".join(f"{k}={v}" for k, v in one["levels"].items())
         attempts = f"  attempts={one['attempts']}" if one["attempts"] > 1 else ""
-        print(
-            f"  {identifier}  {one['state']:16}  {levels}{attempts}"
-            + (f"  ({one['error']})" if one["error"] else "")
-        )
+        said = one.get("cause") or one["error"]
+        print(f"  {identifier}  {one['state']:16}  {levels}{attempts}"
+              + (f"  ({said})" if said else ""))
     return 0
 
 

@@ -358,7 +358,8 @@ def step(run: RunContext, state: RunState) -> str | None:
     Returns:
         None after a checkpointed step; otherwise why the run ends: a spent budget ("wall_clock",
         "steps", "tokens", "cost"), "agent_finished", "stalled" or "llm_error" (the model stayed
-        unreachable after its retries).
+        unreachable after its retries, refused the request, or was failing when the clock ran
+        out: LLMError.model_failed).
     """
     budget, trace, task = state.budget, run.trace, run.task
     reason = budget.exhausted()
@@ -371,7 +372,9 @@ def step(run: RunContext, state: RunState) -> str | None:
     except LLMError as error:  # the model stayed unreachable after its retries: end cleanly
         trace.emit(LLMCall(step=state.step, failed=True, cached=False, error=str(error)[:500],
                            **error.sent))
-        return budget.exhausted() or "llm_error"
+        # a model that failed ends the run as llm_error even where the clock ran out meanwhile (a
+        # failure to retry, not a result); the clock that ran out while it answered ends it so
+        return "llm_error" if error.model_failed else (budget.exhausted() or "llm_error")
     except AgentFailed as error:  # an external framework raised or exited with an error
         for event in getattr(error, "events", []):
             trace.emit(event.model_copy(update={"step": state.step}))

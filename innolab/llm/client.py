@@ -361,16 +361,22 @@ class LLMClient:
         headers = {RUN_HEADER: run} if run else None
         waited = 0.0
 
-        def failed(message: str, cause: Exception | None = None) -> LLMError:
+        def failed(message: str, cause: Exception | None = None,
+                   by_model: bool = True) -> LLMError:
             error = LLMError(message)
             error.spent = {"attempts": attempts, "latency_s": time.monotonic() - start,
                            "wait_s": waited}
+            error.model_failed = by_model
             error.__cause__ = cause
             return error
 
         attempt = failures = 0  # every attempt; those that count against max_retries
+        # whether the endpoint's last attempt failed by itself (LLMError.model_failed): not a
+        # request cut by the run's clock, nor a 429 that said when to come back
+        down = False
         while True:
             attempt += 1
+            timeout = self.settings.timeout_s
             try:
                 sdk = self._sdk()  # made before the slot is held
                 entered = time.monotonic()
@@ -382,7 +388,8 @@ class LLMClient:
                     if self.deadline is not None:
                         timeout = min(timeout, self.deadline - time.monotonic())
                         if timeout <= 0:
-                            raise failed("the run's time budget ran out before the model answered")
+                            raise failed("the run's time budget ran out before the model answered",
+                                         by_model=down)
                     response = sdk.chat.completions.create(
                         **request, timeout=timeout, extra_headers=headers)
                 payload = self._payload(response, key)
@@ -392,7 +399,7 @@ class LLMClient:
             except gates.GateTimeout as error:
                 waited += time.monotonic() - entered
                 raise failed("the run's time budget ran out waiting for the endpoint's limits "
-                             f"({error})", error) from error
+                             f"({error})", error, by_model=down) from error
             except Exception as error:  # classified below; non-retryable errors propagate
                 import openai
 
@@ -415,11 +422,17 @@ class LLMClient:
                 # an endpoint that says when to come back is waited for, not failed: such an
                 # answer does not count against max_retries while the run's deadline bounds it
                 limited = asked is not None and self.deadline is not None
+                status = getattr(error, "status_code", None)  # an HTTP answer's status
+                # a request the run's clock cut short failed by the clock, not by the model
+                clipped = (isinstance(error, openai.APITimeoutError)
+                           and timeout < self.settings.timeout_s)
+                down = not clipped and not (limited and status == 429)
                 if not retryable or (not limited and failures == self.settings.max_retries):
                     attempts.append({"attempt": attempt - 1,
-                                     "error": f"{type(error).__name__}: {error}"[:300]})
+                                     "error": f"{type(error).__name__}: {error}"[:300],
+                                     **({"status": status} if status else {})})
                     raise failed(f"LLM call failed after {attempt} attempt(s): {error}",
-                                 error) from error
+                                 error, by_model=not clipped) from error
                 if not limited:
                     failures += 1
                 if asked is not None:
@@ -433,7 +446,7 @@ class LLMClient:
                 if self.deadline is not None:
                     wait = max(0.0, min(wait, self.deadline - time.monotonic()))
                 entry = {"attempt": attempt - 1, "error": f"{type(error).__name__}: {error}"[:300],
-                         "wait_s": round(wait, 3)}
+                         "wait_s": round(wait, 3), **({"status": status} if status else {})}
                 if asked is not None:
                     entry["retry_after_s"] = round(asked, 3)
                 attempts.append(entry)

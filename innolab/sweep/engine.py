@@ -380,7 +380,12 @@ class _Sweep:
                 self.outcomes[identifier] = outcome
                 self.errors[identifier] = outcome.get("error")
                 run_dir = self.run_dir(configuration)
-                if (self.retries and state.failed(run_dir, outcome.get("error"))
+                failed = state.failed(run_dir, outcome.get("error"))
+                if failed:  # why, in one line, as it happens (the run's own lines are in its
+                    # run.ipynb): its end cause (the model's error and host) or its error
+                    tqdm.write(f"run {identifier} failed: "
+                               f"{state.cause(run_dir, outcome.get('error'))}", file=sys.stderr)
+                if (self.retries and failed
                         and state.attempts_made(run_dir) <= self.retries):
                     retrying.add(identifier)
                     queue.appendleft(configuration)

@@ -140,6 +140,29 @@ def failed(run_dir: Path, error: str | None) -> bool:
     return bool(error)
 
 
+def cause(run_dir: Path, error: str | None) -> str | None:
+    """Why a configuration's run failed, in one line, where the user looks (status, the driver).
+
+    Args:
+        run_dir: The configuration's run folder.
+        error: The error the sweep recorded for it.
+
+    Returns:
+        The run's end cause from its trace (innolab.traces.end_cause: the model's error, its host
+        and the attempts, or the agent's error), a trace with two ends said so, else the recorded
+        error; None where there is none.
+    """
+    from innolab.traces import Trace, TraceError, end_cause
+
+    if read_run(run_dir).end_reason == TRACE_BROKEN:
+        return "its trace has two ends: two executors ran it (--retry-failed runs it again)"
+    try:
+        said = end_cause(Trace.read(run_dir)) if RunDir(run_dir).trace.is_file() else None
+    except (TraceError, OSError, ValueError):
+        said = None
+    return said or error
+
+
 def archive_attempt(run_dir: Path, error: str | None) -> int:
     """Keep the attempt in a configuration's folder as attempts/<n>/ and empty the folder.
 
@@ -275,7 +298,8 @@ def status(folder: Path) -> dict[str, Any]:
         far of every attempt; `max_cost_usd`, the cap (None: none); `stopped_for_cost`, whether the
         sweep stopped for it; `in_flight`, each running configuration's id, elapsed seconds since
         its run started and cost so far; `runs`, each configuration's state, levels, error, end
-        reason, attempts and cost.
+        reason, cause (`cause`: why a failed run, or one that ended agent_error, ended; else
+        None), attempts and cost.
 
     Raises:
         innolab.sweep.spec.SpecError: The folder holds no sweep.
@@ -294,9 +318,11 @@ def status(folder: Path) -> dict[str, Any]:
         reading = read_run(run_dir)
         cost = reading.cost_usd + sum(read_run(p).cost_usd for p in archived(run_dir))
         total += cost
+        said = (cause(run_dir, entry.get("error"))
+                if state == "failed" or reading.end_reason == "agent_error" else None)
         runs[identifier] = {"state": state, "levels": entry["levels"], "error": entry.get("error"),
-                            "end_reason": reading.end_reason, "attempts": attempts_made(run_dir),
-                            "cost_usd": cost}
+                            "end_reason": reading.end_reason, "cause": said,
+                            "attempts": attempts_made(run_dir), "cost_usd": cost}
         if state == "running":  # since its first event, else since its folder got its config
             started = reading.started or _mtime(RunDir(run_dir).config)
             elapsed = None if started is None else round(now - started, 1)
