@@ -4,49 +4,75 @@ The agent's workspace holds a copy of validate.py to read and run by hand, but n
 from it: the tools read the candidate through the sandbox's file API (links refused), and a
 pristine copy of the checker checks that copy of the candidate. The checker's files are held in
 memory with their content hashes; each check copies them afresh and verifies every hash immediately
-before it runs them:
+before it runs them, in a checker of its own that no check used before and none uses after. The
+checker's interpreter is started before it is needed (innolab.gym.checker_pool: a few wait, one
+use each, refilled in the background) and waits for its one order (innolab.gym.checker_waiter),
+sent once the copy is verified; it runs the checker in itself and ends:
 
 * `local`: each check gets a new folder, inside the validator's private folder (mode 0700,
   innolab's user), holding the checker's copy and the candidate's copy only, removed after the
-  check; the copy runs under innolab's interpreter in isolated mode (`-I`). Where innolab runs as
-  root, the agent's commands run as another, unprivileged user (innolab.gym.local), which can
-  neither enter nor change that folder. Where innolab does not run as root, the agent's commands
-  run as innolab's own user: a change made between checks is never used (each check copies
-  afresh), one made to the copy before its hash is checked is refused, but one made in the moment
-  between the hash check and the interpreter's reading is not detected (see innolab.gym.local);
-* `docker`: each check runs in a second, fresh container of the sandbox image (no network, all
-  capabilities dropped, non-root, CPU/memory/pids limits) into which the checker and the
-  candidate's copy are copied, read back and verified before it starts; the agent's container
-  never sees it.
+  check; the copy runs in a waiting interpreter of innolab's, in isolated mode (`-I`), whose
+  input only innolab holds (its order also carries a key from its private environment). Where
+  innolab runs as root, the agent's commands run as another, unprivileged user
+  (innolab.gym.local), which can neither enter nor change that folder nor reach innolab's
+  processes, the waiting checkers among them. Where innolab does not run as root, the agent's
+  commands run as innolab's own user, who can reach innolab's own processes too: a change made
+  between checks is never used (each check copies afresh), one made to the copy before its hash
+  is checked is refused, but one made in the moment between the hash check and the interpreter's
+  reading is not detected (see innolab.gym.local);
+* `docker`: each check runs in a second container of the sandbox image of its own
+  (innolab.gym.docker_validator: no network, all capabilities dropped, non-root, CPU/memory/pids
+  limits) into which the checker and the candidate's copy are copied, read back and verified
+  before the order goes; the agent's container never sees it.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
-import io
-import json
 import os
 import secrets
+import select
 import subprocess
 import sys
-import tarfile
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from innolab.gym.leftovers import (
-    MARKER_VARIABLE,
-    Warden,
-    kill_sandbox,
-    mark,
-    owner_token,
-    remove_tree,
+from innolab.gym import checker_pool
+from innolab.gym.checker_pool import (
+    KEY_VARIABLE,
+    READY,
+    START_TIMEOUT_S,
+    CheckerPool,
+    order_line,
+    split_report,
+    waiter_argv,
+    weakly,
 )
-from innolab.gym.sandbox import SandboxError, tar_files
+from innolab.gym.docker_validator import DockerValidator
+from innolab.gym.leftovers import MARKER_VARIABLE, Warden, kill_sandbox, mark, remove_tree
+from innolab.gym.sandbox import SandboxError
+from innolab.gym.verdict import (
+    CANDIDATE,
+    OUTPUT_LIMIT,
+    altered_verdict,
+    digests,
+    parse_verdict,
+)
 
-CANDIDATE = "candidate.json"
-OUTPUT_LIMIT = 100_000
+__all__ = [
+    "CANDIDATE",
+    "OUTPUT_LIMIT",
+    "DockerValidator",
+    "LocalValidator",
+    "Validator",
+    "altered_verdict",
+    "digests",
+    "parse_verdict",
+]
 
 
 class Validator(Protocol):
@@ -72,78 +98,104 @@ class Validator(Protocol):
         ...
 
 
-def parse_verdict(stdout: str, stderr: str, timed_out: bool, timeout_s: float) -> dict[str, Any]:
-    """The checker's last stdout line as a verdict.
+@dataclass
+class Waiter:
+    """A started checker process waiting for its order on its standard input.
 
-    Args:
-        stdout: The checker's standard output.
-        stderr: Its standard error.
-        timed_out: Whether it was killed at its time limit.
-        timeout_s: The time limit.
+    Attributes:
+        process: The process (its stdin, stdout and stderr pipes innolab's alone).
+        key: The key its order must carry (innolab.gym.checker_waiter).
+    """
+
+    process: subprocess.Popen[bytes]
+    key: str
+
+    def end(self) -> bytes:
+        """Kill it where it still runs, collect it and close its pipes.
+
+        Returns:
+            What it wrote on its standard error that was not read yet.
+        """
+        if self.process.poll() is None:
+            self.process.kill()
+        return self.process.communicate()[1] or b""
+
+    def let_go(self) -> None:
+        """Close its input without waiting: it reads end of input and exits by itself."""
+        if self.process.stdin is not None:
+            with contextlib.suppress(OSError):
+                self.process.stdin.close()
+
+
+def _first_output(process: subprocess.Popen[bytes], size: int, deadline: float) -> bytes:
+    """The first `size` bytes of a process's standard output, read unbuffered.
 
     Returns:
-        {"valid", "score", "errors"}; anything but a verdict is an invalid one that says why.
+        The bytes; fewer where its output ends or the deadline comes first.
     """
-    if timed_out:
-        return {"valid": False, "score": None, "errors": [f"validation exceeded {timeout_s:g} s"]}
-    try:
-        verdict = json.loads(stdout.strip().splitlines()[-1])
-        if not isinstance(verdict, dict) or not {"valid", "score", "errors"} <= set(verdict):
-            raise ValueError("not a verdict")
-    except (IndexError, ValueError):
-        tail = (stderr.strip().splitlines() or ["no output"])[-1][:500]
-        return {"valid": False, "score": None, "errors": [f"validator failed: {tail}"]}
-    valid = verdict["valid"] is True and not verdict["errors"]
-    return {
-        "valid": valid,
-        "score": verdict["score"] if valid else None,
-        "errors": list(verdict["errors"]),
-    }
-
-
-def digests(files: dict[str, bytes]) -> dict[str, str]:
-    """The sha256 of each file's content."""
-    return {name: hashlib.sha256(content).hexdigest() for name, content in files.items()}
-
-
-def altered_verdict(names: list[str]) -> dict[str, Any]:
-    """The invalid verdict of a check whose checker copy was altered (names: the altered files)."""
-    altered = ", ".join(sorted(names))
-    return {
-        "valid": False,
-        "score": None,
-        "errors": [
-            f"the pristine checker's copy was altered before use ({altered}); the check did not run"
-        ],
-    }
+    assert process.stdout is not None
+    data = b""
+    fd = process.stdout.fileno()
+    while len(data) < size and (left := deadline - time.monotonic()) > 0:
+        if not select.select([fd], [], [], left)[0]:
+            break
+        chunk = os.read(fd, size - len(data))
+        if not chunk:
+            break
+        data += chunk
+    return data
 
 
 class LocalValidator:
     """Checks in private folders: the checker copied afresh, verified by hash, run by innolab.
 
-    Each check copies the checker into a new private folder, verifies it by hash, and runs it with
-    innolab's interpreter on the candidate's copy.
+    Each check copies the checker into a new private folder, verifies it by hash, and runs it in a
+    waiting interpreter of innolab's (started ahead, used once) on the candidate's copy.
 
     Args:
         files: The checker's files (validate.py among them), by path.
+        pool_size: How many interpreters to keep started ahead
+            (innolab.gym.checker_pool.pool_size; None: $INNOLAB_CHECKER_POOL, else its default).
 
     Raises:
         SandboxError: No validate.py among the files.
+        ValueError: A pool size that breaks its rule.
     """
 
-    def __init__(self, files: dict[str, bytes]) -> None:
+    def __init__(self, files: dict[str, bytes], pool_size: int | None = None) -> None:
         if "validate.py" not in files:
             raise SandboxError("the validator files hold no validate.py")
+        size = checker_pool.pool_size(pool_size)
         self.files = dict(files)
         self.digests = digests(self.files)
         self.root = Path(tempfile.mkdtemp(prefix="innolab-validator-"))  # 0700, innolab's user
         # in each checker's environment: a hung checker is found by it
         self.marker = secrets.token_hex(8)
         mark(self.root, uid=None, marker=self.marker)
-        # the folder goes when the run ends, however
+        # the folder and the checkers go when the run ends, however
         self._warden = Warden(None, self.marker, [self.root])
         self._warden.start()
         self.closed = False
+        self.pool: CheckerPool[Waiter] = CheckerPool(weakly(self._start), Waiter.end, size)
+
+    def _start(self) -> Waiter:
+        """Start one checker interpreter, waiting in the private folder for its order."""
+        key = secrets.token_hex(16)
+        env = {
+            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+            "LANG": "C.UTF-8",
+            "PYTHONDONTWRITEBYTECODE": "1",
+            MARKER_VARIABLE: self.marker,
+            KEY_VARIABLE: key,
+        }
+        process = subprocess.Popen(
+            waiter_argv(sys.executable), cwd=self.root, env=env, stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        waiter = Waiter(process, key)
+        if _first_output(process, len(READY), time.monotonic() + START_TIMEOUT_S) != READY:
+            said = waiter.end().decode(errors="replace").strip()[-500:] or "nothing"
+            raise SandboxError(f"a checker interpreter did not start: {said}")
+        return waiter
 
     def _copy(self, folder: Path) -> None:
         """Write the checker into folder/checker."""
@@ -171,6 +223,7 @@ class LocalValidator:
             raise SandboxError(
                 f"the local validator's folder {self.root} was removed while it was open"
             )
+        waiter = self.pool.take()
         folder = Path(tempfile.mkdtemp(dir=self.root, prefix="check-"))
         try:
             candidate = folder / CANDIDATE
@@ -179,125 +232,45 @@ class LocalValidator:
             altered = self._altered(folder)  # immediately before use
             if altered:
                 return altered_verdict(altered)
-            env = {
-                "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-                "LANG": "C.UTF-8",
-                "PYTHONDONTWRITEBYTECODE": "1",
-                MARKER_VARIABLE: self.marker,
-            }
-            try:
-                done = subprocess.run(
-                    [sys.executable, "-I", str(folder / "checker" / "validate.py"), str(candidate)],
-                    cwd=folder,
-                    env=env,
-                    capture_output=True,
-                    text=True,
-                    timeout=timeout_s,
-                    check=False,
-                )
+            order = order_line(waiter.key, [str(folder / "checker" / "validate.py"),
+                                            str(candidate)], str(folder), "checker", self.digests)
+            try:  # the waiter verifies the hashes once more, the moment before it runs the copy
+                stdout, stderr = waiter.process.communicate(order, timeout=timeout_s)
             except subprocess.TimeoutExpired:
                 return parse_verdict("", "", True, timeout_s)
-            return parse_verdict(
-                done.stdout[-OUTPUT_LIMIT:], done.stderr[-OUTPUT_LIMIT:], False, timeout_s
-            )
+            altered, stdout = split_report(stdout)
+            if altered:
+                return altered_verdict(altered)
+            return parse_verdict(stdout.decode(errors="replace")[-OUTPUT_LIMIT:],
+                                 stderr.decode(errors="replace")[-OUTPUT_LIMIT:], False, timeout_s)
         finally:
+            waiter.end()  # killed where it still runs (timed out, or never ordered)
             remove_tree(folder)
+            self.pool.used()
+
+    def held_memory_bytes(self) -> int:
+        """The resident memory the ready interpreters hold now (their VmRSS)."""
+        total = 0
+        for waiter in self.pool.ready():
+            try:
+                status = Path(f"/proc/{waiter.process.pid}/status").read_text()
+            except OSError:
+                continue
+            for line in status.splitlines():
+                if line.startswith("VmRSS:"):
+                    total += int(line.split()[1]) * 1024
+        return total
+
+    def __del__(self) -> None:
+        """Dropped without close(): its ready interpreters' input closes, and they exit."""
+        pool = getattr(self, "pool", None)
+        if pool is not None and not self.closed:
+            pool.abandon(Waiter.let_go)
 
     def close(self) -> None:
-        """Stop the warden, kill any checker left and remove the private folder."""
+        """End the ready checkers, stop the warden, kill any checker left, remove the folder."""
         self.closed = True
+        self.pool.close()
         self._warden.stop()
         kill_sandbox(None, self.marker)  # the warden's work, again, in case it was killed
         remove_tree(self.root)
-
-
-class DockerValidator:
-    """One fresh container per check, of the sandbox's image, the checker and candidate copied in.
-
-    Args:
-        files: The checker's files, by path.
-        image: The sandbox's image.
-        client: The engine's client.
-        user: The "uid:gid" the checker runs as.
-        memory_mb: The container's memory.
-        cpus: Its CPUs.
-    """
-
-    FOLDER = "/tmp/pristine"
-
-    def __init__(
-        self,
-        files: dict[str, bytes],
-        image: str,
-        client: Any,
-        user: str = "1000:1000",
-        memory_mb: int = 1024,
-        cpus: float = 1.0,
-    ) -> None:
-        self.files, self.image, self.client, self.user = dict(files), image, client, user
-        self.memory_mb, self.cpus = memory_mb, cpus
-        self.digests = digests(self.files)
-
-    def _altered(self, container: Any, content: bytes) -> list[str]:
-        """Read the copy back from the container before it starts; the names whose content differs.
-
-        Returns:
-            The names of the checker's files and of the candidate whose copy differs.
-        """
-        stream, _ = container.get_archive(self.FOLDER)
-        found = {}
-        with tarfile.open(fileobj=io.BytesIO(b"".join(stream))) as archive:
-            for member in archive.getmembers():
-                handle = archive.extractfile(member) if member.isfile() else None
-                if handle is not None:
-                    digest = hashlib.sha256(handle.read()).hexdigest()
-                    found[member.name.removeprefix("pristine/")] = digest
-        expected = {**self.digests, CANDIDATE: hashlib.sha256(content).hexdigest()}
-        return [name for name, digest in expected.items() if found.get(name) != digest]
-
-    def check(self, content: bytes, timeout_s: float) -> dict[str, Any]:
-        """Check a candidate in a fresh container (see Validator.check)."""
-        uid, gid = (int(v) for v in self.user.split(":"))
-        archive = tar_files(
-            {f"pristine/{k}": v for k, v in {**self.files, CANDIDATE: content}.items()}, uid, gid
-        )
-        container = self.client.containers.create(
-            self.image,
-            ["python3", "-I", f"{self.FOLDER}/validate.py", f"{self.FOLDER}/{CANDIDATE}"],
-            user=self.user,
-            working_dir="/tmp",
-            network_disabled=True,
-            network_mode="none",
-            mem_limit=f"{self.memory_mb}m",
-            memswap_limit=f"{self.memory_mb}m",
-            nano_cpus=int(self.cpus * 1e9),
-            pids_limit=64,
-            cap_drop=["ALL"],
-            security_opt=["no-new-privileges"],
-            environment={"PYTHONDONTWRITEBYTECODE": "1", "HOME": "/tmp"},
-            labels={"innolab": "validator", "innolab.owner": json.dumps(owner_token())},
-        )
-        try:
-            if not container.put_archive("/tmp", archive):
-                raise SandboxError("could not copy the validator into its container")
-            altered = self._altered(container, content)
-            if altered:
-                return altered_verdict(altered)
-            start = time.monotonic()
-            container.start()
-            try:
-                container.wait(timeout=timeout_s)
-                timed_out = False
-            except Exception:  # the SDK raises a requests timeout here
-                timed_out = time.monotonic() - start >= timeout_s * 0.95
-                container.kill()
-            stdout = container.logs(stdout=True, stderr=False).decode(errors="replace")
-            stderr = container.logs(stdout=False, stderr=True).decode(errors="replace")
-            stdout, stderr = stdout[-OUTPUT_LIMIT:], stderr[-OUTPUT_LIMIT:]
-            return parse_verdict(stdout, stderr, timed_out, timeout_s)
-        finally:
-            container.remove(force=True)
-
-    def close(self) -> None:
-        """Nothing to release: each check's container is removed after it."""
-        return None

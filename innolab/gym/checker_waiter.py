@@ -1,0 +1,138 @@
+"""A pre-started checker's program: it waits for one order, then runs the checker in itself, once.
+
+innolab.gym.checker_pool starts it as `python3 -I -c <this file's source>` (in a local process or
+in a container of the run's image) before any check needs it, so that a check does not wait for an
+interpreter to start. It imports only what waiting and verifying need (the standard library's
+base64, hashlib, json, os, runpy, sys), writes READY on its standard output, and reads nothing but
+its standard input until its order comes: one line of JSON,
+
+    {"key", "argv", "cwd", "root", "files"?, "digests"}
+
+It must carry the key its starter gave it in INNOLAB_CHECKER_KEY (removed from its environment
+before anything runs). In `cwd`, it writes `files` (name: base64 content, names relative to
+`root`), then reads back every file `digests` names and compares its sha256, and writes its report,
+one line: {"altered": [names whose content differs]}. Only when none differs does it run argv[0]
+as `__main__` with argv as sys.argv, its standard input /dev/null (sys.path as a script's under
+`-I`; before Python 3.11, the script's folder first). What follows the report is the checker's.
+Once the checker is done, it ends as the interpreter ends a script (non-daemon threads joined,
+exit handlers run, output flushed, the exit status a script's) but without tearing its modules
+down, which takes longer than many a check (`finish`). End of input before an order (its run
+ended, however it ended) ends it with nothing run. It never takes a second order: the process (or
+container) goes after its one check.
+"""
+
+from __future__ import annotations
+
+import atexit
+import base64
+import hashlib
+import json
+import os
+import runpy
+import sys
+
+KEY_VARIABLE = "INNOLAB_CHECKER_KEY"
+READY = b"ready\n"  # its first output: it waits for its order now
+
+
+def _path(root: str, name: str) -> str:
+    """A file's path under root; a name that leaves it ends the waiter."""
+    parts = name.split("/")
+    if not name or name.startswith("/") or ".." in parts or "" in parts:
+        raise SystemExit(f"checker: a file name that leaves its folder: {name!r}")
+    return os.path.join(root, *parts)
+
+
+def verify(order: dict) -> list[str]:
+    """Write the order's files, then read back each file it has a digest of.
+
+    Returns:
+        The names whose content differs from their digest (or cannot be read).
+    """
+    root = str(order.get("root", "."))
+    for name, data in (order.get("files") or {}).items():
+        path = _path(root, name)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "wb") as handle:
+            handle.write(base64.b64decode(data))
+    altered = []
+    for name, digest in (order.get("digests") or {}).items():
+        try:
+            with open(_path(root, name), "rb") as handle:
+                found = hashlib.sha256(handle.read()).hexdigest()
+        except OSError:
+            found = ""
+        if found != digest:
+            altered.append(name)
+    return altered
+
+
+def status(code: object) -> int:
+    """The exit status of `SystemExit(code)`, as the interpreter gives it (and prints a message)."""
+    if code is None:
+        return 0
+    if isinstance(code, int):
+        return code & 0xFF
+    print(code, file=sys.stderr)
+    return 1
+
+
+def finish(code: int) -> None:
+    """End the process as the interpreter ends a script, its modules left as they are.
+
+    Args:
+        code: The exit status.
+    """
+    threading = sys.modules.get("threading")
+    shutdown = getattr(threading, "_shutdown", None)
+    if shutdown is not None:
+        shutdown()  # the non-daemon threads, joined
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
+        try:
+            if stream is not None:
+                stream.flush()
+        except Exception:  # a closed or replaced stream: nothing left to flush
+            pass
+    os._exit(code)
+
+
+def main() -> None:
+    """Wait for the order on standard input; verify the copy and run the checker, or exit."""
+    key = os.environ.pop(KEY_VARIABLE, "")
+    os.write(1, READY)
+    line = sys.stdin.buffer.readline()
+    if not line:
+        raise SystemExit(0)  # its run ended before it was used
+    try:
+        order = json.loads(line)
+        argv = [str(arg) for arg in order["argv"]]
+        cwd = str(order["cwd"])
+    except (ValueError, KeyError, TypeError):
+        raise SystemExit("checker: an order that is not {key, argv, cwd, ...}") from None
+    if not key or order.get("key") != key:
+        raise SystemExit("checker: an order without this checker's key")
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)  # nothing more is read from innolab
+    os.close(null)
+    os.chdir(cwd)
+    altered = verify(order)
+    os.write(1, (json.dumps({"altered": altered}) + "\n").encode())
+    if altered:
+        raise SystemExit(0)
+    sys.argv = argv
+    if sys.path and sys.path[0] == "":  # `-c` before 3.11: a script has its own folder there
+        sys.path[0] = os.path.dirname(os.path.abspath(argv[0]))
+    try:
+        runpy.run_path(argv[0], run_name="__main__")
+        code = 0
+    except SystemExit as stop:
+        code = status(stop.code)
+    except BaseException:  # reported as the interpreter reports it
+        sys.excepthook(*sys.exc_info())
+        code = 1
+    finish(code)
+
+
+if __name__ == "__main__":
+    main()
