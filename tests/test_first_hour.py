@@ -262,7 +262,33 @@ def test_sweep_plan_of_every_shipped_spec(spec, monkeypatch, tmp_path):
     if any(c.config.get("endpoint") == "gpt_5.invalid" for c in configurations):
         assert "gpt_5.invalid (gpt_5): $1.25 / $10 per million tokens in / out" in out
     assert "at most, over the" in out
+    if {c.config.get("endpoint") for c in configurations} <= {"embedded", None}:
+        # the offline sweep: a real bound (the embedded model costs nothing), no cap needed
+        assert re.search(r"^  at most, over the 13 run\(s\) to run: model calls no bound, tokens "
+                         r"no bound, cost ≤ \$0\.00$", out, re.M), out
+        assert all(line.endswith("≤ $0.00") for line in out.splitlines()
+                   if re.match(r"  [0-9a-f]{12}  ", line))
+        assert "WARNING" not in out
+    else:  # a paid endpoint and no cap: said, with what to set
+        assert re.search(r"^  WARNING: no cost cap: \d+ run\(s\) on a paid endpoint may spend "
+                         r"with no bound; set budget\.max_cost_usd in the spec, or --max-cost USD$",
+                         out, re.M), out
     assert not (tmp_path / "sweep").exists()  # a plan writes nothing
+
+
+def test_a_plan_refuses_an_unknown_task_naming_the_field_and_the_configuration(tmp_path):
+    import yaml
+
+    spec = tmp_path / "nope.yaml"
+    spec.write_text(yaml.safe_dump({"name": "nope", "seeds": [0, 1], "base": {
+        "agent": "aide", "budget": "20s", "runtime": "local"},
+        "grid": {"task": ["circle-packing-26", "nope"]}}))
+    done = innolab("sweep", "plan", str(spec), "--output", str(tmp_path / "s"))
+    assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1, done.stderr
+    assert done.stderr.startswith("innolab sweep plan: configuration {'task': 'nope', 'seed': 0} "
+                                  "(and 1 more configuration(s)): task: unknown task 'nope'; "
+                                  "known: circle-packing-26, "), done.stderr
+    assert not (tmp_path / "s").exists()
 
 
 def test_a_plan_bounds_calls_tokens_and_cost_by_the_rules_innolab_enforces(monkeypatch, tmp_path):
@@ -289,6 +315,23 @@ def test_a_plan_bounds_calls_tokens_and_cost_by_the_rules_innolab_enforces(monke
                                           "tokens_per_minute": None}}, output=tmp_path / "b")
     assert unbounded.runs[0].calls.value is None and "not its calls" in unbounded.runs[0].calls.rule
     assert unbounded.total("cost").value is None  # the cap cannot bound a run in flight
+    # a step limit bounds steps, not calls (innolab caps no step's calls); the judge's calls at
+    # scoring are said beside the bounds
+    stepped = preview({**spec, "base": {**unbounded_base(spec), "max_steps": 50,
+                                        "novelty": "llm"}}, output=tmp_path / "c")
+    assert stepped.runs[0].calls.value is None
+    assert "max_steps 50 bounds a run's steps, not its calls" in stepped.runs[0].calls.rule
+    shown = "\n".join(plan_lines(stepped))
+    assert ("at scoring: N by the llm judge on gpt_5.invalid: 3 method cards of the known "
+            "solutions, then per valid submission assessed 1 card + 3 judge calls") in shown
+    assert "WARNING" not in shown  # a cap
+    uncapped = preview({k: v for k, v in spec.items() if k != "budget"}, output=tmp_path / "d")
+    assert ("WARNING: no cost cap: 4 run(s) on a paid endpoint may spend up to $26.40 by the "
+            "bounds above") in "\n".join(plan_lines(uncapped))
+
+
+def unbounded_base(spec: dict) -> dict:
+    return {**spec["base"], "requests_per_minute": None, "tokens_per_minute": None}
 
 
 def test_sweep_run_prints_the_plan_first_and_dry_run_stops_there(monkeypatch, tmp_path):

@@ -8,8 +8,16 @@ step that reaches one, whose own calls may go beyond it), the endpoint's request
 T·tpm/60 tokens beyond one request's, by innolab's estimate of a request's tokens) and the
 sweep's cost cap (no run starts once the spend reaches it; the runs in flight end at their own
 budgets). Where nothing bounds a quantity the plan says so rather than guess: a wall clock alone
-bounds time, not calls. Cost is tokens times the higher of the two stated prices (USD per million
-tokens); a model with no price is named as such, the embedded model costs nothing.
+bounds time, not calls, and a step limit (max_steps) steps, not calls (innolab caps no step's
+model calls: a scaffold's history summaries and re-asks, a framework's calls between its tool
+calls). Cost is tokens times the higher of the two stated prices (USD per million tokens); a model
+with no price is named as such, the embedded model costs nothing. The novelty judge's calls at
+scoring (N by the llm back end, on the run's endpoint) are stated per run beside the bounds, not in
+them: their number grows with the submissions assessed, which nothing bounds. A sweep that may
+spend with no cost cap is warned of.
+
+Each configuration's task is resolved (`innolab.tasks.registry.get_task`) as `innolab run` would:
+an unknown task is refused naming the field and the configuration.
 """
 
 from __future__ import annotations
@@ -56,6 +64,8 @@ class RunPlan:
         price: The prices in words ("$1.25 / $10 per M tokens in / out", "no charge",
             "unknown price: set GPT_5_PRICE_IN and GPT_5_PRICE_OUT").
         scored: Whether the sweep folder already holds its scored run (it is not run again).
+        scoring: The model calls its scoring makes, in words (the novelty judge's, where N is
+            computed by the llm back end; "" for none).
     """
 
     config_id: str
@@ -69,6 +79,7 @@ class RunPlan:
     cost: Bound
     price: str
     scored: bool = False
+    scoring: str = ""
 
 
 @dataclass
@@ -154,20 +165,65 @@ def preview(spec: SweepSpec | str | Path | dict[str, Any], output: Path | None =
                          else spec, overrides, settings)
     unresolved: list[tuple[dict[str, Any], str]] = []
     configurations = expand(spec, unresolved)
+    known = _tasks(configurations)
     folder = Path(output or sweeps_root() / spec.name).resolve()
-    runs = [run_plan(c, finished(folder / "runs" / c.config_id)) for c in configurations]
+    runs = [run_plan(c, finished(folder / "runs" / c.config_id), known.get(_task_key(c), 0))
+            for c in configurations]
     seeds = sorted({int(c.levels["seed"]) for c in configurations}
                    | {int(levels["seed"]) for levels, _ in unresolved})
     count = workers or (default_workers(configurations) if configurations else 1)
     return Plan(spec.name, folder, seeds, runs, unresolved, spec.budget.max_cost_usd, count)
 
 
-def run_plan(configuration: Configuration, scored: bool = False) -> RunPlan:
+def _task_key(configuration: Configuration) -> tuple[str, str]:
+    parameters = configuration.parameters
+    return (str(parameters.get("task")),
+            repr(sorted((parameters.get("task_options") or {}).items())))
+
+
+def _tasks(configurations: list[Configuration]) -> dict[tuple[str, str], int]:
+    """Resolve each configuration's task as `innolab run` would; the known solutions' count of each.
+
+    Raises:
+        innolab.sweep.spec.SpecError: A task that does not resolve, naming the field, the first
+            configuration that names it and how many more do.
+    """
+    from innolab.sweep.spec import SpecError
+    from innolab.tasks.model import TaskError
+    from innolab.tasks.registry import get_task
+
+    known: dict[tuple[str, str], int] = {}
+    failed: dict[tuple[str, str], tuple[Configuration, str, int]] = {}
+    for configuration in configurations:
+        key = _task_key(configuration)
+        if key in known:
+            continue
+        if key in failed:
+            first, why, count = failed[key]
+            failed[key] = (first, why, count + 1)
+            continue
+        parameters = configuration.parameters
+        try:
+            task = get_task(parameters["task"], parameters.get("task_options") or None)
+        except (TaskError, ValueError, KeyError) as error:
+            failed[key] = (configuration, str(error).removeprefix("innolab: "), 1)
+            continue
+        names = getattr(task, "solution_names", None)
+        known[key] = len(names()) if callable(names) else 0
+    if failed:
+        first, why, count = next(iter(failed.values()))
+        more = f" (and {count - 1} more configuration(s))" if count > 1 else ""
+        raise SpecError(f"configuration {first.levels}{more}: task: {why}")
+    return known
+
+
+def run_plan(configuration: Configuration, scored: bool = False, known: int = 0) -> RunPlan:
     """One configuration's bounds (see the module's docstring for the rules).
 
     Args:
         configuration: The configuration, resolved.
         scored: Whether its run is already scored.
+        known: Its task's known solutions (the novelty judge compares with each).
 
     Returns:
         Its plan.
@@ -180,21 +236,52 @@ def run_plan(configuration: Configuration, scored: bool = False) -> RunPlan:
     if not llm:
         none = Bound(0.0, "no model")
         return RunPlan(**common, endpoint="none", model="none", calls=none, tokens=none,
-                       cost=Bound(0.0, "no model"), price="no model")
+                       cost=Bound(0.0, "no model"), price="no model",
+                       scoring=_scoring(configuration, None, known))
     endpoint = str(config.get("endpoint") or "?")
-    calls = _calls(llm, budget_s)
+    calls = _calls(llm, budget_s, config.get("max_steps"))
     tokens = _tokens(config, llm, budget_s)
     price, per_token = _price(configuration, llm, endpoint)
     cost = _cost(config, tokens, per_token, price)
     return RunPlan(**common, endpoint=endpoint, model=str(llm.get("model")), calls=calls,
-                   tokens=tokens, cost=cost, price=price)
+                   tokens=tokens, cost=cost, price=price,
+                   scoring=_scoring(configuration, endpoint, known))
 
 
-def _calls(llm: dict[str, Any], budget_s: float | None) -> Bound:
+def _scoring(configuration: Configuration, endpoint: str | None, known: int) -> str:
+    """The model calls a configuration's scoring makes, in words ("" for none).
+
+    N by the llm back end (named, or the default where $INNOLAB_LLM_BASE_URL is set) asks the
+    run's model for a method card of each known solution, once per run, then for each valid
+    submission assessed (each improving candidate and the final one) its card and one judge call
+    per known solution (and against the prior solution, where the run has one).
+    """
+    from innolab.novelty.scoring import compares_cards, default_backend
+
+    backend = configuration.novelty
+    if backend == "default":
+        backend = default_backend()
+    if not backend or not compares_cards(backend):
+        return ""
+    if endpoint is None:
+        return "N by the llm judge: not computed for a run with no model (no calls)"
+    prior = " and 2 against the prior solution" if configuration.parameters.get(
+        "prior_solution") else ""
+    return (f"N by the llm judge on {endpoint}: {known} method cards of the known solutions, "
+            f"then per valid submission assessed 1 card + {known} judge calls{prior} (not in the "
+            "bounds above: nothing bounds the submissions assessed)")
+
+
+def _calls(llm: dict[str, Any], budget_s: float | None, max_steps: int | None = None) -> Bound:
     rpm = llm.get("requests_per_minute")
     if rpm and budget_s:
         return Bound(math.floor(budget_s * rpm / 60.0) + 1,
                      f"{rpm} requests per minute over {budget_s:g} s")
+    if max_steps:
+        return Bound(None, f"max_steps {max_steps} bounds a run's steps, not its calls: innolab "
+                     "caps no step's model calls (a scaffold's history summaries and re-asks, a "
+                     "framework's calls between its tool calls; a request rate, "
+                     "requests_per_minute, would)")
     return Bound(None, "a wall clock bounds a run's time, not its calls (a request rate, "
                  "requests_per_minute, would)" if budget_s else
                  "no wall clock and no request rate")
@@ -290,6 +377,15 @@ def plan_lines(plan: Plan) -> list[str]:
             lines.append(f"  {label}: " + "; ".join(dict.fromkeys(rules)))
     if any(b.step_over for r in todo for b in (r.calls, r.tokens, r.cost)):
         lines.append("  * a budget checked between steps: a run's last step may go beyond it")
+    for said in dict.fromkeys(r.scoring for r in todo if r.scoring):
+        lines.append(f"  at scoring: {said}")
+    charged = [r for r in todo if r.endpoint not in ("none", FREE)]
+    if plan.max_cost_usd is None and charged:
+        most = totals["cost"]
+        spend = (f"up to {_cell(most, money=True).removeprefix('≤ ')} by the bounds above"
+                 if most.value is not None else "with no bound")
+        lines.append(f"  WARNING: no cost cap: {len(charged)} run(s) on a paid endpoint may spend "
+                     f"{spend}; set budget.max_cost_usd in the spec, or --max-cost USD")
     reasons: dict[str, list[str]] = {}
     for levels, why in plan.unresolved:
         reasons.setdefault(why, []).append(" ".join(f"{k}={_level(v)}" for k, v in levels.items()))
