@@ -170,19 +170,48 @@ def test_a_flagged_program_is_said_in_the_last_line(tmp_path):
                       "differs when re-run alone; N_out 22.5 (ok, nearest ils-slsqp)")
 
 
+RUN_ADVICE = ("give a run folder (innolab run prints it last; results/runs/<id>/ or "
+              "results/sweeps/<name>/runs/<id>/)")
+SWEEP_ADVICE = "give a sweep folder (innolab sweep run prints it last; results/sweeps/<name>/"
+
+
 @pytest.mark.parametrize("args, says", [
-    (("view", "/nonexistent/run"), "/nonexistent/run does not exist: give a run folder"),
-    (("view", "data"), "data is not a run folder (no config.json): give a run folder"),
-    (("sweep", "status", "data"), "is not a sweep folder"),
-    (("sweep", "plan", "nope.yaml"), "nope.yaml: no such spec file"),
-    (("sweep", "pack", "data"), "is not a sweep folder (no sweep.json): give the folder"),
-    (("llm", "replay", "/nonexistent/run"), "/nonexistent/run is not a run directory"),
-    (("run", "--resume", "/nonexistent/run"), "/nonexistent/run is not a run directory"),
+    (("view", "/nonexistent/run"), f"/nonexistent/run does not exist: {RUN_ADVICE}"),
+    (("view", "data"), f"data is not a run folder (no config.json): {RUN_ADVICE}"),
+    (("score", "/nonexistent/run"), f"/nonexistent/run does not exist: {RUN_ADVICE}"),
+    (("score", "data"), f"data is not a run folder (no config.json): {RUN_ADVICE}"),
+    (("llm", "replay", "/nonexistent/run"), f"/nonexistent/run does not exist: {RUN_ADVICE}"),
+    (("run", "--resume", "/nonexistent/run"),
+     f"--resume: /nonexistent/run does not exist: {RUN_ADVICE}"),
+    (("sweep", "status", "data"), f"data is not a sweep folder (no sweep.json): {SWEEP_ADVICE}"),
+    (("sweep", "status", "/nonexistent"), f"/nonexistent does not exist: {SWEEP_ADVICE}"),
+    (("sweep", "collect", "/nonexistent"), f"/nonexistent does not exist: {SWEEP_ADVICE}"),
+    (("sweep", "pack", "data"), f"data is not a sweep folder (no sweep.json): {SWEEP_ADVICE}"),
+    (("sweep", "plan", "nope.yaml"), "nope.yaml: no such spec file: give a YAML sweep spec "
+                                     "(data/sweeps/ holds the shipped ones"),
+    (("sweep", "run", "data/sweeps/offline.yaml", "--workers", "0"),
+     "innolab sweep run: error: argument --workers: must be at least 1, got 0 (see innolab "
+     "sweep run --help)"),
+    (("run", "--agent"), "innolab run: error: argument --agent: expected one argument (see "
+                         "innolab run --help)"),
+    (("frobnicate",), "innolab: error: argument COMMAND: invalid choice: 'frobnicate'"),
+    (("sweep", "run"), "innolab sweep run: error: the following arguments are required: SPEC "
+                       "(see innolab sweep run --help)"),
 ])
 def test_a_cli_error_is_one_line_that_says_what_to_do(args, says):
     done = innolab(*args)
     assert done.returncode == 2
     assert len(done.stderr.strip().splitlines()) == 1 and says in done.stderr, done.stderr
+    assert "usage:" not in done.stderr
+
+
+def test_a_spec_that_is_not_yaml_is_one_line_with_its_line_and_column(tmp_path):
+    spec = tmp_path / "bad.yaml"
+    spec.write_text("name: bad\nbase: {task: a: b}\n")
+    done = innolab("sweep", "plan", str(spec))
+    assert done.returncode == 2
+    assert done.stderr == (f"innolab sweep plan: {spec}: not valid YAML: line 2, column 15: "
+                           "expected ',' or '}', but got ':' (while parsing a flow mapping)\n")
 
 
 def test_the_runs_kernels_do_not_warn_about_tcp(tmp_path, capfd):

@@ -12,6 +12,7 @@ import sys
 
 from innolab import __version__
 from innolab.cli import agents, expbench, llm, novelty, reproduce, runs, sandbox, sweep, tasks
+from innolab.cli.common import OneLineParser
 
 __all__ = ["build_parser", "main"]
 
@@ -20,7 +21,7 @@ GROUPS = (reproduce, tasks, agents, sandbox, runs, expbench, sweep, llm, novelty
 
 def build_parser() -> argparse.ArgumentParser:
     """The `innolab` parser: each group's commands, in the order of `GROUPS`."""
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="innolab",
         description="Measure the innovation potential of AI agents: performance gain and novelty "
         "(InnoGym).",

@@ -46,8 +46,12 @@ def replay(args: argparse.Namespace) -> int:
     """Re-run a finished run from its cache; print the new run's folder."""
     from pathlib import Path
 
+    from innolab.cli.common import fail, folder_problem
     from innolab.runner import replay
 
+    problem = folder_problem(args.run_dir, "run")
+    if problem:
+        return fail("llm replay", problem)
     outcome = replay(Path(args.run_dir))
     print(outcome["run_dir"])
     return 0

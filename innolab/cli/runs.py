@@ -7,7 +7,7 @@ import json
 import sys
 from pathlib import Path
 
-from innolab.cli.common import Commands, fail
+from innolab.cli.common import Commands, fail, folder_problem
 from innolab.runspec import add_options, novelty_choices, settings_from_args
 
 # The command line's own defaults: no task and no agent unless given (a run says which agent on
@@ -127,6 +127,9 @@ def run(args: argparse.Namespace) -> int:
     from innolab.runlock import RunBusy
 
     novelty = None if args.novelty == "none" else args.novelty
+    problem = folder_problem(args.resume, "run") if args.resume else None
+    if problem:
+        return fail("run", f"--resume: {problem}")
     try:
         if args.resume:
             outcome = runner.resume(Path(args.resume), novelty=novelty, wait=args.wait)
@@ -208,12 +211,9 @@ def view_run(args: argparse.Namespace) -> int:
     from innolab.viewer.export import export_html
 
     folder = RunDir(Path(args.run_dir))
-    if not folder.root.exists():
-        return fail("view", f"{args.run_dir} does not exist: give a run folder (innolab run "
-                    "prints it last; results/runs/<id>/ or results/sweeps/<name>/runs/<id>/)")
-    if not folder.exists():
-        return fail("view", f"{args.run_dir} is not a run folder (no config.json): give a run "
-                    "folder (results/runs/<id>/ or results/sweeps/<name>/runs/<id>/)")
+    problem = folder_problem(args.run_dir, "run")
+    if problem:
+        return fail("view", problem)
     try:
         print(export_html(folder.root, Path(args.html) if args.html else folder.root / "view.html"))
     except (TraceError, OSError, ValueError) as error:
@@ -238,6 +238,9 @@ def score(args: argparse.Namespace) -> int:
     from innolab.runlock import RunBusy
     from innolab.scoring import ScoringError, read_score, score_run
 
+    problem = folder_problem(args.run_dir, "run")
+    if problem:
+        return fail("score", problem)
     try:
         row = score_run(Path(args.run_dir), novelty_backend=args.backend, wait=args.wait)
         if args.as_of is not None:

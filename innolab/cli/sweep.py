@@ -7,7 +7,7 @@ import json
 import sys
 from pathlib import Path
 
-from innolab.cli.common import Commands, fail, group
+from innolab.cli.common import SWEEP_FOLDER, Commands, fail, folder_problem, group
 
 
 def register(commands: Commands) -> None:
@@ -132,9 +132,9 @@ def _workers(text: str) -> int:
     try:
         value = int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"--workers: {text!r} is not a whole number") from None
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
     if value < 1:
-        raise argparse.ArgumentTypeError(f"--workers: must be at least 1, got {text}")
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {text}")
     return value
 
 
@@ -142,9 +142,9 @@ def _positive(text: str) -> float:
     try:
         value = float(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"--max-cost: {text!r} is not a number") from None
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
     if not value > 0:
-        raise argparse.ArgumentTypeError(f"--max-cost: must be > 0, got {text}")
+        raise argparse.ArgumentTypeError(f"must be > 0, got {text}")
     return value
 
 
@@ -153,6 +153,9 @@ def _plan(args: argparse.Namespace, command: str, out: object) -> int | None:
     from innolab import sweep
     from innolab.sweep.preview import plan_lines, preview
 
+    if not Path(args.spec).is_file():
+        return fail(command, f"{args.spec}: no such spec file: give a YAML sweep spec "
+                    "(data/sweeps/ holds the shipped ones, e.g. data/sweeps/offline.yaml)")
     try:
         found = preview(Path(args.spec), output=Path(args.output) if args.output else None,
                         overrides=args.set, max_cost_usd=args.max_cost, workers=args.workers)
@@ -252,6 +255,9 @@ def status(args: argparse.Namespace) -> int:
     """Counts by state, the spend, the runs in flight, each configuration (or all as JSON)."""
     from innolab import sweep
 
+    problem = folder_problem(args.sweep_dir, "sweep")
+    if problem:
+        return fail("sweep status", problem)
     try:
         state = sweep.status(Path(args.sweep_dir))
     except sweep.SpecError as error:
@@ -277,6 +283,9 @@ def pack(args: argparse.Namespace) -> int:
     from innolab import sweep
     from innolab.sweep.pack import pack as pack_folder
 
+    problem = folder_problem(args.sweep_dir, "sweep")
+    if problem:
+        return fail("sweep pack", problem)
     try:
         packed = pack_folder(Path(args.sweep_dir))
     except sweep.SpecError as error:
@@ -294,8 +303,12 @@ def collect(args: argparse.Namespace) -> int:
     from innolab.scoring import ScoringError
 
     folder = Path(args.sweep_dir)
+    if not folder.exists():
+        return fail("sweep collect", f"{folder} does not exist: {SWEEP_FOLDER}, or a folder of "
+                    "run folders")
     if not folder.is_dir():
-        return fail("sweep collect", f"{folder} is not a folder")
+        return fail("sweep collect", f"{folder} is not a folder: {SWEEP_FOLDER}, or a folder of "
+                    "run folders")
     try:
         runs_path, trajectory_path = results.collect(folder, as_of=args.as_of)
     except ScoringError as error:

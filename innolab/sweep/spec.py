@@ -265,6 +265,15 @@ def parse_spec(
         raise SpecError(f"{where}: {error}") from None
 
 
+def yaml_problem(error: yaml.YAMLError) -> str:
+    """A YAML error in one line: what, and where (line and column, counted from 1)."""
+    mark = getattr(error, "problem_mark", None)
+    problem = getattr(error, "problem", None) or str(error).splitlines()[0]
+    where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark is not None else ""
+    context = getattr(error, "context", None)
+    return f"{where}{problem}" + (f" ({context})" if context else "")
+
+
 def load_spec(
     source: str | Path | dict[str, Any],
     overrides: list[str] | None = None,
@@ -298,7 +307,7 @@ def load_spec(
         try:
             data = yaml.safe_load(path.read_text(encoding="utf-8"))
         except yaml.YAMLError as error:
-            raise SpecError(f"{path}: not valid YAML: {error}") from None
+            raise SpecError(f"{path}: not valid YAML: {yaml_problem(error)}") from None
         where = str(path)
         if isinstance(data, dict):
             data = _priors_beside(data, path.parent)
@@ -311,7 +320,7 @@ def load_spec(
         try:
             value = yaml.safe_load(text)
         except yaml.YAMLError as error:
-            raise SpecError(f"--set {key}: not a YAML value: {error}") from None
+            raise SpecError(f"--set {key}: not a YAML value: {yaml_problem(error)}") from None
         if key in ("name", "description", "seeds", "include"):
             data[key] = value
             if key == "seeds" and isinstance(data.get("include"), list):
