@@ -133,7 +133,8 @@ def test_scoring_says_its_stages_and_the_last_lines_give_the_scores_with_their_s
     assert done.returncode == 0, done.stderr
     # a wait for the endpoint's limits is said (a request every 3 s)
     assert re.search(r"model call to 127\.0\.0\.1:\d+: waited [\d.]+ s for the endpoint's limits "
-                     r"\(requests_per_minute 20", done.stderr), done.stderr
+                     r"\(requests_per_minute 20, this run's own\)", done.stderr), done.stderr
+    assert "shared by the sweep's runs" not in done.stderr  # one run: no sweep
     lines = done.stderr.splitlines()
     stages = [line for line in lines if line.startswith("scoring ")]
     assert "1 submission to assess (1 improving candidate, the final submission among them)" \

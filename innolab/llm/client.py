@@ -148,20 +148,23 @@ def report_retry(settings: LLMSettings, attempt: int, entry: dict[str, Any],
 REPORTED_WAIT_S = 2.0  # a wait for the endpoint's limits this long or longer is said on stderr
 
 
-def report_wait(settings: LLMSettings, seconds: float) -> None:
+def report_wait(settings: LLMSettings, seconds: float, shared: bool = False) -> None:
     """Say on stderr that a model call waited for the endpoint's limits before it was sent.
 
     Args:
         settings: The model settings (the endpoint and its limits).
         seconds: How long it waited.
+        shared: Whether the limits are shared with other runs (a sweep's, through its cluster),
+            not this process's own.
     """
     import sys
 
     from tqdm import tqdm
 
     limits = ", ".join(f"{k} {v}" for k, v in settings.limits().items()) or "its limits"
+    whose = "shared by the sweep's runs" if shared else "this run's own"
     tqdm.write(f"model call to {endpoint_name(settings)}: waited {seconds:.1f} s for the "
-               f"endpoint's limits ({limits}, shared by the sweep's runs)", file=sys.stderr)
+               f"endpoint's limits ({limits}, {whose})", file=sys.stderr)
 
 
 def request_tokens(request: dict[str, Any]) -> int:
@@ -383,7 +386,8 @@ class LLMClient:
                 with self._slot(gate, tokens) as slot_wait:
                     waited += slot_wait
                     if slot_wait >= REPORTED_WAIT_S:  # said, not silent: the endpoint's limits
-                        report_wait(self.settings, slot_wait)
+                        report_wait(self.settings, slot_wait,
+                                    shared=not isinstance(gate, gates.LocalGate))
                     timeout = self.settings.timeout_s
                     if self.deadline is not None:
                         timeout = min(timeout, self.deadline - time.monotonic())
