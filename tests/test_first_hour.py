@@ -526,6 +526,17 @@ def test_sweep_curves_end_where_their_runs_ended_with_round_ticks():
     assert tick_labels([2.6359, 2.636, 2.6361]) == ["2.6359", "2.636", "2.6361"]
 
 
+def test_the_step_browser_shows_a_tool_arguments_numbers_to_six_digits():
+    from innolab.viewer.render import arguments_text
+
+    shown = arguments_text({"timeout": 17.99968635350001, "path": "a.json", "n": 3,
+                            "xs": [0.1 + 0.2, 1e-07], "code": "x = 0.30000000000000004\n"})
+    assert shown.splitlines()[:3] == ["timeout: 17.9997", "path: a.json", "n: 3"]
+    assert "0.3," in shown and "1e-07" in shown and "0.30000000000000004\n" not in shown.split(
+        "code:")[0]
+    assert shown.endswith("code:\nx = 0.30000000000000004\n")  # code as it is
+
+
 def test_an_empty_best_so_far_panel_says_why(tmp_path):
     from innolab.viewer.model import load_run
     from innolab.viewer.render import timeline_svg

@@ -91,12 +91,28 @@ def human(column: str, value: Any) -> str:
 def arguments_text(arguments: dict[str, Any]) -> str:
     """A tool call's arguments as a reader wants them.
 
-    Each text (code, command, content) as it is.
+    Each text (code, command, content) as it is; a number to 6 significant digits (a model's
+    `timeout: 17.99968635350001` reads 17.9997), for display only: the trace keeps it whole.
     """
     if not isinstance(arguments, dict):
-        return text(arguments)
-    return "\n".join(f"{text(k, 40)}: {text(v)}" if not isinstance(v, str) or "\n" not in v
+        return text(shown_floats(arguments))
+    return "\n".join(f"{text(k, 40)}: {text(shown_floats(v))}"
+                     if not isinstance(v, str) or "\n" not in v
                      else f"{text(k, 40)}:\n{text(v)}" for k, v in arguments.items())
+
+
+def shown_floats(value: Any, digits: int = 6) -> Any:
+    """A value with each float in it rounded to `digits` significant digits, for display.
+
+    In lists and mappings too; a rounded float's shortest text has at most that many digits.
+    """
+    if isinstance(value, float) and math.isfinite(value):
+        return float(f"{value:.{digits}g}")
+    if isinstance(value, list | tuple):
+        return [shown_floats(v, digits) for v in value]
+    if isinstance(value, dict):
+        return {k: shown_floats(v, digits) for k, v in value.items()}
+    return value
 
 
 # ---------------------------------------------------------------------------------- the timeline
