@@ -28,6 +28,10 @@ EXPECTED = {
     "second-autocorrelation",
     "kissing-number-11",
     "job-shop-taillard-41-50",
+    "mnist1d",
+    "colouring-queen15-15",
+    "colouring-queen16-16",
+    "colouring-queen27-27",
 }
 
 

@@ -146,9 +146,9 @@ def main():
     tensors = torch.tensor(x)[:, None, :], torch.tensor(y)
     for r in range(rounds):
         left = args.time * 0.9 - (time.time() - START)
-        if left < 2:
+        if left < 1 and r > 0:
             break
-        model = train_round(torch, *tensors, classes, left / (rounds - r) - 1,
+        model = train_round(torch, *tensors, classes, max(left / (rounds - r) - 1, 0.5),
                             args.seed * 1000 + r)
         with torch.no_grad():
             kept["dev"] = kept["dev"] + torch.softmax(model(dev_x), 1).numpy()
