@@ -5,6 +5,7 @@ mislead."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
@@ -548,15 +549,29 @@ def test_an_empty_best_so_far_panel_says_why(tmp_path):
                      r'submissions?, none valid on the dev check)</text>', svg)
 
 
-def test_a_figure_made_in_a_widget_callback_never_reaches_pyplot():
-    from innolab.widgets import metrics_explorer
+def test_a_figure_made_in_a_widget_callback_never_reaches_pyplot(monkeypatch):
+    """Under JupyterLab's inline backend a figure left registered with pyplot by a callback is
+    shown later, in the log console: the explorer's figures are made with pyplot off, closed once
+    drawn, and one whose drawing fails half way is closed too, its error said in the view."""
+    from innolab import widgets
 
     before = set(plt.get_fignums())
-    box = metrics_explorer(54.86, 83.45, "max", [70.83])
+    box = widgets.metrics_explorer(54.86, 83.45, "max", [70.83])
     with plt.ion():  # as under JupyterLab's inline backend: interactive
         box.controls["v"].value = 95.0
         box.controls["distances"].value = "10, 20"
-    assert set(plt.get_fignums()) == before
+    assert set(plt.get_fignums()) == before and "error" not in box.summary
+
+    def half_made(*args, **kwargs):  # a figure registered with pyplot, then its drawing fails
+        plt.subplots()
+        raise ValueError("no room for the labels")
+
+    monkeypatch.setattr(widgets, "gain_novelty_plane", half_made)
+    # (the code before the fix raised out of the callback: JupyterLab's log console's)
+    with plt.ion(), contextlib.suppress(ValueError):
+        box.controls["v"].value = 90.0
+    assert set(plt.get_fignums()) == before  # nothing left for the backend to show later
+    assert box.summary == {"error": "no room for the labels"}  # said in the view instead
 
 
 @pytest.mark.notebook

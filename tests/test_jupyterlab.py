@@ -1,6 +1,8 @@
 """Notebook 02 in JupyterLab 4 in headless Chromium, as a newcomer meets it on a fresh clone: run
 every cell, click SweepView's "Open run" with no run selected, and find its message in the
-notebook's output area (not in JupyterLab's log console)."""
+notebook's output area, in the output of the cell that shows the view, beside its button (the
+view's own widget text, which the callback sets; the test does not read JupyterLab's log
+console)."""
 
 from __future__ import annotations
 
