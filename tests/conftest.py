@@ -148,7 +148,11 @@ def fresh_clone(tmp_path_factory) -> Path:
     """The repository as a fresh clone has it: its tracked files only (`git ls-files`, with the
     working tree's contents), committed in a repository of their own, so that nothing relies on an
     untracked output and `git status` there shows what a command wrote. Python code run with
-    `clone_env(folder)` imports this copy's innolab and reads its data."""
+    `clone_env(folder)` imports this copy's innolab and reads its data.
+
+    It copies the working tree's contents of those files, not HEAD's: in development the suite
+    tests the work not yet committed (a change to a tracked file is seen, a file not yet added is
+    not); CI runs on a clean clone, where the two are the same."""
     root = Path(__file__).resolve().parents[1]
     names = _tracked_files(root)
     if names is None:

@@ -588,3 +588,28 @@ def test_notebook_21_reads_the_reference_sweep_as_of_a_date(as_of, tmp_path):
     assert curves["t_s"].max() == 60 and len(curves) > 31
     trends = pd.read_csv(tmp_path / "results" / "21_time_budget" / "trends.csv")
     assert (trends["n_units"] >= 4).all()
+
+
+@pytest.mark.notebook
+@pytest.mark.parametrize("notebook, as_of", [("23_temperature", "today"),
+                                             ("24_prior_solution", "run")])
+def test_notebooks_22_to_25_read_the_reference_sweep_as_of_a_date(notebook, as_of, tmp_path):
+    from innolab import notebooks, results
+    from innolab.paths import notebooks_dir
+
+    notebooks.execute(notebooks_dir() / f"{notebook}.ipynb", tmp_path / "nb.ipynb",
+                      {"sweep_dir": str(OFFLINE), "as_of": as_of, "n_resamples": 200,
+                       "results_dir": str(tmp_path / "results"),
+                       "figures_dir": str(tmp_path / "figures")})
+    out = tmp_path / "results" / notebook
+    if notebook == "23_temperature":
+        effect = pd.read_csv(out / "temperature_effect.csv")
+        assert {"0.25", "0.75", "baseline (classical search)"} <= set(
+            effect["temperature"].astype(str))
+        assert set(effect["kind"]) == {"per_run", "best_of_k"} and (effect["n"] > 0).all()
+    else:  # each candidate's V* is the one as of its run's start
+        trajectory = pd.read_csv(out / "prior_trajectory.csv")
+        read = results.runs(OFFLINE, as_of=as_of).set_index("config_id")
+        assert len(trajectory) >= 2 and trajectory["v_star"].notna().all()
+        for row in trajectory.itertuples():
+            assert row.v_star == pytest.approx(read.loc[row.config_id, "v_star"])
