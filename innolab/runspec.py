@@ -40,6 +40,7 @@ __all__ = [
     "novelty_choices",
     "optional_fields",
     "parameters_cell",
+    "register_rules",
     "settings_from_args",
     "validate_settings",
 ]
@@ -270,6 +271,36 @@ class RunSettings(BaseModel):
 _added: dict[str, tuple[Any, FieldInfo]] = {}  # settings added at run time (`add_setting`)
 _generation = 0  # bumped by every change of `_added`
 _composed: dict[tuple[Any, ...], type[RunSettings]] = {}
+# The runs table's own columns (innolab.results reads each; tests/test_plugins.py holds this to
+# its columns), and those a sweep's table adds: with notebook 20's own parameters, the names of a
+# run's record that are not settings, which no agent's option or added setting may take.
+TABLE_COLUMNS = (
+    "config_id", "run_dir", "complete", "end_reason", "valid", "score", "v_star", "v_star_as_of",
+    "gain", "ratio", "beats_v_star", "headroom_closed", "novelty", "ratio_raw", "novelty_raw",
+    "novelty_backend", "novelty_status", "novelty_code", "novelty_out", "novelty_out_nearest",
+    "rederived_known", "source_status", "source_seconds", "steps", "tool_calls", "llm_calls",
+    "llm_calls_sent", "tokens", "cost_usd", "wall_s", "error",
+)
+SWEEP_TABLE_COLUMNS = ("attempt", "attempts")
+
+
+def taken(name: str) -> str | None:
+    """What a name already is in a run's record (None: free for an agent's option).
+
+    Args:
+        name: An option's or setting's name.
+
+    Returns:
+        What it is named like (a run setting, a column of the runs table, a parameter of
+        notebook 20), or None.
+    """
+    if name in RunSettings.model_fields or name in _added:
+        return "named like a run setting"
+    if name in TABLE_COLUMNS or name in SWEEP_TABLE_COLUMNS:
+        return "named like a column of the runs table"
+    if any(name == parameter for parameter, _, _ in notebook_parameters()):
+        return "named like a parameter of notebook 20"
+    return None
 
 
 def add_setting(name: str, annotation: Any, field: FieldInfo, goes: Goes,
@@ -292,8 +323,8 @@ def add_setting(name: str, annotation: Any, field: FieldInfo, goes: Goes,
         ValueError: A name the schema already has.
     """
     global _generation
-    if name in RunSettings.model_fields or name in _added or not name.isidentifier():
-        raise ValueError(f"run setting {name!r}: the schema has it already, or it is not a name")
+    if taken(name) or not name.isidentifier():
+        raise ValueError(f"run setting {name!r}: {taken(name) or 'not a name'}")
     info = FieldInfo.merge_field_infos(field)
     info.metadata = [*info.metadata, Setting(goes, column=column)]
     _added[name] = (annotation | None, info)
@@ -321,8 +352,10 @@ def schema() -> type[RunSettings]:
     """The run schema in force: `RunSettings`, every registered agent's options, added settings.
 
     Each agent's options (innolab.agents.registry) become settings of their own, optional (None:
-    the agent's default) with the option's rules; a run may set only its own agent's. Built once
-    per state of the registries.
+    the agent's default) with the option's rules; a run may set only its own agent's. An option
+    several agents declare (of one type: the registry refuses another) is one setting: with the
+    rules of each where they agree, else with its type alone (each agent's own model checks its
+    value when the run is resolved). Built once per state of the registries.
 
     Returns:
         The composed model (a subclass of RunSettings).
@@ -333,34 +366,45 @@ def schema() -> type[RunSettings]:
     key = (_generation, tuple((name, id(entry.spec)) for name, entry in entries.items()))
     if key in _composed:
         return _composed[key]
-    options: dict[str, tuple[Any, FieldInfo]] = {}
-    owners: dict[str, list[str]] = {}
+    declared: dict[str, dict[str, FieldInfo]] = {}  # option -> agent -> its field
     for name, entry in entries.items():
-        if entry.spec is None:
+        if entry.spec is None:  # an agent whose options break a rule is listed as broken
             continue
         for option, field in entry.spec.options.model_fields.items():
-            if option in RunSettings.model_fields or option in _added:
-                continue  # taken by the schema: the agent's option is set in agent_options
-            if option in options and options[option][0] != field.annotation:
-                continue  # another agent's option of that name has another type
-            owners.setdefault(option, []).append(name)
-            options.setdefault(option, (field.annotation, field))
+            declared.setdefault(option, {})[name] = field
     fields: dict[str, Any] = {}
-    for option, (annotation, field) in options.items():
-        default = field.get_default(call_default_factory=True)
+    for option, by_agent in declared.items():
+        field = next(iter(by_agent.values()))
+        defaults = {agent: f.get_default(call_default_factory=True)
+                    for agent, f in by_agent.items()}
+        said = (f"default {next(iter(defaults.values()))!r}" if len(set(map(repr,
+                defaults.values()))) == 1 else "default " + ", ".join(
+                    f"{agent} {value!r}" for agent, value in defaults.items()))
         info = FieldInfo.merge_field_infos(
             field, default=None,
-            description=f"{field.description or option} (default {default!r}; "
-                        f"{', '.join(owners[option])} only)")
+            description=f"{field.description or option} ({said}; {', '.join(by_agent)} only)")
         info.default_factory = None
-        info.metadata = [*info.metadata, Setting("policy", owners=tuple(owners[option]))]
-        fields[option] = (annotation | None, info)
+        same_rules = all(f.metadata == field.metadata for f in by_agent.values())
+        info.metadata = [*(info.metadata if same_rules else []),
+                         Setting("policy", owners=tuple(by_agent))]
+        fields[option] = (field.annotation | None, info)
     fields.update(_added)
     built = create_model("RunSettings", __base__=RunSettings, __doc__=RunSettings.__doc__,
                          **fields)
     _composed.clear()
     _composed[key] = built
     return built
+
+
+def register_rules() -> None:
+    """Make the registry refuse an agent whose option is named like a part of a run's record.
+
+    Done when this module is imported (whatever builds a run's schema has it); `innolab agents
+    list` calls it too, before it lists.
+    """
+    from innolab.agents import registry
+
+    registry.add_rule("run record", taken)
 
 
 # --------------------------------------------------------------------------------- reading a field
@@ -636,17 +680,24 @@ def notebook_parameters() -> list[tuple[str, Any, str]]:
     ]
 
 
-def parameters_cell(model: type[BaseModel] | None = None) -> str:
+def parameters_cell(model: type[BaseModel] | None = None, shipped: bool = False) -> str:
     """The source of notebook 20's parameters cell.
 
     One line per setting (its default and description), then the notebook's own parameters.
 
     Args:
         model: The run schema (default `schema()`).
+        shipped: Render it as innolab ships it: with innolab's own agents only (their options,
+            their names among the agents), whatever other distribution is installed.
 
     Returns:
         The cell's source, without a final newline.
     """
+    if shipped:
+        from innolab.agents import registry
+
+        with registry.only([registry.OWN]):
+            return parameters_cell(model)
     model = model or schema()
     lines = [
         f"{name} = {_literal(_default(field))}{_comment(field)}"
@@ -724,3 +775,6 @@ def config_columns(config: RunConfig, model: type[BaseModel] | None = None) -> d
             continue
         row[setting.column or name] = (setting.read or _reader(name, setting))(config)
     return row
+
+
+register_rules()

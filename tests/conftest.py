@@ -4,7 +4,9 @@ A test marked `docker` needs the Docker engine (its fixtures `docker_client` and
 marked `chromium` a headless Chromium: each is skipped where its tool is absent and fails instead
 where CI requires it (INNOLAB_REQUIRE_DOCKER=1, INNOLAB_REQUIRE_CHROMIUM=1), so
 `pytest -m "not docker"` leaves the Docker tests out. EXP-Bench's real data are required where CI
-has the shared copy (INNOLAB_REQUIRE_EXPBENCH_DATA=1) and skipped elsewhere.
+has the shared copy (INNOLAB_REQUIRE_EXPBENCH_DATA=1) and skipped elsewhere. The agent frameworks'
+tests (fixture `agents_extra`) fail instead of skipping where the optional extra innolab[agents]
+is missing and CI requires it (INNOLAB_REQUIRE_AGENTS=1).
 """
 
 import functools
@@ -99,6 +101,43 @@ def base_image(docker_client):
             "build it with `innolab sandbox build-image` (root, debootstrap)",
         )
     return BASE_IMAGE
+
+
+@pytest.fixture(scope="module")
+def test_agents():
+    """The test suite's scripted policies as registered agents (tests/gym_policies.py: the gym
+    builds a run's policy only through the registry), for the module's tests; a subprocess gets
+    them with `tests.gym_policies.pythonpath()`."""
+    import sys
+
+    from innolab.agents import registry
+    from tests.gym_policies import TEST_AGENTS
+
+    sys.path.append(str(TEST_AGENTS))
+    registry.registered(reload=True)
+    try:
+        yield
+    finally:
+        sys.path.remove(str(TEST_AGENTS))
+        registry.registered(reload=True)
+
+
+@pytest.fixture
+def agents_extra():
+    """The optional extra innolab[agents] (the three frameworks): a test that needs it fails
+    when INNOLAB_REQUIRE_AGENTS=1 (CI installs it) and it is missing, and is skipped otherwise."""
+    import importlib.metadata
+
+    missing = []
+    for distribution in ("smolagents", "openai-agents", "mini-swe-agent"):
+        try:
+            importlib.metadata.version(distribution)
+        except importlib.metadata.PackageNotFoundError:
+            missing.append(distribution)
+    if missing:
+        _absent("INNOLAB_REQUIRE_AGENTS",
+                f"the optional extra innolab[agents] is not installed ({', '.join(missing)})",
+                "make install installs it; CI sets INNOLAB_REQUIRE_AGENTS=1")
 
 
 @pytest.fixture(scope="session")

@@ -4,9 +4,11 @@ feature)."""
 from __future__ import annotations
 
 import json
+import os
+from pathlib import Path
 from typing import Any
 
-from innolab.gym.policy import Action, Observation
+from innolab.gym.policy import Action, AgentSpec, Observation
 from innolab.gym.tools import ToolCall
 
 # A valid circle-packing-26 submission: 26 equal circles on a 6 × 5 grid.
@@ -117,3 +119,22 @@ class GatedPolicy(CallPolicy):
             while not Path(self.gate).exists():
                 time.sleep(0.05)
         return super().step(observation)
+
+
+# ------------------------------------------------------------------------- as registered agents
+
+# The gym builds a run's policy only through the agent registry: these policies are registered
+# agents of a test distribution (its metadata in TEST_AGENTS, put on the path by the fixture
+# `test_agents` and, for a subprocess, by `pythonpath()`).
+ROOT = Path(__file__).resolve().parent.parent
+TEST_AGENTS = ROOT / "tests" / "data" / "plugins" / "innolab-test-agents"
+
+
+def pythonpath() -> str:
+    """A subprocess's PYTHONPATH: the project (for `tests.*`) and the test agents' metadata."""
+    return os.pathsep.join([str(ROOT), str(TEST_AGENTS)])
+
+
+SCRIPTED = AgentSpec(name="scripted", factory=ScriptedPolicy, mode="no model", needs_model=False)
+CALLS = AgentSpec(name="scripted-calls", factory=CallPolicy, mode="no model", needs_model=False)
+GATED = AgentSpec(name="scripted-gated", factory=GatedPolicy, mode="no model", needs_model=False)

@@ -27,6 +27,9 @@ from innolab.gym.policy import RunConfig
 from innolab.scoring import ScoringError, read_score
 from innolab.tasks import get_task
 
+# the scripted policies are registered agents of the tests' own (the gym builds only those)
+pytestmark = pytest.mark.usefixtures("test_agents")
+
 ERDOS = "erdos-minimum-overlap"
 OLD_V_STAR = 0.3808703105862199  # Together AI (EinsteinArena), dated 2026-03 in the ledger
 NEW_V_STAR = 0.380859  # lnzwz_AI4M_Agent (EinsteinArena), first seen 2026-07-12
@@ -42,7 +45,7 @@ def erdos_run(run_dir: Path, task: str = ERDOS) -> Path:
         ["write_file", {"path": "heights.json", "content": solution.read_text(encoding="utf-8")}],
         ["submit", {"path": "heights.json"}],
     ]
-    config = RunConfig(task=task, policy="tests.gym_policies:CallPolicy",
+    config = RunConfig(task=task, policy="tests.gym_policies:CallPolicy", agent="scripted-calls",
                        policy_args={"calls": calls}, max_steps=5, wall_clock_s=300)
     outcome = runner.start(config, run_dir, novelty=None, show_progress=False)
     assert outcome["valid"], outcome

@@ -15,7 +15,8 @@ from innolab.gym.policy import RunConfig
 from innolab.gym.sandbox import SandboxError
 from innolab.tasks import get_task
 
-pytestmark = pytest.mark.docker
+# the scripted policies are registered agents of the tests' own (the gym builds only those)
+pytestmark = [pytest.mark.docker, pytest.mark.usefixtures("test_agents")]
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -24,6 +24,10 @@ import pytest
 from innolab import runner, runspec, traces
 from innolab.gym.policy import RunConfig
 from tests.fake_llm import FakeLLM
+from tests.gym_policies import pythonpath
+
+# the bridge with a test driver is a registered agent of the tests' own (test-framework)
+pytestmark = pytest.mark.usefixtures("test_agents")
 
 ROOT = Path(__file__).resolve().parent.parent
 FRAMEWORKS = {"smolagents": "smolagents", "openai-agents": "openai-agents",
@@ -101,7 +105,7 @@ def _framework_processes(run_dir: Path) -> list[int]:
 
 
 def bridge_config(driver: str, url: str, **more: object) -> RunConfig:
-    """A run of the bridge with a test driver (an unregistered policy, named by its path)."""
+    """A run of the bridge with a test driver (the tests' registered agent test-framework)."""
     from innolab.llm.settings import LLMSettings
 
     llm = LLMSettings(base_url=url, model="fake", backoff_s=0.0).model_dump(exclude={"api_key"})
@@ -144,7 +148,7 @@ def test_a_killed_framework_run_resumes_and_leaves_nothing_behind(tmp_path, monk
         config.wall_clock_s = 20.0
         run_dir = runner.create_run(config, tmp_path / "run")
         first = subprocess.Popen([sys.executable, "-m", "innolab.runner", str(run_dir), "--quiet"],
-                                 cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)},
+                                 cwd=ROOT, env={**os.environ, "PYTHONPATH": pythonpath()},
                                  stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         deadline = time.monotonic() + 120
         while not (run_dir / "checkpoint" / "state.json").exists():

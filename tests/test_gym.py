@@ -26,8 +26,11 @@ from innolab.gym.sandbox import SandboxError
 from innolab.gym.tools import TOOL_NAMES, TOOL_SPECS, Toolbox, ToolCall, truncate
 from innolab.scoring import score_run
 from innolab.tasks import get_task
+from tests.gym_policies import pythonpath
 
 ROOT = Path(__file__).resolve().parent.parent
+# the scripted policies are registered agents of the tests' own (the gym builds only those)
+pytestmark = pytest.mark.usefixtures("test_agents")
 
 
 @pytest.fixture
@@ -248,7 +251,7 @@ def _start(run_dir: Path, resume: bool) -> subprocess.Popen:
     command = [sys.executable, "-m", "innolab.runner", str(run_dir), "--quiet"] + (
         ["--resume"] if resume else []
     )
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env = {**os.environ, "PYTHONPATH": pythonpath()}
     return subprocess.Popen(
         command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE
     )
@@ -288,7 +291,8 @@ def test_budget_end_keeps_the_best_submission(tmp_path):
         ["submit", {"path": "p.json"}],
     ] + [["bash", {"command": "true"}]] * 20
     config = scripted_config(
-        policy="tests.gym_policies:CallPolicy", policy_args={"calls": calls}, max_steps=5
+        policy="tests.gym_policies:CallPolicy", agent="scripted-calls",
+        policy_args={"calls": calls}, max_steps=5
     )
     outcome = runner.start(config, tmp_path / "run", show_progress=False)
     assert outcome["reason"] == "steps" and outcome["valid"]
@@ -325,7 +329,7 @@ def test_cli_resume_continues_a_killed_run(tmp_path):
         time.sleep(0.05)
     process.send_signal(signal.SIGKILL)
     process.wait()
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env = {**os.environ, "PYTHONPATH": pythonpath()}
     done = subprocess.run(
         [INNOLAB, "run", "--resume", str(run_dir)],
         capture_output=True,
@@ -339,7 +343,7 @@ def test_cli_resume_continues_a_killed_run(tmp_path):
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env = {**os.environ, "PYTHONPATH": pythonpath()}
     return subprocess.run([INNOLAB, *args], capture_output=True, text=True, env=env, cwd=ROOT,
                           timeout=300)
 
@@ -353,10 +357,10 @@ def test_a_run_being_executed_is_not_executed_again_by_a_resume(tmp_path):
     gate = tmp_path / "go"
     calls = [["write_file", {"path": "p.json", "content": json.dumps({"circles": GRID})}],
              ["submit", {"path": "p.json"}]]
-    config = scripted_config(policy="tests.gym_policies:GatedPolicy",
+    config = scripted_config(policy="tests.gym_policies:GatedPolicy", agent="scripted-gated",
                              policy_args={"calls": calls, "gate": str(gate)})
     run_dir = create_run(config, tmp_path / "runs" / "run")
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env = {**os.environ, "PYTHONPATH": pythonpath()}
     first = subprocess.Popen([sys.executable, "-m", "innolab.runner", str(run_dir), "--quiet"],
                              cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                              text=True)

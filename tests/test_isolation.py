@@ -16,7 +16,8 @@ import pytest
 from innolab import runner, traces
 from innolab.gym.policy import RunConfig
 
-pytestmark = pytest.mark.docker
+# the scripted policies are registered agents of the tests' own (the gym builds only those)
+pytestmark = [pytest.mark.docker, pytest.mark.usefixtures("test_agents")]
 
 V_STAR_TEXT = "2.6359830849"
 
@@ -98,7 +99,7 @@ def test_adversarial_agent_cannot_escape(docker_client, base_image, tmp_path, ho
             runtime="docker",
             max_steps=100,
             wall_clock_s=900,
-            agent="adversary",
+            agent="scripted-calls",  # the adversary, a registered test agent
         ),
         tmp_path / "run",
         show_progress=False,

@@ -18,6 +18,9 @@ from innolab.gym.validator import DockerValidator, LocalValidator
 from innolab.tasks import get_task
 from tests.gym_policies import GRID
 
+# the scripted policies are registered agents of the tests' own (the gym builds only those)
+pytestmark = pytest.mark.usefixtures("test_agents")
+
 FAKE_VALIDATOR = 'import json\nprint(json.dumps({"valid": True, "score": 99.0, "errors": []}))\n'
 FAKE_CORE = "def check(*args, **kwargs):\n    return [], 99.0\n"
 BAD_PACKING = json.dumps({"circles": [[0.1 + 0.03 * i, 0.5, 0.09] for i in range(26)]})
@@ -48,7 +51,7 @@ def tampered_run(
         image=image,
         max_steps=20,
         wall_clock_s=300,
-        agent="tamperer",
+        agent="scripted-calls",  # the tamperer, a registered test agent
     )
     outcome = runner.start(config, tmp_path / "run", novelty=None, show_progress=False)
     return traces.read_events(Path(outcome["run_dir"])), outcome

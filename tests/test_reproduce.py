@@ -26,6 +26,9 @@ from innolab.tasks import get_task
 from innolab.tasks.evaluation import evaluate
 from innolab.traces import Trace
 
+# the scripted policies are registered agents of the tests' own (the gym builds only those)
+pytestmark = pytest.mark.usefixtures("test_agents")
+
 TASK = "circle-packing-26"
 # 26 equal circles on a 6 x 5 grid (tests.gym_policies.GRID), written by a program
 GRID = ("GRID = [[(2 * c + 1) / 12, (2 * k + 1) / 12, 1 / 12 * (1 - 1e-12)] "
@@ -40,7 +43,7 @@ def program_run(run_dir: Path, novelty: str | None = None) -> Path:
         ["bash", {"command": "python3 make.py"}],
         ["submit", {"path": "packing.json"}],
     ]
-    config = RunConfig(task=TASK, policy="tests.gym_policies:CallPolicy",
+    config = RunConfig(task=TASK, policy="tests.gym_policies:CallPolicy", agent="scripted-calls",
                        policy_args={"calls": calls}, max_steps=5, wall_clock_s=300)
     outcome = runner.start(config, run_dir, novelty=novelty, show_progress=False)
     assert outcome["valid"], outcome
@@ -207,7 +210,7 @@ def test_a_valid_run_without_a_back_end_has_n_nan_and_status_not_computed(record
 def test_an_invalid_run_keeps_n_zero(tmp_path):
     calls = [["write_file", {"path": "packing.json", "content": '{"circles": [[0.5, 0.5, 0.9]]}'}],
              ["submit", {"path": "packing.json"}]]
-    config = RunConfig(task=TASK, policy="tests.gym_policies:CallPolicy",
+    config = RunConfig(task=TASK, policy="tests.gym_policies:CallPolicy", agent="scripted-calls",
                        policy_args={"calls": calls}, max_steps=4, wall_clock_s=300)
     outcome = runner.start(config, tmp_path / "runs" / "invalid", novelty=None,
                            show_progress=False)
@@ -250,7 +253,7 @@ def test_a_submission_of_a_known_solutions_output_is_named_rederived(tmp_path):
     known = task.solutions_dir / "baseline-grid" / "solution.json"
     calls = [["write_file", {"path": "packing.json", "content": known.read_text()}],
              ["submit", {"path": "packing.json"}]]
-    config = RunConfig(task=TASK, policy="tests.gym_policies:CallPolicy",
+    config = RunConfig(task=TASK, policy="tests.gym_policies:CallPolicy", agent="scripted-calls",
                        policy_args={"calls": calls}, max_steps=4, wall_clock_s=300)
     outcome = runner.start(config, tmp_path / "runs" / "known", novelty=None, show_progress=False)
     score = json.loads((Path(outcome["run_dir"]) / "score.json").read_text())
@@ -369,7 +372,8 @@ def test_a_scored_run_compares_the_code_that_ran_and_says_so(tmp_path):
                  ["bash", {"command": "python3 make.py"}],
                  ["submit", {"path": "packing.json"}]]
         config = RunConfig(task=TASK, policy="tests.gym_policies:CallPolicy",
-                           policy_args={"calls": calls}, max_steps=5, wall_clock_s=300)
+                           agent="scripted-calls", policy_args={"calls": calls}, max_steps=5,
+                           wall_clock_s=300)
         outcome = runner.start(config, tmp_path / name, novelty="ast", show_progress=False)
         scores.append(json.loads((Path(outcome["run_dir"]) / "score.json").read_text()))
     plain, padded = scores

@@ -24,6 +24,9 @@ from innolab.gym.runstate import (
 )
 from innolab.gym.tools import ToolResult
 
+# the scripted policies are registered agents of the tests' own (the gym builds only those)
+pytestmark = pytest.mark.usefixtures("test_agents")
+
 DATA = Path(__file__).parent / "data"
 LEGACY = json.loads((DATA / "legacy_checkpoints.json").read_text(encoding="utf-8"))
 

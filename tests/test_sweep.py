@@ -27,6 +27,9 @@ from innolab.sweep import SpecError, load_spec
 from innolab.traces import AnyEvent, read_events
 from tests.fake_llm import FakeLLM
 
+# the scripted policies are registered agents of the tests' own (the gym builds only those)
+pytestmark = pytest.mark.usefixtures("test_agents")
+
 BIN = Path(sys.executable).parent
 BASE = {"task": "circle-packing-26", "agent": "codeact", "budget": "20s", "runtime": "local"}
 

@@ -3,16 +3,23 @@
 The built-in scaffolds (aide, mlab, codeact), the classical `baseline` and the external frameworks
 register in pyproject.toml's entry-point group `innolab.agents` exactly as a third party's agent
 does (`[project.entry-points."innolab.agents"] myagent = "mypackage.agent:AGENT"`, the object an
-`innolab.gym.policy.AgentSpec`). An entry point that fails to load is listed as broken with its
-error and never crashes the listing; naming it in a run is a clear error. The runner builds a run's
-policy here (`build_policy`) and hands it to the gym, which imports no agent.
+`innolab.gym.policy.AgentSpec`). An entry point that fails to load (whatever its import raises,
+SystemExit included) is listed as broken with its error and never crashes the listing; naming it in
+a run is a clear error. So is a declaration whose options break a rule: an option named like
+something of the run's record (a run setting, a column of the runs table, a parameter of notebook
+20: the rules are added from above, `add_rule`, by innolab.runspec), or an option another agent
+declares with another type (innolab's own agents first, then by name: the later one is broken,
+naming both). The runner builds a run's policy here (`build_policy`), only ever through a
+registered agent, and hands it to the gym, which imports no agent.
 """
 
 from __future__ import annotations
 
-import importlib
 import threading
-from dataclasses import dataclass
+from collections.abc import Callable, Collection, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass, replace
 from importlib.metadata import EntryPoint, entry_points
 from pathlib import Path
 from typing import Any
@@ -25,7 +32,15 @@ from innolab.rundir import RunDir
 GROUP = "innolab.agents"
 
 _lock = threading.Lock()
-_loaded: dict[str, Registered] | None = None
+_loaded: dict[str, Registered] | None = None  # the entry points as they loaded, before the rules
+
+# Rules an agent's option names must keep, added from above (the run schema knows the names a run's
+# record takes): each returns why a name is not an option's to take, or None.
+OptionRule = Callable[[str], str | None]
+_rules: dict[str, OptionRule] = {}
+OWN = "innolab"  # the distribution whose agents come first when two declare one option
+# the distributions whose agents `registered` shows (None: all installed; see `only`)
+_only: ContextVar[frozenset[str] | None] = ContextVar("innolab_agents_only", default=None)
 
 
 class AgentError(ValueError):
@@ -86,10 +101,70 @@ def _load(point: EntryPoint) -> Registered:
         if spec.name != point.name:
             raise ValueError(f"{point.value} declares the agent {spec.name!r}, registered as "
                              f"{point.name!r}")
-    except Exception as error:  # a third party's import may raise anything: listed as broken
+    except KeyboardInterrupt:
+        raise
+    except BaseException as error:  # a third party's import may raise anything, SystemExit
+        # included (a module that exits when imported): listed as broken
         return Registered(point.name, point.value, name, version, None,
                           f"{type(error).__name__}: {error}")
     return Registered(point.name, point.value, name, version, spec)
+
+
+def add_rule(name: str, rule: OptionRule) -> None:
+    """Add (or replace) a rule every agent's option names must keep.
+
+    An agent one of whose options breaks a rule is listed as broken, with the rule's word.
+
+    Args:
+        name: The rule's name (adding it again replaces it).
+        rule: Returns why an option's name is not the option's to take (None: it may).
+    """
+    with _lock:
+        _rules[name] = rule
+
+
+def _broken(entry: Registered, error: str) -> Registered:
+    return replace(entry, spec=None, error=error)
+
+
+def _checked(loaded: dict[str, Registered]) -> dict[str, Registered]:
+    """The loaded entries under the rules: an option's name, and one type per option name.
+
+    innolab's own agents come first, then the others by name; an option that an earlier agent
+    declares with another type breaks the later agent, naming both.
+    """
+    found = dict(loaded)
+    rules = list(_rules.values())
+    for name, entry in loaded.items():
+        if entry.spec is None:
+            continue
+        refused = []
+        for option in entry.spec.options.model_fields:
+            why = next((said for rule in rules if (said := rule(option))), None)
+            if why:
+                refused.append(f"option {option!r}: {why}")
+        if refused:
+            found[name] = _broken(entry, f"{'; '.join(refused)}: rename it (an option becomes a "
+                                         "run setting, a CLI flag, a spec field, a notebook "
+                                         "parameter and a column of the runs table)")
+    declared: dict[str, tuple[str, Any]] = {}  # option -> (first agent, its type)
+    order = sorted(found, key=lambda n: (found[n].distribution != OWN, n))
+    for name in order:
+        spec = found[name].spec
+        if spec is None:
+            continue
+        clashes = [(option, declared[option]) for option, field in spec.options.model_fields.items()
+                   if option in declared and declared[option][1] != field.annotation]
+        if clashes:
+            found[name] = _broken(found[name], "; ".join(
+                f"option {option!r} is {_type_name(spec.options.model_fields[option].annotation)}"
+                f" here but {_type_name(kind)} in agent {first!r} ({found[first].distribution}): "
+                "one option name is one run setting, of one type" for option, (first, kind)
+                in clashes))
+            continue
+        for option, field in spec.options.model_fields.items():
+            declared.setdefault(option, (name, field.annotation))
+    return found
 
 
 def registered(reload: bool = False) -> dict[str, Registered]:
@@ -99,7 +174,9 @@ def registered(reload: bool = False) -> dict[str, Registered]:
         reload: Read the installed distributions again (after installing one).
 
     Returns:
-        The entries by name, sorted; a name two distributions declare is listed as broken.
+        The entries by name, sorted; a name two distributions declare is listed as broken, and so
+        is an agent whose options break a rule (`add_rule`, `_checked`), under the rules and
+        settings in force at the call.
     """
     global _loaded
     with _lock:
@@ -116,7 +193,26 @@ def registered(reload: bool = False) -> dict[str, Registered]:
                                        f"({point.value})")
                 found[point.name] = entry
             _loaded = found
-        return dict(_loaded)
+        shown = _only.get()
+        return _checked({name: entry for name, entry in _loaded.items()
+                         if shown is None or entry.distribution in shown})
+
+
+@contextmanager
+def only(distributions: Collection[str]) -> Iterator[None]:
+    """Inside, the registry shows only the agents of these distributions.
+
+    What innolab ships is rendered with its own agents (`only([OWN])`: notebook 20's parameters
+    cell as committed), whatever else is installed.
+
+    Args:
+        distributions: The distributions' names.
+    """
+    token = _only.set(frozenset(distributions))
+    try:
+        yield
+    finally:
+        _only.reset(token)
 
 
 def names() -> list[str]:
@@ -194,8 +290,11 @@ def check_options(name: str, options: dict[str, Any]) -> dict[str, Any]:
 def build_policy(config: RunConfig, run_dir: Path) -> Policy:
     """The policy of a run: its agent's factory with the run's options and model settings.
 
-    A registered agent is built through the registry; a configuration whose agent is not
-    registered names its factory by import path in `policy` (test and experiment policies).
+    Only a registered agent is built, by its name (`config.agent`): no factory is imported from
+    the path a config.json names. That path (`config.policy`, recorded at resolution) must be
+    the registered agent's factory: a run is never resumed by a factory other than the one it
+    was made with (the distribution changed since). innolab's own agents have recorded the
+    paths they declare since config.json existed.
 
     Args:
         config: The run's configuration.
@@ -205,18 +304,17 @@ def build_policy(config: RunConfig, run_dir: Path) -> Policy:
         The policy.
 
     Raises:
-        AgentError: The agent does not load, or its factory cannot be imported.
+        AgentError: The agent is not registered or does not load, or its factory is not the
+            one the configuration recorded.
     """
-    found = entry(config.agent)
-    if found is not None:
-        factory = get(config.agent).factory
-    else:
-        module_name, _, attribute = config.policy.partition(":")
-        try:
-            factory = getattr(importlib.import_module(module_name), attribute)
-        except (ImportError, AttributeError) as error:
-            raise AgentError(f"agent {config.agent!r} is not registered and its policy "
-                             f"{config.policy!r} cannot be imported: {error}") from None
+    spec = get(config.agent)
+    if config.policy != spec.policy:
+        found = registered()[config.agent]
+        raise AgentError(f"agent {config.agent!r}: the run was made with the factory "
+                         f"{config.policy!r}; {found.distribution} {found.version} registers "
+                         f"{spec.policy!r} under that name, and a run is built only by its "
+                         "registered agent (install the distribution the run was made with)")
+    factory = spec.factory
     args = dict(config.policy_args)
     if config.llm is not None:  # a model agent: the settled settings, the run's cache, its prompt
         args.setdefault("cache_path", str(RunDir(run_dir).llm_cache))

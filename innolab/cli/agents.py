@@ -31,8 +31,10 @@ def list_agents(args: argparse.Namespace) -> int:
     Returns:
         0.
     """
+    from innolab import runspec
     from innolab.agents import registry
 
+    runspec.register_rules()  # an option named like a part of a run's record: listed as broken
     entries = [entry.as_dict() for entry in registry.registered(reload=True).values()]
     if args.json:
         print(json.dumps(entries, indent=1, default=str))

@@ -253,7 +253,9 @@ def resume_seconds() -> float:
             max_steps=100,
         )
         run_dir = create_run(config, Path(tmp) / "run")
-        env = {**os.environ, "PYTHONPATH": str(ROOT)}
+        from tests.gym_policies import pythonpath  # the scripted policy, a registered agent
+
+        env = {**os.environ, "PYTHONPATH": pythonpath()}
         command = [sys.executable, "-m", "innolab.runner", str(run_dir), "--quiet"]
         process = subprocess.Popen(
             command, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
