@@ -235,6 +235,14 @@ class RunSettings(BaseModel):
     max_steps: Annotated[int | None, Setting("budget", column=None)] = Field(
         default=None, gt=0, description="None: no step limit"
     )
+    token_budget: Annotated[int | None, Setting("budget", column=None)] = Field(
+        default=None, gt=0,
+        description="the run's tokens (prompt and reply, every model call); None: no limit",
+    )
+    cost_budget_usd: Annotated[float | None, Setting("budget", column=None)] = Field(
+        default=None, gt=0,
+        description="the run's model cost in USD, at the model's prices; None: no limit",
+    )
     runtime: Annotated[str, Choices(_runtimes),
                        Setting("sandbox", read=lambda c: c.runtime)] = Field(
         default="local", description="where the agent's sandbox runs"

@@ -106,6 +106,8 @@ class LLMCall(Event):
     response: str | None = None
     failed: bool = False
     error: str | None = None
+    # its client went away first: the request was closed mid-reply (its usage so far recorded)
+    cancelled: bool = False
 
 
 class ToolCallEvent(Event):

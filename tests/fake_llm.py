@@ -22,6 +22,10 @@ Options of `FakeLLM(...)` (all keyword-friendly; the first five keep their old p
   meets the same faults. Concurrent requests draw in the order they arrive.
 - `retry_after`: the `Retry-After` a 429 or 503 carries: seconds (a number) or any text sent as
   is (an HTTP-date); None for no header.
+- `stream_pieces`, `stream_delay_s`, `hold`: a request with `stream` is answered as server-sent
+  chunks: its text in `stream_pieces` pieces (a tool call in one), `stream_delay_s` seconds apart,
+  paused after the first piece until `hold` (a threading.Event) is set, where one is given; then
+  the finish, the usage where `stream_options.include_usage` asks for it, and `[DONE]`.
 - `max_concurrent`: the endpoint's own cap: a request arriving while that many are in flight is
   answered 429 (with `retry_after`), as a real endpoint does; None for no cap.
 
@@ -36,6 +40,8 @@ What it records (read them after the requests, or under `lock`):
 - `in_flight`, `max_in_flight`: requests in flight now (read, not yet answered), and the most
   ever seen at once.
 - `over_cap`: requests answered 429 because `max_concurrent` were in flight.
+- `cancelled`: streamed replies whose client closed the connection before their end (their log
+  entries say `cancelled` True; `pieces` counts the pieces sent of each streamed reply).
 - `served()`: the log's answered (200) entries; `repeated_calls()`: each (run, seed) answered
   200 more than once (a call made twice).
 """
@@ -187,6 +193,9 @@ class FakeLLM:
         seed: int = 0,
         retry_after: float | str | None = None,
         max_concurrent: int | None = None,
+        stream_pieces: int = 1,
+        stream_delay_s: float = 0.0,
+        hold: threading.Event | None = None,
     ) -> None:
         unknown = sorted(set(fault_rates or {}) - set(RANDOM_FAULTS))
         if unknown:
@@ -207,6 +216,8 @@ class FakeLLM:
         self.fault_rates = dict(fault_rates or {})
         self.retry_after = retry_after
         self.max_concurrent = max_concurrent
+        self.stream_pieces, self.stream_delay_s, self.hold = stream_pieces, stream_delay_s, hold
+        self.cancelled = 0
         self.random = random.Random(seed)
         self.requests: list[dict[str, Any]] = []
         self.log: list[dict[str, Any]] = []
@@ -276,6 +287,8 @@ class FakeLLM:
                 if fault == "malformed":
                     return self._raw(200, b'{"id": "x", "choices": [')
                 message = owner.reply(body)
+                if body.get("stream"):
+                    return self._stream(body, message)
                 return self._send(
                     200,
                     {
@@ -291,6 +304,52 @@ class FakeLLM:
                         },
                     },
                 )
+
+            def _stream(self, body: dict[str, Any], message: dict[str, Any]) -> int:
+                """The reply as server-sent chunks (the module's docstring: `stream_pieces`)."""
+                entry = self.entry
+                if entry is not None:
+                    owner._leave(entry, 200)
+                    entry["pieces"] = 0
+                base = {"id": "chatcmpl-fake", "object": "chat.completion.chunk", "created": 0,
+                        "model": body["model"]}
+                text = message.get("content") or ""
+                size = max(1, -(-len(text) // max(1, owner.stream_pieces)))
+                deltas: list[dict[str, Any]] = [
+                    {"content": text[i:i + size]} for i in range(0, len(text), size)]
+                calls = message.get("tool_calls") or []
+                if calls:
+                    deltas.append({"tool_calls": [{**c, "index": i} for i, c in enumerate(calls)]})
+                deltas = deltas or [{"content": ""}]
+                deltas[0] = {"role": "assistant", **deltas[0]}
+                events = [{**base, "choices": [{"index": 0, "delta": d, "finish_reason": None}]}
+                          for d in deltas]
+                events.append({**base, "choices": [{"index": 0, "delta": {},
+                               "finish_reason": "tool_calls" if calls else "stop"}]})
+                if (body.get("stream_options") or {}).get("include_usage"):
+                    events.append({**base, "choices": [], "usage": {
+                        "prompt_tokens": 100, "completion_tokens": 50, "total_tokens": 150}})
+                self.send_response(200)
+                self.send_header("Content-Type", "text/event-stream")
+                self.end_headers()  # no length: the body ends when the connection closes
+                try:
+                    for number, event in enumerate(events):
+                        if number and owner.stream_delay_s:
+                            time.sleep(owner.stream_delay_s)
+                        self.wfile.write(f"data: {json.dumps(event)}\n\n".encode())
+                        self.wfile.flush()
+                        if entry is not None and number < len(deltas):
+                            entry["pieces"] = number + 1
+                        if number == 0 and owner.hold is not None:
+                            owner.hold.wait()
+                    self.wfile.write(b"data: [DONE]\n\n")
+                    self.wfile.flush()
+                except (BrokenPipeError, ConnectionResetError):  # the client closed it
+                    with owner.lock:
+                        owner.cancelled += 1
+                        if entry is not None:
+                            entry["cancelled"] = True
+                return 200
 
             def _send(
                 self, status: int, payload: dict[str, Any], headers: dict[str, str] | None = None

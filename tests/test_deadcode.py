@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from innolab.novelty.deadcode import strip_dead_code
+from innolab.novelty.registry import make_backend
 from innolab.novelty.scoring import comparable, known_code
 from innolab.novelty.structure import StructuralBackend
 from innolab.novelty.variants import cosmetic_variant
@@ -223,8 +224,21 @@ COSMETIC = {
     "comments": with_comments,
     "layout": with_layout,
 }
-SOLUTIONS = [(task_id, name) for task_id in builtin_ids()
-             for name in known_code(get_task(task_id))]
+
+
+@functools.cache
+def _known(task_id: str) -> dict[str, str]:
+    """The task's known solutions' code, read once (the files do not change during the run)."""
+    return known_code(get_task(task_id))
+
+
+@functools.cache
+def _known_comparable(task_id: str, name: str, backend: str) -> str:
+    """A known solution's code as the back end compares it (`comparable`), made once."""
+    return comparable(_known(task_id)[name], backend)
+
+
+SOLUTIONS = [(task_id, name) for task_id in builtin_ids() for name in _known(task_id)]
 
 
 def _ast_distance(a: str, b: str, strip: bool = True) -> float:
@@ -235,11 +249,13 @@ def _ast_distance(a: str, b: str, strip: bool = True) -> float:
 
 def padding_figures(task_id: str, name: str) -> dict[str, float]:
     """The ast distances of one known solution to its padded and cosmetic variants."""
-    code = known_code(get_task(task_id))[name]
+    code = _known(task_id)[name]
     padded = _pad(code)
-    cosmetic = [_ast_distance(code, transform(code)) for transform in COSMETIC.values()]
+    live = _known_comparable(task_id, name, "ast")
+    cosmetic = [StructuralBackend().distance(live, comparable(transform(code), "ast"))
+                for transform in COSMETIC.values()]
     return {"padded_before": _ast_distance(code, padded, strip=False),
-            "padded_after": _ast_distance(code, padded),
+            "padded_after": StructuralBackend().distance(live, comparable(padded, "ast")),
             "cosmetic_mean": float(np.mean(cosmetic)),
             "cosmetic_max": float(np.max(cosmetic))}
 
@@ -585,16 +601,12 @@ def test_a_comment_like_line_inside_a_string_stays():
 from tests.padding import FORMS, applicable, pad  # noqa: E402
 
 
-def _distance(a: str, b: str, backend: str) -> float:
-    from innolab.novelty.registry import make_backend
-
-    return make_backend(backend).distance(comparable(a, backend), comparable(b, backend))
-
-
 @functools.cache
 def _cosmetic_mean(task_id: str, name: str, backend: str) -> float:
-    code = known_code(get_task(task_id))[name]
-    return float(np.mean([_distance(code, transform(code), backend)
+    code = _known(task_id)[name]
+    compare = make_backend(backend).distance
+    live = _known_comparable(task_id, name, backend)
+    return float(np.mean([compare(live, comparable(transform(code), backend))
                           for transform in COSMETIC.values()]))
 
 
@@ -604,14 +616,17 @@ def test_padding_that_never_runs_moves_no_known_solution_more_than_cosmetic_edit
     """Helpers called only under `if False:`, `if 0:`, a False constant, after a `return`, or
     classes made only under `if not True:`: within the cosmetic mean, on every known solution."""
     padded_any = 0
+    compare = make_backend(backend).distance
     for task_id, name in SOLUTIONS:
-        code = known_code(get_task(task_id))[name]
+        code = _known(task_id)[name]
         if not applicable(code, form):
             continue
         padded, _ = pad(code, form)
         padded_any += 1
-        raw = make_raw(backend)(code, padded)
-        after = _distance(code, padded, backend)
+        # D as the back end sees the two programs without dead-code removal, then with it (the
+        # known solution's side of each made once: `_known_raw`, `_known_comparable`)
+        raw = compare(_known_raw(task_id, name, backend), raw_form(padded, backend))
+        after = compare(_known_comparable(task_id, name, backend), comparable(padded, backend))
         assert raw > after, f"{task_id}/{name}: the padding was not seen ({raw} vs {after})"
         assert after <= _cosmetic_mean(task_id, name, backend) + 1e-9, \
             f"{task_id}/{name} ({form}, {backend}): padded {after:.2f} > cosmetic mean"
@@ -619,16 +634,17 @@ def test_padding_that_never_runs_moves_no_known_solution_more_than_cosmetic_edit
     assert padded_any >= (len(SOLUTIONS) - 3 if form == "after-return" else len(SOLUTIONS))
 
 
-def make_raw(backend: str):
-    """D of two programs as the back end sees them without dead-code removal."""
-    from innolab.novelty.registry import make_backend
+def raw_form(text: str, backend: str) -> str:
+    """A program as the back end sees it without dead-code removal (the ast back end normalises
+    itself; tfidf compares normalised code)."""
     from innolab.novelty.structure import normalise
 
-    def raw(a: str, b: str) -> float:
-        if backend == "ast":
-            return make_backend(backend).distance(a, b)
-        return make_backend(backend).distance(normalise(a), normalise(b))
-    return raw
+    return text if backend == "ast" else normalise(text)
+
+
+@functools.cache
+def _known_raw(task_id: str, name: str, backend: str) -> str:
+    return raw_form(_known(task_id)[name], backend)
 
 
 def test_constant_branches_go_whole_and_live_blocks_take_their_place():

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import sys
 import threading
 import time
@@ -107,8 +108,9 @@ def test_the_tools_over_stdio_relay_to_the_runs_server():
     loop = run_loop(bridge, stop)
 
     async def over_stdio() -> Any:
-        params = StdioServerParameters(command=sys.executable,
-                                       args=["-m", "innolab.agents.mcp_tools", url, server.token])
+        params = StdioServerParameters(command=sys.executable,  # the token never in argv
+                                       args=["-m", "innolab.agents.mcp_tools", url],
+                                       env={**os.environ, "INNOLAB_MCP_TOKEN": server.token})
         async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
             await session.initialize()
             listed = (await session.list_tools()).tools

@@ -1,18 +1,26 @@
 """External agent frameworks in the gym: a policy whose agent owns its loop in a process of its own.
 
-`FrameworkPolicy` starts the framework (a driver module, run as `python -m DRIVER`) with the
-run's tools over MCP (innolab.agents.mcp_tools: streamable HTTP on loopback, a run-scoped token)
-and the run's model behind a gateway (innolab.llm.gateway: a run-scoped key, never the real API
-key). Each step it waits for the framework's next tool calls and hands them to the run loop, which
-runs them as it runs every scaffold's (dispatcher, budgets and time limits, trace, checkpoint,
-provenance, pristine validator); their results go back to the framework at the next step. Every
-model call the framework makes is an `llm_call` event of the step it falls in, and counts against
-the run's token and cost budgets.
+`FrameworkPolicy` starts the framework (a driver module, run as `python -m innolab.agents.confine
+DRIVER`) with the run's tools over MCP (innolab.agents.mcp_tools: streamable HTTP on loopback, a
+run-scoped token) and the run's model behind a gateway (innolab.llm.gateway: a run-scoped key,
+never the real API key). Each step it waits for the framework's next tool calls and hands them to
+the run loop, which runs them as it runs every scaffold's (dispatcher, budgets and time limits,
+trace, checkpoint, provenance, pristine validator); their results go back to the framework at the
+next step. Every model call the framework makes is an `llm_call` event of the step it falls in,
+and counts against the run's token and cost budgets: the gateway refuses a request once one of
+them (or the wall clock) is spent, before the model is called (status 402, naming the budget),
+and the run then ends with that budget's reason.
+
+The framework's process is confined where the machine allows (innolab.agents.confine: a user of its
+own where innolab is root, a HOME and working folder of its own outside the run folder, the tasks'
+folders hidden); `framework.json` records what held, with the resolved tool-call mode, the
+gateway's context and where it came from.
 
 The framework's end is the run's: its process exiting normally ends the run as `agent_finished`;
 raising (a non-zero exit) as `agent_error`, with its traceback in the trace; the run's budget
-running out as the budget says. Its processes are killed with the run, and nothing of it outlives
-the run (`close`). A killed run resumes from its checkpointed workspace and trace with the
+running out (or a request the gateway refused for it) as the budget says. Its processes are killed
+with the run, and nothing of it outlives the run (`close`; a warden, innolab.gym.leftovers, where
+the runner is killed). A killed run resumes from its checkpointed workspace and trace with the
 framework started afresh: what the framework cannot restore (its own memory) is said in the
 trace's `run_resumed` event (`resume_note`), and in the task it is given.
 """
@@ -20,10 +28,12 @@ trace's `run_resumed` event (`resume_note`), and in the task it is given.
 from __future__ import annotations
 
 import contextlib
+import importlib.metadata
 import json
 import os
-import shutil
+import secrets
 import signal
+import stat
 import subprocess
 import sys
 import threading
@@ -32,10 +42,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
+from innolab.agents import confine
 from innolab.agents.base import AgentState, LLMAgent
 from innolab.agents.mcp_tools import MCP_TOOLS, Bridge, ToolServer
+from innolab.gym.leftovers import MARKER_VARIABLE, Warden, mark
 from innolab.gym.policy import Action, AgentFailed, Observation
-from innolab.llm.gateway import Budget, Gateway, Served
+from innolab.llm.gateway import BUDGETS, Budget, Gateway, Served
 from innolab.traces import Event, LLMCall
 
 ROLE = (
@@ -50,23 +62,19 @@ RESUME_NOTE = ("the framework was started afresh: its own memory (conversation, 
                "the checkpoint is not restored; the workspace and the trace are")
 LOG_FILE = "framework.log"
 PID_FILE = "framework.pid"  # the framework's process (and group), while it runs
-COUNTS_FILE = "framework.json"  # the gateway's and the MCP server's counts, when the run ends
-# The framework's process dies with the runner's (Linux: the parent-death signal, set by the child
-# itself, which then checks its parent is still the runner), then runs the driver as __main__.
-LAUNCH = (
-    "import ctypes, os, runpy, signal, sys\n"
-    "try:\n"
-    "    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG\n"
-    "except (OSError, AttributeError):\n"
-    "    pass\n"
-    "if os.getppid() != int(os.environ['INNOLAB_PARENT_PID']):\n"
-    "    sys.exit(1)\n"
-    "signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # its finally blocks still run\n"
-    "driver = sys.argv.pop(1)\n"
-    "runpy.run_module(driver, run_name='__main__', alter_sys=True)\n"
-)
-HOME_DIR = "framework-home"  # the framework process's HOME (removed when the run ends)
+COUNTS_FILE = "framework.json"  # its settings as resolved, then the gateway's and MCP's counts
+OWN_COUNTS_FILE = "framework_counts.json"  # the framework's own counts (from its working folder)
+TASK_FILE = "framework_task.md"
 STOP_GRACE_S = 5.0
+# why a tool call after the run's end is refused, by the run's end reason
+ENDED = {**{reason: f"{words}: no more tool calls" for reason, words in BUDGETS.items()},
+         "steps": "the run's step limit is reached (its setting: max_steps): no more tool calls",
+         "stalled": "the run ended: it stalled (steps without a tool call)",
+         "agent_finished": "the run has finished: no more tool calls",
+         "llm_error": "the run ended: its model failed",
+         "agent_error": "the run ended: the framework failed"}
+SECRET_SUFFIXES = ("_API_KEY", "_KEY", "_TOKEN", "_SECRET", "_PASSWORD")  # left out of its env
+LIBRARIES = ("mcp", "openai", "litellm")  # what the frameworks speak through (versions recorded)
 
 
 @dataclass
@@ -74,18 +82,31 @@ class FrameworkState(AgentState):
     """What a framework run keeps beyond the scaffolds' bookkeeping.
 
     `starts`: how many times the framework was started (1 + the resumes); `steps`: the steps
-    it made (tool calls handed to the run loop, one step per batch).
+    it made (tool calls handed to the run loop, one step per batch). `llm_calls` (the next call
+    index) counts the calls recorded in the trace by the checkpoint: failed and cancelled ones
+    too, so that a resumed run's indices neither repeat nor leave a gap.
     """
 
     starts: int = 0
     steps: int = 0
 
 
+def library_versions() -> dict[str, str | None]:
+    """The installed versions of the libraries the frameworks speak through (None: absent)."""
+    found: dict[str, str | None] = {}
+    for name in LIBRARIES:
+        try:
+            found[name] = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            found[name] = None
+    return found
+
+
 class FrameworkPolicy(LLMAgent):
     """A policy that runs an external agent framework in its own process.
 
     Attributes:
-        driver: The module run as `python -m DRIVER` (it reads the run's addresses from its
+        driver: The module run as the framework (it reads the run's addresses from its
             environment: `driver_environment`).
         options: The framework's own options, handed to the driver as JSON.
     """
@@ -116,7 +137,15 @@ class FrameworkPolicy(LLMAgent):
         self._tokens = 0
         self._cost = 0.0
         self._deadline: float | None = None
+        self._tokens_left: int | None = None
+        self._cost_left: float | None = None
+        self._refused: str | None = None
         self._resumed = False
+        self._run_dir: Path | None = None
+        self._folder: Path | None = None
+        self._warden: Warden | None = None
+        self._undumpable: confine.Undumpable | None = None
+        self._settings: dict[str, Any] = {}
 
     # ------------------------------------------------------------------------------ state
 
@@ -135,18 +164,27 @@ class FrameworkPolicy(LLMAgent):
             observation: The last step's results and what is left of the budget.
 
         Returns:
-            The framework's next calls (run concurrently by the run loop); done when it exited.
+            The framework's next calls (run concurrently by the run loop); done when it exited;
+            none when the gateway refused a request for the budget (the run loop then ends the
+            run with that budget's reason).
 
         Raises:
             AgentFailed: The framework exited with an error (its traceback in the exception).
         """
         self.workspace_rules = observation.workspace_rules
         remaining = observation.remaining_s
-        self._deadline = None if remaining is None else time.monotonic() + remaining
+        with self._events_lock:
+            self._deadline = None if remaining is None else time.monotonic() + remaining
+            self._tokens_left = getattr(observation, "remaining_tokens", None)
+            self._cost_left = getattr(observation, "remaining_cost_usd", None)
         self._bridge.deliver(observation.results)
         if self._process is None:
             self._start(observation)
         while True:
+            if self._refused is not None:  # a budget is spent: the run loop ends the run so
+                if self._refused == "wall_clock" and self._deadline is not None:
+                    time.sleep(max(0.0, self._deadline - time.monotonic()))
+                return self._action([])
             wait = 1.0 if self._deadline is None else min(1.0, self._deadline - time.monotonic())
             calls = self._bridge.take(max(wait, 0.0))
             if calls:
@@ -158,10 +196,14 @@ class FrameworkPolicy(LLMAgent):
                 calls = self._bridge.take(0)
                 if calls:  # made just before it exited: never run, it is gone
                     self._bridge.close("the framework's process ended")
+                if self._refused is not None:  # it ended on the refusal: the budget ends the run
+                    return self._action([])
                 if code == 0:
                     return self._action([], done=True)
+                with self._events_lock:
+                    tokens, cost, self._tokens, self._cost = self._tokens, self._cost, 0, 0.0
                 error = AgentFailed(f"the framework's process exited with status {code}",
-                                    self._log_tail())
+                                    self._log_tail(), tokens=tokens, cost_usd=cost)
                 error.events = self._drain()  # type: ignore[attr-defined]
                 raise error
             if self._deadline is not None and time.monotonic() >= self._deadline:
@@ -173,29 +215,57 @@ class FrameworkPolicy(LLMAgent):
         return Action(list(calls), done=done, tokens=tokens, cost_usd=cost, events=self._drain())
 
     def _drain(self) -> list[Event]:
+        """The calls recorded since the last step, and the call index after them advanced.
+
+        `memory.llm_calls` counts the calls handed to the trace (failed and cancelled ones too):
+        what the checkpoint after this step holds, so a resume numbers on from there.
+        """
         with self._events_lock:
             events, self._events = self._events, []
+        for event in events:
+            if isinstance(event, LLMCall) and event.call_index is not None:
+                self.memory.llm_calls = max(self.memory.llm_calls, event.call_index + 1)
         return events
 
     # ------------------------------------------------------------------------ the gateway's calls
 
     def _record(self, served: Served) -> None:
-        """An `llm_call` event for each request the gateway sent to the model."""
+        """An `llm_call` event for each request the gateway numbered: its usage counts."""
         completion = served.completion
         purpose = f"framework:{self.driver.rsplit('.', 1)[-1]}" + (
             " (tool calls emulated)" if served.emulated else "")
         with self._events_lock:
-            if completion is None:
-                self._events.append(LLMCall(purpose=purpose, failed=True, cached=False,
-                                            error=served.error, **served.sent))
+            if completion is not None:
+                self._events.append(LLMCall(purpose=purpose, **completion.event()))
+                self._tokens += completion.prompt_tokens + completion.completion_tokens
+                self._cost += completion.cost_usd
                 return
-            self._events.append(LLMCall(purpose=purpose, **completion.event()))
-            self._tokens += completion.prompt_tokens + completion.completion_tokens
-            self._cost += completion.cost_usd
-            self.memory.llm_calls = max(self.memory.llm_calls, (completion.call_index or 0) + 1)
+            partial = served.partial
+            usage = {}
+            if served.cancelled:  # what it had used when its client went away
+                prompt = int(partial.get("prompt_tokens") or 0)
+                reply = int(partial.get("completion_tokens") or 0)
+                price_in, price_out = self.client.settings.prices()
+                usage = {"prompt_tokens": prompt, "completion_tokens": reply,
+                         "cost_usd": (prompt * price_in + reply * price_out) / 1e6,
+                         "response": partial.get("response") or None}
+                self._tokens += prompt + reply
+                self._cost += usage["cost_usd"]
+            self._events.append(LLMCall(purpose=purpose, failed=True, cached=False,
+                                        cancelled=served.cancelled, error=served.error,
+                                        **usage, **served.sent))
 
     def _budget(self) -> Budget:
-        return Budget(deadline=self._deadline)
+        """What is left of the run's budget now: as of the step, less the calls since."""
+        with self._events_lock:
+            tokens = None if self._tokens_left is None else self._tokens_left - self._tokens
+            cost = None if self._cost_left is None else self._cost_left - self._cost
+            return Budget(deadline=self._deadline, tokens_left=tokens, cost_left=cost)
+
+    def _budget_refused(self, reason: str) -> None:
+        """The gateway refused a request for a spent budget: the step ends, and the run."""
+        self._refused = reason
+        self._bridge.wake()
 
     # ---------------------------------------------------------------------------- the process
 
@@ -208,34 +278,80 @@ class FrameworkPolicy(LLMAgent):
 
     def _start(self, observation: Observation) -> None:
         run_dir = Path(self.cache_path).parent if self.cache_path else Path.cwd()
+        self._run_dir = run_dir
         mode = self.options.get("tool_call_mode", "auto")
         self._gateway = Gateway(self.client.settings, self.client,
                                 first_index=self.memory.llm_calls, record=self._record,
-                                budget=self._budget,
-                                emulate_tools=None if mode == "auto" else mode == "emulated")
+                                budget=self._budget, refused=self._budget_refused,
+                                emulate_tools=None if mode == "auto" else mode == "emulated",
+                                context_tokens=self.options.get("context_tokens"))
         base_url = self._gateway.start()
         self._tools = ToolServer(self._bridge)
         mcp_url = self._tools.start()
-        task_file = run_dir / "framework_task.md"
-        task_file.write_text(self.task_prompt(observation), encoding="utf-8")
-        home = run_dir / HOME_DIR  # the framework's home: what it writes stays with the run
-        home.mkdir(exist_ok=True)
+        task = self.task_prompt(observation)
+        (run_dir / TASK_FILE).write_text(task, encoding="utf-8")  # the run's record of it
+        _end_earlier(run_dir / PID_FILE)  # a killed run's framework, should it have outlived it
+        steps, marker = self._private_folder(task)
+        assert self._folder is not None
+        home = self._folder / "home"
         env = driver_environment(base_url, self._gateway.key, self.client.settings.model,
-                                 mcp_url, self._tools.token, task_file, self.options, home)
+                                 mcp_url, self._tools.token, self._folder / TASK_FILE,
+                                 self.options, home)
+        env.update({confine.PARENT_VAR: str(os.getpid()), confine.PLAN_VAR: json.dumps(steps),
+                    MARKER_VARIABLE: marker})
         self.memory.starts += 1
         log = (run_dir / LOG_FILE).open("ab")
         log.write(f"\n--- start {self.memory.starts}: python -m {self.driver}\n".encode())
         log.flush()
-        _end_earlier(run_dir / PID_FILE)  # a killed run's framework, should it have outlived it
-        env["INNOLAB_PARENT_PID"] = str(os.getpid())
-        self._process = subprocess.Popen([sys.executable, "-c", LAUNCH, self.driver], env=env,
-                                         stdin=subprocess.DEVNULL, stdout=log, stderr=log,
-                                         cwd=run_dir, start_new_session=True)
+        if os.geteuid() != 0:  # no other user to run it as: keep it out of this process
+            self._undumpable = confine.Undumpable().__enter__()
+        self._process = subprocess.Popen(
+            [sys.executable, "-m", "innolab.agents.confine", self.driver], env=env,
+            stdin=subprocess.DEVNULL, stdout=log, stderr=log, cwd=home,
+            start_new_session=True)
         log.close()
         self._log = run_dir / LOG_FILE
         (run_dir / PID_FILE).write_text(json.dumps(
             {"pid": self._process.pid, "start": _start_time(self._process.pid)}),
             encoding="utf-8")
+        self._settings = {
+            "tool_call_mode": self._gateway.tool_call_mode, "tool_call_mode_given": mode,
+            "context_tokens": self._gateway.context_tokens(),
+            "context_source": self._gateway.context_source,
+            "libraries": library_versions()}
+        self._write_counts()
+
+    def _private_folder(self, task: str) -> tuple[dict[str, Any], str]:
+        """The framework's own folder (outside the run folder), its plan and its marker.
+
+        Where innolab is root: a user id of its own for it (innolab.gym.userids), its HOME and
+        working folder owned by that user, the tasks' folders hidden (innolab.agents.confine).
+        A warden removes the folder and ends every process of it when the run ends, however it
+        ends.
+        """
+        from innolab.gym.userids import agent_id
+
+        folder = confine.private_folder()
+        marker = secrets.token_hex(8)
+        uid = agent_id() if os.geteuid() == 0 else None
+        mark(folder, uid=uid, marker=marker)
+        self._folder = folder
+        self._warden = Warden(uid, marker, [folder])
+        self._warden.start()
+        home = folder / "home"
+        home.mkdir(mode=0o700)
+        (folder / TASK_FILE).write_text(task, encoding="utf-8")
+        (folder / TASK_FILE).chmod(0o644)
+        if uid is not None:
+            folder.chmod(0o711)  # the framework's user may pass to its home, not list this
+            os.chown(home, uid, uid)
+        import innolab
+
+        tasks = Path(innolab.__file__).resolve().parent / "tasks" / "builtin"
+        steps = confine.plan(uid, home, folder, [tasks]) if uid is not None else {
+            "uid": None, "home": str(home), "folder": str(folder), "expose": [], "hide": [],
+            "unreachable": []}
+        return steps, marker
 
     def _log_tail(self) -> str:
         try:
@@ -244,10 +360,13 @@ class FrameworkPolicy(LLMAgent):
             return ""
         return text[text.rfind("\n--- start "):][-20000:]
 
-    def close(self) -> None:
-        """End the framework with the run: calls waiting are answered, its processes killed."""
-        self._bridge.close("the run has ended (its budget is spent, or it finished): no more "
-                           "tool calls")
+    def close(self, reason: str | None = None) -> None:
+        """End the framework with the run: calls waiting are answered, its processes killed.
+
+        Args:
+            reason: Why the run ended (a tool call waiting, or made after, is told so).
+        """
+        self._bridge.close(ENDED.get(reason or "", "the run has ended: no more tool calls"))
         process = self._process
         if process is not None and process.poll() is None:
             _signal_group(process.pid, signal.SIGTERM)
@@ -258,28 +377,69 @@ class FrameworkPolicy(LLMAgent):
                 process.wait()
         if process is not None:
             _signal_group(process.pid, signal.SIGKILL)  # what it left in its group
-            shutil.rmtree(self._log.parent / HOME_DIR, ignore_errors=True)
-            (self._log.parent / PID_FILE).unlink(missing_ok=True)
+            if self._run_dir is not None:
+                (self._run_dir / PID_FILE).unlink(missing_ok=True)
+        if self._undumpable is not None:
+            self._undumpable.__exit__(None, None, None)
+            self._undumpable = None
         for server in (self._tools, self._gateway):  # the gateway once its calls are recorded
             if server is not None:
                 server.close()
+        if self._folder is not None:
+            self._settings["confinement"] = _read_json(self._folder / confine.STATUS_FILE)
+            own = _read_json(self._folder / "home" / OWN_COUNTS_FILE)
+            if own and self._run_dir is not None:
+                (self._run_dir / OWN_COUNTS_FILE).write_text(json.dumps(own) + "\n",
+                                                             encoding="utf-8")
+        if self._warden is not None:  # its processes ended, its folder removed
+            self._warden.stop()
+            self._warden = None
         if self._gateway is not None and process is not None:
-            counts = {"gateway_requests": self._gateway.served, "mcp_calls": self._bridge.calls,
-                      "starts": self.memory.starts}
-            (self._log.parent / COUNTS_FILE).write_text(json.dumps(counts) + "\n",
-                                                         encoding="utf-8")
+            self._write_counts({"gateway_requests": self._gateway.served,
+                                "gateway_refused": dict(self._gateway.refusals),
+                                "gateway_cancelled": self._gateway.cancelled,
+                                "mcp_calls": self._bridge.calls, "starts": self.memory.starts})
         self._tools = self._gateway = None
+        self._folder = None
+
+    def _write_counts(self, counts: dict[str, Any] | None = None) -> None:
+        if self._run_dir is not None:
+            (self._run_dir / COUNTS_FILE).write_text(
+                json.dumps({**(counts or {}), **self._settings}) + "\n", encoding="utf-8")
 
     def flush_events(self) -> list[Event]:
         """The model calls recorded since the last step (those in flight when the run ended)."""
         return self._drain()
 
 
+def _read_json(path: Path, limit: int = 65536) -> dict[str, Any]:
+    """A small JSON object the framework's process wrote (never through a link; {}: none).
+
+    Only numbers, strings, booleans and None are kept, each at the top level.
+    """
+    try:
+        descriptor = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return {}
+    with os.fdopen(descriptor, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+            return {}
+        data = handle.read(limit + 1)
+    try:
+        value = json.loads(data) if len(data) <= limit else None
+    except ValueError:
+        return {}
+    if not isinstance(value, dict):
+        return {}
+    return {str(k): v for k, v in value.items()
+            if v is None or isinstance(v, bool | int | float | str | list)}
+
+
 def _start_time(pid: int) -> int | None:
     """A process's start time (clock ticks after boot), which a reused pid does not share."""
     try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-        return int(stat[stat.rindex(")") + 2:].split()[19])
+        text = Path(f"/proc/{pid}/stat").read_text()
+        return int(text[text.rindex(")") + 2:].split()[19])
     except (OSError, ValueError, IndexError):
         return None
 
@@ -308,12 +468,13 @@ def driver_environment(base_url: str, key: str, model: str, mcp_url: str, token:
 
     The gateway's URL and run key (in the OpenAI variables too, so a framework's default client
     finds them), the MCP server's URL and token, the task's file and the options; no variable of
-    innolab's own model settings (the real key never reaches the framework); the frameworks'
-    telemetry off.
+    innolab's own model settings nor any that names a key, token, secret or password (the real
+    key never reaches the framework); the frameworks' telemetry off; its HOME, caches and
+    temporary files in its own folder.
     """
     keep = {k: v for k, v in os.environ.items()
             if not k.startswith(("INNOLAB_LLM_", "OPENAI_", "ANTHROPIC_", "LITELLM_"))
-            and not k.endswith("_API_KEY")}
+            and not k.endswith(SECRET_SUFFIXES)}
     return {**keep,
             "INNOLAB_GATEWAY_URL": base_url, "INNOLAB_GATEWAY_KEY": key,
             "INNOLAB_GATEWAY_MODEL": model, "INNOLAB_MCP_URL": mcp_url,
@@ -326,4 +487,5 @@ def driver_environment(base_url: str, key: str, model: str, mcp_url: str, token:
             "HF_HUB_OFFLINE": "1", "DO_NOT_TRACK": "1", "MSWEA_CONFIGURED": "true",
             "MSWEA_SILENT_STARTUP": "1", "MSWEA_GLOBAL_CONFIG_DIR": str(home / "mini-swe-agent"),
             "HOME": str(home), "XDG_CONFIG_HOME": str(home / ".config"),
-            "XDG_CACHE_HOME": str(home / ".cache"), "PYTHONUNBUFFERED": "1"}
+            "XDG_CACHE_HOME": str(home / ".cache"), "TMPDIR": str(home),
+            "PYTHONUNBUFFERED": "1", "PYTHONDONTWRITEBYTECODE": "1"}

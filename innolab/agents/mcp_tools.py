@@ -3,9 +3,10 @@
 `ToolServer` serves the run's tools (shell command, Python in the run's persistent session, read /
 write / list files, validate, submit) with the official `mcp` SDK, under the same names, schemas
 and descriptions the scaffolds use (innolab.gym.tools.TOOL_SPECS), over streamable HTTP on
-127.0.0.1 with a run-scoped bearer token. `python -m innolab.agents.mcp_tools URL TOKEN` serves
-the same tools over stdio (for a framework that starts its MCP servers itself), relaying each call
-to the run's HTTP server.
+127.0.0.1 with a run-scoped bearer token. `python -m innolab.agents.mcp_tools URL` (the token in
+the environment variable INNOLAB_MCP_TOKEN, never on the command line, where any user's `ps` reads
+it) serves the same tools over stdio (for a framework that starts its MCP servers itself), relaying
+each call to the run's HTTP server.
 
 Each call is handed to a `Bridge`, which the run's policy (innolab.agents.bridge) empties into one
 step of the run loop: the dispatcher, budgets and time limits, trace events, checkpoints,
@@ -31,6 +32,7 @@ from innolab.gym.tools import TOOL_SPECS, ToolCall, ToolError, ToolResult, check
 MCP_TOOLS = ("bash", "python_session", "read_file", "write_file", "list_files", "validate",
              "submit")
 SERVER_NAME = "innolab-run"
+TOKEN_VAR = "INNOLAB_MCP_TOKEN"  # the run's MCP token, for the stdio relay (and the drivers)
 
 
 def tool_specs() -> list[dict[str, Any]]:
@@ -265,14 +267,24 @@ async def _relay(url: str, token: str) -> None:
             await server.run(stdin, stdout, server.create_initialization_options())
 
 
+USAGE = (f"usage: {TOKEN_VAR}=TOKEN python -m innolab.agents.mcp_tools URL (the run's MCP "
+         "token in the environment, not on the command line)")
+
+
 def main(argv: list[str] | None = None) -> None:
-    """`python -m innolab.agents.mcp_tools URL TOKEN`: the run's tools over stdio."""
+    """`python -m innolab.agents.mcp_tools URL`: the run's tools over stdio.
+
+    The run's token is read from INNOLAB_MCP_TOKEN.
+    """
+    import os
+
     import anyio
 
     args = sys.argv[1:] if argv is None else argv
-    if len(args) != 2:
-        raise SystemExit("usage: python -m innolab.agents.mcp_tools URL TOKEN")
-    anyio.run(_relay, args[0], args[1])
+    token = os.environ.get(TOKEN_VAR)
+    if len(args) != 1 or not token:
+        raise SystemExit(USAGE)
+    anyio.run(_relay, args[0], token)
 
 
 if __name__ == "__main__":

@@ -33,7 +33,7 @@ def serve(args: argparse.Namespace) -> int:
 
     from innolab.llm import local
 
-    url = local.start()
+    url = local.start(protected=False)  # served for use by hand: no key
     print(url, flush=True)
     try:
         while True:

@@ -72,6 +72,15 @@ class Budget:
         self.tick()
         return None if self.wall_clock_s is None else max(0.0, self.wall_clock_s - self.used_s)
 
+    def remaining_tokens(self) -> int | None:
+        """Tokens left of the token budget (None when it is unlimited; never negative)."""
+        return None if self.max_tokens is None else max(0, self.max_tokens - self.used_tokens)
+
+    def remaining_cost_usd(self) -> float | None:
+        """USD left of the cost budget (None when it is unlimited; never negative)."""
+        return (None if self.max_cost_usd is None
+                else max(0.0, self.max_cost_usd - self.used_cost_usd))
+
     def spend(self, steps: int = 0, tokens: int = 0, cost_usd: float = 0.0) -> None:
         """Count steps, tokens and cost as used (and bring the clock up to now)."""
         self.used_steps += steps

@@ -31,10 +31,8 @@ user, they can append to the log but neither read it nor change the hook.
 from __future__ import annotations
 
 import errno
-import grp
 import io
 import os
-import pwd
 import secrets
 import shutil
 import signal
@@ -52,9 +50,7 @@ from innolab.gym.leftovers import (
     Warden,
     kill_sandbox,
     mark,
-    read_mark,
     remove_tree,
-    sandbox_pids,
 )
 from innolab.gym.sandbox import (
     MAX_FILE_BYTES,
@@ -64,60 +60,9 @@ from innolab.gym.sandbox import (
     safe_members,
     workspace_path,
 )
+from innolab.gym.userids import agent_id
 
 AGENT_PATH = "/usr/local/bin:/usr/bin:/bin"
-# above the ids of accounts and of the usual subordinate-id ranges
-AGENT_IDS = (2**28, 2**28 + 2**24)
-FALLBACK_IDS = (60000, 65534)
-
-
-def _mapped(path: str) -> list[tuple[int, int]]:
-    """The id ranges [first, end) that this process's user namespace maps."""
-    try:
-        lines = Path(path).read_text().splitlines()
-    except OSError:
-        return [(0, 2**32 - 1)]
-    return [
-        (int(a), int(a) + int(n)) for a, _, n in (line.split() for line in lines if line.strip())
-    ]
-
-
-def _taken(candidate: int) -> bool:
-    """Whether an id is taken: an account's or a group's, a process's, or an unreaped sandbox's."""
-    for lookup in (pwd.getpwuid, grp.getgrgid):
-        try:
-            lookup(candidate)
-            return True
-        except KeyError:
-            pass
-    marks = (read_mark(folder) for folder in Path(tempfile.gettempdir()).glob("innolab-ws-*"))
-    return bool(sandbox_pids(candidate, None)) or any(
-        m and m.get("uid") == candidate for m in marks
-    )
-
-
-def agent_id() -> int:
-    """An unused user id (also the group id) for one sandbox's commands, mapped in this namespace.
-
-    Returns:
-        The id.
-
-    Raises:
-        SandboxError: No unused id is mapped.
-    """
-    maps = [_mapped("/proc/self/uid_map"), _mapped("/proc/self/gid_map")]
-    rng = secrets.SystemRandom()
-    for first, end in (AGENT_IDS, FALLBACK_IDS):
-        spans = [(max(first, a), min(end, b)) for a, b in maps[0] if min(end, b) > max(first, a)]
-        spans = [(a, b) for a, b in spans if any(c <= a and b <= d for c, d in maps[1])]
-        for _ in range(64 if spans else 0):
-            low, high = rng.choice(spans)
-            candidate = rng.randrange(low, high)
-            if not _taken(candidate):
-                return candidate
-    raise SandboxError(
-        "no unused user id is mapped in this user namespace for the sandbox's commands"
-    )
 
 
 def _check_passable(folder: Path) -> None:

@@ -42,7 +42,8 @@ class Observation:
     """What a policy sees at the start of a step.
 
     The step's number, the task's description, the last step's tool results, the seconds left of
-    the wall-clock budget (None: no limit), the objective's direction and the workspace rules.
+    the wall-clock budget (None: no limit), the objective's direction, the workspace rules, and
+    what is left of the token and cost budgets (None: no limit).
     """
 
     step: int
@@ -53,6 +54,8 @@ class Observation:
     workspace_rules: str | None = (
         None  # what the workspace holds and how answers count (None: the scaffold's own)
     )
+    remaining_tokens: int | None = None  # of the run's token budget (None: no limit)
+    remaining_cost_usd: float | None = None  # of the run's cost budget (None: no limit)
 
 
 class Policy(Protocol):
@@ -98,11 +101,16 @@ class AgentFailed(RuntimeError):
 
     Attributes:
         traceback: The agent's own traceback, where it has one.
+        tokens: The tokens its model calls used since the last step (they count against the
+            run's budget, as a step's do).
+        cost_usd: Their cost.
     """
 
-    def __init__(self, message: str, traceback: str | None = None) -> None:
+    def __init__(self, message: str, traceback: str | None = None, tokens: int = 0,
+                 cost_usd: float = 0.0) -> None:
         super().__init__(message)
         self.traceback = traceback
+        self.tokens, self.cost_usd = tokens, cost_usd
 
 
 AgentMode = Literal["workflow", "agent", "framework", "no model"]

@@ -8,6 +8,7 @@ innolab.scoring, outside the gym.
 
 from __future__ import annotations
 
+import inspect
 import json
 import re
 import secrets
@@ -293,15 +294,22 @@ def _execute(folder: RunDir, build_policy: PolicyFactory, resume: bool,
         # after a resume, the persistent interpreter is rebuilt by replaying its recorded actions
         toolbox = Toolbox(sandbox, validator, session_replay=state.session_code())
         run = RunContext(folder, config, task, policy, sandbox, toolbox, trace)
+        reason: str | None = None
         try:
             reason = _steps(run, state, show_progress)
         finally:
             try:
                 closing = getattr(policy, "close", None)
-                if closing is not None:  # an external framework ends with its run
-                    closing()
+                if closing is not None:  # an external framework ends with its run, told why
+                    if "reason" in inspect.signature(closing).parameters:
+                        closing(reason=reason)
+                    else:
+                        closing()
                     for event in getattr(policy, "flush_events", list)():
                         trace.emit(event.model_copy(update={"step": None}))
+                        if isinstance(event, LLMCall):  # its usage counts, as a step's does
+                            state.budget.spend(tokens=event.prompt_tokens +
+                                               event.completion_tokens, cost_usd=event.cost_usd)
             finally:
                 toolbox.close()
         final = _final_submission(folder, state.submissions, task.direction)
@@ -366,7 +374,8 @@ def step(run: RunContext, state: RunState) -> str | None:
     if reason:
         return reason
     observation = Observation(state.step, task.description, state.results, budget.remaining_s(),
-                              task.direction, task.workspace_rules)
+                              task.direction, task.workspace_rules, budget.remaining_tokens(),
+                              budget.remaining_cost_usd())
     try:
         action = run.policy.step(observation)
     except LLMError as error:  # the model stayed unreachable after its retries: end cleanly
@@ -376,6 +385,7 @@ def step(run: RunContext, state: RunState) -> str | None:
         # failure to retry, not a result); the clock that ran out while it answered ends it so
         return "llm_error" if error.model_failed else (budget.exhausted() or "llm_error")
     except AgentFailed as error:  # an external framework raised or exited with an error
+        budget.spend(tokens=error.tokens, cost_usd=error.cost_usd)  # its model calls' usage
         for event in getattr(error, "events", []):
             trace.emit(event.model_copy(update={"step": state.step}))
         trace.emit(AgentError(step=state.step, error=str(error)[:2000],

@@ -7,6 +7,7 @@ import email.utils
 import json
 import random
 import re
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
@@ -16,7 +17,7 @@ from typing import Any
 from innolab.llm import gate as gates
 from innolab.llm import local
 from innolab.llm.cache import ResponseCache, request_key
-from innolab.llm.errors import LLMError
+from innolab.llm.errors import LLMCancelled, LLMError
 from innolab.llm.settings import LLMSettings
 
 
@@ -180,6 +181,73 @@ def request_tokens(request: dict[str, Any]) -> int:
     return estimate_tokens(sent) + int(request.get("max_tokens") or 0)
 
 
+def _cancelled(request: dict[str, Any], text: str, chunks: int, reached: bool,
+               prompt_tokens: int | None = None) -> LLMCancelled:
+    """The error of a cancelled call, with what it had produced."""
+    error = LLMCancelled("cancelled: the caller went away (the upstream request was closed)")
+    error.partial = {"response": text, "completion_tokens": chunks, "reached": reached,
+                     "prompt_tokens": prompt_tokens if prompt_tokens is not None else
+                     (estimate_tokens(json.dumps([request.get("messages"), request.get("tools")]))
+                      if reached else 0)}
+    return error
+
+
+def _read_stream(sdk: Any, request: dict[str, Any], timeout: float,
+                 headers: dict[str, str] | None, cancel: threading.Event) -> Any:
+    """One request sent with `stream`, read chunk by chunk until its end or a cancel.
+
+    Returns:
+        The reply as a chat completion reads (`choices[0].message`, `usage`): content and tool
+        calls put together from the chunks, the usage the endpoint sent with its last chunk (else
+        innolab's estimate: the prompt's, and a token per chunk).
+
+    Raises:
+        LLMCancelled: `cancel` was set; the response is closed (the server stops generating).
+    """
+    from types import SimpleNamespace
+
+    text: list[str] = []
+    calls: dict[int, dict[str, str]] = {}
+    usage: Any = None
+    chunks = 0
+    stream = sdk.chat.completions.create(**request, stream=True,
+                                         stream_options={"include_usage": True},
+                                         timeout=timeout, extra_headers=headers)
+    try:
+        for chunk in stream:
+            if cancel.is_set():
+                raise _cancelled(request, "".join(text), chunks, reached=True,
+                                 prompt_tokens=getattr(usage, "prompt_tokens", None))
+            usage = getattr(chunk, "usage", None) or usage
+            for choice in chunk.choices or []:
+                delta = choice.delta
+                if delta is None:
+                    continue
+                if delta.content:
+                    text.append(delta.content)
+                    chunks += 1
+                for call in delta.tool_calls or []:
+                    entry = calls.setdefault(call.index or 0, {"id": "", "name": "",
+                                                               "arguments": ""})
+                    entry["id"] = call.id or entry["id"]
+                    if call.function is not None:
+                        entry["name"] += call.function.name or ""
+                        entry["arguments"] += call.function.arguments or ""
+                    chunks += 1
+        if cancel.is_set():
+            raise _cancelled(request, "".join(text), chunks, reached=True,
+                             prompt_tokens=getattr(usage, "prompt_tokens", None))
+    finally:
+        stream.close()  # at the end, or cancelled: the connection goes, and the generation
+    tool_calls = [SimpleNamespace(id=c["id"], function=SimpleNamespace(
+        name=c["name"], arguments=c["arguments"])) for _, c in sorted(calls.items())]
+    if usage is None:
+        usage = SimpleNamespace(prompt_tokens=estimate_tokens(json.dumps(
+            [request.get("messages"), request.get("tools")])), completion_tokens=chunks)
+    message = SimpleNamespace(content="".join(text) or None, tool_calls=tool_calls or None)
+    return SimpleNamespace(choices=[SimpleNamespace(message=message)], usage=usage)
+
+
 def _retryable(error: Exception) -> bool:
     import openai
 
@@ -229,12 +297,10 @@ class LLMClient:
         if self._client is None:
             import openai
 
-            base_url = self.settings.base_url
-            if base_url is None:
-
-                base_url = local.start()
-            self._client = openai.OpenAI(base_url=base_url,
-                                         api_key=self.settings.api_key or "not-needed",
+            base_url, key = self.settings.base_url, self.settings.api_key
+            if base_url is None:  # the embedded model, behind a key only innolab holds
+                base_url, key = local.start(), local.api_key()
+            self._client = openai.OpenAI(base_url=base_url, api_key=key or "not-needed",
                                          max_retries=0, timeout=self.settings.timeout_s)
         return self._client
 
@@ -311,7 +377,7 @@ class LLMClient:
 
     def chat(self, messages: list[dict[str, Any]], response_format: dict[str, Any] | None = None,
              tools: list[dict[str, Any]] | None = None, call_index: int | None = None,
-             max_tokens: int | None = None) -> Completion:
+             max_tokens: int | None = None, cancel: threading.Event | None = None) -> Completion:
         """Make one chat completion (or take it from the cache).
 
         With `call_index` (a run's model calls are numbered), the seed derives from (the settings'
@@ -324,6 +390,10 @@ class LLMClient:
             tools: The tools' specifications, or None.
             call_index: The call's index in the run, or None.
             max_tokens: The reply's cap, below the settings' (None: the settings').
+            cancel: Set by another thread to cancel the call (None: it cannot be). With one, the
+                reply is read from the endpoint as it streams, and a cancel closes the request
+                at the next chunk (an OpenAI-compatible server such as llama.cpp then stops
+                generating): LLMCancelled.
 
         Returns:
             The completion.
@@ -332,6 +402,7 @@ class LLMClient:
             LLMError: The endpoint failed after the retries, the run's deadline passed, or a
                 replay found no cached response; its `sent` holds the sampling settings, and for
                 a call that reached the endpoint its attempts, latency_s and wait_s.
+            LLMCancelled: `cancel` was set (what the call had produced in its `partial`).
         """
         request = self.request(messages, response_format, tools, call_index, max_tokens)
         cache_key = {**request, "_call_index": call_index} if call_index is not None else request
@@ -340,7 +411,7 @@ class LLMClient:
                 "call_index": call_index, "sampling": dict(request.get("extra_body") or {})}
         try:
             return self._complete(request, cache_key, key, sent, messages, response_format, tools,
-                                  call_index)
+                                  call_index, cancel)
         except LLMError as error:
             error.sent = {**sent, **getattr(error, "spent", {})}
             raise
@@ -348,7 +419,7 @@ class LLMClient:
     def _complete(self, request: dict[str, Any], cache_key: dict[str, Any], key: str,
                   sent: dict[str, Any], messages: list[dict[str, Any]],
                   response_format: dict[str, Any] | None, tools: list[dict[str, Any]] | None,
-                  call_index: int | None) -> Completion:
+                  call_index: int | None, cancel: threading.Event | None = None) -> Completion:
         if self.cache is not None:
             hit = self.cache.get(cache_key)
             if hit is not None:
@@ -379,6 +450,8 @@ class LLMClient:
         down = False
         while True:
             attempt += 1
+            if cancel is not None and cancel.is_set():  # before (another) attempt is sent
+                raise _cancelled(request, "", 0, reached=attempt > 1)
             timeout = self.settings.timeout_s
             try:
                 sdk = self._sdk()  # made before the slot is held
@@ -394,8 +467,11 @@ class LLMClient:
                         if timeout <= 0:
                             raise failed("the run's time budget ran out before the model answered",
                                          by_model=down)
-                    response = sdk.chat.completions.create(
-                        **request, timeout=timeout, extra_headers=headers)
+                    if cancel is None:
+                        response = sdk.chat.completions.create(
+                            **request, timeout=timeout, extra_headers=headers)
+                    else:  # read as it streams: a cancel closes it at the next chunk
+                        response = _read_stream(sdk, request, timeout, headers, cancel)
                 payload = self._payload(response, key)
                 break
             except LLMError:

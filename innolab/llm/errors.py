@@ -21,3 +21,19 @@ class LLMError(RuntimeError):
     sent: dict = {}  # noqa: RUF012 - replaced per instance, never mutated
     spent: dict = {}  # noqa: RUF012 - replaced per instance, never mutated
     model_failed: bool = True
+
+
+class LLMCancelled(LLMError):
+    """A call its caller cancelled (a gateway's client that disconnected).
+
+    The upstream request was closed, and the model's generation with it.
+
+    Attributes:
+        partial: What it had produced when it was closed: `response` (its text so far),
+            `completion_tokens` (its chunks so far, a token each), `prompt_tokens` (the endpoint's
+            count where it said, else innolab's estimate) and `reached` (whether the request had
+            been sent).
+    """
+
+    model_failed = False
+    partial: dict = {}  # noqa: RUF012 - replaced per instance, never mutated

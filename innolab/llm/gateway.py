@@ -3,12 +3,16 @@
 An agent framework that owns its loop (innolab.agents.bridge) gets the gateway's URL and a
 run-scoped key, never the real API key. Every request it makes goes through the run's
 `LLMClient`: numbered (`call_index`) and seeded by the run's rule, cached (a resumed run repeats
-no call, a replay needs no endpoint), metered (tokens, cost, waits), paced by the endpoint's and a
-sweep's shared limits and cost cap (innolab.llm.gate), and recorded as an `llm_call` event (handed
-to `record`). A request past the run's budget (its wall clock, tokens or cost) is refused with
-status 402 and a message saying which.
+no call, a replay needs no endpoint), metered (tokens, cost, waits), paced by the endpoint's limits,
+shared by a sweep's workers where the sweep states them (innolab.llm.gate), and recorded as an
+`llm_call` event (handed to `record`). Before each request the gateway asks what is left of the
+run's budget (`budget`): a request past its wall clock, its token budget or its cost budget is
+refused with status 402 and a message naming the budget, before the model is called, so a run
+goes past its token or cost budget by one request at most (those in flight at once: one each).
 
-Endpoints: `GET /v1/models` and `POST /v1/chat/completions` (with `stream`, and with `tools`).
+Endpoints: `GET /v1/models` and `POST /v1/chat/completions` (with `stream`, and with `tools`). A
+request that breaks a rule (a `max_tokens` that is not a positive whole number, a message that is
+not an object, a tool without `function.name`...) gets 400 naming the field and the rule.
 
 Where the model has no native tool calls (the embedded llama.cpp server accepts `tools` and
 ignores them: `/props` says `supports_tool_calls: false`), the gateway provides them
@@ -17,7 +21,14 @@ keeps warm calls short), earlier tool calls and results are rendered as text, an
 schema-constrained completion of `{"name", "arguments"}` (one alternative per tool, string
 arguments with `maxLength`) returned as `tool_calls` (streamed too). Every request's
 `max_tokens` is capped at the run's; a conversation beyond the model's context is folded (the
-oldest turns after the first user message give way to a note) rather than refused.
+oldest turns after the first user message give way to a note) rather than refused. The context
+is the endpoint's (its `/v1/models`), else the embedded server's (`innolab.llm.local.N_CTX`), else
+ENDPOINT_CONTEXT for an endpoint that reports none; `context_source` says which.
+
+The model's reply is read from the endpoint as it streams (`LLMClient.chat(cancel=...)`): a client
+that disconnects before its reply cancels the upstream request at the next chunk (llama.cpp stops
+generating when its client goes), and the call is recorded as cancelled, with the tokens it had
+produced.
 """
 
 from __future__ import annotations
@@ -32,6 +43,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from innolab.llm import local
 from innolab.llm.client import (
     CHARS_PER_TOKEN,
     Completion,
@@ -39,17 +51,23 @@ from innolab.llm.client import (
     estimate_tokens,
     parse_json_object,
 )
-from innolab.llm.errors import LLMError
+from innolab.llm.errors import LLMCancelled, LLMError
 from innolab.llm.loopback import LoopbackServer
 from innolab.llm.settings import LLMSettings
 
 ARGUMENT_CHARS = 300  # the longest string argument of an emulated tool call (a small model stops)
-DEFAULT_CONTEXT = 4096  # tokens, where the endpoint does not say
+# an endpoint's context where its /v1/models says none: today's hosted models have at least this
+ENDPOINT_CONTEXT = 32_768
 FOLD_NOTE = "[{n} earlier message(s) were folded to fit the model's context]"
 TOOLS_PROMPT = (
     "You act by calling tools. Reply with one JSON object, "
     '{{"name": TOOL, "arguments": {{...}}}}, and nothing else.\nThe tools:\n{tools}'
 )
+# each budget a request may be refused for, as a run's end reason, and its words
+BUDGETS = {"wall_clock": "the run's wall-clock budget is spent (its setting: budget)",
+           "tokens": "the run's token budget is spent (its setting: token_budget)",
+           "cost": "the run's cost budget is spent (its setting: cost_budget_usd)"}
+CLOSE_WAIT_S = 30.0  # the longest `close` waits for calls in flight to be cancelled and recorded
 
 
 @dataclass
@@ -66,15 +84,20 @@ class Budget:
     tokens_left: float | None = None
     cost_left: float | None = None
 
-    def refused(self) -> str | None:
-        """Why a request is refused now (None: it may go)."""
+    def spent(self) -> str | None:
+        """The budget that is spent now, as a run's end reason (BUDGETS; None: none is)."""
         if self.deadline is not None and time.monotonic() >= self.deadline:
-            return "the run's wall-clock budget is spent"
+            return "wall_clock"
         if self.tokens_left is not None and self.tokens_left <= 0:
-            return "the run's token budget is spent"
+            return "tokens"
         if self.cost_left is not None and self.cost_left <= 0:
-            return "the run's cost budget is spent"
+            return "cost"
         return None
+
+    def refused(self) -> str | None:
+        """Why a request is refused now, in words naming the budget (None: it may go)."""
+        spent = self.spent()
+        return None if spent is None else BUDGETS[spent]
 
 
 @dataclass
@@ -82,11 +105,13 @@ class Served:
     """What the gateway did for one request (the bridge records it as an `llm_call` event).
 
     Attributes:
-        completion: The completion (None where the call failed).
+        completion: The completion (None where the call failed or was cancelled).
         error: Why it failed (None: it did not).
         sent: The sampling settings it was sent with (seed, call index...).
         emulated: Whether its tool calls were emulated.
         folded: How many messages were folded to fit the context.
+        cancelled: Whether its client disconnected first (the upstream request was closed).
+        partial: For a cancelled call, what it had produced (LLMCancelled.partial).
     """
 
     completion: Completion | None
@@ -94,6 +119,8 @@ class Served:
     sent: dict[str, Any] = field(default_factory=dict)
     emulated: bool = False
     folded: int = 0
+    cancelled: bool = False
+    partial: dict[str, Any] = field(default_factory=dict)
 
 
 class Gateway:
@@ -104,36 +131,52 @@ class Gateway:
         url: The base URL (`http://127.0.0.1:<port>/v1`) once started.
         key: The run-scoped key a client must send as `Authorization: Bearer <key>`.
         next_index: The call index of the next request (the run's numbering).
-        served: How many requests reached the model (refused ones excluded).
+        served: How many requests were numbered and recorded (refused ones excluded).
+        refusals: Requests refused for the budget, by budget (BUDGETS' keys).
+        cancelled: Requests whose client disconnected before their reply.
+        emulate_tools: Whether tool calls are emulated (`tool_call_mode`).
     """
 
     def __init__(self, settings: LLMSettings, client: LLMClient, *, first_index: int = 0,
                  record: Callable[[Served], None] | None = None,
                  budget: Callable[[], Budget] | None = None,
-                 emulate_tools: bool | None = None, context_tokens: int | None = None) -> None:
+                 emulate_tools: bool | None = None, context_tokens: int | None = None,
+                 refused: Callable[[str], None] | None = None) -> None:
         """Make a gateway; `start()` serves it.
 
         Args:
             settings: The run's model settings (its `max_tokens` caps every request).
             client: The run's LLM client (cache, gates, retries).
             first_index: The call index of the first request (after a resume: the count so far).
-            record: Called with what was served, once per request that reached the model.
+            record: Called with what was served, once per request numbered (sent, failed or
+                cancelled).
             budget: What is left of the run's budget, asked before each request.
             emulate_tools: Provide tool calls (None: for the embedded model, which has none).
-            context_tokens: The model's context (None: the endpoint's, else 4,096).
+            context_tokens: The model's context (None: the endpoint's, else a default: the
+                module's docstring).
+            refused: Called with the budget (BUDGETS' key) each time a request is refused for it.
         """
         self.settings, self.client = settings, client
         self.next_index, self.served = first_index, 0
         self.record = record or (lambda served: None)
         self.budget = budget or Budget
+        self.on_refused = refused or (lambda reason: None)
         self.emulate_tools = (not settings.base_url) if emulate_tools is None else emulate_tools
         self._context = context_tokens
+        self.context_source = "given" if context_tokens is not None else None
+        self.refusals: dict[str, int] = {}
+        self.cancelled = 0
         self.key = "innolab-run-" + secrets.token_urlsafe(24)
         self.url: str | None = None
         self._server: LoopbackServer | None = None
         self._lock = threading.Lock()
         self._idle = threading.Condition()
-        self._in_flight = 0
+        self._in_flight: set[threading.Event] = set()
+
+    @property
+    def tool_call_mode(self) -> str:
+        """How tool calls are served: "emulated" (under a JSON schema) or "native"."""
+        return "emulated" if self.emulate_tools else "native"
 
     # ----------------------------------------------------------------------------- serving
 
@@ -148,14 +191,19 @@ class Gateway:
         self.url = f"{self._server.url}/v1"
         return self.url
 
-    def close(self, wait_s: float = 60.0) -> None:
-        """Stop serving, once the requests in flight have their replies (each one recorded).
+    def close(self, wait_s: float = CLOSE_WAIT_S) -> None:
+        """Stop serving: the requests in flight are cancelled and recorded first.
+
+        Each upstream request in flight is closed at its next chunk (its model stops generating),
+        so this waits for no orphaned generation, only for each call to be recorded.
 
         Args:
             wait_s: The longest wait for requests in flight.
         """
         deadline = time.monotonic() + wait_s
         with self._idle:
+            for cancel in self._in_flight:
+                cancel.set()
             while self._in_flight and time.monotonic() < deadline:
                 self._idle.wait(deadline - time.monotonic())
         if self._server is not None:
@@ -163,9 +211,18 @@ class Gateway:
             self._server = None
 
     def context_tokens(self) -> int:
-        """The model's context in tokens (the endpoint's, else 4,096), asked once."""
+        """The model's context in tokens, found once (`context_source` says where)."""
         if self._context is None:
-            self._context = self.client.context_tokens() or DEFAULT_CONTEXT
+            reported = None if self.client.replay_only else self.client.context_tokens()
+            if reported:
+                self._context, self.context_source = reported, "the endpoint's /v1/models"
+            elif not self.settings.base_url:
+                self._context = local.N_CTX
+                self.context_source = "the embedded server's context (innolab.llm.local.N_CTX)"
+            else:
+                self._context = ENDPOINT_CONTEXT
+                self.context_source = ("innolab's default for an endpoint whose /v1/models "
+                                       "reports none (gateway.ENDPOINT_CONTEXT)")
         return self._context
 
     # ---------------------------------------------------------------------------- endpoints
@@ -184,7 +241,7 @@ class Gateway:
              "created": 0}]})
 
     async def _chat(self, request: Any) -> Any:
-        from starlette.responses import JSONResponse, StreamingResponse
+        from starlette.responses import JSONResponse, Response, StreamingResponse
 
         if not self._authorised(request):
             return _error(401, "the run's gateway key is required (Authorization: Bearer ...)")
@@ -192,12 +249,28 @@ class Gateway:
             body = await request.json()
         except ValueError:
             return _error(400, "the request body is not JSON")
-        if not isinstance(body, dict) or not isinstance(body.get("messages"), list):
-            return _error(400, "messages: a list of chat messages is required")
-        refused = self.budget().refused()
-        if refused:
-            return _error(402, f"{refused}: no more model calls in this run", "budget_exhausted")
-        reply = await asyncio.to_thread(self.complete, body)
+        problem = check_request(body)
+        if problem:
+            return _error(400, problem)
+        spent = self.budget().spent()
+        if spent:
+            with self._lock:
+                self.refusals[spent] = self.refusals.get(spent, 0) + 1
+            self.on_refused(spent)
+            return _error(402, f"{BUDGETS[spent]}: no more model calls in this run",
+                          "budget_exhausted")
+        cancel = threading.Event()
+        work = asyncio.ensure_future(asyncio.to_thread(self.complete, body, cancel))
+        gone = asyncio.ensure_future(_disconnected(request))
+        await asyncio.wait({work, gone}, return_when=asyncio.FIRST_COMPLETED)
+        if not work.done():  # the client went away: the upstream request goes too
+            cancel.set()
+            with self._lock:
+                self.cancelled += 1
+            await work  # recorded, as cancelled, once the upstream request is closed
+            return Response(status_code=499)  # no one reads it
+        gone.cancel()
+        reply = work.result()
         if isinstance(reply, tuple):
             return _error(*reply)
         if body.get("stream"):
@@ -206,25 +279,29 @@ class Gateway:
 
     # ---------------------------------------------------------------------------- completing
 
-    def complete(self, body: dict[str, Any]) -> dict[str, Any] | tuple[int, str]:
+    def complete(self, body: dict[str, Any],
+                 cancel: threading.Event | None = None) -> dict[str, Any] | tuple[int, str]:
         """One chat completion for a request body, as an OpenAI `chat.completion` object.
 
         Args:
-            body: The request as the client sent it.
+            body: The request as the client sent it (checked: `check_request`).
+            cancel: Set to cancel the call (its client went away).
 
         Returns:
             The completion object, or (status, message) where the model failed.
         """
+        cancel = cancel or threading.Event()
         with self._idle:
-            self._in_flight += 1
+            self._in_flight.add(cancel)
         try:
-            return self._complete(body)
+            return self._complete(body, cancel)
         finally:
             with self._idle:
-                self._in_flight -= 1
+                self._in_flight.discard(cancel)
                 self._idle.notify_all()
 
-    def _complete(self, body: dict[str, Any]) -> dict[str, Any] | tuple[int, str]:
+    def _complete(self, body: dict[str, Any],
+                  cancel: threading.Event) -> dict[str, Any] | tuple[int, str]:
         tools = [t for t in body.get("tools") or [] if t.get("type", "function") == "function"]
         emulated = bool(tools) and self.emulate_tools and body.get("tool_choice") != "none"
         messages = _plain_messages(body["messages"]) if emulated else body["messages"]
@@ -236,8 +313,8 @@ class Gateway:
                             *messages[1:]]
             else:
                 messages = [{"role": "system", "content": tools_text}, *messages]
-        cap = min(int(body.get("max_completion_tokens") or body.get("max_tokens")
-                      or self.settings.max_tokens), self.settings.max_tokens)
+        asked = body.get("max_completion_tokens") or body.get("max_tokens")
+        cap = min(int(asked or self.settings.max_tokens), self.settings.max_tokens)
         messages, folded = _fold(messages, self.context_tokens() - cap)
         response_format = _call_schema(tools, cap) if emulated else body.get("response_format")
         with self._lock:
@@ -246,7 +323,12 @@ class Gateway:
         try:
             completion = self.client.chat(messages, response_format=response_format,
                                           tools=None if emulated else (tools or None),
-                                          call_index=index, max_tokens=cap)
+                                          call_index=index, max_tokens=cap, cancel=cancel)
+        except LLMCancelled as error:
+            self.served += 1
+            self.record(Served(None, str(error), dict(getattr(error, "sent", {})), emulated,
+                               folded, cancelled=True, partial=dict(error.partial)))
+            return 499, "the request was cancelled: its client went away"
         except LLMError as error:
             self.served += 1
             self.record(Served(None, str(error)[:500], dict(getattr(error, "sent", {})),
@@ -256,6 +338,69 @@ class Gateway:
         self.record(Served(completion, None, {}, emulated, folded))
         return _completion_object(completion, self.settings.model, index,
                                   _tool_calls(completion, tools, index) if emulated else None)
+
+
+async def _disconnected(request: Any) -> None:
+    """Return once the request's client has disconnected (its body read already)."""
+    while (await request.receive())["type"] != "http.disconnect":
+        pass
+
+
+def check_request(body: Any) -> str | None:
+    """What breaks a rule in a chat completion request, naming the field and the rule.
+
+    Args:
+        body: The request body, as parsed.
+
+    Returns:
+        The first problem found (None: the request may go).
+    """
+    if not isinstance(body, dict):
+        return "the request body must be a JSON object"
+    messages = body.get("messages")
+    if not isinstance(messages, list):
+        return "messages: a list of chat messages is required"
+    for i, message in enumerate(messages):
+        if not isinstance(message, dict):
+            return f"messages[{i}]: a message must be an object, got {type(message).__name__}"
+        if not isinstance(message.get("role"), str):
+            return f"messages[{i}].role: a message needs a role (a string)"
+        content = message.get("content")
+        if content is not None and not isinstance(content, str | list):
+            return f"messages[{i}].content: text or a list of content parts, got " \
+                   f"{type(content).__name__}"
+        for j, call in enumerate(message.get("tool_calls") or []):
+            function = call.get("function") if isinstance(call, dict) else None
+            if not isinstance(function, dict) or not _name(function.get("name")):
+                return (f"messages[{i}].tool_calls[{j}].function.name: a tool call needs the "
+                        "name of its function")
+    for name in ("max_tokens", "max_completion_tokens"):
+        value = body.get(name)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int)
+                                  or value < 1):
+            return f"{name}: a positive whole number of tokens is required, got {value!r}"
+    tools = body.get("tools")
+    if tools is not None:
+        if not isinstance(tools, list):
+            return "tools: a list of tools is required"
+        for i, tool in enumerate(tools):
+            if not isinstance(tool, dict):
+                return f"tools[{i}]: a tool must be an object"
+            if tool.get("type", "function") != "function":
+                continue  # a kind the gateway does not serve: left out
+            function = tool.get("function", tool)
+            if not isinstance(function, dict) or not _name(function.get("name")):
+                return f"tools[{i}].function.name: a function tool needs a name"
+            parameters = function.get("parameters")
+            if parameters is not None and not isinstance(parameters, dict):
+                return f"tools[{i}].function.parameters: a JSON schema (an object) is required"
+    if "stream" in body and not isinstance(body["stream"], bool):
+        return f"stream: true or false, got {body['stream']!r}"
+    return None
+
+
+def _name(value: Any) -> bool:
+    return isinstance(value, str) and bool(value.strip())
 
 
 # ------------------------------------------------------------------------------- emulation

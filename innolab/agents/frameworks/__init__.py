@@ -13,7 +13,9 @@ Their own loops, on the run's tools over MCP and the run's model through the gat
 
 Each comes from the optional extra `innolab[agents]` (pinned in constraints.txt), used as installed
 and unmodified; a missing one is a clear error naming the install command. config.json records the
-framework's version (in its `policy_args`).
+framework's version and those of the libraries it speaks through (`mcp`, `openai`, `litellm`), in
+its `policy_args`; framework.json what the run resolved (the tool-call mode, the gateway's context,
+the confinement of its process).
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from innolab.agents.bridge import FrameworkPolicy
+from innolab.agents.bridge import FrameworkPolicy, library_versions
 from innolab.gym.policy import AgentSpec
 
 ToolCalls = Literal["auto", "native", "emulated"]
@@ -41,28 +43,37 @@ def framework_version(distribution: str) -> str | None:
 
 
 def resolve_framework(distribution: str) -> Any:
-    """A `resolve` hook that records the framework's version, refusing a missing extra."""
+    """A `resolve` hook that records the framework's version, refusing a missing extra.
+
+    The versions of the libraries it speaks through (`mcp`, `openai`, `litellm`) are recorded
+    beside it (`library_versions`).
+    """
     def check(options: dict[str, Any]) -> dict[str, Any]:
         version = framework_version(distribution)
         if version is None:
             raise ValueError(f"{distribution} is not installed: {INSTALL}")
-        return {**options, "framework_version": version}
+        return {**options, "framework_version": version, "library_versions": library_versions()}
     return check
 
 
 def fixed_texts(driver: str, package: str, files: tuple[str, ...]) -> dict[str, str]:
     """The fixed prompt texts a framework's run is shown.
 
-    Its driver's strings and the prompt files of the framework's own package: what the leak scan
-    reads, as for the scaffolds.
+    Its driver's strings, the gateway's (the emulated tool calls' prompt, the folding note, its
+    refusals) and the prompt files of the framework's own package: what the leak scan reads, as
+    for the scaffolds.
     """
     import importlib
     import importlib.resources
 
     from innolab.gym.agent_view import source_literals
+    from innolab.llm import gateway
 
     texts = {f"{driver} string literals": "\n".join(
-        source_literals(importlib.import_module(driver)))}
+        source_literals(importlib.import_module(driver))),
+        "innolab.llm.gateway.TOOLS_PROMPT": gateway.TOOLS_PROMPT,
+        "innolab.llm.gateway.FOLD_NOTE": gateway.FOLD_NOTE,
+        "innolab.llm.gateway string literals": "\n".join(source_literals(gateway))}
     try:
         root = importlib.resources.files(package)
     except ModuleNotFoundError:  # the extra is not installed: no run of it can start either
@@ -111,7 +122,8 @@ class SmolagentsAgent(FrameworkPolicy):
 
     name = "smolagents"
 
-    def __init__(self, framework_version: str | None = None, **kwargs: Any) -> None:
+    def __init__(self, framework_version: str | None = None,
+                 library_versions: dict[str, str | None] | None = None, **kwargs: Any) -> None:
         options = {k: kwargs.pop(k) for k in list(kwargs) if k in SmolagentsOptions.model_fields}
         super().__init__("innolab.agents.frameworks.smolagents_driver", options, **kwargs)
 
@@ -129,7 +141,8 @@ class OpenAIAgentsAgent(FrameworkPolicy):
 
     name = "openai-agents"
 
-    def __init__(self, framework_version: str | None = None, **kwargs: Any) -> None:
+    def __init__(self, framework_version: str | None = None,
+                 library_versions: dict[str, str | None] | None = None, **kwargs: Any) -> None:
         options = {k: kwargs.pop(k) for k in list(kwargs) if k in OpenAIAgentsOptions.model_fields}
         super().__init__("innolab.agents.frameworks.openai_agents_driver", options, **kwargs)
 
@@ -144,7 +157,8 @@ class MiniSweAgent(FrameworkPolicy):
 
     name = "mini-swe-agent"
 
-    def __init__(self, framework_version: str | None = None, **kwargs: Any) -> None:
+    def __init__(self, framework_version: str | None = None,
+                 library_versions: dict[str, str | None] | None = None, **kwargs: Any) -> None:
         options = {k: kwargs.pop(k) for k in list(kwargs) if k in MiniSweOptions.model_fields}
         super().__init__("innolab.agents.frameworks.miniswe_driver", options, **kwargs)
 

@@ -5,7 +5,6 @@ Its commands run in the run's sandbox through the run's `bash` tool (an `Environ
 
 from __future__ import annotations
 
-import platform
 import re
 from typing import Any
 
@@ -18,6 +17,9 @@ from innolab.agents.frameworks._driver import (
 
 DONE = "COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"  # mini-swe-agent's own end-of-task command
 EXIT = re.compile(r"\[exit code (-?\d+)\]\s*$")
+# what mini-swe-agent's templates read of the machine, asked of the sandbox (one `bash` call)
+UNAME = "uname -s; uname -n; uname -r; uname -v; uname -m"
+UNAME_FIELDS = ("system", "node", "release", "version", "machine")
 
 
 class SandboxEnvironment:
@@ -31,6 +33,7 @@ class SandboxEnvironment:
     def __init__(self, tools: Tools) -> None:
         self.tools = tools
         self.config: dict[str, Any] = {}
+        self._uname: dict[str, str] | None = None
 
     def execute(self, action: dict, cwd: str = "", *, timeout: int | None = None) -> dict:
         """Run one command in the run's sandbox (or submit, at mini-swe-agent's end)."""
@@ -54,8 +57,18 @@ class SandboxEnvironment:
                 "exception_info": text if failed else ""}
 
     def get_template_vars(self, **kwargs: Any) -> dict[str, Any]:
-        """What mini-swe-agent's templates read of the environment."""
-        return {**platform.uname()._asdict(), **kwargs}
+        """What mini-swe-agent's templates read of the environment: the sandbox's `uname`.
+
+        Asked once, of the sandbox itself (a `bash` call: a step of the run), so that a Docker
+        runtime's container is described, not the machine the framework runs on.
+        """
+        if self._uname is None:
+            text, _ = self.tools.call("bash", {"command": UNAME})
+            lines = EXIT.sub("", text).strip().splitlines()
+            self._uname = {**dict.fromkeys(UNAME_FIELDS, "unknown"),
+                           **dict(zip(UNAME_FIELDS, (line.strip() for line in lines),
+                                      strict=False))}
+        return {**self._uname, **kwargs}
 
     def serialize(self) -> dict:
         """The environment as mini-swe-agent saves it with a trajectory."""

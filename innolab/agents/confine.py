@@ -1,0 +1,263 @@
+"""The process of an agent framework, confined where the machine allows it.
+
+A framework (innolab.agents.bridge) runs innolab's driver of it as `python -m
+innolab.agents.confine DRIVER`. Where innolab runs as root, that process switches to a user id of
+its own (innolab.gym.userids, as a local sandbox's commands do) before the driver is imported, with
+a HOME and a working folder it owns outside the run folder; it then
+
+* cannot read the runner's environment or memory (`/proc/<pid>/environ`, `/mem`: another user's)
+  nor the embedded model's key (a file only innolab's user reads, innolab.llm.local), so it reaches
+  the run's model only through the gateway, with the run's key;
+* cannot write the run folder (trace, checkpoints, submissions: innolab's, not writable by others)
+  or anything else of innolab's;
+* cannot read the tasks' folders that innolab ships (known solutions, hidden data: a private mount
+  hides `innolab/tasks/builtin`), nor root's home folder;
+* gains no privilege (no_new_privs: a set-user-id program runs as the framework's user), and dies
+  with the runner (the parent-death signal, and a warden: innolab.gym.leftovers).
+
+Python and the packages it imports must be readable by that user. Where the interpreter lies under a
+folder only innolab's user may enter (a Python under root's home), the process makes a private
+mount namespace first: a folder of its own (tmpfs) over that folder, holding only what Python needs
+(each entry on the way, bound from the real one), so that the interpreter's paths stay the same.
+Where a step is not possible (no mount namespace in a container without CAP_SYS_ADMIN, a path that
+other users cannot read) the process runs as innolab's user, and `confinement` in framework.json
+says so and why. Where innolab does not run as root there is no other user to switch to: the
+framework runs as innolab's user, and the runner makes itself undumpable while it runs (another
+process of its user cannot read its environment or memory), but the framework can read and write
+whatever innolab's user can.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import json
+import os
+import runpy
+import signal
+import stat
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+PLAN_VAR = "INNOLAB_CONFINE"  # the plan (JSON), in the framework process's environment
+PARENT_VAR = "INNOLAB_PARENT_PID"
+STATUS_FILE = "confinement.json"  # what the process could do, in its private folder
+
+# <sys/mount.h>, <sched.h>, <sys/prctl.h>
+MS_RDONLY, MS_NOSUID, MS_NODEV, MS_BIND, MS_REC, MS_PRIVATE = 1, 2, 4, 4096, 16384, 1 << 18
+MNT_DETACH = 2
+CLONE_NEWNS = 0x00020000
+PR_SET_PDEATHSIG, PR_GET_DUMPABLE, PR_SET_DUMPABLE, PR_SET_NO_NEW_PRIVS = 1, 3, 4, 38
+
+
+def _libc() -> Any:
+    return ctypes.CDLL(None, use_errno=True)
+
+
+def _call(result: int, what: str) -> None:
+    if result != 0:
+        error = ctypes.get_errno()
+        raise OSError(error, f"{what}: {os.strerror(error)}")
+
+
+# ------------------------------------------------------------------------------------- the plan
+
+
+def needed_paths() -> list[Path]:
+    """What the framework's Python reads: its interpreter, prefixes, import paths, innolab."""
+    import innolab
+
+    found = [Path(sys.executable), Path(sys.base_prefix), Path(sys.prefix),
+             Path(innolab.__file__).resolve().parents[1]]
+    found += [Path(p) for p in sys.path if p and Path(p).exists()]
+    found += [Path(p) for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    resolved = [p.resolve() for p in found if p.exists()]
+    return list(dict.fromkeys([*found, *resolved]))
+
+
+def _others_may(path: Path, need: int) -> bool:
+    """Whether a user that is neither the owner nor in the group has `need` (stat bits) on it."""
+    try:
+        return bool(path.stat().st_mode & need == need)
+    except OSError:
+        return False
+
+
+def plan(uid: int, home: Path, folder: Path, hide: list[Path]) -> dict[str, Any]:
+    """What the framework's process does before it runs its driver (see the module's docstring).
+
+    Args:
+        uid: The user id to switch to.
+        home: Its HOME and working folder (owned by `uid`).
+        folder: Its private folder (innolab's: staging mounts go there).
+        hide: Folders to hide from it (an empty, read-only folder over each).
+
+    Returns:
+        The plan: `uid`, `home`, `folder`, `expose` (each folder others cannot enter, with the
+        entries of it that Python needs, outermost first), `hide`, and `unreachable` (why the
+        needed paths cannot be made readable by another user; empty when they can).
+    """
+    expose: dict[str, set[str]] = {}
+    unreachable: list[str] = []
+    for path in needed_paths():
+        parts = path.parts
+        for depth in range(1, len(parts)):
+            above, entry = Path(*parts[:depth]), parts[depth]
+            if not _others_may(above, stat.S_IXOTH):
+                if above == Path("/"):
+                    unreachable.append(f"{above} lets no other user pass")
+                    break
+                expose.setdefault(str(above), set()).add(entry)
+        if not _others_may(path, stat.S_IROTH | (stat.S_IXOTH if path.is_dir() else 0)):
+            unreachable.append(f"{path} is not readable by other users")
+    ordered = sorted(expose.items(), key=lambda item: len(Path(item[0]).parts))
+    return {"uid": uid, "home": str(home), "folder": str(folder),
+            "expose": [[above, sorted(entries)] for above, entries in ordered],
+            "hide": [str(p) for p in hide if p.is_dir()],
+            "unreachable": sorted(set(unreachable))}
+
+
+# ------------------------------------------------------------------------------------ the child
+
+
+def _mount(libc: Any, source: str | None, target: str, kind: str | None, flags: int,
+           data: str | None = None) -> None:
+    _call(libc.mount(source.encode() if source else None, target.encode(),
+                     kind.encode() if kind else None, ctypes.c_ulong(flags),
+                     data.encode() if data else None), f"mount {target}")
+
+
+def _namespace(libc: Any, steps: dict[str, Any]) -> None:
+    """A private mount namespace: each private folder's needed entries exposed, `hide` hidden."""
+    _call(libc.unshare(CLONE_NEWNS), "unshare(CLONE_NEWNS)")
+    # nothing mounted here may reach the machine's own namespace
+    _mount(libc, None, "/", None, MS_REC | MS_PRIVATE)
+    folder = Path(steps["folder"])
+    for number, (above, entries) in enumerate(steps["expose"]):
+        stage = folder / f"stage-{number}"
+        stage.mkdir(mode=0o700)
+        _mount(libc, above, str(stage), None, MS_BIND | MS_REC)
+        _mount(libc, "tmpfs", above, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0711,size=64k")
+        for entry in entries:
+            source, target = stage / entry, Path(above) / entry
+            if source.is_dir():
+                target.mkdir()
+            else:
+                target.touch()
+            _mount(libc, str(source), str(target), None, MS_BIND | MS_REC)
+        _call(libc.umount2(str(stage).encode(), MNT_DETACH), f"umount {stage}")
+        stage.rmdir()
+    for hidden in steps["hide"]:
+        _mount(libc, "tmpfs", hidden, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV,
+               "mode=0555,size=4k")
+
+
+def confine(steps: dict[str, Any]) -> dict[str, Any]:
+    """Prepare a plan in this (the framework's) process, as far as the machine allows.
+
+    The private mount namespace is made here; the change of user is `drop`'s, once the status is
+    written where innolab reads it.
+
+    Returns:
+        What was done: `user` ("own" where `drop` is to switch to `uid`, else "innolab's"),
+        `uid`, `why` (where not confined), `exposed`, `hidden`.
+    """
+    status: dict[str, Any] = {"user": "innolab's", "uid": os.geteuid(), "exposed": [],
+                              "hidden": []}
+    if os.geteuid() != 0 or steps.get("uid") is None:
+        status["why"] = "innolab does not run as root: there is no other user to switch to"
+        return status
+    if steps["unreachable"]:
+        status["why"] = "Python's files are not readable by another user: " + "; ".join(
+            steps["unreachable"])
+        return status
+    if steps["expose"] or steps["hide"]:
+        try:
+            _namespace(_libc(), steps)
+        except OSError as error:
+            if steps["expose"]:  # Python cannot be reached as another user without it
+                status["why"] = f"no private mount namespace for Python's files ({error})"
+                return status
+            status["hide_failed"] = str(error)
+        else:
+            status["exposed"] = [above for above, _ in steps["expose"]]
+            status["hidden"] = list(steps["hide"])
+    status.update(user="own", uid=int(steps["uid"]))
+    return status
+
+
+def drop(uid: int) -> None:
+    """Become `uid` (its own group, no other), for good: no privilege can be gained after."""
+    os.setgroups([])
+    os.setresgid(uid, uid, uid)
+    os.setresuid(uid, uid, uid)
+    _call(_libc().prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "prctl(PR_SET_NO_NEW_PRIVS)")
+
+
+def _die_with_parent(parent: int) -> None:
+    """The parent-death signal (Linux), then a check that the parent is still the runner."""
+    with contextlib.suppress(OSError, AttributeError):
+        _libc().prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    if os.getppid() != parent:
+        sys.exit(1)
+
+
+def main() -> None:
+    """`python -m innolab.agents.confine DRIVER`: confine this process, then run the driver."""
+    parent = int(os.environ[PARENT_VAR])
+    _die_with_parent(parent)
+    steps = json.loads(os.environ.get(PLAN_VAR) or "{}")
+    status = confine(steps) if steps else {"user": "innolab's", "why": "no plan"}
+    if steps.get("folder"):
+        descriptor = os.open(Path(steps["folder"]) / STATUS_FILE,
+                             os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o644)
+        with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
+            json.dump(status, handle)
+    if status["user"] == "own":
+        drop(status["uid"])
+    _die_with_parent(parent)  # a change of user clears the parent-death signal: set again
+    if steps.get("home"):
+        os.chdir(steps["home"])
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # its finally blocks still run
+    driver = sys.argv.pop(1)
+    runpy.run_module(driver, run_name="__main__", alter_sys=True)
+
+
+# ----------------------------------------------------------------------------------- the runner
+
+
+class Undumpable:
+    """This process made undumpable while inside, its former setting restored after.
+
+    Another process of its user then cannot read its environment or memory through /proc.
+    """
+
+    def __enter__(self) -> Undumpable:
+        self._before: int | None = None
+        try:
+            libc = _libc()
+            self._before = int(libc.prctl(PR_GET_DUMPABLE, 0, 0, 0, 0))
+            if self._before > 0:
+                _call(libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0), "prctl(PR_SET_DUMPABLE)")
+        except (OSError, AttributeError):
+            self._before = None
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        if self._before:
+            with contextlib.suppress(OSError, AttributeError):
+                _libc().prctl(PR_SET_DUMPABLE, self._before, 0, 0, 0)
+
+
+def private_folder() -> Path:
+    """A new folder of innolab's for one framework process.
+
+    Named `innolab-ws-framework-*` (the reaper's prefix), so that what a killed run leaves goes.
+    """
+    return Path(tempfile.mkdtemp(prefix="innolab-ws-framework-")).resolve()
+
+
+if __name__ == "__main__":
+    main()
