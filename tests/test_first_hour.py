@@ -383,6 +383,65 @@ def test_sweep_run_prints_the_plan_first_and_dry_run_stops_there(monkeypatch, tm
     assert "set DEEPSEEK_V31_BASE_URL and DEEPSEEK_V31_MODEL" in refused.stderr
 
 
+def readme_section(title: str) -> str:
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    start = text.index(f"\n## {title}\n")
+    return text[start:text.index("\n## ", start + 1)]
+
+
+def offline_env(folder: Path) -> dict[str, str]:
+    """A fresh clone's environment with no endpoint of any kind set (no key, no backbone)."""
+    from tests.conftest import clone_env
+
+    return {k: v for k, v in clone_env(folder).items()
+            if not k.startswith("INNOLAB_LLM_") and not k.endswith(("_BASE_URL", "_MODEL"))}
+
+
+def test_readmes_sweep_example_is_the_shipped_spec_and_its_commands_plan_offline(fresh_clone):
+    import yaml
+
+    section = readme_section("Sweeps")
+    shown = re.search(r"```yaml\n(.*?)```", section, re.S).group(1)
+    assert yaml.safe_load(shown) == yaml.safe_load(
+        (ROOT / "data" / "sweeps" / "temperature.yaml").read_text())
+    commands = re.findall(r"^(innolab sweep (?:plan|run) [^#\n]*?)\s*(?:#.*)?$",
+                          re.search(r"```bash\n(.*?)```", section, re.S).group(1), re.M)
+    assert [c.split()[2] for c in commands] == ["plan", "run"]
+    for command in commands:  # as a newcomer types them on a fresh clone, offline
+        words = command.split()[1:] + (["--dry-run"] if command.split()[2] == "run" else [])
+        done = subprocess.run([sys.executable, "-m", "innolab.cli", *words], cwd=fresh_clone,
+                              env=offline_env(fresh_clone), capture_output=True, text=True,
+                              timeout=300)
+        assert done.returncode == 0, (command, done.stderr)
+        assert "configurations: 15 (15 to run, 0 already scored)" in done.stdout, done.stdout
+        assert "endpoints: embedded (smollm2)" in done.stdout
+    assert not (fresh_clone / "results" / "sweeps" / "temperature").exists()  # nothing ran
+
+
+def test_make_reproduce_rereads_the_reference_sweep_and_readme_says_how_to_rerun_it(fresh_clone):
+    text = " ".join(readme_section("Two commands").split())
+    assert "re-reads the committed offline reference sweep" in text
+    rerun = re.search(r"`(innolab sweep plan data/sweeps/offline\.yaml --output \S+)` shows the 13 "
+                      r"configurations to run, and `(innolab sweep run data/sweeps/offline\.yaml "
+                      r"--output \S+)` runs them", text)
+    assert rerun, text
+    env = offline_env(fresh_clone)
+
+    def plan(*words: str) -> str:
+        done = subprocess.run([sys.executable, "-m", "innolab.cli", *words], cwd=fresh_clone,
+                              env=env, capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
+    # what make reproduce does: the committed sweep's 13 runs are scored, none runs again
+    assert "configurations: 13 (0 to run, 13 already scored)" in plan(
+        "sweep", "plan", "data/sweeps/offline.yaml")
+    # README's command, into a new folder: all 13 run (its `sweep run` twin, as a dry run)
+    assert "configurations: 13 (13 to run, 0 already scored)" in plan(*rerun.group(1).split()[1:])
+    assert "configurations: 13 (13 to run, 0 already scored)" in plan(
+        *rerun.group(2).split()[1:], "--dry-run")
+
+
 # ------------------------------------------------------ the committed reference sweep, every tool
 
 
