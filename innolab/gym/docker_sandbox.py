@@ -3,6 +3,15 @@
 Its Python processes log what they run (innolab.gym.capture): the hook and its log live on the
 container's /tmp, written there as the container's root, so that the sandbox user can append to the
 log but neither read it nor change the hook; `read_capture` reads the log back.
+
+Commands run through the sandbox's executor (innolab/gym/images/executor_server.py), started once
+with the container by one `docker exec` as the container's root and spoken to over that exec's
+attached stream (innolab.gym.docker_stream): a command costs a fork in the container, not an exec
+of the engine. The container's root holds three capabilities and no other (SETUID, SETGID to run
+each command as the sandbox user, KILL to kill its process group at its time limit); the sandbox
+user's commands hold none (no-new-privileges: none can be gained), cannot signal or trace the
+executor (another user's process) and never see its stream (its descriptors are root's; a command's
+output reaches innolab inside the executor's frames, as data).
 """
 
 from __future__ import annotations
@@ -12,12 +21,13 @@ import io
 import json
 import os
 import tarfile
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 from innolab.gym.capture import SITE_FILE, site_source
+from innolab.gym.docker_stream import DockerExecStream
+from innolab.gym.executor import Executor, server_argv
 from innolab.gym.leftovers import owner_token
 from innolab.gym.sandbox import (
     MAX_FILE_BYTES,
@@ -37,6 +47,10 @@ DATA = "/data"  # a task's data folder, mounted read-only beside the workspace (
 # the capture hook's folder (on the commands' PYTHONPATH) and log, on the container's /tmp
 SITE_DIR = "/tmp/.innolab"
 CAPTURE_LOG = f"{SITE_DIR}/capture.jsonl"
+# what the container's root may do beyond a user's: run commands as the sandbox user, kill them
+ROOT_CAPABILITIES = ["SETUID", "SETGID", "KILL"]
+QUICK_S = 120.0  # the longest wait for the capture log or the listing
+TIMED_OUT_CODE = 137  # a command killed at its time limit (SIGKILL), as `timeout -s KILL` gave
 
 
 @dataclass(frozen=True)
@@ -170,7 +184,7 @@ class DockerSandbox(Sandbox):
                 image,
                 ["sleep", "infinity"],
                 detach=True,
-                user=user,
+                user="0:0",  # the executor's (exec'd processes get the container's capabilities)
                 working_dir=WORKSPACE,
                 network_disabled=True,
                 network_mode="none",
@@ -187,6 +201,7 @@ class DockerSandbox(Sandbox):
                 nano_cpus=int(self.limits.cpus * 1e9),
                 pids_limit=self.limits.pids,
                 cap_drop=["ALL"],
+                cap_add=ROOT_CAPABILITIES,
                 security_opt=["no-new-privileges"],
                 ipc_mode="private",
                 device_requests=device_requests,
@@ -200,8 +215,14 @@ class DockerSandbox(Sandbox):
         except Exception:
             self.volume.remove(force=True)
             raise
+        config = {"uid": int(uid), "gid": int(gid), "cwd": WORKSPACE, "capture_log": CAPTURE_LOG,
+                  "timeout_code": TIMED_OUT_CODE, "signal_codes": "shell"}
+        self.executor = Executor(
+            lambda: DockerExecStream(self.client, self.container, server_argv("python3", config)),
+            "docker")
         try:
             self._install_capture()
+            self.executor.start()
         except Exception:
             self.close()
             raise
@@ -226,34 +247,18 @@ class DockerSandbox(Sandbox):
             raise SandboxError(f"the capture hook could not be installed: {result.output!r}")
 
     def read_capture(self, offset: int = 0) -> bytes:
-        """The capture log from a byte on (see Sandbox.read_capture)."""
-        result = self.container.exec_run(["tail", "-c", f"+{offset + 1}", CAPTURE_LOG],
-                                         user="0:0", demux=True)
-        out = result.output[0] if isinstance(result.output, tuple) else result.output
-        return (out or b"") if result.exit_code == 0 else b""
+        """The capture log from a byte on, read by the executor as root (Sandbox.read_capture)."""
+        reply = self.executor.call({"op": "capture", "offset": offset}, QUICK_S)
+        return b"" if "error" in reply.header else reply.body
 
     def exec(self, command: list[str] | str, timeout_s: float = 60.0) -> ExecResult:
-        """Run a command in the workspace as the sandbox user (see Sandbox.exec)."""
+        """Run a command in the workspace as the sandbox user, through the executor.
+
+        It runs in a process group of its own; past its time limit the group is killed (see
+        Sandbox.exec).
+        """
         argv = ["/bin/bash", "-lc", command] if isinstance(command, str) else list(command)
-        # exec has no timeout of its own: coreutils' timeout kills the command's process group.
-        wrapped = [
-            "timeout",
-            "--kill-after=1",
-            "--signal=KILL",
-            f"{max(timeout_s, 0.1):.3f}",
-            *argv,
-        ]
-        start = time.monotonic()
-        result = self.container.exec_run(wrapped, user=self.user, workdir=WORKSPACE, demux=True)
-        out, err = result.output if isinstance(result.output, tuple) else (result.output, b"")
-        timed_out = result.exit_code in (124, 137) and time.monotonic() - start >= timeout_s * 0.95
-        return ExecResult(
-            result.exit_code,
-            (out or b"").decode(errors="replace"),
-            (err or b"").decode(errors="replace"),
-            timed_out,
-            time.monotonic() - start,
-        )
+        return self.executor.exec(argv, max(timeout_s, 0.1))
 
     def read_file(self, path: str, max_bytes: int = MAX_FILE_BYTES) -> bytes:
         """A regular file's content (see Sandbox.read_file); links are refused."""
@@ -307,15 +312,11 @@ class DockerSandbox(Sandbox):
         Raises:
             SandboxError: The listing command failed.
         """
-        script = ("find . -mindepth 1 \\( -type d -o -type f \\) "
-                  "-printf '%y %m %s %T@ %P\\0'")
-        result = self.container.exec_run(["/bin/sh", "-c", script], user="0:0",
-                                         workdir=WORKSPACE, demux=True)
-        out = result.output[0] if isinstance(result.output, tuple) else result.output
-        if result.exit_code != 0:
-            raise SandboxError(f"the workspace could not be listed: exit {result.exit_code}")
+        reply = self.executor.call({"op": "listing"}, QUICK_S)
+        if "error" in reply.header:
+            raise SandboxError(f"the workspace could not be listed: {reply.header['error']}")
         found: dict[str, tuple[str, int, int, int]] = {}
-        for record in (out or b"").split(b"\0"):
+        for record in reply.body.split(b"\0"):
             if not record:
                 continue
             kind, mode, size, mtime, path = record.split(b" ", 4)
@@ -369,8 +370,9 @@ class DockerSandbox(Sandbox):
         self.container.put_archive(WORKSPACE, buffer.getvalue())
 
     def close(self) -> None:
-        """Remove the container and its workspace volume."""
+        """Stop the executor; remove the container and its workspace volume."""
         try:
+            self.executor.close()
             self.container.remove(force=True)
         finally:
             self.volume.remove(force=True)

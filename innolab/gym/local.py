@@ -35,16 +35,15 @@ import io
 import os
 import secrets
 import shutil
-import signal
 import stat
-import subprocess
+import sys
 import tarfile
 import tempfile
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 from innolab.gym.capture import SITE_FILE, site_source
+from innolab.gym.executor import Executor, ProcessStream, server_argv
 from innolab.gym.leftovers import (
     MARKER_VARIABLE,
     Warden,
@@ -130,6 +129,7 @@ class LocalSandbox(Sandbox):
             os.chown(self.tmp_dir, self.uid, self.uid)
         self._warden = Warden(self.uid, self.marker, [self.root])
         self._warden.start()
+        self.executor = Executor(self._start_executor, "local")
         self.closed = False
 
     def _install_capture(self) -> tuple[Path, Path]:
@@ -192,7 +192,13 @@ class LocalSandbox(Sandbox):
     # ------------------------------------------------------------------------------ commands
 
     def exec(self, command: list[str] | str, timeout_s: float = 60.0) -> ExecResult:
-        """Run a command in the workspace, in a session of its own (see Sandbox.exec)."""
+        """Run a command in the workspace, in a process group of its own (see Sandbox.exec).
+
+        It runs through the sandbox's executor (innolab/gym/images/executor_server.py), a small
+        process of innolab's user, in a session of its own (no terminal), started on the first
+        command: its fork costs far less than one of innolab's own large process (which, where the
+        command switches users, cannot use vfork). Past its time limit its process group is killed.
+        """
         argv = ["/bin/bash", "-lc", command] if isinstance(command, str) else list(command)
         path = AGENT_PATH if self.uid is not None else os.environ.get("PATH", "/usr/bin:/bin")
         env = {
@@ -207,42 +213,15 @@ class LocalSandbox(Sandbox):
             MARKER_VARIABLE: self.marker,
             **({"INNOLAB_DATA_DIR": str(self.data_dir)} if self.data_dir is not None else {}),
         }
-        user = (
-            {"user": self.uid, "group": self.uid, "extra_groups": []}
-            if self.uid is not None
-            else {}
-        )
-        start = time.monotonic()
-        try:
-            process = subprocess.Popen(
-                argv,
-                cwd=self.workspace,
-                env=env,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                stdin=subprocess.DEVNULL,
-                start_new_session=True,
-                **user,
-            )
-        except OSError as error:
-            return ExecResult(
-                127, "", f"{argv[0]}: {error.strerror}\n", False, time.monotonic() - start
-            )
-        try:
-            out, err = process.communicate(timeout=timeout_s)
-            timed_out = False
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            out, err = process.communicate()
-            timed_out = True
-        code = process.returncode if not timed_out else 124
-        return ExecResult(
-            code,
-            out.decode(errors="replace"),
-            err.decode(errors="replace"),
-            timed_out,
-            time.monotonic() - start,
-        )
+        return self.executor.exec(argv, timeout_s, env=env, cwd=str(self.workspace))
+
+    def _start_executor(self) -> ProcessStream:
+        """Start the sandbox's executor: innolab's child, as innolab's user (see `exec`)."""
+        config = {"uid": self.uid, "gid": self.uid, "cwd": str(self.workspace),
+                  "timeout_code": 124, "signal_codes": "python",
+                  # where the commands share innolab's user, they must not reach its descriptors
+                  "undumpable": self.uid is None}
+        return ProcessStream(server_argv(sys.executable, config))
 
     # --------------------------------------------------------------------------------- files
 
@@ -428,6 +407,7 @@ class LocalSandbox(Sandbox):
         if self.closed:
             return
         self.closed = True
+        self.executor.close()
         self._warden.stop()
         kill_sandbox(self.uid, self.marker)  # the warden's work, again, in case it was killed
         remove_tree(self.root)

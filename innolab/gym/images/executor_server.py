@@ -1,0 +1,269 @@
+r"""The sandbox's command executor: one long-lived process that runs each requested command.
+
+innolab starts it once per sandbox (`innolab.gym.executor`) as `python3 -I -S -c SOURCE CONFIG`:
+in a Docker sandbox by one `docker exec` as the container's root, its requests and replies on that
+exec's attached stream; in a local sandbox as innolab's child, over pipes. It reads requests on its
+standard input and answers on its standard output, which it moves off descriptors 0 and 1 before
+anything else (no command inherits them; a command's output travels inside frames, as data).
+
+Every message is a frame: two big-endian 32-bit lengths, a JSON header of the first length and a
+body of the second. Requests:
+
+* `{"id", "op": "exec", "argv", "timeout", "env"?, "cwd"?}`: run `argv` in a process group of its
+  own, as CONFIG's uid/gid (no supplementary groups), in `cwd`, with `env`, stdin /dev/null;
+  its output is forwarded as it comes (`out`/`err` frames, the bytes as body); at the deadline, or
+  when its process ends and its outputs close, it ends: `{"id", "kind": "done", "code",
+  "timed_out"}`. Past the deadline its process group is killed (SIGKILL) and `code` is CONFIG's
+  `timeout_code`. A command that cannot start: code 127, the reason on its standard error.
+* `{"id", "op": "capture", "offset"}`: the bytes of CONFIG's `capture_log` from `offset` on.
+* `{"id", "op": "listing"}`: the folders and regular files under CONFIG's `cwd`, no link followed,
+  as `find -printf '%y %m %s %T@ %P\0'` prints them.
+* `{"id", "op": "ping"}`: an empty `done` (the executor is up).
+
+With CONFIG's `undumpable`, it makes itself undumpable first (prctl), so that commands of its own
+user can neither trace it nor open its descriptors; a command's process is dumpable again (exec).
+
+A request that fails answers `{"id", "kind": "done", "error": text}`. End of input ends it.
+It depends on the standard library only and runs under any Python 3.8+.
+"""
+
+import contextlib
+import json
+import os
+import selectors
+import signal
+import stat
+import struct
+import subprocess
+import sys
+import threading
+import time
+
+FRAME = struct.Struct(">II")
+CHUNK = 65536
+# a process group of its own (killed whole past the deadline), in the executor's session, which
+# has no terminal; not a session of its own: where the kernel groups sessions for scheduling
+# (autogroup), a new session costs a loaded machine milliseconds a command
+OWN_GROUP = {"process_group": 0} if sys.version_info >= (3, 11) else {"start_new_session": True}
+DRAIN_S = 1.0  # after a kill, how long outputs still held open (by an escaped process) are read
+
+
+class Channel:
+    """The executor's end of the stream: framed reads, framed writes under a lock."""
+
+    def __init__(self, read_fd, write_fd):
+        self.read_fd, self.write_fd = read_fd, write_fd
+        self.lock = threading.Lock()
+
+    def read_exactly(self, size):
+        """`size` bytes of input, or None at its end."""
+        parts, left = [], size
+        while left:
+            data = os.read(self.read_fd, min(left, 1 << 20))
+            if not data:
+                return None
+            parts.append(data)
+            left -= len(data)
+        return b"".join(parts)
+
+    def receive(self):
+        """The next request's header and body, or None at the end of input."""
+        head = self.read_exactly(FRAME.size)
+        if head is None:
+            return None
+        header_size, body_size = FRAME.unpack(head)
+        header = self.read_exactly(header_size)
+        body = self.read_exactly(body_size) if body_size else b""
+        if header is None or body is None:
+            return None
+        return json.loads(header.decode("utf-8")), body
+
+    def send(self, header, body=b""):
+        """Write one frame whole (frames of concurrent requests never interleave)."""
+        encoded = json.dumps(header).encode("utf-8")
+        data = memoryview(FRAME.pack(len(encoded), len(body)) + encoded + body)
+        with self.lock:
+            while data:
+                data = data[os.write(self.write_fd, data):]
+
+
+def exit_code(returncode, signal_codes):
+    """A command's exit status; one killed by a signal as `shell` (128 + n) or Python (-n) says."""
+    if returncode < 0 and signal_codes == "shell":
+        return 128 - returncode
+    return returncode
+
+
+def kill_group(pid):
+    """Kill a command's process group (it was started in one of its own)."""
+    with contextlib.suppress(OSError):
+        os.killpg(pid, signal.SIGKILL)
+
+
+def pump(channel, request_id, process, deadline):
+    """Forward a command's outputs until both close or the deadline passes.
+
+    Returns:
+        Whether the deadline passed first.
+    """
+    streams = {process.stdout.fileno(): "out", process.stderr.fileno(): "err"}
+    with selectors.DefaultSelector() as selector:
+        for fd in streams:
+            selector.register(fd, selectors.EVENT_READ)
+        while selector.get_map():
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return True
+            for key, _ in selector.select(left):
+                data = os.read(key.fd, CHUNK)
+                if data:
+                    channel.send({"id": request_id, "kind": streams[key.fd]}, data)
+                else:
+                    selector.unregister(key.fd)
+    return False
+
+
+def drain(channel, request_id, process):
+    """After a kill: forward what is left in the outputs, for at most DRAIN_S."""
+    pump(channel, request_id, process, time.monotonic() + DRAIN_S)
+
+
+def run_command(channel, config, request):
+    """Run one command (see the module's docstring) and answer `done`."""
+    request_id = request["id"]
+    argv = request["argv"]
+    start = time.monotonic()
+    deadline = start + max(float(request["timeout"]), 0.0)
+    user = {}
+    if config.get("uid") is not None:
+        user = {"user": config["uid"], "group": config["gid"], "extra_groups": []}
+    try:
+        process = subprocess.Popen(
+            argv, cwd=request.get("cwd") or config["cwd"],
+            env=request.get("env") or config.get("env") or dict(os.environ),
+            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            **OWN_GROUP, **user)
+    except OSError as error:
+        name = argv[0] if argv else ""
+        channel.send({"id": request_id, "kind": "err"},
+                     f"{name}: {error.strerror}\n".encode("utf-8", "replace"))
+        channel.send({"id": request_id, "kind": "done", "code": 127, "timed_out": False})
+        return
+    with process:
+        timed_out = pump(channel, request_id, process, deadline)
+        if not timed_out:
+            try:
+                process.wait(max(deadline - time.monotonic(), 0.0))
+            except subprocess.TimeoutExpired:
+                timed_out = True
+        if timed_out:
+            kill_group(process.pid)
+            drain(channel, request_id, process)
+            process.wait()
+    code = config.get("timeout_code", 124) if timed_out else exit_code(
+        process.returncode, config.get("signal_codes", "python"))
+    channel.send({"id": request_id, "kind": "done", "code": code, "timed_out": timed_out})
+
+
+def read_capture(config, request):
+    """The capture log's bytes from an offset on (empty where there is no log)."""
+    path = config.get("capture_log")
+    if not path:
+        return b""
+    try:
+        with open(path, "rb") as log:
+            log.seek(int(request.get("offset", 0)))
+            return log.read()
+    except OSError:
+        return b""
+
+
+def listing(config):
+    r"""The workspace's folders and regular files, as find prints them (the module's docstring).
+
+    A folder that cannot be read is an error.
+    """
+    root = os.fsencode(config["cwd"])
+    records = []
+
+    def walk(folder, prefix):
+        with os.scandir(folder) as entries:
+            for entry in entries:
+                info = entry.stat(follow_symlinks=False)
+                if stat.S_ISDIR(info.st_mode):
+                    kind = b"d"
+                elif stat.S_ISREG(info.st_mode):
+                    kind = b"f"
+                else:
+                    continue
+                seconds, nanoseconds = divmod(info.st_mtime_ns, 10**9)
+                records.append(b"%s %o %d %d.%09d %s\0" % (
+                    kind, stat.S_IMODE(info.st_mode), info.st_size, seconds, nanoseconds,
+                    prefix + entry.name))
+                if kind == b"d":
+                    walk(entry.path, prefix + entry.name + b"/")
+
+    walk(root, b"")
+    return b"".join(records)
+
+
+def answer(channel, config, request):
+    """Serve one request; a failure is answered, never raised."""
+    try:
+        op = request.get("op")
+        if op == "exec":
+            run_command(channel, config, request)
+            return
+        if op == "capture":
+            body = read_capture(config, request)
+        elif op == "listing":
+            body = listing(config)
+        elif op == "ping":
+            body = b""
+        else:
+            raise ValueError(f"unknown request {op!r}")
+        channel.send({"id": request["id"], "kind": "done"}, body)
+    except Exception as error:  # the request fails, the executor stays
+        channel.send({"id": request.get("id"), "kind": "done",
+                      "error": f"{type(error).__name__}: {error}"})
+
+
+def undumpable():
+    """Make this process undumpable (where the commands share the executor's user).
+
+    A process of its user can then neither trace it nor open its descriptors under /proc.
+    """
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(4, 0, 0, 0, 0) != 0:  # PR_SET_DUMPABLE
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_DUMPABLE, 0) failed")
+
+
+def main():
+    """Serve requests until the end of input."""
+    config = json.loads(sys.argv[1])
+    if config.get("undumpable"):
+        undumpable()
+    # the stream moves off 0 and 1 (descriptors no command inherits); 0 and 1 become /dev/null
+    read_fd, write_fd = os.dup(0), os.dup(1)
+    null = os.open(os.devnull, os.O_RDWR)
+    os.dup2(null, 0)
+    os.dup2(null, 1)
+    os.close(null)
+    channel = Channel(read_fd, write_fd)
+    while True:
+        message = channel.receive()
+        if message is None:
+            break
+        request, _ = message
+        try:
+            threading.Thread(target=answer, args=(channel, config, request), daemon=True).start()
+        except RuntimeError as error:  # no thread to be had (the process limit reached)
+            channel.send({"id": request.get("id"), "kind": "done",
+                          "error": f"the executor could not start the request: {error}"})
+    os._exit(0)
+
+
+if __name__ == "__main__":
+    main()

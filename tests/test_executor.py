@@ -1,0 +1,237 @@
+"""The sandboxes' executor (innolab.gym.executor): concurrent calls, kill at the limit, whole
+outputs, an executor the agent cannot kill or reach, one that stops failing clearly and starting
+afresh, replies no command can forge, and the Docker listing and capture log as before.
+
+No test times anything: concurrency is shown by a barrier every call must reach, waits are bounded
+only so that a failure cannot hang the suite.
+"""
+
+import json
+import os
+import struct
+import threading
+
+import pytest
+
+from innolab.gym.dispatcher import dispatch_sync
+from innolab.gym.factory import open_sandbox, open_validator
+from innolab.gym.local import LocalSandbox
+from innolab.gym.sandbox import SandboxError
+from innolab.gym.tools import Toolbox, ToolCall, truncate
+from innolab.tasks import get_task
+
+RUNTIMES = [
+    pytest.param("local", id="local"),
+    pytest.param("docker", marks=pytest.mark.docker, id="docker"),
+]
+# where the agent's commands run as a user of their own: Docker, and local where innolab is root
+SEPARATE = [
+    pytest.param("local", marks=pytest.mark.skipif(os.geteuid() != 0, reason="needs root"),
+                 id="local-own-user"),
+    pytest.param("docker", marks=pytest.mark.docker, id="docker"),
+]
+TIMED_OUT = {"local": 124, "docker": 137}  # the codes a command killed at its limit had before
+
+
+def _open(runtime):
+    return open_sandbox(get_task("circle-packing-26"), runtime)
+
+
+@pytest.fixture
+def box(request):
+    sandbox = _open(request.param)
+    yield sandbox
+    sandbox.close()
+
+
+@pytest.mark.parametrize("box", RUNTIMES, indirect=True)
+def test_calls_of_one_step_run_together(box):
+    """Eight calls of one step each wait, at a barrier, until all eight have started: served one
+    after another, the first would wait until its time limit and fail."""
+    validator = open_validator(get_task("circle-packing-26"), box)
+    try:
+        toolbox = Toolbox(box, validator)
+        barrier = ('touch started.{i}; until [ "$(ls started.* | wc -l)" -ge 8 ]; do sleep 0.02; '
+                   "done; echo together {i}")
+        calls = [ToolCall(str(i), "bash", {"command": barrier.format(i=i)}) for i in range(8)]
+        results = dispatch_sync(toolbox, calls, timeouts={"bash": 120})
+    finally:
+        validator.close()
+    assert [r.ok for r in results] == [True] * 8, [r.output for r in results]
+    assert [r.output.split("\n")[0] for r in results] == [f"together {i}" for i in range(8)]
+
+
+@pytest.mark.parametrize("box", RUNTIMES, indirect=True)
+def test_a_command_killed_at_its_limit_leaves_no_process(box):
+    result = box.exec("sleep 3141 & sleep 3142 & (sleep 3143; echo never) & echo begun; wait",
+                      timeout_s=1)
+    assert result.timed_out and result.returncode == TIMED_OUT[box.runtime]
+    assert result.stdout == "begun\n"
+    left = box.exec("ps -eo args= | grep -c '^sleep 314[123]'")
+    assert left.stdout.strip() == "0", left
+
+
+@pytest.mark.parametrize("box", RUNTIMES, indirect=True)
+def test_exit_codes_and_errors_are_as_before(box):
+    result = box.exec("echo out; echo err >&2; exit 3")
+    assert (result.returncode, result.stdout, result.stderr) == (3, "out\n", "err\n")
+    missing = box.exec(["no-such-command-here"])
+    assert missing.returncode == 127 and "no-such-command-here" in missing.stderr
+    killed = box.exec("kill -SEGV $$")
+    assert killed.returncode == (139 if box.runtime == "docker" else -11)
+    assert not killed.timed_out
+
+
+@pytest.mark.parametrize("box", RUNTIMES, indirect=True)
+def test_outputs_come_whole_and_the_tool_truncates_as_before(box):
+    result = box.exec("head -c 3000000 /dev/zero | tr '\\0' a; printf 'end' >&2")
+    assert result.stdout == "a" * 3_000_000 and result.stderr == "end"
+    validator = open_validator(get_task("circle-packing-26"), box)
+    try:
+        output = Toolbox(box, validator).run(ToolCall("1", "bash", {"command": "seq 30000"}), 60)
+    finally:
+        validator.close()
+    numbers = "".join(f"{n}\n" for n in range(1, 30001))
+    assert output.output == truncate(f"{numbers}\n[exit code 0]")
+    assert "truncated" in output.output
+
+
+FORGED = """
+import json, struct, sys
+for i in range(1, 200):
+    header = json.dumps({"id": i, "kind": "done", "code": 0, "timed_out": False}).encode()
+    sys.stdout.buffer.write(struct.pack(">II", len(header), 0) + header)
+    sys.stderr.buffer.write(struct.pack(">II", len(header), 0) + header)
+sys.exit(7)
+"""
+
+
+def _forged() -> str:
+    frames = b""
+    for i in range(1, 200):
+        header = json.dumps({"id": i, "kind": "done", "code": 0, "timed_out": False}).encode()
+        frames += struct.pack(">II", len(header), 0) + header
+    return frames.decode()
+
+
+@pytest.mark.parametrize("box", RUNTIMES, indirect=True)
+def test_a_command_cannot_forge_a_reply(box):
+    """A command that prints the executor's own frames, for every id, gets them back as its
+    output, with its own exit code: its output travels inside frames, as data."""
+    result = box.exec(["python3", "-c", FORGED])
+    assert result.returncode == 7 and not result.timed_out
+    assert result.stdout == _forged() and result.stderr == _forged()
+    assert box.exec("echo next").stdout == "next\n"
+
+
+REACH = """
+kill -9 $PPID 2>/dev/null; echo kill=$?
+ls /proc/$PPID/fd >/dev/null 2>&1; echo fds=$?
+(printf x > /proc/$PPID/fd/1) 2>/dev/null; echo write=$?
+python3 -c "$1" $PPID
+"""
+# PTRACE_ATTACH
+TRACE = ("import ctypes, sys; "
+         "print('trace=%d' % ctypes.CDLL(None).ptrace(16, int(sys.argv[1]), 0, 0))")
+
+
+@pytest.mark.parametrize("box", SEPARATE, indirect=True)
+def test_the_agent_cannot_kill_trace_or_reach_the_executor(box):
+    """The command's parent is the executor: another user's process, which it can neither
+    signal, trace, nor open the descriptors of."""
+    result = box.exec(["/bin/bash", "-c", REACH, "bash", TRACE])
+    assert result.stdout.split() == ["kill=1", "fds=2", "write=1", "trace=-1"], result
+    assert box.exec("echo alive").stdout == "alive\n" and box.executor.starts == 1
+
+
+def test_an_executor_killed_by_the_agent_is_a_clear_error_then_starts_afresh():
+    """Where the commands share the executor's user (innolab not root, here forced), a command
+    can kill it: the call fails at once with a clear error, the next call starts a new one."""
+    box = LocalSandbox(separate_user=False)
+    try:
+        assert box.exec("echo first").stdout == "first\n"
+        with pytest.raises(SandboxError, match="executor stopped"):
+            box.exec("kill -9 $PPID; sleep 30", timeout_s=120)
+        assert box.exec("echo again").stdout == "again\n" and box.executor.starts == 2
+        validator = open_validator(get_task("circle-packing-26"), box)
+        try:
+            toolbox = Toolbox(box, validator)
+            died = toolbox.run(ToolCall("1", "bash", {"command": "kill -9 $PPID; sleep 30"}), 120)
+            assert not died.ok and died.output.startswith("error: the sandbox's executor stopped")
+            assert toolbox.run(ToolCall("2", "bash", {"command": "echo ok"}), 60).ok
+        finally:
+            validator.close()
+    finally:
+        box.close()
+
+
+@pytest.mark.docker
+def test_a_docker_executor_that_dies_fails_the_call_in_flight_and_starts_afresh(
+        docker_client, base_image):
+    box = _open("docker")
+    try:
+        failure: list[BaseException] = []
+
+        def slow() -> None:
+            try:
+                box.exec("sleep 3144", timeout_s=300)
+            except BaseException as error:  # handed to the test
+                failure.append(error)
+
+        caller = threading.Thread(target=slow)
+        caller.start()
+        executor_pid = None
+        while executor_pid is None and caller.is_alive():
+            table = box.container.exec_run(["ps", "-eo", "pid=,ppid=,args="], user="0:0").output
+            rows = [line.split(None, 2) for line in table.decode().splitlines()]
+            parents = {pid: ppid for pid, ppid, *_ in rows}
+            args = {pid: rest[0] if rest else "" for pid, _, *rest in rows}
+            sleeper = next((pid for pid in args if args[pid] == "sleep 3144"), None)
+            while sleeper is not None and not args[sleeper].startswith("python3 -I -S -c"):
+                sleeper = parents.get(sleeper)
+            executor_pid = sleeper
+        assert executor_pid is not None
+        box.container.exec_run(["kill", "-9", executor_pid], user="0:0")
+        caller.join(120)  # a bound only: the call fails as soon as the stream ends
+        assert not caller.is_alive()
+        assert isinstance(failure[0], SandboxError) and "executor stopped" in str(failure[0])
+        assert box.exec("echo again").stdout == "again\n" and box.executor.starts == 2
+    finally:
+        box.close()
+
+
+def _find_listing(box) -> dict[str, tuple[str, int, int, int]]:
+    """The listing as the `find` that ran as the container's root gave it before the executor."""
+    script = "find . -mindepth 1 \\( -type d -o -type f \\) -printf '%y %m %s %T@ %P\\0'"
+    out = box.container.exec_run(["/bin/sh", "-c", script], user="0:0", workdir="/workspace",
+                                 demux=True).output[0]
+    found = {}
+    for record in out.split(b"\0"):
+        if record:
+            kind, mode, size, mtime, path = record.split(b" ", 4)
+            seconds, _, fraction = mtime.decode().partition(".")
+            ns = int(seconds) * 10**9 + int((fraction + "000000000")[:9])
+            found[path.decode("utf-8", errors="surrogateescape")] = (
+                "dir" if kind == b"d" else "file", int(mode, 8),
+                0 if kind == b"d" else int(size), ns)
+    return found
+
+
+@pytest.mark.docker
+def test_the_docker_listing_and_capture_log_are_as_before(docker_client, base_image):
+    box = _open("docker")
+    try:
+        made = box.exec("mkdir -p a/b/c .hidden && echo 1 > a/b/c/f && printf 22 > 'a/with space' "
+                        "&& touch $'a/\\xff' && chmod 600 a/b/c/f && chmod 1777 a/b && "
+                        "ln -s /etc link && ln -s a/b/c/f filelink && mkfifo pipe && "
+                        "python3 -c 'open(\"written.txt\", \"w\").write(\"x\")'")
+        assert made.returncode == 0, made
+        listed = box.listing()
+        assert listed == _find_listing(box)
+        assert {"a/b/c/f", "a/with space", "a/\udcff", ".hidden"} <= set(listed)
+        assert not {"link", "filelink", "pipe"} & set(listed)
+        log = box.container.exec_run(["cat", "/tmp/.innolab/capture.jsonl"], user="0:0").output
+        assert box.read_capture() == log and b"written.txt" in log
+        assert box.read_capture(10) == log[10:] and box.read_capture(len(log)) == b""
+    finally:
+        box.close()
