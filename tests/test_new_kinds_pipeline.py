@@ -15,6 +15,7 @@ import yaml
 
 from innolab import notebooks
 from innolab.paths import notebooks_dir
+from tests.fake_llm import FakeLLM
 from tests.test_analysis_sweeps import SWEEP_NOTEBOOKS
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -32,7 +33,7 @@ def innolab(*args: str, timeout: float = 900) -> subprocess.CompletedProcess:
 def test_the_baseline_runs_each_new_kind_in_docker_and_is_scored_on_both_axes(
         task, tmp_path, base_image):
     run_dir = tmp_path / "run"
-    done = innolab("run", "--agent", "baseline", "--task", task, "--budget", "40s", "--runtime",
+    done = innolab("run", "--agent", "baseline", "--task", task, "--budget", "60s", "--runtime",
                    "docker", "--novelty", "ast", "--run-dir", str(run_dir))
     assert done.returncode == 0, done.stderr[-3000:]
     score = json.loads((run_dir / "score.json").read_text())
@@ -44,28 +45,38 @@ def test_the_baseline_runs_each_new_kind_in_docker_and_is_scored_on_both_axes(
 
 @pytest.fixture(scope="module")
 def sweep(tmp_path_factory) -> Path:
-    """A sweep of the baseline on both new kinds (local runtime, 30 s, two seeds)."""
+    """A sweep of both new kinds: CodeAct at two temperatures on the scripted endpoint (the network
+    boundary; it plays a circle packing, so these runs end invalid) and the baseline at 60 s."""
     folder = tmp_path_factory.mktemp("sweep")
     spec = folder / "new-kinds.yaml"
-    spec.write_text(yaml.safe_dump({
-        "name": "new-kinds",
-        "base": {"agent": "baseline", "budget": "30s", "runtime": "local", "novelty": "ast"},
-        "grid": {"task": list(TASKS)}, "seeds": [0, 1]}))
     out = folder / "out"
-    done = innolab("sweep", "run", str(spec), "--workers", "2", "--output", str(out),
-                   timeout=1800)
+    with FakeLLM() as server:
+        spec.write_text(yaml.safe_dump({
+            "name": "new-kinds",
+            "base": {"agent": "codeact", "budget": "15s", "runtime": "local", "novelty": "ast",
+                     "base_url": server.base_url, "model": "fake"},
+            "grid": {"task": list(TASKS), "temperature": [0.25, 0.75]},
+            "include": [{"agent": "baseline", "task": task, "budget": "60s", "base_url": None,
+                         "model": None} for task in TASKS],
+            "seeds": [0]}))
+        done = innolab("sweep", "run", str(spec), "--workers", "2", "--output", str(out),
+                       timeout=1800)
     assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
     return out
 
 
 def test_a_sweep_runs_the_new_kinds_and_scores_both_axes(sweep):
     runs = pd.read_parquet(sweep / "runs.parquet")
-    assert sorted(runs["task"]) == sorted(TASKS * 2) and runs["valid"].all()
-    assert runs["novelty"].notna().all() and runs["novelty_out"].notna().all()
-    colouring = runs[runs["task"] == "colouring-queen15-15"]
+    assert sorted(runs["task"]) == sorted(TASKS * 3) and runs["complete"].all()
+    baseline = runs[runs["agent"] == "baseline"]
+    assert len(baseline) == 2 and baseline["valid"].all()
+    assert baseline["novelty"].notna().all() and baseline["novelty_out"].notna().all()
+    colouring = baseline[baseline["task"] == "colouring-queen15-15"]
     assert (colouring["score"] >= 15).all() and (colouring["ratio"] <= 0).all()
+    agents = runs[runs["agent"] == "codeact"]
+    assert len(agents) == 4 and (agents[~agents["valid"]]["ratio"] == -1).all()
     trajectory = pd.read_parquet(sweep / "trajectory.parquet")
-    assert set(trajectory["config_id"]) == set(runs["config_id"])
+    assert set(baseline["config_id"]) <= set(trajectory["config_id"])
 
 
 @pytest.mark.notebook
