@@ -383,3 +383,14 @@ def test_the_framework_cannot_call_the_embedded_model_without_the_gateway(tmp_pa
     confinement = json.loads((run_dir / "framework.json").read_text())["confinement"]
     if confinement["user"] == "own":  # as its own user it cannot read innolab's key file
         assert report["embedded_key_file"].startswith("refused: PermissionError")
+
+
+def test_a_sweep_plan_bounds_each_run_by_its_token_and_cost_budgets(tmp_path):
+    from innolab.sweep.preview import preview
+
+    plan = preview({"name": "budgets", "base": {
+        "agent": "codeact", "task": "circle-packing-26", "base_url": "http://127.0.0.1:9/v1",
+        "model": "m", "token_budget": 1000, "cost_budget_usd": 0.5}}, output=tmp_path / "sweep")
+    (run,) = plan.runs
+    assert (run.tokens.value, run.tokens.rule) == (1000, "the run's token budget")
+    assert (run.cost.value, run.cost.rule) == (0.5, "the run's cost budget")

@@ -3,7 +3,9 @@
 `preview(spec)` expands a spec as `innolab sweep run` would (nothing is written, no model is
 called) and bounds each configuration by what innolab enforces: the run's wall clock (no request
 starts after it), its token and cost budgets (checked before each step: a run stops at the first
-step that reaches one, whose own calls may go beyond it), the endpoint's request and token rates
+step that reaches one, whose own calls may go beyond it; for an external framework, whose model
+calls between two steps are not bounded by steps, the run's gateway checks them before each
+request, so its run goes beyond by one request at most), the endpoint's request and token rates
 (requests spaced evenly, innolab.llm.gate.admit: in T seconds at most T·rpm/60 + 1 requests, and
 T·tpm/60 tokens beyond one request's, by innolab's estimate of a request's tokens) and the
 sweep's cost cap (no run starts once the spend reaches it; the runs in flight end at their own
@@ -296,7 +298,7 @@ def _tokens(config: dict[str, Any], llm: dict[str, Any], budget_s: float | None)
         found.append(Bound(budget_s * tpm / 60.0 + tpm, f"{tpm} tokens per minute over "
                            f"{budget_s:g} s, by innolab's estimate of each request"))
     if not found:
-        return Bound(None, "no token budget (max_tokens) and no token rate (tokens_per_minute)")
+        return Bound(None, "no token budget (token_budget) and no token rate (tokens_per_minute)")
     return min(found, key=lambda b: (b.value or math.inf) + (1 if b.step_over else 0))
 
 
