@@ -253,22 +253,28 @@ def test_every_option_is_recorded_and_defaults_keep_the_ids(monkeypatch):
     codeact = runner.agent_config("codeact", "circle-packing-26", persistent=False)
     assert codeact.policy_args == {"native_tools": False, "persistent": False}
     assert codeact.option_defaults == ["native_tools"]
-    # the frameworks: every option and the framework's version (a version of our own here, so
-    # that the id does not follow the installed one); ids as before defaults were recorded
+    # the frameworks: every option, the framework's version and its libraries' (versions of our
+    # own here, so that the id does not follow the installed ones); the id is the one the
+    # configuration has with only what is not a default in policy_args
+    versions = {"litellm": "1.0", "mcp": "1.0", "openai": "1.0"}
     monkeypatch.setattr(frameworks, "framework_version", lambda distribution: "9.9")
+    monkeypatch.setattr(frameworks, "library_versions", lambda: versions)
     ids = {}
     for agent in ("smolagents", "openai-agents", "mini-swe-agent"):
         resolved = runner.resolve(runspec.schema()(agent=agent))
-        assert resolved.policy_args == {**BUILT_IN_DEFAULTS[agent], "framework_version": "9.9"}
+        resolved_args = {"framework_version": "9.9", "library_versions": versions}
+        assert resolved.policy_args == {**BUILT_IN_DEFAULTS[agent], **resolved_args}
         assert resolved.option_defaults == list(BUILT_IN_DEFAULTS[agent])
         written = {k: v for k, v in resolved.as_dict().items() if k != "option_defaults"}
-        as_before = RunConfig.from_dict({**written, "policy_args": {"framework_version": "9.9"}})
+        as_before = RunConfig.from_dict({**written, "policy_args": resolved_args})
         assert "option_defaults" not in as_before.as_dict()
         assert resolved.config_id() == as_before.config_id()
         ids[agent] = resolved.config_id()
-    # computed with the code before defaults were recorded (policy_args: the version only)
-    assert ids == {"smolagents": "7851bb06527a", "openai-agents": "1c6a2cdb9795",
-                   "mini-swe-agent": "0fe5ef84db51"}
+    # with the framework's version alone in policy_args (before the libraries' were recorded)
+    # the ids were 7851bb06527a, 1c6a2cdb9795 and 0fe5ef84db51: recording the libraries'
+    # versions (what the run used) changed them; recording the options' defaults did not
+    assert ids == {"smolagents": "d2754dd7cbf6", "openai-agents": "9deff482db8e",
+                   "mini-swe-agent": "248a55983923"}
     # an agent with no model: its resolved arguments win over an option's default
     baseline = runner.agent_config("baseline", "circle-packing-26")
     assert baseline.option_defaults == [] and baseline.policy_args == {"family": "circles",

@@ -35,9 +35,29 @@ def main() -> None:
                      final_answer_checks=[submitted])
         try:
             agent.run(run.task)
-        finally:  # its own count: a model call per step (planning steps are off)
-            write_counts(len([s for s in agent.memory.steps
-                              if getattr(s, "model_output_message", None) is not None]))
+        finally:
+            calls, more = own_counts(agent)
+            write_counts(calls, **more)
+
+
+def own_counts(agent: Any) -> tuple[int, dict[str, Any]]:
+    """The framework's own record of its model calls: its memory's steps, and its Monitor.
+
+    smolagents keeps no counter of model calls; its memory keeps one step per call (an action
+    step, or a planning step: off here), each holding the reply and its token usage, the step
+    its max_steps adds for a last answer included; a call that raised holds neither. Its Monitor
+    totals the tokens of those steps (what the gateway's usage said).
+
+    Returns:
+        (model calls, {"input_tokens", "output_tokens", "counted_from"}).
+    """
+    calls = [step for step in agent.memory.steps
+             if getattr(step, "model_output_message", None) is not None
+             or getattr(step, "token_usage", None) is not None]
+    usage = agent.monitor.get_total_token_counts()
+    return len(calls), {"input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens,
+                        "counted_from": "smolagents' memory steps (one per model call) and its "
+                                        "Monitor's token totals"}
 
 
 def optional_inputs(tools: Any) -> None:
