@@ -94,10 +94,13 @@ def execute(
     parameters: dict[str, Any] | None = None,
     timeout_s: int = 600,
     kernel_manager_class: type | None = None,
+    kernel_manager: Any = None,
 ) -> NotebookRun:
     """Execute one notebook with papermill, injecting parameters into its `parameters` cell.
 
-    A `kernel_manager_class` starts its kernel (None: `ipc_kernel_manager()`).
+    A `kernel_manager_class` starts its kernel (None: `ipc_kernel_manager()`), unless a
+    `kernel_manager` holds one started already (nbclient's `km`: it executes the notebook in that
+    kernel, and leaves it to its owner to shut down).
     """
     if not source.is_file():
         raise NotebookError(f"notebook {source} does not exist")
@@ -113,6 +116,7 @@ def execute(
         progress_bar=False,
         execution_timeout=timeout_s,
         kernel_manager_class=kernel_manager_class or ipc_kernel_manager(),
+        **({"km": kernel_manager} if kernel_manager is not None else {}),
     )
     _relativise_papermill_paths(executed)
     return NotebookRun(source.stem, source, executed, parameters)
@@ -177,7 +181,8 @@ RUN_NOTEBOOK_20 = "20_agent_run.ipynb"
 
 def execute_run_notebook(parameters: dict[str, Any], run_dir: Path,
                          timeout_s: int = 24 * 3600,
-                         kernel_manager_class: type | None = None) -> Path:
+                         kernel_manager_class: type | None = None,
+                         kernel_manager: Any = None) -> Path:
     """One run through notebooks/20_agent_run.ipynb, its executed copy kept as the run's record.
 
     Executing it again resumes the run, or only reports it when it has finished.
@@ -187,6 +192,7 @@ def execute_run_notebook(parameters: dict[str, Any], run_dir: Path,
         run_dir: the run folder.
         timeout_s: the notebook's time limit.
         kernel_manager_class: the kernel manager to start its kernel with (None: nbclient's).
+        kernel_manager: a kernel manager whose kernel is started already, to execute it in.
 
     Returns:
         The executed copy (<run>/run.ipynb).
@@ -195,7 +201,8 @@ def execute_run_notebook(parameters: dict[str, Any], run_dir: Path,
     folder.root.mkdir(parents=True, exist_ok=True)
     source = notebooks_dir() / RUN_NOTEBOOK_20
     execute(source, folder.notebook, {**parameters, "run_dir": str(folder.root)},
-            timeout_s=timeout_s, kernel_manager_class=kernel_manager_class)
+            timeout_s=timeout_s, kernel_manager_class=kernel_manager_class,
+            kernel_manager=kernel_manager)
     return folder.notebook
 
 

@@ -630,12 +630,13 @@ def test_cli_sandbox_clean_reaps_what_an_ended_run_left(tmp_path):
 
 
 def test_a_killed_sweep_workers_kernel_profile_is_reaped(tmp_path):
-    """The IPython profile a sweep worker makes for its run's kernel (innolab-ipython-*) is marked
-    with its owner: a killed worker's is removed by the reaper, a live one's kept."""
+    """The folder a sweep worker makes for each kernel it starts (innolab-ipython-*: its IPython
+    profile, connection file and sockets) is marked with its owner: a killed worker's is removed by
+    the reaper, a live one's kept."""
     script = ("import sys, time\n"
-              "from innolab.sweep.kernel import handed_to_kernels\n"
-              "with handed_to_kernels({}, 'run', 'tcp://127.0.0.1:1'):\n"
-              "    print('made', flush=True); time.sleep(60)\n")
+              "from innolab.sweep.pool import kernel_folder\n"
+              "kernel_folder()\n"
+              "print('made', flush=True); time.sleep(60)\n")
     env = {**os.environ, "TMPDIR": str(tmp_path), "PYTHONPATH": str(ROOT)}
     worker = subprocess.Popen([sys.executable, "-c", script], env=env, stdout=subprocess.PIPE,
                               text=True)

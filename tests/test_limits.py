@@ -270,41 +270,45 @@ def test_a_spec_states_the_limits_for_its_runs_and_the_ids_stay(monkeypatch):
         parse_spec({**spec, "grid": {"requests_per_minute": [100, 500]}})
 
 
-def test_each_run_hands_its_own_environment_to_its_kernels_only():
+def test_each_run_hands_its_own_environment_to_its_kernels_only(tmp_path):
     """Two runs at once on one worker (a worker with two threads): neither touches the worker's
-    environment, and the kernel of each run's manager sees that run's id."""
+    environment, and the kernel each run is handed sees that run's id."""
     import nbformat
-    from nbclient import NotebookClient
 
-    from innolab.notebooks import KERNEL_NAME
+    from innolab import notebooks
     from innolab.sweep import kernel
+    from innolab.sweep.pool import KernelPool
 
-    seen = {}
-    with (kernel.handed_to_kernels({}, "run-a", "tcp://127.0.0.1:1") as first,
-          kernel.handed_to_kernels({}, "run-b", "tcp://127.0.0.1:1") as second):
-        assert kernel.RUN_VAR not in os.environ and kernel.LLM_VAR not in os.environ
-        for run, manager in (("run-a", first), ("run-b", second)):
-            notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(
-                f"import os\nprint(os.environ.get({kernel.RUN_VAR!r}))")])
-            NotebookClient(notebook, kernel_name=KERNEL_NAME, kernel_manager_class=manager,
-                           timeout=120).execute()
-            seen[run] = notebook.cells[0].outputs[0]["text"].strip()
+    source = tmp_path / "run.ipynb"
+    nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(
+        f"import os\nprint(os.environ.get({kernel.RUN_VAR!r}))")]), source)
+    pool = KernelPool(tmp_path, ahead=2, scheduler="tcp://127.0.0.1:1")
+    try:
+        first, second = pool.take(), pool.take()
+        seen = {}
+        for run, taken in (("run-a", first), ("run-b", second)):
+            taken.hand_over({}, run)
+            assert kernel.RUN_VAR not in os.environ and kernel.LLM_VAR not in os.environ
+            executed = tmp_path / f"{run}.ipynb"
+            notebooks.execute(source, executed, kernel_manager=taken.manager)
+            seen[run] = nbformat.read(executed, as_version=4).cells[0].outputs[0]["text"].strip()
+            pool.retire(taken)
+    finally:
+        pool.close()
     assert seen == {"run-a": "run-a", "run-b": "run-b"}
-    with kernel.handed_to_kernels({}, "run-c", None) as off_cluster:
-        assert off_cluster is None
 
 
 def test_a_kernel_watches_the_worker_that_launched_it_not_its_parent_now(monkeypatch):
-    """A kernel whose worker died while it started is reparented before `enter` runs: it must watch
-    the pid it was launched by (and so end at once), not whichever process adopted it."""
+    """A kernel whose parent died while it started is reparented before `prepare` runs: it must
+    watch the pid it was launched by (and so end at once), not whichever process adopted it."""
     from innolab.sweep import kernel, orphans
 
     watched = []
     monkeypatch.setattr(orphans, "watch", watched.append)
-    monkeypatch.setenv(kernel.LLM_VAR, "{}")
-    monkeypatch.setenv(kernel.SCHEDULER_VAR, "tcp://127.0.0.1:1")
+    monkeypatch.setattr(kernel, "warm", lambda: ())
     monkeypatch.setenv(kernel.PARENT_VAR, "424242")
-    kernel.enter()
+    kernel.prepare()
     assert watched == [424242] and watched[0] != os.getppid()
-    with kernel.handed_to_kernels({}, "run-d", "tcp://127.0.0.1:1") as manager:
-        assert manager is not None  # the worker hands over its own pid, read at launch
+    monkeypatch.delenv(kernel.PARENT_VAR)
+    kernel.prepare()  # not a sweep's kernel: nothing watched
+    assert watched == [424242]

@@ -4,6 +4,7 @@ the embedded model."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -435,8 +436,25 @@ def test_local_cluster_sweep_runs_each_configuration_once(tmp_path):
         sweep.run(spec, output=folder, workers=2, show_progress=False)  # a rerun is a no-op
         assert sorted(os.listdir(folder / "runs")) == before and len(server.requests) == requests
         assert sweep.status(folder)["counts"]["scored"] == 6
+        assert not kernels_left(), "a kernel started ahead outlived its sweep"
         with pytest.raises(SpecError, match="other configurations"):
             sweep.run({**spec, "grid": {"agent": ["aide"]}}, output=folder, show_progress=False)
+
+
+def kernels_left(timeout_s: float = 60.0) -> list[str]:
+    """The kernels and fork servers still under this process after a while (none: [])."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        left = []
+        for process in psutil.Process().children(recursive=True):
+            with contextlib.suppress(psutil.Error):
+                line = " ".join(process.cmdline())
+                if ("ipykernel" in line or "innolab.sweep.forkserver" in line) and \
+                        process.status() != psutil.STATUS_ZOMBIE:
+                    left.append(line)
+        if not left or time.monotonic() > deadline:
+            return left
+        time.sleep(0.5)
 
 
 def kernel_holding(run_dir: Path) -> psutil.Process | None:
@@ -449,6 +467,14 @@ def kernel_holding(run_dir: Path) -> psutil.Process | None:
         except psutil.Error:
             continue
     return None
+
+
+def worker_of(kernel: psutil.Process) -> psutil.Process:
+    """The Dask worker a run's kernel belongs to: its parent, or its fork server's."""
+    parent = kernel.parent()
+    while "innolab.sweep.forkserver" in " ".join(parent.cmdline()):
+        parent = parent.parent()
+    return parent
 
 
 def test_a_worker_killed_mid_run_still_gives_exactly_once(tmp_path):
@@ -483,7 +509,7 @@ def test_a_worker_killed_mid_run_still_gives_exactly_once(tmp_path):
                 if trace.is_file() and '"tool_call"' in trace.read_text():
                     kernel = kernel_holding(run_dir)
                     if kernel is not None:
-                        victim_run, worker = run_dir, kernel.parent()
+                        victim_run, worker = run_dir, worker_of(kernel)
                         break
             time.sleep(0.2)
         assert worker is not None, "no run reached its first tool call"
@@ -496,6 +522,7 @@ def test_a_worker_killed_mid_run_still_gives_exactly_once(tmp_path):
         calls = [e for e in run_events(victim_run) if e.type == "llm_call"]
         assert any(e.cached for e in calls), "the killed run did not continue from its cache"
         assert not psutil.pid_exists(worker.pid) or worker.status() == psutil.STATUS_ZOMBIE
+        assert not kernels_left(), "a kernel outlived its worker or its sweep"
 
 
 def test_an_external_scheduler_through_the_cli(tmp_path):

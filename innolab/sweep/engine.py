@@ -248,20 +248,21 @@ def run_configuration(
     from innolab.notebooks import execute_run_notebook
 
     error: str | None = None
-    with _limits(config.get("llm"), config_id) as manager:
+    with _limits(config.get("llm"), config_id) as pool:
         for _attempt in range(kernel_attempts):
             try:
-                execute_run_notebook(
-                    {
-                        **parameters,
-                        "config": config,
-                        "config_id": config_id,
-                        "novelty": novelty,
-                        "embedded_url": embedded_url,
-                    },
-                    Path(run_dir),
-                    kernel_manager_class=manager,
-                )
+                with _kernel(pool, config.get("llm"), config_id) as manager:
+                    execute_run_notebook(
+                        {
+                            **parameters,
+                            "config": config,
+                            "config_id": config_id,
+                            "novelty": novelty,
+                            "embedded_url": embedded_url,
+                        },
+                        Path(run_dir),
+                        kernel_manager=manager,
+                    )
                 error = None
                 break
             except PapermillExecutionError as failure:
@@ -275,29 +276,39 @@ def run_configuration(
 
 
 @contextmanager
-def _limits(llm: dict[str, Any] | None, config_id: str) -> Iterator[type | None]:
+def _limits(llm: dict[str, Any] | None, config_id: str) -> Iterator[Any]:
     """The endpoint's limits, shared by the cluster's workers, around one task.
 
-    The run's model requests are made in the notebook's kernel, a child of this worker process:
-    innolab.sweep.kernel hands it the scheduler's address, the run's settings and id, and the
-    kernel joins the cluster's gate as it starts, and watches this process to end with it.
+    Yields this worker's pool of kernels started ahead (innolab.sweep.pool; None off a cluster).
     """
-    from innolab.sweep.kernel import handed_to_kernels
+    from innolab.sweep.pool import worker_pool
 
-    scheduler = None
-    with contextlib.suppress(ImportError, ValueError):
-        from distributed import get_worker
-
-        scheduler = get_worker().scheduler.address
     try:
         from innolab.sweep import limits
-    except ImportError:  # no shared limits in this installation: the kernel still ends with us
-        with handed_to_kernels(None, config_id, scheduler) as manager:
-            yield manager
+    except ImportError:  # no shared limits in this installation
+        yield worker_pool()
         return
-    with (limits.activate(llm, run=config_id),
-          handed_to_kernels(llm, config_id, scheduler) as manager):
-        yield manager
+    with limits.activate(llm, run=config_id):
+        yield worker_pool()
+
+
+@contextmanager
+def _kernel(pool: Any, llm: dict[str, Any] | None, config_id: str) -> Iterator[Any]:
+    """A fresh kernel for one execution of the run notebook, handed the run (None: no pool).
+
+    The run's model requests are made in the notebook's kernel, a process under this worker's
+    (innolab.sweep.pool, started ahead of need): it gets the run's settings and id and joins the
+    cluster's gate (innolab.sweep.kernel), executes this one notebook and is shut down after.
+    """
+    if pool is None:
+        yield None
+        return
+    kernel = pool.take()
+    try:
+        kernel.hand_over(llm, config_id)
+        yield kernel.manager
+    finally:
+        pool.retire(kernel)
 
 
 class _Sweep:
@@ -439,7 +450,7 @@ def _client(scheduler: str | None, workers: int, pending: list[Configuration]) -
     from distributed import Client, LocalCluster
 
     if scheduler:
-        with Client(scheduler, timeout="30s") as client:
+        with Client(scheduler, timeout="30s") as client, _kernels_ahead(client):
             yield client
         return
     gpus = _gpu_count()
@@ -455,8 +466,26 @@ def _client(scheduler: str | None, workers: int, pending: list[Configuration]) -
             resources={"GPU": gpus // workers} if gpus >= workers else None,
         ) as cluster,
         Client(cluster) as client,
+        _kernels_ahead(client),
     ):
         yield client
+
+
+@contextmanager
+def _kernels_ahead(client: Any) -> Iterator[None]:
+    """Inside, every worker of the client's cluster keeps kernels started ahead of its runs.
+
+    The workers' kernels (innolab.sweep.pool) are shut down on the way out: a remote cluster's
+    workers outlive the sweep, and keep none.
+    """
+    from innolab.sweep.pool import KernelsAhead
+
+    client.register_plugin(KernelsAhead(), name=KernelsAhead.name)
+    try:
+        yield
+    finally:
+        with contextlib.suppress(Exception):  # a cluster gone meanwhile: its workers ended too
+            client.unregister_worker_plugin(KernelsAhead.name)
 
 
 @contextmanager

@@ -1,13 +1,16 @@
-"""A run notebook's kernel in a sweep: the shared limits there, and its end with its worker.
+"""What runs inside a sweep's run kernel: its start ahead of need, and the handover of its one run.
 
 A sweep's task executes the run notebook with papermill: the run, and every model request it
-makes, lives in a Jupyter kernel, a child process of the Dask worker, where no Dask worker is. The
-worker hands the kernel what it needs through the kernel's own environment (the scheduler's
-address, the run's model settings and id) and an IPython startup file that calls `enter` as the
-kernel starts: the kernel's requests then pass the cluster's gate (innolab.sweep.limits.DaskGate),
-jointly with every other worker's, and carry the run's id; and the kernel watches its worker
-(innolab.sweep.orphans), ending with it however it ends (a worker that closes itself when its
-driver died leaves no kernel).
+makes, lives in a Jupyter kernel, a process under the Dask worker, where no Dask worker is. The
+worker starts its kernels ahead of need (innolab.sweep.pool), forked from a process that loaded what
+a run notebook loads (`warm`, innolab.sweep.forkserver), with an IPython startup file that calls
+`prepare`: the kernel watches the process that launched it (innolab.sweep.orphans), ending with it
+however it ends (a worker that closes itself when its driver died leaves no kernel), so that
+neither the start nor the imports are on a run's path. Each kernel executes one run and is shut
+down: when the worker hands it a run, it executes `enter` there, silently (no cell of the notebook,
+no execution count): the run's model settings and id go into the kernel's environment, and the
+kernel's requests then pass the cluster's gate (innolab.sweep.limits.DaskGate), jointly with every
+other worker's, and carry the run's id.
 """
 
 from __future__ import annotations
@@ -15,99 +18,103 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import tempfile
-from collections.abc import Iterator
-from pathlib import Path
+from types import ModuleType
 from typing import Any
-
-from innolab.gym.leftovers import mark
 
 LLM_VAR = "INNOLAB_SWEEP_LLM"  # the run's model settings (config.json's llm), as JSON
 RUN_VAR = "INNOLAB_RUN_ID"  # the run's id (its configuration's)
 SCHEDULER_VAR = "DASK_SCHEDULER_ADDRESS"  # where distributed.get_client() finds the cluster
 # the worker that starts the kernel: its parent, as it was when launched (a kernel whose worker
-# died while it started finds itself reparented by the time `enter` runs, and must end at once)
+# died while it started finds itself reparented by the time `prepare` runs, and must end at once)
 PARENT_VAR = "INNOLAB_KERNEL_PARENT"
-STARTUP = "from innolab.sweep.kernel import enter\nenter()\n"
+# the IPython startup file's code: no name is left in the notebook's namespace
+STARTUP = "__import__('innolab.sweep.kernel', fromlist=['prepare']).prepare()\n"
 
 _held = contextlib.ExitStack()  # the kernel's gate, held for the kernel's life
 
 
-@contextlib.contextmanager
-def handed_to_kernels(llm: dict[str, Any] | None, run: str, scheduler: str | None
-                      ) -> Iterator[type | None]:
-    """Inside, the kernels of the yielded kernel manager join the cluster's limits for this run.
+def prepare() -> None:
+    """As a sweep's kernel starts: watch the worker that launched it, then load what a run loads.
 
-    The run's environment goes to its own kernels only (`kernel_manager`), never to the worker's
-    process environment: the tasks of a worker with several threads each hand over their own.
-
-    Args:
-        llm: The run's model settings (None: no model, nothing to hand over).
-        run: The run's id.
-        scheduler: The Dask scheduler's address (None: not on a cluster; nothing to hand over).
-
-    Yields:
-        The kernel manager class to execute the run notebook with (papermill's
-        `kernel_manager_class`), or None off a cluster.
+    Does nothing outside such a kernel (no PARENT_VAR).
     """
-    if not scheduler:
-        yield None
-        return
-    with tempfile.TemporaryDirectory(prefix="innolab-ipython-") as folder:
-        mark(Path(folder))  # a killed worker's folder is removed by the reaper (gym.leftovers)
-        startup = Path(folder) / "profile_default" / "startup"
-        startup.mkdir(parents=True)
-        (startup / "00-innolab-limits.py").write_text(STARTUP, encoding="utf-8")
-        yield kernel_manager({LLM_VAR: json.dumps(llm or {}), RUN_VAR: run,
-                              SCHEDULER_VAR: scheduler, PARENT_VAR: str(os.getpid()),
-                              "IPYTHONDIR": folder})
-
-
-def kernel_manager(env: dict[str, str]) -> type:
-    """A kernel manager whose kernels start with `env` over the process's environment.
-
-    Args:
-        env: The variables to add.
-
-    Returns:
-        A subclass of innolab's kernel manager (nbclient's, over IPC sockets:
-        innolab.notebooks.ipc_kernel_manager), made for this run.
-    """
-    from jupyter_client.manager import KernelManager
-
-    from innolab.notebooks import ipc_kernel_manager
-
-    extra = dict(env)
-
-    class RunKernelManager(ipc_kernel_manager()):  # type: ignore[misc,valid-type]
-        """Starts (and restarts) its kernels with the run's variables."""
-
-        async def start_kernel(self, **kw: Any) -> None:  # type: ignore[override]
-            kw["env"] = {**kw.get("env", os.environ), **extra}
-            await KernelManager._async_start_kernel(self, **kw)
-
-    return RunKernelManager
-
-
-def enter() -> None:
-    """In a kernel a sweep's worker started: end with the worker, pass the cluster's gate.
-
-    Does nothing outside such a kernel; no gate for a run without a model or without limits.
-    """
-    text, scheduler = os.environ.get(LLM_VAR), os.environ.get(SCHEDULER_VAR)
-    if text is None or not scheduler:
+    parent = os.environ.get(PARENT_VAR)
+    if not parent:
         return
     from innolab.sweep import orphans
 
-    orphans.watch(int(os.environ.get(PARENT_VAR) or os.getppid()))
-    if text == "{}":
+    orphans.watch(int(parent))
+    warm()
+
+
+def warm() -> tuple[ModuleType, ...]:
+    """Import the modules a run notebook loads: its own imports, and what a run loads on first use.
+
+    Modules only: nothing enters the notebook's namespace (its import cell binds its names).
+
+    Returns:
+        The modules.
+    """
+    # notebooks/20_agent_run.ipynb's import cell (a test keeps the two alike), then what a run
+    # loads on first use (a second or more of a cold kernel's run): the model client, the run loop
+    # and its sandbox, the scaffolds, the scoring and the task families' checks
+    import openai
+    import scipy.optimize
+    import scipy.spatial.distance
+    from IPython import display
+
+    from innolab import runner, runspec, scoring, traces
+    from innolab.agents import aide, baseline, bridge, codeact, mlab
+    from innolab.analysis import runs
+    from innolab.gym import agent_view, policy, run
+    from innolab.gym import local as local_sandbox
+    from innolab.llm import client, gateway, local
+    from innolab.tasks import builtin_families, leaks
+
+    # the model client's resources load as they are first used: touched here, nothing sent
+    sdk = openai.OpenAI(api_key="-", base_url="http://127.0.0.1:9/v1", max_retries=0)
+    _ = (sdk.chat.completions, sdk.models)
+    sdk.close()
+    return (display, runner, runspec, traces, runs, policy, local, openai, scipy.optimize,
+            scipy.spatial.distance, scoring, aide, baseline, bridge, codeact, mlab, local_sandbox,
+            run, agent_view, client, gateway, builtin_families, leaks)
+
+
+def handover(llm: dict[str, Any] | None, run: str) -> str:
+    """The code a worker executes in a started kernel to hand it one run (`enter`'s call).
+
+    Args:
+        llm: The run's model settings (None: no model).
+        run: The run's id.
+
+    Returns:
+        One line of Python that leaves no name in the notebook's namespace.
+    """
+    return (f"__import__('innolab.sweep.kernel', fromlist=['enter'])"
+            f".enter({json.dumps(llm or {})!r}, {run!r})")
+
+
+def enter(llm: str, run: str) -> None:
+    """In a kernel a sweep's worker started: take the run, pass the cluster's gate.
+
+    The run's settings and id go into the kernel's environment (its processes inherit them); no
+    gate for a run without a model or without limits, nor off a cluster.
+
+    Args:
+        llm: The run's model settings, as JSON ("{}": no model).
+        run: The run's id.
+    """
+    os.environ[LLM_VAR] = llm
+    os.environ[RUN_VAR] = run
+    scheduler = os.environ.get(SCHEDULER_VAR)
+    if llm == "{}" or not scheduler:
         return
     from innolab.llm import gate as gates
     from innolab.llm.settings import LLMSettings
     from innolab.sweep.limits import DaskGate
 
-    settings = LLMSettings.model_validate(json.loads(text))
-    _held.enter_context(gates.labelled(os.environ.get(RUN_VAR)))
+    settings = LLMSettings.model_validate(json.loads(llm))
+    _held.enter_context(gates.labelled(run))
     limits = settings.limits()
     if limits:
         from distributed import Client

@@ -1,0 +1,241 @@
+"""A kernel fork server: each kernel a new process forked from one that loaded everything once.
+
+A kernel launched as a new interpreter spends seconds of CPU on start-up and imports (ipykernel,
+innolab, openai, scipy: innolab.sweep.kernel.warm) before it answers; on a worker whose runs are
+short, that is as much again as the run. A sweep worker instead starts one server process
+(`ForkServer`) that loads all of it once and never executes anything else; each kernel is forked
+from it: a new process, holding no state of any run, whose modules are loaded at birth. The child
+becomes a kernel as one jupyter_client launches does: a session of its own (an interrupt or a kill
+reaches its process group), the environment and working directory it was given, ipykernel's
+IPKernelApp on the launcher's arguments, and a normal interpreter exit. Its parent is the server,
+which ends when its worker does (end-of-file on its socket): the kernel watches it
+(innolab.sweep.kernel.prepare, and ipykernel's own parent poller) and ends with it.
+
+Protocol, one JSON line each way per kernel: {"args", "env", "cwd"} in, {"pid", "start"} out.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+import traceback
+from pathlib import Path
+from typing import Any
+
+from innolab.gym.leftovers import owner_alive, owner_token
+
+PR_SET_NAME = 15  # prctl's option naming the calling process (Linux)
+LAUNCHER = ["-m", "ipykernel_launcher"]  # a kernelspec's command: python -m ipykernel_launcher ARGS
+
+
+class ForkServerError(RuntimeError):
+    """The fork server is gone or refused a kernel."""
+
+
+class ForkServer:
+    """The worker's side of a fork server: start it, fork kernels from it, close it."""
+
+    def __init__(self, env: dict[str, str] | None = None) -> None:
+        """Start the server process (it loads the kernels' modules while the worker goes on).
+
+        Args:
+            env: Its environment (None: this process's): what the kernels' imports see.
+        """
+        ours, theirs = socket.socketpair()
+        try:
+            self.process = subprocess.Popen(
+                [sys.executable, "-P", "-m", "innolab.sweep.forkserver", str(theirs.fileno())],
+                pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL, env=env, cwd="/")
+        finally:
+            theirs.close()
+        self._socket = ours
+        self._replies = ours.makefile("rb")
+        self._lock = threading.Lock()
+
+    def fork(self, args: list[str], env: dict[str, str], cwd: str) -> ForkedKernel:
+        """A new kernel, forked.
+
+        Args:
+            args: The kernel launcher's arguments (`-f CONNECTION_FILE ...`).
+            env: The kernel's environment.
+            cwd: Its working directory.
+
+        Returns:
+            The kernel's process.
+
+        Raises:
+            ForkServerError: The server is gone.
+        """
+        request = json.dumps({"args": args, "env": env, "cwd": cwd}).encode() + b"\n"
+        with self._lock:
+            try:
+                self._socket.sendall(request)
+                line = self._replies.readline()
+            except OSError as error:
+                raise ForkServerError(f"the kernel fork server is gone: {error}") from error
+        if not line:
+            raise ForkServerError(f"the kernel fork server is gone (exit {self.process.poll()})")
+        reply = json.loads(line)
+        return ForkedKernel(reply["pid"], reply["start"])
+
+    def alive(self) -> bool:
+        """Whether the server still runs."""
+        return self.process.poll() is None
+
+    def close(self, timeout_s: float = 10.0) -> None:
+        """End the server (its kernels end with it)."""
+        with contextlib.suppress(OSError):
+            self._replies.close()
+            self._socket.close()
+        try:
+            self.process.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+
+
+class ForkedKernel:
+    """A forked kernel's process, as jupyter_client's provisioner handles a Popen.
+
+    Not this process's child: it is known by its pid and start time (a reused pid is not taken for
+    it); its exit status is not known (None while it runs, -1 after).
+
+    Attributes:
+        pid: Its process id (and its process group's: it leads a session of its own).
+        returncode: None while it runs.
+    """
+
+    stdin = stdout = stderr = None
+
+    def __init__(self, pid: int, start: dict[str, Any]) -> None:
+        self.pid = pid
+        self._start = start
+        self.returncode: int | None = None
+
+    def poll(self) -> int | None:
+        """None while the kernel runs, else -1."""
+        if self.returncode is None and not owner_alive(self._start):
+            self.returncode = -1
+        return self.returncode
+
+    def wait(self, timeout: float | None = None) -> int:
+        """Wait for the kernel to end.
+
+        Raises:
+            subprocess.TimeoutExpired: It still runs after `timeout` seconds.
+        """
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while self.poll() is None:
+            if deadline is not None and time.monotonic() > deadline:
+                raise subprocess.TimeoutExpired(f"kernel {self.pid}", timeout or 0)
+            time.sleep(0.05)
+        return -1
+
+    def send_signal(self, signum: int) -> None:
+        """Signal the kernel (nothing once it has ended)."""
+        if self.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self.pid, signum)
+
+    def kill(self) -> None:
+        """SIGKILL."""
+        self.send_signal(signal.SIGKILL)
+
+    def terminate(self) -> None:
+        """SIGTERM."""
+        self.send_signal(signal.SIGTERM)
+
+
+def provisioner_class() -> type:
+    """jupyter_client's local provisioner, launching ipykernel kernels from a `ForkServer`.
+
+    Set its `server` before the kernel starts; a kernelspec whose command is not ipykernel's
+    launcher is launched as usual.
+    """
+    from jupyter_client.provisioning.local_provisioner import LocalProvisioner
+
+    class ForkingProvisioner(LocalProvisioner):  # type: ignore[misc]
+        """Launches its kernel as a fork of the server."""
+
+        server: ForkServer | None = None
+
+        async def launch_kernel(self, cmd: list[str], **kwargs: Any) -> Any:
+            if self.server is None or cmd[1:3] != LAUNCHER:
+                return await super().launch_kernel(cmd, **kwargs)
+            self.cwd = str(kwargs.get("cwd") or Path.cwd())
+            self.process = self.server.fork(cmd[3:], dict(kwargs.get("env") or os.environ),
+                                            self.cwd)
+            self.pid = self.pgid = self.process.pid
+            return self.connection_info
+
+    return ForkingProvisioner
+
+
+# ------------------------------------------------------------------------------------- the server
+
+
+def main(argv: list[str]) -> None:
+    """The server: load the kernels' modules, then fork one kernel per request until end-of-file.
+
+    Returns in a forked child only, once it has run its kernel (the interpreter then exits as a
+    kernel's does).
+
+    Args:
+        argv: The socket's file descriptor.
+    """
+    channel = socket.socket(fileno=int(argv[0]))
+    from ipykernel import kernelapp  # noqa: F401  (the kernel itself, loaded before any fork)
+
+    from innolab.sweep.kernel import warm
+
+    try:
+        warm()
+    except Exception:  # a kernel says it where a notebook imports it; the server still forks
+        traceback.print_exc()
+    signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # the kernels are reaped as they end
+    requests = channel.makefile("rb")
+    for line in requests:
+        request = json.loads(line)
+        pid = os.fork()
+        if pid == 0:
+            requests.close()
+            channel.close()
+            _become_kernel(request)
+            return
+        channel.sendall(json.dumps({"pid": pid, "start": owner_token(pid)}).encode() + b"\n")
+
+
+def _become_kernel(request: dict[str, Any]) -> None:
+    """In a forked child: become the kernel jupyter_client asked for, as its launcher would."""
+    from innolab.sweep.kernel import PARENT_VAR
+
+    os.setsid()  # as jupyter_client's launcher does: the kernel's process group is its own
+    with contextlib.suppress(Exception):  # its name in ps and top (its command line is ours)
+        import ctypes
+
+        ctypes.CDLL(None).prctl(PR_SET_NAME, b"innolab-kernel", 0, 0, 0)
+    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    os.chdir(request["cwd"])
+    os.environ.clear()
+    os.environ.update(request["env"])
+    parent = str(os.getppid())  # the server: the kernel ends with it
+    os.environ["JPY_PARENT_PID"] = os.environ[PARENT_VAR] = parent
+    if "numpy" in sys.modules:  # a fresh interpreter's own random state (random reseeds itself)
+        sys.modules["numpy"].random.seed()
+    # the app read JPY_PARENT_PID as it was imported, in the server: its parent is said again
+    args = [*request["args"], f"--IPKernelApp.parent_handle={parent}"]
+    sys.argv = ["ipykernel_launcher", *args]
+    from ipykernel.kernelapp import IPKernelApp
+
+    IPKernelApp.launch_instance(argv=args)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
