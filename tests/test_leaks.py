@@ -384,9 +384,13 @@ def test_every_ledger_value_planted_in_a_visible_file_is_caught(task_id):
     planted |= {"V* today": task.v_star, "V* as of the paper": task.v_star_as_of(PAPER_DATE).value}
     planted |= {"bound": task.bound.value} if task.bound is not None else {}
     # a spelling of fewer than MIN_SIGNIFICANT_DIGITS pins nothing (the scan's documented rule):
-    # only the old two-digit values of the Packing Center pages are that short
+    # the old two-digit values of the Packing Center pages are that short, and so are numbers of
+    # colours (the board's side and its clique bound say as much) and MNIST-1D's Table 1
+    # accuracies, published to two digits (its V*, 0.988, has three and is scanned)
     short = {w: v for w, v in planted.items() if leaks.significant_digits(repr(v)) < 3}
-    assert set(short.values()) <= {0.036}, short
+    allowed = {0.036} | ({e.value for e in task.ledger} if task.family.name == "colouring"
+                         else {0.32, 0.68, 0.91, 0.94, 0.96} if task_id == "mnist1d" else set())
+    assert set(short.values()) <= allowed, short
     visible = task.visible_files()
     for what, value in planted.items():
         if what in short:

@@ -135,7 +135,22 @@ def _retimed(data: dict, rng: np.random.Generator) -> dict:
     return {"schedules": schedules}  # a delay from a time on: every machine's order kept
 
 
+def _relabelled(data: dict, rng: np.random.Generator) -> dict:
+    names = rng.permutation(len(data["colours"]))  # the colours renamed: the same partition
+    return {"colours": [int(names[c]) for c in data["colours"]],
+            "num_colours": data["num_colours"]}
+
+
+def _reordered(data: dict, rng: np.random.Generator) -> dict:
+    rows = data["predictions"]  # the same predictions, the rows in another order
+    return {"predictions": [rows[i] for i in rng.permutation(len(rows))]}
+
+
 SYMMETRIES = {
+    "colouring-queen15-15": _relabelled,
+    "colouring-queen16-16": _relabelled,
+    "colouring-queen27-27": _relabelled,
+    "mnist1d": _reordered,
     "circle-packing-26": lambda d, rng: _circles(d, rng, rectangle=False),
     "circle-packing-32": lambda d, rng: _circles(d, rng, rectangle=False),
     "circles-in-rectangle-21": lambda d, rng: _circles(d, rng, rectangle=True),
