@@ -68,6 +68,58 @@ def test_notebook_02_opens_a_run_the_clone_carries(reproduced):
     assert "runs beside it: offline" in printed
 
 
+def _cell_output(executed: Path, marker: str) -> str:
+    """The text/plain output of the executed notebook's code cell whose source holds marker."""
+    cells = json.loads(executed.read_text())["cells"]
+    (cell,) = [c for c in cells if c["cell_type"] == "code" and marker in "".join(c["source"])]
+    texts = [o.get("data", {}).get("text/plain", "") for o in cell["outputs"]]
+    return "".join("".join(t) if isinstance(t, list) else t for t in texts)
+
+
+def _series(text: str) -> dict[str, str]:
+    """A pandas Series' text/plain output as its index -> value text (the Name line left out)."""
+    return dict(line.rsplit(maxsplit=1) for line in text.splitlines()
+                if line.strip() and not line.startswith("Name:"))
+
+
+def check_notebook_04(executed: Path, runs: Path) -> None:
+    """Notebook 04's framework run, as its outputs show it: tool calls made through MCP, every
+    model call counted alike by the gateway, the trace and the framework itself, and the run
+    scored; its run folder (under `runs`) says the same."""
+    counts = {k.strip(): v for k, v in _series(_cell_output(executed, "counts = {")).items()}
+    assert int(counts["tool_call events"]) >= 1
+    assert int(counts["tool_call events"]) == int(counts["MCP tool calls"])
+    assert (int(counts["llm_call events"]) == int(counts["gateway requests"])
+            == int(counts["the framework's own count"]) >= 1)
+    row = _series(_cell_output(executed, "results.run_row(run_dir)"))
+    assert row["agent"] == "smolagents" and row["complete"] == "True" and row["valid"] == "True"
+    assert row["source_status"] == "reproduces" and row["novelty"] != "NaN"
+    assert int(row["tool_calls"]) == int(counts["tool_call events"])
+    (run,) = [p.parent for p in runs.glob("*/score.json")
+              if json.loads((p.parent / "config.json").read_text())["agent"] == "smolagents"]
+    score = json.loads((run / "score.json").read_text())
+    assert score["valid"] and score["novelty"] is not None and score["novelty_out"] is not None
+
+
+@pytest.mark.notebook
+def test_notebook_04_runs_a_framework_and_counts_every_call_alike(reproduced):
+    clone, executed = reproduced
+    check_notebook_04(executed / "04_bring_your_agent.ipynb", clone / "results" / "runs")
+
+
+@pytest.mark.notebook
+@pytest.mark.usefixtures("agents_extra")
+def test_notebook_04_on_the_scripted_server(tmp_path):
+    """Notebook 04 alone (its defaults: smolagents on circle-packing-26), its model the scripted
+    server: what test_notebook_04_runs_a_framework_and_counts_every_call_alike checks of the
+    fresh clone's execution, checked here without the other notebooks."""
+    with FakeLLM() as server:
+        notebooks.execute(notebooks_dir() / "04_bring_your_agent.ipynb", tmp_path / "04.ipynb",
+                          {"base_url": server.base_url, "max_steps": 8,
+                           "results_dir": str(tmp_path / "results")})
+    check_notebook_04(tmp_path / "04.ipynb", tmp_path / "results" / "runs")
+
+
 @pytest.mark.notebook
 def test_notebooks_leave_the_committed_tree_as_it_was(reproduced):
     """Outputs go where `make reproduce` writes them (results/, figures/), and running a notebook
