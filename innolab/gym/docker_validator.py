@@ -249,8 +249,12 @@ class DockerValidator:
                 pooled.key, [f"{folder}/validate.py", f"{folder}/{CANDIDATE}"], "/tmp", folder,
                 {**self.digests, CANDIDATE: hashlib.sha256(content).hexdigest()},
                 {**self.files, CANDIDATE: content})
-            pooled.raw.sendall(order)  # copied in, read back and verified there before it runs
-            stdout, stderr, timed_out = read_frames(pooled.raw, time.monotonic() + timeout_s)
+            try:  # copied in, read back and verified there before it runs
+                pooled.raw.sendall(order)
+                stdout, stderr, timed_out = read_frames(pooled.raw, time.monotonic() + timeout_s)
+            except OSError as error:
+                raise SandboxError(f"the checker's container could not be reached: {error}") \
+                    from None
             if timed_out:
                 with contextlib.suppress(Exception):  # it may have ended meanwhile
                     self.client.api.kill(pooled.container.id)
@@ -289,14 +293,13 @@ class DockerValidator:
         """Remove every container of this validator, waiting until the engine has removed them."""
         self.closed = True
         self.pool.close()
-        from docker.errors import NotFound
-
         mine = {"label": f"{POOL_LABEL}={self.token}"}
-        with contextlib.suppress(Exception):  # an engine gone leaves them to the reaper
-            for container in self.client.containers.list(all=True, filters=mine):
-                with contextlib.suppress(Exception):  # removing itself already
-                    container.remove(force=True)
-                with contextlib.suppress(NotFound):
-                    self.client.api.wait(container.id, timeout=REMOVAL_WAIT_S,
-                                         condition="removed")
-
+        try:  # sparse: none inspected, since one may be removing itself meanwhile
+            left = self.client.containers.list(all=True, sparse=True, filters=mine)
+        except Exception:  # an engine gone leaves them to the reaper
+            return
+        for container in left:
+            with contextlib.suppress(Exception):  # gone already, or removing itself
+                container.remove(force=True)
+            with contextlib.suppress(Exception):  # gone: NotFound
+                self.client.api.wait(container.id, timeout=REMOVAL_WAIT_S, condition="removed")

@@ -325,7 +325,9 @@ def reap(tempdir: Path | None = None, docker_client: Any = None) -> Reaped:
         from docker.errors import APIError
 
         marked = {"filters": {"label": "innolab.owner"}}
-        for kind, found in ((reaped.containers, docker_client.containers.list(all=True, **marked)),
+        # a container of a live run may remove itself meanwhile (a used checker: auto_remove)
+        containers = docker_client.containers.list(all=True, ignore_removed=True, **marked)
+        for kind, found in ((reaped.containers, containers),
                             (reaped.volumes, docker_client.volumes.list(**marked))):
             for item in found:
                 if owner_alive(json.loads(

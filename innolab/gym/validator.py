@@ -223,9 +223,10 @@ class LocalValidator:
             raise SandboxError(
                 f"the local validator's folder {self.root} was removed while it was open"
             )
-        waiter = self.pool.take()
         folder = Path(tempfile.mkdtemp(dir=self.root, prefix="check-"))
+        waiter: Waiter | None = None
         try:
+            waiter = self.pool.take()
             candidate = folder / CANDIDATE
             candidate.write_bytes(content)
             self._copy(folder)
@@ -244,9 +245,10 @@ class LocalValidator:
             return parse_verdict(stdout.decode(errors="replace")[-OUTPUT_LIMIT:],
                                  stderr.decode(errors="replace")[-OUTPUT_LIMIT:], False, timeout_s)
         finally:
-            waiter.end()  # killed where it still runs (timed out, or never ordered)
+            if waiter is not None:
+                waiter.end()  # killed where it still runs (timed out, or never ordered)
+                self.pool.used()
             remove_tree(folder)
-            self.pool.used()
 
     def held_memory_bytes(self) -> int:
         """The resident memory the ready interpreters hold now (their VmRSS)."""
