@@ -355,6 +355,9 @@ def test_the_framework_process_cannot_read_the_key_write_the_run_or_read_solutio
         assert report[attempt].startswith("refused"), (attempt, report[attempt])
     assert not (run_dir / "planted.txt").exists()
     assert traces.Trace.read(run_dir).finished is not None  # the trace intact
+    from innolab.gym.leftovers import sandbox_pids
+
+    assert not sandbox_pids(confinement["uid"], None)  # nothing of it outlived the run
 
 
 def test_the_framework_cannot_call_the_embedded_model_without_the_gateway(tmp_path,

@@ -65,16 +65,27 @@ def _call(result: int, what: str) -> None:
 # ------------------------------------------------------------------------------------- the plan
 
 
-def needed_paths() -> list[Path]:
-    """What the framework's Python reads: its interpreter, prefixes, import paths, innolab."""
+def needed_paths() -> tuple[list[Path], list[Path]]:
+    """What the framework's Python reads.
+
+    Returns:
+        The paths it cannot do without (its interpreter, its prefixes, innolab, PYTHONPATH's
+        entries), and those it may do without (the rest of this process's import paths: a
+        framework's process has its own, from its prefixes, their .pth files and PYTHONPATH).
+    """
     import innolab
 
-    found = [Path(sys.executable), Path(sys.base_prefix), Path(sys.prefix),
-             Path(innolab.__file__).resolve().parents[1]]
-    found += [Path(p) for p in sys.path if p and Path(p).exists()]
-    found += [Path(p) for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
-    resolved = [p.resolve() for p in found if p.exists()]
-    return list(dict.fromkeys([*found, *resolved]))
+    required = [Path(sys.executable), Path(sys.base_prefix), Path(sys.prefix),
+                Path(innolab.__file__).resolve().parents[1]]
+    required += [Path(p) for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    optional = [Path(p) for p in sys.path if p]
+
+    def existing(paths: list[Path]) -> list[Path]:
+        found = [p for p in paths if p.exists()]
+        return list(dict.fromkeys([*found, *(p.resolve() for p in found)]))
+
+    needed = existing(required)
+    return needed, [p for p in existing(optional) if p not in needed]
 
 
 def _others_may(path: Path, need: int) -> bool:
@@ -83,6 +94,26 @@ def _others_may(path: Path, need: int) -> bool:
         return bool(path.stat().st_mode & need == need)
     except OSError:
         return False
+
+
+def _route(path: Path) -> tuple[dict[str, set[str]], str | None]:
+    """How another user reaches `path`, or why no mount can make it readable.
+
+    Returns:
+        Each folder on the way it may not pass, with the entry of it that leads there (exposed
+        by a mount); and None, or why.
+    """
+    expose: dict[str, set[str]] = {}
+    parts = path.parts
+    for depth in range(1, len(parts)):
+        above, entry = Path(*parts[:depth]), parts[depth]
+        if not _others_may(above, stat.S_IXOTH):
+            if above == Path("/"):
+                return {}, "/ lets no other user pass"
+            expose.setdefault(str(above), set()).add(entry)
+    if not _others_may(path, stat.S_IROTH | (stat.S_IXOTH if path.is_dir() else 0)):
+        return {}, f"{path} is not readable by other users"
+    return expose, None
 
 
 def plan(uid: int, home: Path, folder: Path, hide: list[Path]) -> dict[str, Any]:
@@ -96,22 +127,20 @@ def plan(uid: int, home: Path, folder: Path, hide: list[Path]) -> dict[str, Any]
 
     Returns:
         The plan: `uid`, `home`, `folder`, `expose` (each folder others cannot enter, with the
-        entries of it that Python needs, outermost first), `hide`, and `unreachable` (why the
-        needed paths cannot be made readable by another user; empty when they can).
+        entries of it that Python needs, outermost first), `hide`, and `unreachable` (why a path
+        Python cannot do without cannot be made readable by another user; empty when all can).
     """
     expose: dict[str, set[str]] = {}
     unreachable: list[str] = []
-    for path in needed_paths():
-        parts = path.parts
-        for depth in range(1, len(parts)):
-            above, entry = Path(*parts[:depth]), parts[depth]
-            if not _others_may(above, stat.S_IXOTH):
-                if above == Path("/"):
-                    unreachable.append(f"{above} lets no other user pass")
-                    break
-                expose.setdefault(str(above), set()).add(entry)
-        if not _others_may(path, stat.S_IROTH | (stat.S_IXOTH if path.is_dir() else 0)):
-            unreachable.append(f"{path} is not readable by other users")
+    required, optional = needed_paths()
+    for path in [*required, *optional]:
+        route, why = _route(path)
+        if why is not None:
+            if path in required:
+                unreachable.append(why)
+            continue  # an import path it may do without: left out
+        for above, entries in route.items():
+            expose.setdefault(above, set()).update(entries)
     ordered = sorted(expose.items(), key=lambda item: len(Path(item[0]).parts))
     return {"uid": uid, "home": str(home), "folder": str(folder),
             "expose": [[above, sorted(entries)] for above, entries in ordered],
