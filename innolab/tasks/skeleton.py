@@ -69,6 +69,7 @@ A problem family of its own, beside its task's task.yaml: it enters the task's s
 from __future__ import annotations
 
 import json
+from itertools import pairwise
 from typing import Any
 
 import numpy as np
@@ -104,8 +105,7 @@ def golomb_ruler(data: dict[str, Any], marks: int) -> float:
     if ruler[0] != 0:
         raise Invalid(f"marks[0] must be 0, got {{ruler[0]}}")
     violations("increasing marks", [f"marks[{{i + 1}}] = {{b}} is not above marks[{{i}}] = {{a}}"
-                                    for i, (a, b) in enumerate(zip(ruler, ruler[1:]))
-                                    if b <= a])
+                                    for i, (a, b) in enumerate(pairwise(ruler)) if b <= a])
     seen: dict[int, tuple[int, int]] = {{}}
     repeated = []
     for j in range(len(ruler)):
@@ -170,7 +170,7 @@ import random
 
 
 def greedy(marks, rng, skip):
-    """Marks placed one by one at the smallest position keeping differences distinct (some skipped)."""
+    """Marks placed one by one at the first position keeping differences distinct, some skipped."""
     ruler, diffs, position = [0], set(), 0
     while len(ruler) < marks:
         position += 1
@@ -190,11 +190,13 @@ def main():
     parser.add_argument("--warm", default=None)
     parser.add_argument("--out", required=True)
     args = parser.parse_args()
-    marks = int(json.load(open("task.json"))["params"]["marks"])
+    with open("task.json") as handle:
+        marks = int(json.load(handle)["params"]["marks"])
     rng = random.Random(args.seed)
     best = None
     if args.warm and os.path.exists(args.warm):
-        best = json.load(open(args.warm))["marks"]
+        with open(args.warm) as handle:
+            best = json.load(handle)["marks"]
     while time.time() - START < args.time * 0.9:
         ruler = greedy(marks, rng, rng.random() * 0.3)
         if best is None or ruler[-1] < best[-1]:
@@ -213,12 +215,11 @@ SOLVE = '''\
 """{title}."""
 
 import argparse
-import json
-import random
+import json{random}
 
 
 def greedy(marks, rng, skip):
-    """Marks placed one by one at the smallest position keeping differences distinct (some skipped)."""
+    """Marks placed one by one at the first position keeping differences distinct, some skipped."""
     ruler, diffs, position = [0], set(), 0
     while len(ruler) < marks:
         position += 1
@@ -260,8 +261,8 @@ SOLUTIONS = {
     "greedy-restarts": ("reference", "Randomised greedy restarts, the shortest ruler kept",
                         "    rng = random.Random(args.seed)\n"
                         "    tries = 200 if args.quick else 20000\n"
-                        "    ruler = min((greedy(marks, rng, rng.random() * 0.3) for _ in "
-                        "range(tries)), key=lambda r: r[-1])",
+                        "    rulers = (greedy(marks, rng, rng.random() * 0.3) for _ in range(tries))\n"
+                        "    ruler = min(rulers, key=lambda r: r[-1])",
                         "The greedy ruler with each position skipped at random (probability up to "
                         "0.3), restarted many times; the shortest ruler is kept."),
 }
@@ -306,8 +307,9 @@ def new_task(task_id: str, family: str | None = None, path: str | Path = ".") ->
         for name, (_, title, body, card) in SOLUTIONS.items():
             solution = folder / "solutions" / name
             solution.mkdir(parents=True)
-            (solution / "solve.py").write_text(SOLVE.format(title=title, marks=MARKS, body=body),
-                                               encoding="utf-8")
+            uses = "\nimport random" if "random." in body else ""
+            (solution / "solve.py").write_text(
+                SOLVE.format(title=title, marks=MARKS, body=body, random=uses), encoding="utf-8")
             (solution / "summary.md").write_text(f"# {title}\n\n{card}\n", encoding="utf-8")
             (solution / "pseudocode.tex").write_text(
                 "\\begin{algorithmic}\n\\State " + card.replace("%", "\\%") +

@@ -157,14 +157,14 @@ def predictions(data: dict[str, Any], dev_ids: list[str], test_ids: list[str],
 def tie_margin(params: dict[str, Any], best: float) -> float:
     """The sampling error of the metric on the test set: z_99 · SE at the record (two-sided 99 %).
 
-    The rule, per metric (n test items): accuracy and macro-F1, the binomial standard error
-    sqrt(the record(1 − the record)/n) (macro-F1 approximated so); ROC AUC, Hanley and McNeil's (1982) standard
-    error from the counts of each class; RMSE, the record/sqrt(2n) (normal residuals). On 1,000 test items
-    at an accuracy of 98.8 % this is 2.576 × 0.34 points = 0.89 points.
+    The rule, per metric (n test items, p the record): accuracy and macro-F1, the binomial
+    standard error sqrt(p(1 − p)/n) (macro-F1 approximated so); ROC AUC, Hanley and McNeil's
+    (1982) standard error from the counts of each class; RMSE, p/sqrt(2n) (normal residuals). On
+    1,000 test items at an accuracy of 98.8 % this is 2.576 × 0.34 points = 0.89 points.
 
     Args:
         params: The task's check parameters (with the hidden test labels).
-        best: the record.
+        best: The record the margin is taken at.
 
     Returns:
         The margin, in the metric's units; 0 without test labels.

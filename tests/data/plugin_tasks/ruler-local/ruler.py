@@ -7,6 +7,7 @@ A problem family of its own, beside its task's task.yaml: it enters the task's s
 from __future__ import annotations
 
 import json
+from itertools import pairwise
 from typing import Any
 
 import numpy as np
@@ -42,8 +43,7 @@ def golomb_ruler(data: dict[str, Any], marks: int) -> float:
     if ruler[0] != 0:
         raise Invalid(f"marks[0] must be 0, got {ruler[0]}")
     violations("increasing marks", [f"marks[{i + 1}] = {b} is not above marks[{i}] = {a}"
-                                    for i, (a, b) in enumerate(zip(ruler, ruler[1:]))
-                                    if b <= a])
+                                    for i, (a, b) in enumerate(pairwise(ruler)) if b <= a])
     seen: dict[int, tuple[int, int]] = {}
     repeated = []
     for j in range(len(ruler)):

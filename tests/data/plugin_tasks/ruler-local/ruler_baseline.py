@@ -16,7 +16,7 @@ import random
 
 
 def greedy(marks, rng, skip):
-    """Marks placed one by one at the smallest position keeping differences distinct (some skipped)."""
+    """Marks placed one by one at the first position keeping differences distinct, some skipped."""
     ruler, diffs, position = [0], set(), 0
     while len(ruler) < marks:
         position += 1
@@ -36,11 +36,13 @@ def main():
     parser.add_argument("--warm", default=None)
     parser.add_argument("--out", required=True)
     args = parser.parse_args()
-    marks = int(json.load(open("task.json"))["params"]["marks"])
+    with open("task.json") as handle:
+        marks = int(json.load(handle)["params"]["marks"])
     rng = random.Random(args.seed)
     best = None
     if args.warm and os.path.exists(args.warm):
-        best = json.load(open(args.warm))["marks"]
+        with open(args.warm) as handle:
+            best = json.load(handle)["marks"]
     while time.time() - START < args.time * 0.9:
         ruler = greedy(marks, rng, rng.random() * 0.3)
         if best is None or ruler[-1] < best[-1]:

@@ -1,4 +1,4 @@
-"""Sidon sets: integers in [0, N) whose pairwise sums a + b (a <= b) are all distinct; score their number."""
+"""Sidon sets: integers in [0, N) whose pairwise sums a + b (a <= b) are distinct; the size."""
 
 from __future__ import annotations
 
@@ -59,11 +59,13 @@ def _describe(data: dict[str, Any], params: dict[str, Any]) -> np.ndarray:
 
 def _distance(a: np.ndarray, b: np.ndarray) -> float:
     total = a.sum() + b.sum()
-    return float(min(np.abs(a - b).sum(), np.abs(a - b[::-1]).sum()) / total * 100) if total else 0.0
+    if not total:
+        return 0.0
+    return float(min(np.abs(a - b).sum(), np.abs(a - b[::-1]).sum()) / total * 100)
 
 
-OUTCOMES = {"sidon_set": Outcome(_describe, _distance, "Sidon sets: 100 x the symmetric difference over the sizes, "
-                                 "up to reflection x -> N - 1 - x")}
+SCALE = "Sidon sets: 100 x the symmetric difference over the sizes, up to reflection x -> N - 1 - x"
+OUTCOMES = {"sidon_set": Outcome(_describe, _distance, SCALE)}
 
 
 def _hostile(params: dict[str, Any]) -> dict[str, str]:

@@ -6,7 +6,7 @@ import random
 
 
 def greedy(marks, rng, skip):
-    """Marks placed one by one at the smallest position keeping differences distinct (some skipped)."""
+    """Marks placed one by one at the first position keeping differences distinct, some skipped."""
     ruler, diffs, position = [0], set(), 0
     while len(ruler) < marks:
         position += 1
@@ -29,7 +29,8 @@ def main():
     marks = 8
     rng = random.Random(args.seed)
     tries = 200 if args.quick else 20000
-    ruler = min((greedy(marks, rng, rng.random() * 0.3) for _ in range(tries)), key=lambda r: r[-1])
+    rulers = (greedy(marks, rng, rng.random() * 0.3) for _ in range(tries))
+    ruler = min(rulers, key=lambda r: r[-1])
     with open(args.out, "w") as handle:
         json.dump({"marks": ruler}, handle)
 

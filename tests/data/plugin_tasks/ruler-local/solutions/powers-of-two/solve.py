@@ -2,11 +2,10 @@
 
 import argparse
 import json
-import random
 
 
 def greedy(marks, rng, skip):
-    """Marks placed one by one at the smallest position keeping differences distinct (some skipped)."""
+    """Marks placed one by one at the first position keeping differences distinct, some skipped."""
     ruler, diffs, position = [0], set(), 0
     while len(ruler) < marks:
         position += 1

@@ -6,7 +6,7 @@ import random
 
 
 def greedy(n, rng, skip):
-    """Each integer below n in turn, kept when its sums with the kept ones are new (some skipped)."""
+    """Each integer below n in turn, kept when its sums with those kept are new; some skipped."""
     kept, sums = [], set()
     for x in range(n):
         new = {x + y for y in kept} | {2 * x}
@@ -25,6 +25,7 @@ if __name__ == "__main__":
     parser.add_argument("--time-limit", type=float, default=None)
     args = parser.parse_args()
     rng = random.Random(args.seed)
-    elements = max((greedy(60, rng, rng.random() * 0.5) for _ in range(50 if args.quick else 2000)), key=len)
+    tries = 50 if args.quick else 2000
+    elements = max((greedy(60, rng, rng.random() * 0.5) for _ in range(tries)), key=len)
     with open(args.out, "w") as handle:
         json.dump({"elements": elements}, handle)

@@ -2,11 +2,10 @@
 
 import argparse
 import json
-import random
 
 
 def greedy(n, rng, skip):
-    """Each integer below n in turn, kept when its sums with the kept ones are new (some skipped)."""
+    """Each integer below n in turn, kept when its sums with those kept are new; some skipped."""
     kept, sums = [], set()
     for x in range(n):
         new = {x + y for y in kept} | {2 * x}
