@@ -301,11 +301,11 @@ def test_the_sweep_hands_the_worker_the_configuration_it_hashed(tmp_path):
 
 
 def test_an_option_named_like_a_runs_table_column_is_refused_by_name(monkeypatch):
+    """Refused where it is declared, not when a runs table is built: an added setting here, an
+    agent's option by the registry (listed as broken, tests/test_plugins.py)."""
     from innolab import results
 
-    runspec.add_setting("tool_calls", int, Field(default=None), goes="policy")
-    try:
-        with pytest.raises(ValueError, match=r"tool_calls .*share a name with the runs table"):
-            results.run_table_columns()
-    finally:
-        runspec.remove_setting("tool_calls")
+    with pytest.raises(ValueError, match=r"'tool_calls': named like a column of the runs table"):
+        runspec.add_setting("tool_calls", int, Field(default=None), goes="policy")
+    assert "tool_calls" not in runspec.schema().model_fields
+    assert [c.name for c in results.run_table_columns()].count("tool_calls") == 1
