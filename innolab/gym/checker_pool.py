@@ -97,7 +97,7 @@ def weakly(method: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def order_line(key: str, argv: list[str], cwd: str, root: str, digests: dict[str, str],
-               files: dict[str, bytes] | None = None) -> bytes:
+               files: dict[str, bytes] | None = None, end: str | None = None) -> bytes:
     """A waiter's order (innolab.gym.checker_waiter), one line of JSON.
 
     Args:
@@ -107,6 +107,8 @@ def order_line(key: str, argv: list[str], cwd: str, root: str, digests: dict[str
         root: The folder of `files` and `digests`, relative to cwd or absolute.
         digests: The sha256 of each file it verifies before it runs anything, by name.
         files: The files it writes first, by name (None: none).
+        end: The mark it writes last on both its outputs (None: none; its reader waits for the
+            end of its streams).
 
     Returns:
         The order's bytes, newline-terminated.
@@ -114,6 +116,8 @@ def order_line(key: str, argv: list[str], cwd: str, root: str, digests: dict[str
     order = {"key": key, "argv": argv, "cwd": cwd, "root": root, "digests": digests,
              "files": {name: base64.b64encode(content).decode()
                        for name, content in (files or {}).items()}}
+    if end:
+        order["end"] = end
     return json.dumps(order).encode() + b"\n"
 
 

@@ -3,10 +3,10 @@
 innolab.gym.checker_pool starts it as `python3 -I -c <this file's source>` (in a local process or
 in a container of the run's image) before any check needs it, so that a check does not wait for an
 interpreter to start. It imports only what waiting and verifying need (the standard library's
-base64, hashlib, json, os, runpy, sys), writes READY on its standard output, and reads nothing but
-its standard input until its order comes: one line of JSON,
+atexit, base64, hashlib, json, os, runpy, sys), writes READY on its standard output, and reads
+nothing but its standard input until its order comes: one line of JSON,
 
-    {"key", "argv", "cwd", "root", "files"?, "digests"}
+    {"key", "argv", "cwd", "root", "files"?, "digests", "end"?}
 
 It must carry the key its starter gave it in INNOLAB_CHECKER_KEY (removed from its environment
 before anything runs). In `cwd`, it writes `files` (name: base64 content, names relative to
@@ -16,9 +16,10 @@ as `__main__` with argv as sys.argv, its standard input /dev/null (sys.path as a
 `-I`; before Python 3.11, the script's folder first). What follows the report is the checker's.
 Once the checker is done, it ends as the interpreter ends a script (non-daemon threads joined,
 exit handlers run, output flushed, the exit status a script's) but without tearing its modules
-down, which takes longer than many a check (`finish`). End of input before an order (its run
-ended, however it ended) ends it with nothing run. It never takes a second order: the process (or
-container) goes after its one check.
+down, which takes longer than many a check (`finish`); where the order has an `end` mark (fresh
+for each check, so that no output can forge it), it writes it last on both its outputs. End of
+input before an order (its run ended, however it ended) ends it with nothing run. It never takes a
+second order: the process (or container) goes after its one check.
 """
 
 from __future__ import annotations
@@ -77,11 +78,14 @@ def status(code: object) -> int:
     return 1
 
 
-def finish(code: int) -> None:
+def finish(code: int, end: str = "") -> None:
     """End the process as the interpreter ends a script, its modules left as they are.
 
     Args:
         code: The exit status.
+        end: The order's end mark: written last on standard output and on standard error, each
+            on a line of its own after a newline, so that its reader need not wait for the end of
+            the process's streams (empty: none).
     """
     threading = sys.modules.get("threading")
     shutdown = getattr(threading, "_shutdown", None)
@@ -94,6 +98,9 @@ def finish(code: int) -> None:
                 stream.flush()
         except Exception:  # a closed or replaced stream: nothing left to flush
             pass
+    if end:
+        for fd in (1, 2):
+            os.write(fd, b"\n" + end.encode() + b"\n")
     os._exit(code)
 
 
@@ -116,10 +123,11 @@ def main() -> None:
     os.dup2(null, 0)  # nothing more is read from innolab
     os.close(null)
     os.chdir(cwd)
+    end = str(order.get("end") or "")
     altered = verify(order)
     os.write(1, (json.dumps({"altered": altered}) + "\n").encode())
     if altered:
-        raise SystemExit(0)
+        finish(0, end)
     sys.argv = argv
     if sys.path and sys.path[0] == "":  # `-c` before 3.11: a script has its own folder there
         sys.path[0] = os.path.dirname(os.path.abspath(argv[0]))
@@ -131,7 +139,7 @@ def main() -> None:
     except BaseException:  # reported as the interpreter reports it
         sys.excepthook(*sys.exc_info())
         code = 1
-    finish(code)
+    finish(code, end)
 
 
 if __name__ == "__main__":

@@ -113,22 +113,27 @@ def await_ready(raw: socket.socket, deadline: float) -> None:
         raise SandboxError(f"the checker's container did not start its waiter: {said}")
 
 
-def read_frames(raw: socket.socket, deadline: float) -> tuple[bytes, bytes, bool]:
-    """The attached stream's output until its end (the container's process exited).
+def read_frames(raw: socket.socket, deadline: float,
+                end: str | None = None) -> tuple[bytes, bytes, bool]:
+    """The attached stream's output until its end, or until both streams end with the end mark.
 
     Args:
         raw: The attached socket (the engine's multiplexed frames: a stream byte, three zero
             bytes, a 4-byte big-endian length, then the data).
         deadline: When to stop reading (time.monotonic()).
+        end: The waiter's end mark (innolab.gym.checker_waiter.finish): once both streams end
+            with it on a line of its own, the output is whole (removed from it) without waiting
+            for the engine to close the stream after the process's exit.
 
     Returns:
         stdout (its first line whole, up to a megabyte, and a bounded tail) and stderr (a bounded
         tail), and whether the deadline came first.
     """
+    mark = b"\n" + end.encode() + b"\n" if end else None
     head, streams = bytearray(), {1: bytearray(), 2: bytearray()}
     pending = bytearray()
     timed_out = False
-    while True:
+    while mark is None or not all(streams[k].endswith(mark) for k in (1, 2)):
         left = deadline - time.monotonic()
         if left <= 0:
             timed_out = True
@@ -155,6 +160,10 @@ def read_frames(raw: socket.socket, deadline: float) -> tuple[bytes, bytes, bool
                 target += data
                 if len(target) > 8 * OUTPUT_LIMIT:
                     del target[: -4 * OUTPUT_LIMIT]  # a tail to decode, kept bounded
+    if mark is not None:
+        for k in (1, 2):
+            if streams[k].endswith(mark):
+                del streams[k][-len(mark) :]
     return bytes(head + streams[1]), bytes(streams[2]), timed_out
 
 
@@ -245,13 +254,15 @@ class DockerValidator:
         pooled = self.pool.take()
         try:
             folder = self.FOLDER
+            end = secrets.token_hex(16)  # fresh: neither the checker nor a candidate knows it
             order = order_line(
                 pooled.key, [f"{folder}/validate.py", f"{folder}/{CANDIDATE}"], "/tmp", folder,
                 {**self.digests, CANDIDATE: hashlib.sha256(content).hexdigest()},
-                {**self.files, CANDIDATE: content})
+                {**self.files, CANDIDATE: content}, end)
             try:  # copied in, read back and verified there before it runs
                 pooled.raw.sendall(order)
-                stdout, stderr, timed_out = read_frames(pooled.raw, time.monotonic() + timeout_s)
+                stdout, stderr, timed_out = read_frames(pooled.raw, time.monotonic() + timeout_s,
+                                                        end)
             except OSError as error:
                 raise SandboxError(f"the checker's container could not be reached: {error}") \
                     from None
