@@ -10,6 +10,7 @@ import json
 import os
 import struct
 import threading
+from pathlib import Path
 
 import pytest
 
@@ -30,6 +31,7 @@ SEPARATE = [
                  id="local-own-user"),
     pytest.param("docker", marks=pytest.mark.docker, id="docker"),
 ]
+ROOT = Path(__file__).resolve().parents[1]
 TIMED_OUT = {"local": 124, "docker": 137}  # the codes a command killed at its limit had before
 
 
@@ -144,6 +146,20 @@ def test_the_agent_cannot_kill_trace_or_reach_the_executor(box):
     assert box.exec("echo alive").stdout == "alive\n" and box.executor.starts == 1
 
 
+@pytest.mark.docker
+def test_the_agents_commands_hold_no_capability(docker_client, base_image):
+    """The container's root holds SETUID, SETGID and KILL (the executor's); a command of the agent
+    holds none, and can gain none (no-new-privileges): only the bounding set names them."""
+    box = _open("docker")
+    try:
+        status = box.exec("grep -E '^(Cap|NoNewPrivs)' /proc/self/status").stdout.split()
+        held = dict(zip(status[::2], status[1::2], strict=True))
+        assert held == {"CapInh:": "0" * 16, "CapPrm:": "0" * 16, "CapEff:": "0" * 16,
+                        "CapBnd:": "00000000000000e0", "CapAmb:": "0" * 16, "NoNewPrivs:": "1"}
+    finally:
+        box.close()
+
+
 def test_an_executor_killed_by_the_agent_is_a_clear_error_then_starts_afresh():
     """Where the commands share the executor's user (innolab not root, here forced), a command
     can kill it: the call fails at once with a clear error, the next call starts a new one."""
@@ -235,3 +251,35 @@ def test_the_docker_listing_and_capture_log_are_as_before(docker_client, base_im
         assert box.read_capture(10) == log[10:] and box.read_capture(len(log)) == b""
     finally:
         box.close()
+
+
+TERMINAL = """
+import os, sys
+from innolab.gym.local import LocalSandbox
+os.setsid()
+os.close(os.open(os.ttyname(int(sys.argv[1])), os.O_RDWR))  # a session leader's first terminal
+os.close(os.open("/dev/tty", os.O_RDWR))  # innolab has a controlling terminal
+box = LocalSandbox(separate_user=False)
+try:
+    print(box.exec("(exec 3</dev/tty) 2>/dev/null && echo terminal || echo none").stdout.strip())
+finally:
+    box.close()
+"""
+
+
+def test_local_commands_have_no_terminal(tmp_path):
+    """The local executor runs in innolab's session but leaves its terminal: no command has one
+    (it could otherwise write to the user's terminal, or stop on reading it)."""
+    import subprocess
+    import sys
+
+    leader, follower = os.openpty()
+    try:
+        done = subprocess.run([sys.executable, "-c", TERMINAL, str(follower)], pass_fds=[follower],
+                              capture_output=True, text=True, timeout=120, cwd=tmp_path,
+                              env={**os.environ, "PYTHONPATH": str(ROOT)})
+    finally:
+        os.close(leader)
+        os.close(follower)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["none"]

@@ -317,8 +317,11 @@ class Executor:
 class ProcessStream:
     """An executor run as innolab's child process, over its pipes (a local sandbox's).
 
-    It runs in a session of its own (a terminal's Ctrl-C is not its), and stops at the end of its
-    input: when innolab closes it or exits, however.
+    It runs in a process group of its own (a terminal's Ctrl-C is not its) in innolab's session:
+    where the kernel groups sessions for scheduling (autogroup), a session of its own would make
+    every command wait as a newcomer on a loaded machine; it leaves innolab's terminal at its
+    start (`detach_terminal`), so that no command has one. It stops at the end of its input: when
+    innolab closes it or exits, however.
 
     Args:
         argv: The executor's command (`server_argv`).
@@ -327,7 +330,7 @@ class ProcessStream:
     def __init__(self, argv: list[str]) -> None:
         self._errors = tempfile.TemporaryFile()  # noqa: SIM115 (closed by close())
         self.process = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                        stderr=self._errors, start_new_session=True)
+                                        stderr=self._errors, process_group=0)
         self.pid = self.process.pid
 
     def send(self, data: bytes) -> None:

@@ -195,9 +195,10 @@ class LocalSandbox(Sandbox):
         """Run a command in the workspace, in a process group of its own (see Sandbox.exec).
 
         It runs through the sandbox's executor (innolab/gym/images/executor_server.py), a small
-        process of innolab's user, in a session of its own (no terminal), started on the first
-        command: its fork costs far less than one of innolab's own large process (which, where the
-        command switches users, cannot use vfork). Past its time limit its process group is killed.
+        process of innolab's user started on the first command (innolab.gym.executor.ProcessStream:
+        no terminal): its fork costs far less than one of innolab's own large process (which, where
+        the command switches users, cannot use vfork). Past its time limit its process group is
+        killed.
         """
         argv = ["/bin/bash", "-lc", command] if isinstance(command, str) else list(command)
         path = AGENT_PATH if self.uid is not None else os.environ.get("PATH", "/usr/bin:/bin")
@@ -220,7 +221,7 @@ class LocalSandbox(Sandbox):
         config = {"uid": self.uid, "gid": self.uid, "cwd": str(self.workspace),
                   "timeout_code": 124, "signal_codes": "python",
                   # where the commands share innolab's user, they must not reach its descriptors
-                  "undumpable": self.uid is None}
+                  "undumpable": self.uid is None, "detach_terminal": True}
         return ProcessStream(server_argv(sys.executable, config))
 
     # --------------------------------------------------------------------------------- files

@@ -22,6 +22,8 @@ body of the second. Requests:
 
 With CONFIG's `undumpable`, it makes itself undumpable first (prctl), so that commands of its own
 user can neither trace it nor open its descriptors; a command's process is dumpable again (exec).
+With `detach_terminal`, it gives up its controlling terminal (it runs in innolab's session), so
+that no command has one.
 
 A request that fails answers `{"id", "kind": "done", "error": text}`. End of input ends it.
 It depends on the standard library only and runs under any Python 3.8+.
@@ -181,9 +183,9 @@ def read_capture(config, request):
 def listing(config):
     r"""The workspace's folders and regular files, as find prints them (the module's docstring).
 
-    A folder that cannot be read is an error.
+    Each folder is opened from its parent's descriptor without following a link, so that a folder
+    swapped for a link meanwhile is never walked through. A folder that cannot be read is an error.
     """
-    root = os.fsencode(config["cwd"])
     records = []
 
     def walk(folder, prefix):
@@ -196,14 +198,23 @@ def listing(config):
                     kind = b"f"
                 else:
                     continue
+                name = prefix + os.fsencode(entry.name)
                 seconds, nanoseconds = divmod(info.st_mtime_ns, 10**9)
                 records.append(b"%s %o %d %d.%09d %s\0" % (
-                    kind, stat.S_IMODE(info.st_mode), info.st_size, seconds, nanoseconds,
-                    prefix + entry.name))
+                    kind, stat.S_IMODE(info.st_mode), info.st_size, seconds, nanoseconds, name))
                 if kind == b"d":
-                    walk(entry.path, prefix + entry.name + b"/")
+                    inner = os.open(entry.name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW,
+                                    dir_fd=folder)
+                    try:
+                        walk(inner, name + b"/")
+                    finally:
+                        os.close(inner)
 
-    walk(root, b"")
+    root = os.open(config["cwd"], os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        walk(root, b"")
+    finally:
+        os.close(root)
     return b"".join(records)
 
 
@@ -240,11 +251,28 @@ def undumpable():
         raise OSError(ctypes.get_errno(), "prctl(PR_SET_DUMPABLE, 0) failed")
 
 
+def detach_terminal():
+    """Give up the controlling terminal, if any: no command started after has one (TIOCNOTTY)."""
+    import fcntl
+    import termios
+
+    try:
+        terminal = os.open("/dev/tty", os.O_RDWR | os.O_NOCTTY)
+    except OSError:
+        return  # none
+    try:
+        fcntl.ioctl(terminal, termios.TIOCNOTTY)
+    finally:
+        os.close(terminal)
+
+
 def main():
     """Serve requests until the end of input."""
     config = json.loads(sys.argv[1])
     if config.get("undumpable"):
         undumpable()
+    if config.get("detach_terminal"):
+        detach_terminal()
     # the stream moves off 0 and 1 (descriptors no command inherits); 0 and 1 become /dev/null
     read_fd, write_fd = os.dup(0), os.dup(1)
     null = os.open(os.devnull, os.O_RDWR)
