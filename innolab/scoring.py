@@ -39,7 +39,7 @@ from innolab.metrics import score_solution
 from innolab.novelty.backends import NoveltyError, Scorer
 from innolab.novelty.cards import extract_card
 from innolab.novelty.deadcode import DEAD_CODE_RULES, keep_executed
-from innolab.novelty.outcome import outcome_novelty
+from innolab.novelty.outcome import known_outputs, outcome_novelty
 from innolab.novelty.registry import make_backend
 from innolab.novelty.scoring import (
     comparable,
@@ -125,6 +125,25 @@ def score_run(run_dir: str | Path, novelty_backend: str | None = "default",
         return {**recorded, "already_scored": True}
     with RunLock(folder.root, wait=wait):
         return _score_run(folder, novelty_backend, settings, table, source_time_limit_s)
+
+
+def preload(task: Task) -> None:
+    """Read what scoring a run of the task reads of its known solutions, into this process's caches.
+
+    Their code as a code back end compares it (its dead code removed), their outputs and their
+    outcome descriptors are each read once per process (innolab.novelty): a process that scores
+    runs of a task reads them for the first alone. A sweep's kernels are forked from a process
+    that preloaded its tasks (innolab.sweep.forkserver), so that no run of it reads them. Nothing
+    is written; what fails is left to the scoring that meets it.
+
+    Args:
+        task: The task.
+    """
+    for text in known_code(task).values():
+        comparable(text, "ast")
+    outputs = known_outputs(task)
+    if outputs:
+        outcome_novelty(task, next(iter(outputs.values())), True)
 
 
 def _score_run(folder: RunDir, novelty_backend: str | None, settings: dict[str, Any] | None,

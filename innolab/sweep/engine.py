@@ -17,6 +17,7 @@ only, each earlier attempt kept in its folder (innolab.sweep.state).
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import os
 import sys
@@ -450,7 +451,7 @@ def _client(scheduler: str | None, workers: int, pending: list[Configuration]) -
     from distributed import Client, LocalCluster
 
     if scheduler:
-        with Client(scheduler, timeout="30s") as client, _kernels_ahead(client):
+        with Client(scheduler, timeout="30s") as client, _kernels_ahead(client, pending):
             yield client
         return
     gpus = _gpu_count()
@@ -466,21 +467,25 @@ def _client(scheduler: str | None, workers: int, pending: list[Configuration]) -
             resources={"GPU": gpus // workers} if gpus >= workers else None,
         ) as cluster,
         Client(cluster) as client,
-        _kernels_ahead(client),
+        _kernels_ahead(client, pending),
     ):
         yield client
 
 
 @contextmanager
-def _kernels_ahead(client: Any) -> Iterator[None]:
+def _kernels_ahead(client: Any, pending: list[Configuration]) -> Iterator[None]:
     """Inside, every worker of the client's cluster keeps kernels started ahead of its runs.
 
-    The workers' kernels (innolab.sweep.pool) are shut down on the way out: a remote cluster's
-    workers outlive the sweep, and keep none.
+    They are forked from a process that read the pending configurations' tasks. The workers'
+    kernels (innolab.sweep.pool) are shut down on the way out: a remote cluster's workers outlive
+    the sweep, and keep none.
     """
     from innolab.sweep.pool import KernelsAhead
 
-    client.register_plugin(KernelsAhead(), name=KernelsAhead.name)
+    tasks = {json.dumps({"task": c.config.get("task"), "options": c.config.get("task_options")},
+                        sort_keys=True) for c in pending}
+    client.register_plugin(KernelsAhead([json.loads(t) for t in sorted(tasks)]),
+                           name=KernelsAhead.name)
     try:
         yield
     finally:

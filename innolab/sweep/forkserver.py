@@ -16,6 +16,7 @@ Protocol, one JSON line each way per kernel: {"args", "env", "cwd"} in, {"pid", 
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import json
 import os
@@ -42,16 +43,20 @@ class ForkServerError(RuntimeError):
 class ForkServer:
     """The worker's side of a fork server: start it, fork kernels from it, close it."""
 
-    def __init__(self, env: dict[str, str] | None = None) -> None:
+    def __init__(self, env: dict[str, str] | None = None,
+                 tasks: list[dict[str, Any]] | None = None) -> None:
         """Start the server process (it loads the kernels' modules while the worker goes on).
 
         Args:
             env: Its environment (None: this process's): what the kernels' imports see.
+            tasks: The tasks whose files the kernels find read (innolab.sweep.kernel.preload):
+                each {"task", "options"}.
         """
         ours, theirs = socket.socketpair()
         try:
             self.process = subprocess.Popen(
-                [sys.executable, "-P", "-m", "innolab.sweep.forkserver", str(theirs.fileno())],
+                [sys.executable, "-P", "-m", "innolab.sweep.forkserver", str(theirs.fileno()),
+                 json.dumps(tasks or [])],
                 pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL, env=env, cwd="/")
         finally:
             theirs.close()
@@ -184,19 +189,19 @@ def provisioner_class() -> type:
 def main(argv: list[str]) -> None:
     """The server: load the kernels' modules, then fork one kernel per request until end-of-file.
 
-    Returns in a forked child only, once it has run its kernel (the interpreter then exits as a
-    kernel's does).
+    A forked child becomes a kernel and exits when it ends (`_exit`), never returning here.
 
     Args:
-        argv: The socket's file descriptor.
+        argv: The socket's file descriptor, and the tasks to preload (JSON).
     """
     channel = socket.socket(fileno=int(argv[0]))
     from ipykernel import kernelapp  # noqa: F401  (the kernel itself, loaded before any fork)
 
-    from innolab.sweep.kernel import warm
+    from innolab.sweep.kernel import preload, warm
 
     try:
         warm()
+        preload(json.loads(argv[1]) if len(argv) > 1 else [])
     except Exception:  # a kernel says it where a notebook imports it; the server still forks
         traceback.print_exc()
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # the kernels are reaped as they end
@@ -207,9 +212,35 @@ def main(argv: list[str]) -> None:
         if pid == 0:
             requests.close()
             channel.close()
-            _become_kernel(request)
-            return
+            code = 1
+            try:
+                _become_kernel(request)
+                code = 0
+            except SystemExit as stop:
+                code = stop.code if isinstance(stop.code, int) else int(stop.code is not None)
+            except BaseException:
+                traceback.print_exc()
+            finally:
+                _exit(code)
         channel.sendall(json.dumps({"pid": pid, "start": owner_token(pid)}).encode() + b"\n")
+
+
+def _exit(code: int) -> None:
+    """End a forked kernel as an interpreter ends, less the teardown of every module and object.
+
+    Its threads are waited for, its exit functions run and its output flushed; the teardown of
+    the heap it inherited would cost about half a second of CPU (and copy each page it touches).
+    """
+    for thread in threading.enumerate():
+        if not thread.daemon and thread is not threading.current_thread():
+            with contextlib.suppress(RuntimeError):
+                thread.join()
+    with contextlib.suppress(BaseException):
+        atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
+        with contextlib.suppress(BaseException):
+            stream.flush()
+    os._exit(code)
 
 
 def _become_kernel(request: dict[str, Any]) -> None:

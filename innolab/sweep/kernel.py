@@ -71,6 +71,7 @@ def warm() -> tuple[ModuleType, ...]:
     from innolab.llm import client, gateway, local
     from innolab.tasks import builtin_families, leaks
 
+    runspec.schema()  # the agents' registry and the run schema: composed once per process
     # the model client's resources load as they are first used: touched here, nothing sent
     sdk = openai.OpenAI(api_key="-", base_url="http://127.0.0.1:9/v1", max_retries=0)
     _ = (sdk.chat.completions, sdk.models)
@@ -78,6 +79,24 @@ def warm() -> tuple[ModuleType, ...]:
     return (display, runner, runspec, traces, runs, policy, local, openai, scipy.optimize,
             scipy.spatial.distance, scoring, aide, baseline, bridge, codeact, mlab, local_sandbox,
             run, agent_view, client, gateway, builtin_families, leaks)
+
+
+def preload(tasks: list[dict[str, Any]]) -> None:
+    """Read what the runs of these tasks read of them first, for the kernels forked after.
+
+    Each task as loaded, and what scoring reads of its known solutions (innolab.scoring.preload):
+    files of the task, the same for every run; no run's state. A task that fails to load is left
+    to the run that meets it.
+
+    Args:
+        tasks: Each {"task": its reference, "options": its task_options}.
+    """
+    from innolab.scoring import preload as scoring_preload
+    from innolab.tasks.registry import get_task
+
+    for entry in tasks:
+        with contextlib.suppress(Exception):
+            scoring_preload(get_task(entry["task"], entry.get("options") or None))
 
 
 def handover(llm: dict[str, Any] | None, run: str) -> str:

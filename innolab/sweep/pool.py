@@ -160,16 +160,20 @@ class KernelPool:
         cwd: The kernels' working directory (the run notebook's folder, papermill's `cwd`).
         ahead: How many kernels are kept started ahead.
         scheduler: The Dask scheduler's address the kernels are given (None: none).
+        fork: Whether kernels are forked from a fork server (else launched as new interpreters).
+        tasks: The tasks whose files the fork server reads for its kernels (each {"task",
+            "options"}: innolab.sweep.kernel.preload).
     """
 
     def __init__(self, cwd: Path, ahead: int = AHEAD, scheduler: str | None = None,
-                 fork: bool = True) -> None:
+                 fork: bool = True, tasks: list[dict[str, Any]] | None = None) -> None:
         if ahead < 1:
             raise ValueError(f"ahead: must be at least 1, got {ahead}")
         self.cwd = Path(cwd)
         self.ahead = ahead
         self.scheduler = scheduler
         self.fork = fork
+        self.tasks = list(tasks or [])
         self._server: ForkServer | None = None
         self._lock = threading.Lock()
         self._ready: deque[Future[PoolKernel]] = deque()
@@ -298,7 +302,7 @@ class KernelPool:
                 raise RuntimeError("the kernel pool is closed")
             if self._server is None or not self._server.alive():
                 self._server = ForkServer(
-                    {**os.environ, "MPLBACKEND": os.environ.get("MPLBACKEND", "Agg")})
+                    {**os.environ, "MPLBACKEND": os.environ.get("MPLBACKEND", "Agg")}, self.tasks)
             return self._server
 
 
@@ -306,11 +310,13 @@ _pool: KernelPool | None = None
 _pool_lock = threading.Lock()
 
 
-def worker_pool(worker: Any = None) -> KernelPool | None:
+def worker_pool(worker: Any = None,
+                tasks: list[dict[str, Any]] | None = None) -> KernelPool | None:
     """A Dask worker's kernel pool, made (and filled) on first use; None outside a worker.
 
     Args:
         worker: The worker (None: the one running this task).
+        tasks: The tasks its fork server preloads, where this call makes the pool.
 
     Returns:
         The pool, or None off a cluster.
@@ -328,7 +334,7 @@ def worker_pool(worker: Any = None) -> KernelPool | None:
             from innolab.paths import notebooks_dir
 
             _pool = KernelPool(notebooks_dir(), AHEAD * max(1, worker.state.nthreads),
-                               worker.scheduler.address)
+                               worker.scheduler.address, tasks=tasks)
             atexit.register(_pool.close)
         pool = _pool
     pool.fill()
@@ -354,9 +360,17 @@ class KernelsAhead(WorkerPlugin):
 
     name = "innolab-kernels-ahead"
 
+    def __init__(self, tasks: list[dict[str, Any]] | None = None) -> None:
+        """Keep the sweep's tasks, read ahead for its runs.
+
+        Args:
+            tasks: Each {"task", "options"}.
+        """
+        self.tasks = list(tasks or [])
+
     def setup(self, worker: Any) -> None:
         """Start the worker's kernels (in the background)."""
-        worker_pool(worker)
+        worker_pool(worker, self.tasks)
 
     async def teardown(self, worker: Any) -> None:
         """Shut the worker's kernels down (waited for off the worker's event loop)."""
