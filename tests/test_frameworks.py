@@ -5,7 +5,10 @@ their own, on the run's tools over MCP and the run's model through the gateway (
 and tool calls the gateway emulates under a JSON schema); each run is a run: scored on both
 novelty axes from its reproducing program, every model call an `llm_call` event that the gateway
 and the framework count alike. A framework that raises ends its run as `agent_error` with its
-traceback; a killed framework run resumes with its note; nothing of it outlives the run.
+traceback; a killed framework run (a stub driver, and mini-swe-agent itself) resumes with its note;
+nothing of it outlives the run. A sweep of the three and CodeAct holds a shared cap of 1 request in
+flight and stops at its cost cap, then goes on under a higher one. Where CI requires the optional
+extra (INNOLAB_REQUIRE_AGENTS=1), a test that needs it fails rather than skips when it is missing.
 """
 
 from __future__ import annotations
@@ -34,17 +37,9 @@ FRAMEWORKS = {"smolagents": "smolagents", "openai-agents": "openai-agents",
               "mini-swe-agent": "mini-swe-agent"}
 
 
-def _installed(distribution: str) -> bool:
-    try:
-        importlib.metadata.version(distribution)
-    except importlib.metadata.PackageNotFoundError:
-        return False
-    return True
-
-
-needs_extra = pytest.mark.skipif(
-    not all(_installed(d) for d in FRAMEWORKS.values()),
-    reason="the optional extra innolab[agents] is not installed (make install installs it)")
+# the optional extra innolab[agents]: skipped where it is missing, failed where CI requires it
+# (INNOLAB_REQUIRE_AGENTS=1; the fixture `agents_extra` of tests/conftest.py)
+needs_extra = pytest.mark.usefixtures("agents_extra")
 
 
 def framework_config(agent: str, url: str, mode: str, **more: object) -> RunConfig:
@@ -74,6 +69,9 @@ def test_a_framework_run_is_scored_and_every_model_call_is_counted_alike(agent, 
     counts = json.loads((run_dir / "framework.json").read_text())
     own = json.loads((run_dir / "framework_counts.json").read_text())
     assert len(calls) == len(served) == counts["gateway_requests"] == own["model_calls"] >= 2
+    if agent == "smolagents":  # its Monitor's token totals: the usage the gateway returned
+        assert (own["input_tokens"], own["output_tokens"]) == (
+            sum(c.prompt_tokens for c in calls), sum(c.completion_tokens for c in calls))
     assert [c.call_index for c in calls] == list(range(len(calls)))  # numbered, none cached
     assert all(c.purpose.startswith("framework:") and not c.cached for c in calls)
     assert all(c.purpose.endswith("(tool calls emulated)") == (mode == "emulated")
@@ -174,6 +172,98 @@ def test_a_killed_framework_run_resumes_and_leaves_nothing_behind(tmp_path, monk
     assert not _framework_processes(run_dir) and not (run_dir / "framework-home").exists()
 
 
+@needs_extra
+def test_a_killed_mini_swe_agent_run_resumes_and_leaves_nothing_behind(tmp_path, monkeypatch):
+    """mini-swe-agent itself, killed with its runner while its second model call is answered
+    (the scripted server holds that reply): it dies with the runner; the resume reaps what the
+    killed run left, starts mini-swe-agent afresh with the note of what it lost (its own
+    memory), and the run ends as mini-swe-agent ends it, scored; no process or folder of either
+    execution is left."""
+    import shutil
+    import tempfile
+
+    # the runs' temporary folder (workspaces, validators: both executions'), one the sandbox's
+    # own user may pass, as the system's is
+    temp = Path(tempfile.mkdtemp(prefix="frameworks-kill-"))
+    temp.chmod(0o755)
+    monkeypatch.setenv("TMPDIR", str(temp))
+    monkeypatch.setattr(tempfile, "tempdir", None)
+    try:
+        _kill_and_resume_mini_swe_agent(tmp_path, temp)
+    finally:
+        shutil.rmtree(temp, ignore_errors=True)
+
+
+def _kill_and_resume_mini_swe_agent(tmp_path: Path, temp: Path) -> None:
+    # the second request's reply comes after 60 s: the runner is killed while it waits
+    with FakeLLM(faults=["", "timeout"], slow_s=60) as server:
+        config = framework_config("mini-swe-agent", server.base_url, "native")
+        run_dir = runner.create_run(config, tmp_path / "run")
+        first = subprocess.Popen([sys.executable, "-m", "innolab.runner", str(run_dir), "--quiet"],
+                                 cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)},
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        deadline = time.monotonic() + 300  # a bound on a hang, not a measurement
+        while not ((run_dir / "checkpoint" / "state.json").exists()
+                   and sum("messages" in r for r in server.requests) >= 2):
+            assert first.poll() is None, first.stderr.read().decode()[-2000:]
+            assert time.monotonic() < deadline, "no checkpoint and second model call"
+            time.sleep(0.1)
+        framework = json.loads((run_dir / "framework.pid").read_text())["pid"]
+        first.send_signal(signal.SIGKILL)
+        first.wait()
+        for _ in range(200):  # the parent-death signal ends mini-swe-agent
+            if _state(framework) in "ZX":
+                break
+            time.sleep(0.05)
+        else:
+            pytest.fail("mini-swe-agent outlived its killed runner")
+        left = sorted(p.name for p in temp.iterdir())
+        assert any(name.startswith("innolab-ws-") for name in left), left  # the killed run's
+        outcome = runner.resume(run_dir, novelty="ast", show_progress=False)
+    assert outcome["reason"] == "agent_finished", (run_dir / "framework.log").read_text()[-3000:]
+    assert outcome["valid"]
+    events = traces.read_events(run_dir)
+    (resumed,) = [e for e in events if e.type == "run_resumed"]
+    assert resumed.note and "memory" in resumed.note and "afresh" in resumed.note
+    assert json.loads((run_dir / "framework.json").read_text())["starts"] == 2
+    assert "resumed from a checkpoint" in (run_dir / "framework_task.md").read_text()
+    assert [e.tool for e in events if e.type == "tool_call"].count("submit") >= 1
+    # nothing of either execution is left: no process in the run's folder, no folder of theirs
+    assert not _framework_processes(run_dir)
+    assert not (run_dir / "framework-home").exists() and not (run_dir / "framework.pid").exists()
+    assert sorted(p.name for p in temp.iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    ("required", "code", "says"),
+    [("1", 1, "INNOLAB_REQUIRE_AGENTS=1 but the optional extra innolab[agents] is not installed "
+              "(smolagents)"),
+     ("", 0, "1 skipped")])
+def test_framework_tests_fail_when_ci_requires_the_missing_extra(required, code, says):
+    """With smolagents missing (its distribution hidden from importlib.metadata in a pytest of
+    its own), a test that needs the extra fails where INNOLAB_REQUIRE_AGENTS=1, else skips."""
+    script = ("import importlib.metadata as metadata, sys\n"
+              "import pytest\n"
+              "real = metadata.version\n"
+              "def version(name):\n"
+              "    if name == 'smolagents':\n"
+              "        raise metadata.PackageNotFoundError(name)\n"
+              "    return real(name)\n"
+              "metadata.version = version\n"
+              "sys.exit(pytest.main(['tests/test_frameworks.py', '-q', '-p', 'no:cacheprovider',"
+              " '-k', 'test_a_missing_extra_or_a_present_one']))\n")
+    env = {**os.environ, "INNOLAB_REQUIRE_AGENTS": required}
+    done = subprocess.run([sys.executable, "-c", script], cwd=ROOT, env=env, capture_output=True,
+                          text=True, timeout=600, check=False)
+    assert done.returncode == code and says in done.stdout, done.stdout[-2000:]
+
+
+@needs_extra
+def test_a_missing_extra_or_a_present_one():
+    """The extra is installed (what the requirement test runs: skipped or failed without it)."""
+    assert all(importlib.metadata.version(d) for d in FRAMEWORKS.values())
+
+
 def _state(pid: int) -> str:
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
@@ -193,14 +283,20 @@ def test_a_missing_extra_is_a_clear_error_naming_the_install_command(monkeypatch
 @needs_extra
 def test_a_sweep_of_the_three_frameworks_and_a_scaffold_holds_its_shared_cap(tmp_path):
     """One spec: the three frameworks and CodeAct, two workers sharing a cap of 1 request in
-    flight (the server's own count) and a cost cap; the runs table, SweepView and notebook 25
-    take the frameworks' runs as they take the scaffolds'."""
+    flight (the server's own count, over both executions) and a cost cap. At $0.01 (each call
+    costs $0.015 here: 100 prompt and 50 reply tokens at $100 per million) the two first runs
+    start, the cap is reached when one ends, and the other two are not started: the state says
+    so (stopped for cost). Again under $50, the sweep goes on where it stopped; the runs table,
+    SweepView and notebook 25 take the frameworks' runs as they take the scaffolds'."""
     import yaml
 
     from innolab import notebooks, results
+    from innolab.sweep import state
     from innolab.viewer.views import SweepView
 
     bin_dir = Path(sys.executable).parent
+    folder = tmp_path / "sweep"
+    agents = ["smolagents", "codeact", "openai-agents", "mini-swe-agent"]  # the grid's order
     with FakeLLM(latency_s=0.05, max_concurrent=1) as server:
         spec = tmp_path / "frameworks.yaml"
         spec.write_text(yaml.safe_dump({
@@ -208,19 +304,39 @@ def test_a_sweep_of_the_three_frameworks_and_a_scaffold_holds_its_shared_cap(tmp
             "base": {"task": "circle-packing-26", "runtime": "local", "budget": "120s",
                      "max_steps": 12, "base_url": server.base_url, "model": "fake",
                      "novelty": "ast", "max_concurrent_requests": 1},
-            "grid": {"agent": ["smolagents", "openai-agents", "mini-swe-agent", "codeact"]},
-            "budget": {"max_cost_usd": 50}}))
+            "grid": {"agent": agents},
+            "budget": {"max_cost_usd": 0.01}}))
         env = {**os.environ, "INNOLAB_LLM_PRICE_IN": "100", "INNOLAB_LLM_PRICE_OUT": "100",
                "PYTHONPATH": str(ROOT)}
-        done = subprocess.run([str(bin_dir / "innolab"), "sweep", "run", str(spec), "--workers",
-                               "2", "--output", str(tmp_path / "sweep")], capture_output=True,
-                              text=True, timeout=1200, env=env, cwd=ROOT)
-        assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
+
+        def sweep(*more: str, status: int = 0) -> None:
+            done = subprocess.run([str(bin_dir / "innolab"), "sweep", "run", str(spec),
+                                   "--workers", "2", "--output", str(folder), *more],
+                                  capture_output=True, text=True, timeout=1200, env=env, cwd=ROOT)
+            assert done.returncode == status, (done.stdout + done.stderr)[-3000:]
+
+        sweep(status=3)  # stopped at its cost cap (innolab sweep run's exit status 3)
+        stopped = state.status(folder)
+        by_agent = {r["levels"]["agent"]: r for r in stopped["runs"].values()}
+        assert {a: by_agent[a]["state"] for a in agents} == {
+            "smolagents": "scored", "codeact": "scored",
+            "openai-agents": "stopped_for_cost", "mini-swe-agent": "stopped_for_cost"}
+        assert stopped["stopped_for_cost"] and stopped["max_cost_usd"] == 0.01
+        assert stopped["cost_usd"] >= 2 * 2 * 0.015  # two runs of at least two calls each
+        manifest = json.loads((folder / "sweep.json").read_text())
+        assert manifest["stopped_for_cost"]["not_started"] == 2
+        never = [cid for cid, r in stopped["runs"].items() if r["state"] == "stopped_for_cost"]
+        assert not any((folder / "runs" / cid).exists() for cid in never)  # never started
+        table = results.runs(folder)
+        assert sorted(table.loc[table["complete"], "agent"]) == ["codeact", "smolagents"]
+        sweep("--max-cost", "50")  # a higher cap: it goes on where it stopped
         assert server.max_in_flight == 1 and server.over_cap == 0  # the cap held, by its count
-    table = results.runs(tmp_path / "sweep")
+    assert state.status(folder)["counts"]["scored"] == 4
+    assert json.loads((folder / "sweep.json").read_text())["stopped_for_cost"] is None
+    table = results.runs(folder)
     assert sorted(table["agent"]) == ["codeact", "mini-swe-agent", "openai-agents", "smolagents"]
     assert table["complete"].all() and table["valid"].all()
-    assert (table["cost_usd"] > 0).all() and table["cost_usd"].sum() < 50
+    assert ((table["cost_usd"] - 0.015 * table["llm_calls"]).abs() < 1e-9).all()  # per call
     assert table["novelty"].notna().all() and table["novelty_out"].notna().all()
     view = SweepView(tmp_path / "sweep")
     assert view.factors == ["agent"] and len(view.labels) == 4

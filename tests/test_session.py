@@ -28,17 +28,22 @@ ROOT = Path(__file__).resolve().parents[1]
 # submit.
 DEFINE = "import json\nr = 1 / 12 * (1 - 1e-12)\nprint('defined r')"
 USE = (
-    "import time\ntime.sleep({sleep})\n"
+    "{wait}"
     "circles = [[(2 * c + 1) / 12, (2 * k + 1) / 12, r] for k in range(5) for c in range(6)][:26]\n"
     "json.dump({{'circles': circles}}, open('submission.json', 'w'))\nprint('wrote', len(circles))"
 )
+# the second action waits until the test opens its gate (a file the test writes once it has
+# killed the run): the kill always lands inside that action, and the resumed run's repeat of it
+# goes straight on
+GATE = "import os, time\nwhile not os.path.exists({gate!r}):\n    time.sleep(0.02)\n"
 
 
-def script(sleep: float = 0.0) -> dict:
+def script(gate: Path | None = None) -> dict:
+    wait = GATE.format(gate=str(gate)) if gate is not None else ""
     return {
         "codeact_action": [
             {"thought": "define", "action": "python", "code": DEFINE},
-            {"thought": "use it", "action": "python", "code": USE.format(sleep=sleep)},
+            {"thought": "use it", "action": "python", "code": USE.format(wait=wait)},
             {"thought": "submit", "action": "submit", "path": "submission.json", "code": ""},
             {"thought": "done", "action": "finish", "code": ""},
         ]
@@ -112,8 +117,9 @@ def test_codeact_keeps_variables_between_actions(runtime, tmp_path, request):
     assert [c.tool for c in calls[:2]] == ["python_session", "python_session"]
 
 
-def test_a_resumed_run_rebuilds_the_interpreter_by_replay(tmp_path):
-    with FakeLLM(replies=script(sleep=3.0)) as server:
+def test_a_resumed_run_rebuilds_the_interpreter_by_replay(tmp_path, private_tmp):
+    gate = private_tmp / "gate"  # where the sandbox's user can see it
+    with FakeLLM(replies=script(gate)) as server:
         run_dir = runner.create_run(config(server.base_url, "local"), tmp_path / "run")
         env = {**os.environ, "PYTHONPATH": str(ROOT)}
         command = [sys.executable, "-m", "innolab.runner", str(run_dir), "--quiet"]
@@ -128,8 +134,9 @@ def test_a_resumed_run_rebuilds_the_interpreter_by_replay(tmp_path):
             time.sleep(0.02)
         process.send_signal(
             signal.SIGKILL
-        )  # inside the second action (it sleeps 3 s), after the first's checkpoint
+        )  # inside the second action (it waits for the gate), after the first's checkpoint
         process.wait()
+        gate.write_text("open")
         done = subprocess.run(
             [*command, "--resume"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300
         )
@@ -197,7 +204,8 @@ def test_a_codeact_run_killed_mid_action_leaves_no_process_and_no_folder(
     runs: the warden ends the interpreter and removes the folders at once; what a killed warden
     leaves, the resume reaps; the resumed run, closed, leaves nothing of its own."""
     run_dir = tmp_path / "run"
-    with FakeLLM(replies=script(sleep=8.0)) as server:
+    gate = private_tmp / "gate"
+    with FakeLLM(replies=script(gate)) as server:
         env = {
             **os.environ,
             "INNOLAB_LLM_BASE_URL": server.base_url,
@@ -251,6 +259,7 @@ def test_a_codeact_run_killed_mid_action_leaves_no_process_and_no_folder(
             assert wait_for(
                 lambda: not sandbox_pids(uid, marker) and not [f for f in folders if f.exists()]
             )
+        gate.write_text("open")  # the resumed run's second action goes straight on
         resumed = subprocess.Popen(
             [*base, "--resume", str(run_dir)],
             env=env,

@@ -73,8 +73,9 @@ def timed_call(toolbox: Toolbox, call: ToolCall) -> float:
     return elapsed
 
 
-# the checker's own compute: a started interpreter runs validate.py on the candidate (its imports
-# and its check), timed inside; the interpreter's start and end are not counted
+# the checker's own compute: a started interpreter runs validate.py on the candidate, from a fresh
+# copy as each check has (its imports, its modules compiled anew, its check), timed inside; the
+# interpreter's start and end are not counted
 COMPUTE = """
 import contextlib, io, os, runpy, sys, time
 folder = sys.argv[1]
@@ -90,45 +91,43 @@ print((time.perf_counter() - start) * 1000)
 """
 
 
-def checker_compute_ms(runtimes: list[str], runs: int = 10) -> dict[str, float]:
-    """Median milliseconds of the checker's own compute, each run in a fresh interpreter: locally
-    with innolab's Python, and in a container of the sandbox image under the checker's limits."""
+def checker_copy(folder: Path) -> None:
+    """The checker of circle-packing-26 and a valid packing, as a check's folder holds them."""
     from tests.gym_policies import GRID
 
-    task = get_task("circle-packing-26")
-    found: dict[str, float] = {}
-    with tempfile.TemporaryDirectory() as tmp:
-        folder = Path(tmp)
-        folder.chmod(0o755)
-        for name, content in task.validator_files().items():
-            (folder / "checker" / name).parent.mkdir(parents=True, exist_ok=True)
-            (folder / "checker" / name).write_bytes(content)
-        (folder / "candidate.json").write_text(json.dumps({"circles": GRID}))
-        if "local" in runtimes:
-            times = [float(subprocess.run([sys.executable, "-I", "-c", COMPUTE, tmp],
-                                          capture_output=True, text=True, check=True).stdout)
-                     for _ in range(runs)]
-            found["local"] = statistics.median(times)
-        if "docker" in runtimes:
-            from innolab.gym.docker_sandbox import DEFAULT_IMAGE, docker_client
+    for name, content in get_task("circle-packing-26").validator_files().items():
+        (folder / "checker" / name).parent.mkdir(parents=True, exist_ok=True)
+        (folder / "checker" / name).write_bytes(content)
+    (folder / "candidate.json").write_text(json.dumps({"circles": GRID}))
 
-            loop = f'for i in $(seq {runs}); do python3 -I -c "$0" /pristine || exit 1; done'
-            out = docker_client().containers.run(
-                DEFAULT_IMAGE, ["sh", "-c", loop, COMPUTE], user="1000:1000",
-                network_mode="none", mem_limit="1024m", nano_cpus=int(1e9), pids_limit=64,
-                cap_drop=["ALL"], volumes={tmp: {"bind": "/pristine", "mode": "ro"}},
-                remove=True)
-            found["docker"] = statistics.median(float(x) for x in out.split())
-    return found
+
+def checker_compute_ms(runtime: str, client: Any = None) -> float:
+    """Milliseconds of the checker's own compute, once, on a fresh copy in a fresh interpreter:
+    locally with innolab's Python, or in a container of the sandbox image under the checker's
+    limits (`client`: the engine's)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        Path(tmp).chmod(0o755)
+        checker_copy(Path(tmp))
+        if runtime == "local":
+            return float(subprocess.run([sys.executable, "-I", "-c", COMPUTE, tmp],
+                                        capture_output=True, text=True, check=True).stdout)
+        from innolab.gym.docker_sandbox import DEFAULT_IMAGE
+
+        fresh = 'cp -r /pristine /tmp/copy && exec python3 -I -c "$0" /tmp/copy'
+        return float(client.containers.run(
+            DEFAULT_IMAGE, ["sh", "-c", fresh, COMPUTE], user="1000:1000", network_mode="none",
+            mem_limit="1024m", nano_cpus=int(1e9), pids_limit=64, cap_drop=["ALL"],
+            volumes={tmp: {"bind": "/pristine", "mode": "ro"}}, remove=True))
 
 
 def validate_figures(calls: int = 10) -> dict[str, float | None]:
-    """The validate tool in both runtimes, their calls interleaved (one local, one Docker, ...) so
-    that the machine's load weighs on both alike; with the default pool (refilled before each call,
-    as while an agent thinks) and with none (each check starts its own checker, as before the
-    pool); the pool's held memory; the checker's own compute."""
+    """The validate tool in both runtimes, and the checker's own compute in each, all interleaved
+    (local call, Docker call, local compute, Docker compute, ...) so that the machine's load weighs
+    on all alike: with the default pool (refilled before each call, as while an agent thinks) and
+    with none (each check starts its own checker, as before the pool); the pool's held memory."""
     figures: dict[str, float | None] = {"checker_pool_size": pool_size()}
     runtimes = ["local", "docker"]
+    computed: dict[str, list[float]] = {runtime: [] for runtime in runtimes}
     for label, size in (("", None), ("_pool0", 0)):
         boxes = {runtime: open_toolbox(runtime, size) for runtime in runtimes}
         runtimes = [runtime for runtime in runtimes if boxes[runtime] is not None]
@@ -140,6 +139,11 @@ def validate_figures(calls: int = 10) -> dict[str, float | None]:
                     pool.wait_full(120)
                     call = ToolCall(f"{runtime}-{i}", "validate", {"path": "packing.json"})
                     times[runtime].append(timed_call(toolbox, call))
+                for runtime in runtimes if not label else []:
+                    for box in boxes.values():
+                        box[1].wait_full(120)  # type: ignore[index]
+                    client = getattr(boxes[runtime][0].sandbox, "client", None)  # type: ignore[index]
+                    computed[runtime].append(checker_compute_ms(runtime, client))
             if not label:
                 for runtime in runtimes:
                     toolbox, pool = boxes[runtime]  # type: ignore[misc]
@@ -155,9 +159,8 @@ def validate_figures(calls: int = 10) -> dict[str, float | None]:
                     box[0].validator.close()
         for runtime in runtimes:
             figures[f"{runtime}_validate{label}_ms"] = statistics.median(times[runtime])
-    compute = checker_compute_ms(runtimes)
-    for runtime, ms in compute.items():
-        figures[f"{runtime}_checker_compute_ms"] = ms
+    for runtime in runtimes:
+        ms = figures[f"{runtime}_checker_compute_ms"] = statistics.median(computed[runtime])
         figures[f"{runtime}_validate_above_compute_ms"] = figures[f"{runtime}_validate_ms"] - ms
     if "docker" in runtimes:
         figures["docker_local_validate_ratio"] = (figures["docker_validate_ms"]
@@ -199,6 +202,9 @@ def tool_call_figures(calls: int = 30, warm_up: int = 3) -> dict[str, float | No
         toolboxes[runtime] = Toolbox(sandbox, open_validator(task, sandbox))
     spawns = {"spawn": ["bash", "-c", "true"], "login_spawn": ["/bin/bash", "-lc", "true"]}
     times: dict[str, list[float]] = {name: [] for name in [*toolboxes, *spawns]}
+    # the spawns see what the tool's command sees: a few variables, a home folder of no profile
+    home = tempfile.TemporaryDirectory()
+    environment = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": home.name, "LANG": "C.UTF-8"}
     try:
         for i in range(warm_up + calls):
             for runtime, toolbox in toolboxes.items():
@@ -208,9 +214,11 @@ def tool_call_figures(calls: int = 30, warm_up: int = 3) -> dict[str, float | No
                 assert result.ok, result.output
             for name, argv in spawns.items():
                 start = time.perf_counter()
-                subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, check=True)
+                subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, check=True,
+                               env=environment, cwd=home.name)
                 times[name].append((time.perf_counter() - start) * 1000)
     finally:
+        home.cleanup()
         for toolbox in toolboxes.values():
             toolbox.sandbox.close()
             toolbox.validator.close()
@@ -306,11 +314,12 @@ def main() -> dict[str, float | None]:
             f"ratio docker/local {ratio:.2f}x (target <= 2x: {'met' if ratio <= 2 else 'MISSED'})"
         )
     print("validate tool (pristine checker on a copy of the candidate, circle-packing-26, median "
-          "of 10, local and Docker calls interleaved)")
+          "of 10; local and Docker calls and the checker's own compute interleaved)")
     found = validate_figures()
     figures.update(found)
     print(f"  checker pool: {found['checker_pool_size']} started ahead per validator, refilled "
-          "before each call (as while an agent thinks)")
+          "before each call (as while an agent thinks); the checker's own compute: validate.py "
+          "run on a fresh copy in a started interpreter")
     for runtime in ("local", "docker"):
         if found.get(f"{runtime}_validate_ms") is None:
             continue
