@@ -36,6 +36,8 @@ PER_FAMILY = {
     "steps": ("first-autocorrelation", True),
     "kissing": ("kissing-number-11", False),
     "jobshop": ("job-shop-taillard-41-50", False),
+    "colouring": ("colouring-queen15-15", False),  # a number of colours
+    "prediction": ("mnist1d", False),  # an accuracy on 500 development labels
 }
 
 
