@@ -74,7 +74,8 @@ def test_model_settings_and_options_given_to_the_baseline_are_refused_by_name():
         runner.agent_config("baseline", "kissing-number-11"))
     with pytest.raises(SettingsError, match=r"innovation_prompt"):
         runner.agent_config("baseline", "kissing-number-11", innovation_prompt=True)
-    with pytest.raises(SettingsError, match=r"agent_options: the baseline takes no options"):
+    refused = r"agent_options: baseline takes no option num_drafts \(it takes: none\)"
+    with pytest.raises(SettingsError, match=refused):
         runner.agent_config("baseline", "kissing-number-11", num_drafts=3)
     assert runner.agent_config("baseline", "kissing-number-11", model="none").llm is None
 
