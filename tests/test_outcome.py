@@ -45,6 +45,7 @@ from innolab.paths import project_root
 from innolab.tasks import taskkit
 from innolab.tasks.registry import get_task
 from innolab.tasks.taskkit import circles
+from innolab.tasks.taskkit.steps import rescaled_exactly
 from tests.fake_llm import SOLUTION_CODE
 from tests.test_cli import run
 
@@ -102,10 +103,10 @@ def _affine(data: dict, rng: np.random.Generator) -> dict:
 
 
 def _overlap(data: dict, rng: np.random.Generator) -> dict:
-    h = np.array(data["heights"], dtype=float)
-    h = h * (len(h) / 2) / h.sum()
-    h = 1 - h[::-1]  # reversal and complement: both leave the overlap unchanged
-    return {"heights": (np.repeat(h, 3) * rng.uniform(0.2, 5)).tolist()}  # finer steps, scaled
+    # reversed, finer steps, scaled by a power of two: each exact, so the checker's exact rescaling
+    # to sum n/2 gives the same heights bit for bit (the complement h -> 1 - h rounds: see below)
+    h = np.repeat(np.array(data["heights"], dtype=float)[::-1], 3)
+    return {"heights": (h * 2.0 ** int(rng.integers(-4, 5))).tolist()}
 
 
 def _first(data: dict, rng: np.random.Generator) -> dict:
@@ -190,6 +191,18 @@ def test_a_known_solution_under_a_symmetry_of_its_task_is_at_distance_below_one(
         assert outcome_distance(task, output, moved) < 1, name
         result = outcome_novelty(task, moved, valid=True)
         assert result.rederived_known == name and result.novelty_out < 1, result
+
+
+def test_the_complement_of_an_erdos_step_function_is_seen_through():
+    """h -> 1 - h leaves the overlap unchanged; it is no exact float operation, so its copy may
+    exceed 1 by a rounding after the checker's rescaling: only its distance is checked here."""
+    for name, output in known_outputs("erdos-minimum-overlap").items():
+        h = np.array(output["heights"], dtype=float)
+        g = rescaled_exactly(h, len(h) / 2, "heights")
+        complement = {"heights": (1 - g).tolist()}
+        assert outcome_distance("erdos-minimum-overlap", output, complement) < 1, name
+        assert outcome_distance("erdos-minimum-overlap", output,
+                                {"heights": (1 - g)[::-1].tolist()}) < 1, name
 
 
 def test_every_symmetry_of_the_square_and_the_triangle_is_seen_through():
