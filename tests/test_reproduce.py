@@ -135,8 +135,13 @@ def test_a_different_valid_file_differs_and_the_same_score_reproduces(recorded, 
 
 
 def _unscored(run_dir: Path) -> Path:
-    """The run folder with its score removed (so that it is scored again)."""
-    RunDir(run_dir).score.unlink()
+    """The run folder with its score removed (so that it is scored again): score.json and the
+    trace's score event (from which scoring would otherwise complete score.json as recorded)."""
+    folder = RunDir(run_dir)
+    folder.score.unlink()
+    lines = folder.trace.read_text().splitlines(keepends=True)
+    assert json.loads(lines[-1])["type"] == "score"
+    folder.trace.write_text("".join(lines[:-1]))
     return run_dir
 
 
