@@ -2,8 +2,9 @@
 were declared as columns (a folder of runs, one of them without a trace, and a sweep folder with a
 configuration that has no run folder); failed runs are imputed by metrics.impute. Columns added
 since (each with its reason): `novelty_code` (which rule kept the code novelty compared), and the
-registered agents' options (innolab.agents.registry: num_drafts ... persistent), None where a
-run did not set them."""
+registered agents' options (innolab.agents.registry: num_drafts ... persistent; then the agent
+frameworks' step_limit, max_turns, smol_agent and smol_max_steps of 720a7fd and tool_call_mode of
+548b048), None where a run did not set them."""
 
 from __future__ import annotations
 
