@@ -15,7 +15,9 @@ from tests.fake_llm import FakeLLM
 # scaffolds' state was typed (a key hashes the whole request: messages, response format, sampling
 # settings and the call's index). A change of a prompt, a schema or a setting changes them: record
 # them anew then (the llm_call events' `key`, in order), knowing that recorded runs no longer
-# replay.
+# replay. codeact_native's were recorded anew after the scripted server began to call the tools a
+# run offers (eea20fe: CodeAct's persistent `python_session`, no longer an unoffered `python`);
+# with the server before it, CodeAct asks the keys recorded first.
 KEYS = json.loads((Path(__file__).parent / "data" / "scaffold_request_keys.json").read_text())
 CASES = {
     "aide": ("aide", {}),
