@@ -81,6 +81,46 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
         )
 
 
+# ------------------------------------------------- pytest-xdist: what must share one worker
+
+DOCKER_GROUP = "docker"
+
+
+def xdist_group(item: pytest.Item) -> str | None:
+    """The worker group of a test under `pytest -n N --dist loadgroup` (`make test`), or None.
+
+    A test that uses a module- or session-scoped fixture of its own module (a sweep, a
+    reproduction, an installed plugin) runs on one worker with the rest of its module, so that the
+    fixture is made once. (`pytest_collection_modifyitems` puts the Docker modules whole on one
+    worker.)
+    """
+    module = item.nodeid.split("::", 1)[0]
+    info = getattr(item, "_fixtureinfo", None)
+    for definitions in (info.name2fixturedefs.values() if info is not None else ()):
+        last = definitions[-1]
+        if last.scope in ("module", "package", "session") and last.baseid == module:
+            return module
+    return None
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Group the tests for pytest-xdist's `loadgroup` (`make test`).
+
+    Every test of a module that holds a `docker` test runs on one worker, one at a time: the
+    Docker tests compare the engine's containers before and after a run and share its CPUs and the
+    base image, and a module's local variant of a Docker test may look at the host's processes
+    (where a container's show too). Other modules' tests go by `xdist_group`.
+    """
+    with_docker = {item.nodeid.split("::", 1)[0] for item in items
+                   if item.get_closest_marker("docker") is not None}
+    for item in items:
+        module = item.nodeid.split("::", 1)[0]
+        group = DOCKER_GROUP if module in with_docker else xdist_group(item)
+        if group is not None:
+            item.add_marker(pytest.mark.xdist_group(group))
+
+
 @pytest.fixture(scope="session")
 def docker_client():
     """A Docker client whose engine answers (tests marked `docker`)."""
