@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -102,3 +103,13 @@ def test_a_family_that_fails_to_import_is_reported_by_name_never_a_crash(site):
 def test_without_the_distribution_no_such_family_is_known():
     done = innolab(None, "tasks", "check", str(TASKS / "sidon-60"))
     assert done.returncode == 2 and "no problem family 'sidon' is registered" in done.stderr
+
+
+def test_a_family_module_that_exits_at_import_is_reported_by_name_never_a_silent_exit(tmp_path):
+    folder = tmp_path / "ruler-local"
+    shutil.copytree(TASKS / "ruler-local", folder)
+    module = folder / "ruler.py"
+    module.write_text(module.read_text() + "\nimport sys\nsys.exit(3)\n")
+    done = innolab(None, "tasks", "check", str(folder))
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert "family 'ruler'" in done.stderr and "fails to import: SystemExit: 3" in done.stderr

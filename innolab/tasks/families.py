@@ -260,7 +260,8 @@ def load_family(spec: FamilySpec, origin: str) -> Family:
         module = _load_module(spec.name, module_file)
     except FamilyError:
         raise
-    except Exception as error:  # a family's import may raise anything: reported by name
+    except (Exception, SystemExit) as error:  # a family's import may raise anything, SystemExit
+        # included (a module that exits when imported): reported by name, never a silent exit
         raise FamilyError(f"family {spec.name!r} ({origin}): its module {module_file.name} fails "
                           f"to import: {type(error).__name__}: {error}") from None
     family = Family(spec, module, origin)
@@ -288,7 +289,8 @@ def _load_entry(point: EntryPoint) -> Registered:
             raise ValueError(f"{point.value} declares the family {spec.name!r}, registered as "
                              f"{point.name!r}")
         family = load_family(spec, name or point.value)
-    except Exception as error:  # a third party's import may raise anything: listed as broken
+    except (Exception, SystemExit) as error:  # a third party's import may raise anything,
+        # SystemExit included: listed as broken
         message = str(error) if isinstance(error, FamilyError) else (
             f"{type(error).__name__}: {error}")
         return Registered(point.name, point.value, name, version, None, message)
