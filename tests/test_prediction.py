@@ -50,6 +50,39 @@ def test_the_standard_split_is_made_offline_and_pinned_by_its_hash():
         mnist1d("0" * 64, dev=499)
 
 
+SHA256 = "8ac17e33e0deba4fb15d92660cb8750601a44d6c2cef25dd2d89e095290d4ffb"  # task.yaml's
+
+
+@pytest.mark.parametrize("tamper", ["hidden labels", "visible array", "ids"])
+def test_the_cached_data_are_checked_again_at_every_load(tmp_path, monkeypatch, tamper):
+    cache = tmp_path / "cache"
+    folder = cache / "data" / TASK.data_dir.parent.name
+    shutil.copytree(TASK.data_dir.parent, folder)
+    for path in folder.rglob("*"):
+        path.chmod(0o755 if path.is_dir() else 0o644)
+    monkeypatch.setenv("INNOLAB_CACHE_DIR", str(cache))
+    assert mnist1d(SHA256).hidden_params["test_labels"] == PARAMS["test_labels"]  # as made
+    if tamper == "hidden labels":  # e.g. a label changed to suit a submission
+        hidden = json.loads((folder / "hidden.json").read_text())
+        hidden["test_labels"][0] = (hidden["test_labels"][0] + 1) % 10
+        (folder / "hidden.json").write_text(json.dumps(hidden))
+    elif tamper == "visible array":
+        with np.load(folder / "visible" / "dev.npz") as dev:
+            arrays = dict(dev)
+        arrays["x"][0, 0] += 0.5
+        np.savez(folder / "visible" / "dev.npz", **arrays)
+    else:
+        with np.load(folder / "visible" / "test.npz") as test:
+            arrays = dict(test)
+        arrays["ids"] = arrays["ids"][::-1].copy()
+        np.savez(folder / "visible" / "test.npz", **arrays)
+    with pytest.raises(DataError, match="changed since they were made"):
+        mnist1d(SHA256)
+    (folder / "visible" / "train.npz").unlink()
+    with pytest.raises(DataError, match="cannot be read"):
+        mnist1d(SHA256)
+
+
 def test_the_hidden_test_labels_enter_no_sandbox_and_no_validator_config():
     assert "test_labels" not in TASK.validator_config()["params"]
     assert "test_labels" in TASK.problem_params

@@ -155,11 +155,49 @@ def _make_mnist1d(folder: Path, dev: int, sha256: str) -> None:
         shutil.rmtree(staging, ignore_errors=True)
 
 
+def _read_mnist1d(folder: Path, dev: int, sha256: str) -> tuple[list, list, list, list]:
+    """Read the cached MNIST-1D files, checked again against the hash at every load.
+
+    The arrays and the hidden labels are hashed as when they were made (train and development
+    joined back into the training split), and the ids must be the ones written: a cache edited
+    or damaged since is refused, never scored against.
+
+    Returns:
+        The development ids and labels, the test ids and the hidden test labels.
+
+    Raises:
+        DataError: A file is missing or unreadable, or the data differ from the expected hash.
+    """
+    visible = folder / "visible"
+    try:
+        with (np.load(visible / "train.npz") as r, np.load(visible / "dev.npz") as d,
+              np.load(visible / "test.npz") as t):
+            x = np.concatenate([r["x"], d["x"]])
+            y = np.concatenate([r["y"], d["y"]])
+            x_test, dev_ids, dev_labels, test_ids = t["x"], d["ids"], d["y"], t["ids"]
+        test_labels = json.loads((folder / "hidden.json").read_text(encoding="utf-8"))[
+            "test_labels"]
+        found = array_hash(x, y, x_test, np.asarray(test_labels))
+    except (OSError, ValueError, KeyError, TypeError) as error:
+        raise DataError(f"loader mnist1d: the cached data in {folder} cannot be read "
+                        f"({type(error).__name__}: {error}); remove the folder to make them "
+                        "again") from None
+    ids_ok = (dev_ids.tolist() == [f"dev-{i:04d}" for i in range(dev)]
+              and test_ids.tolist() == [f"test-{i:04d}" for i in range(len(test_labels))])
+    if found != sha256 or not ids_ok:
+        what = (f"their hash (arrays and hidden labels rounded to 9 decimals) is {found}, "
+                f"expected {sha256}") if found != sha256 else "their ids are not the ones written"
+        raise DataError(f"loader mnist1d: the cached data in {folder} were changed since they "
+                        f"were made: {what}; remove the folder to make them again")
+    return dev_ids.tolist(), dev_labels.tolist(), test_ids.tolist(), list(test_labels)
+
+
 def mnist1d(sha256: str, dev: int = 500) -> ProblemData:
     """MNIST-1D (Greydanus and Kobak): 4,000 train and 1,000 test series of 40 values, 10 classes.
 
     Made offline with the `mnist1d` package's `make_dataset(get_dataset_args())` (seed 42), checked
-    by the hash of its arrays rounded to 9 decimals, once, then read from the cache. The last `dev`
+    by the hash of its arrays rounded to 9 decimals, then read from the cache and checked against
+    that hash again at every load (arrays and hidden labels alike). The last `dev`
     training series are the development split (labels visible); the test labels are hidden.
 
     Args:
@@ -171,16 +209,14 @@ def mnist1d(sha256: str, dev: int = 500) -> ProblemData:
         labels, and the folder of visible files (train.npz, dev.npz, test.npz).
 
     Raises:
-        DataError: mnist1d is missing, or the data it makes differ from the paper's.
+        DataError: mnist1d is missing, the data it makes differ from the paper's, or the cached
+            data were changed since.
     """
     folder = cache_dir() / "data" / f"mnist1d-{sha256[:16]}-dev{dev}"
     if not (folder / "hidden.json").is_file():
         folder.parent.mkdir(parents=True, exist_ok=True)
         _make_mnist1d(folder, dev, sha256)
-    visible = folder / "visible"
-    with np.load(visible / "dev.npz") as d, np.load(visible / "test.npz") as t:
-        dev_ids, dev_labels, test_ids = d["ids"].tolist(), d["y"].tolist(), t["ids"].tolist()
-    test_labels = json.loads((folder / "hidden.json").read_text(encoding="utf-8"))["test_labels"]
+    dev_ids, dev_labels, test_ids, test_labels = _read_mnist1d(folder, dev, sha256)
     params = {"dev_ids": dev_ids, "test_ids": test_ids, "dev_labels": dev_labels,
               "classes": MNIST1D_SPLIT["classes"]}
     return ProblemData(params, hidden_params={"test_labels": test_labels},
