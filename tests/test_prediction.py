@@ -3,6 +3,7 @@ test labels that never enter a sandbox, strict prediction files, the metrics and
 margin, the data folder mounted read-only beside the workspace."""
 
 import json
+import math
 import shutil
 
 import numpy as np
@@ -169,6 +170,35 @@ def test_metrics_are_direction_aware_and_roc_auc_counts_ties_half():
     assert prediction.METRICS["rmse"][0](truth, truth + 0.5) == 0.5
     assert [prediction.METRICS[m][1] for m in ("accuracy", "macro_f1", "roc_auc", "rmse")] == [
         "max", "max", "max", "min"]
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_the_metrics_agree_with_scikit_learn_on_random_data(seed):
+    from sklearn import metrics
+
+    rng = np.random.default_rng(seed)
+    n, classes = int(rng.integers(5, 300)), int(rng.integers(2, 12))
+    truth = rng.integers(0, classes, n)
+    guess = np.where(rng.random(n) < 0.5, truth, rng.integers(0, classes + 2, n))  # some labels
+    # predicted only, absent from the truth (and, with few items, some of the truth never guessed)
+    assert prediction.METRICS["accuracy"][0](truth, guess) == pytest.approx(
+        metrics.accuracy_score(truth, guess), abs=1e-12)
+    assert prediction.METRICS["macro_f1"][0](truth, guess) == pytest.approx(
+        metrics.f1_score(truth, guess, average="macro", zero_division=0), abs=1e-12)
+    binary = rng.integers(0, 2, n)
+    binary[:2] = [0, 1]
+    score = np.round(rng.random(n), 1)  # many ties
+    assert prediction.METRICS["roc_auc"][0](binary.astype(float), score) == pytest.approx(
+        metrics.roc_auc_score(binary, score), abs=1e-12)
+    value = rng.normal(size=n)
+    assert prediction.METRICS["rmse"][0](truth.astype(float), value) == pytest.approx(
+        math.sqrt(metrics.mean_squared_error(truth, value)), abs=1e-12)
+
+
+def test_macro_f1_counts_a_class_predicted_but_absent_from_the_truth():
+    truth, guess = np.array([0, 0, 1, 1]), np.array([0, 2, 1, 1])
+    # F1: class 0 2/3, class 1 1, class 2 (never true, predicted once) 0
+    assert prediction.METRICS["macro_f1"][0](truth, guess) == pytest.approx((2 / 3 + 1 + 0) / 3)
 
 
 def test_every_hostile_prediction_file_is_rejected_and_no_mutation_crashes():

@@ -9,9 +9,10 @@ the test predictions. Either way every row is checked: ids (each expected id onc
 types (a class label is a JSON integer in [0, classes); a score or value a finite number), NaN,
 infinities and the row count (the file's size is capped before it is read).
 
-Metrics (`METRICS`, each with its direction and what its values are): accuracy, macro-F1 and
-ROC AUC (binary, from scores; ties count half) maximised, RMSE minimised. The tie margin of a
-finite test set is the metric's sampling error (`tie_margin`): a gain inside it is a tie.
+Metrics (`METRICS`, each with its direction and what its values are): accuracy, macro-F1 (over
+every label in the truth or the predictions, as scikit-learn's default) and ROC AUC (binary,
+from scores; ties count half) maximised, RMSE minimised. The tie margin of a finite test set is
+the metric's sampling error (`tie_margin`): a gain inside it is a tie.
 """
 
 from __future__ import annotations
@@ -33,8 +34,12 @@ def _accuracy(truth: np.ndarray, guess: np.ndarray) -> float:
 
 
 def _macro_f1(truth: np.ndarray, guess: np.ndarray) -> float:
+    """Macro-F1: the mean per-class F1 over every label in the truth or the predictions.
+
+    As scikit-learn's default: a class predicted but absent from the truth counts, with F1 0.
+    """
     scores = []
-    for label in np.unique(truth):
+    for label in np.union1d(truth, guess):
         tp = int(((guess == label) & (truth == label)).sum())
         fp = int(((guess == label) & (truth != label)).sum())
         fn = int(((guess != label) & (truth == label)).sum())
