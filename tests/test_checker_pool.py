@@ -18,9 +18,9 @@ from pathlib import Path
 import pytest
 
 from innolab.gym.checker_pool import (
-    KEY_VARIABLE,
     READY,
     CheckerPool,
+    key_line,
     order_line,
     pool_size,
     split_report,
@@ -172,10 +172,62 @@ def test_a_start_under_way_at_close_is_discarded():
 
 def start_waiter(key: str) -> subprocess.Popen:
     process = subprocess.Popen(
-        waiter_argv(sys.executable), env={"PATH": "/usr/bin:/bin", KEY_VARIABLE: key},
+        waiter_argv(sys.executable), env={"PATH": "/usr/bin:/bin"},
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     assert process.stdout.read(len(READY)) == READY
+    process.stdin.write(key_line(key))
+    process.stdin.flush()
     return process
+
+
+# run as the waiters' own user: what an agent's command can do where innolab is not root
+REACH_WAITER = """
+import json, subprocess, sys
+from innolab.gym.validator import LocalValidator
+PROBE = '''
+import json, os, sys
+pid, key = sys.argv[1], sys.argv[2]
+found = {}
+try:
+    found["environ"] = key in open(f"/proc/{pid}/environ", "rb").read().decode(errors="replace")
+except OSError as error:
+    found["environ"] = type(error).__name__
+for name, fd, mode in (("stdin", 0, os.O_WRONLY), ("stdout", 1, os.O_RDONLY)):
+    try:
+        os.close(os.open(f"/proc/{pid}/fd/{fd}", mode | os.O_NONBLOCK))
+        found[name] = "opened"
+    except OSError as error:
+        found[name] = type(error).__name__
+print(json.dumps(found))
+'''
+validator = LocalValidator({"validate.py": sys.argv[1].encode()}, pool_size=1)
+try:
+    assert validator.pool.wait_full(60)
+    (ready,) = validator.pool.ready()
+    probe = subprocess.run([sys.executable, "-c", PROBE, str(ready.process.pid), ready.key],
+                           capture_output=True, text=True, timeout=60)
+    print(json.dumps({"probe": probe.stdout.strip() or probe.stderr,
+                      "verdict": validator.check(b"{}", 60)}))
+finally:
+    validator.close()
+"""
+
+
+def test_a_process_of_the_waiters_user_can_neither_read_its_key_nor_reach_its_input():
+    """Where innolab is not root, an agent's command runs as innolab's user: it can find a pooled
+    waiter, but neither read its key (in no environment) nor open its input or output under /proc
+    (undumpable), so it cannot send an order of its own; the waiter still takes innolab's."""
+    # root's capabilities would bypass both: here root runs everything with none, as a user would
+    as_user = ["setpriv", "--bounding-set=-all", "--inh-caps=-all"] if os.geteuid() == 0 else []
+    done = subprocess.run([*as_user, sys.executable, "-c", REACH_WAITER, WHO], cwd="/tmp",
+                          env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+                               "PYTHONPATH": str(ROOT)},
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    found = json.loads(done.stdout)
+    assert json.loads(found["probe"]) == {
+        "environ": "PermissionError", "stdin": "PermissionError", "stdout": "PermissionError"}
+    assert found["verdict"]["valid"] is False and found["verdict"]["errors"][2] == 1
 
 
 def test_the_waiter_runs_nothing_without_its_key_or_its_order(tmp_path):

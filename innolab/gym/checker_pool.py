@@ -27,14 +27,14 @@ from pathlib import Path
 from typing import Any, Generic, TypeVar
 
 from innolab.gym import checker_waiter
-from innolab.gym.checker_waiter import KEY_VARIABLE, READY
+from innolab.gym.checker_waiter import READY
 from innolab.gym.sandbox import SandboxError
 
 __all__ = [
-    "KEY_VARIABLE",
     "READY",
     "START_TIMEOUT_S",
     "CheckerPool",
+    "key_line",
     "order_line",
     "pool_size",
     "split_report",
@@ -94,6 +94,20 @@ def weakly(method: Callable[..., Any]) -> Callable[..., Any]:
         return bound(*args)
 
     return call
+
+
+def key_line(key: str) -> bytes:
+    """A waiter's key: the first line innolab sends it, once it said READY.
+
+    Never in its environment, which a process of its user could read.
+
+    Args:
+        key: The key its order will carry.
+
+    Returns:
+        The key's line, newline-terminated.
+    """
+    return key.encode() + b"\n"
 
 
 def order_line(key: str, argv: list[str], cwd: str, root: str, digests: dict[str, str],

@@ -3,13 +3,16 @@
 innolab.gym.checker_pool starts it as `python3 -I -c <this file's source>` (in a local process or
 in a container of the run's image) before any check needs it, so that a check does not wait for an
 interpreter to start. It imports only what waiting and verifying need (the standard library's
-atexit, base64, hashlib, json, os, runpy, sys), writes READY on its standard output, and reads
-nothing but its standard input until its order comes: one line of JSON,
+atexit, base64, hashlib, json, os, runpy, sys; ctypes, to make itself undumpable), makes itself
+undumpable (prctl(PR_SET_DUMPABLE, 0): a process of its user, such as an agent's command where
+innolab is not root, can then neither trace it, nor read its environment or memory, nor open its
+descriptors under /proc), writes READY on its standard output, and reads nothing but its standard
+input: first its key, one line (sent by its starter once READY came, never in its environment or
+command line, which any process of its user could read), then its order, one line of JSON,
 
     {"key", "argv", "cwd", "root", "files"?, "digests", "end"?}
 
-It must carry the key its starter gave it in INNOLAB_CHECKER_KEY (removed from its environment
-before anything runs). In `cwd`, it writes `files` (name: base64 content, names relative to
+which must carry that key. In `cwd`, it writes `files` (name: base64 content, names relative to
 `root`), then reads back every file `digests` names and compares its sha256, and writes its report,
 one line: {"altered": [names whose content differs]}. Only when none differs does it run argv[0]
 as `__main__` with argv as sys.argv, its standard input /dev/null (sys.path as a script's under
@@ -32,7 +35,6 @@ import os
 import runpy
 import sys
 
-KEY_VARIABLE = "INNOLAB_CHECKER_KEY"
 READY = b"ready\n"  # its first output: it waits for its order now
 
 
@@ -104,11 +106,26 @@ def finish(code: int, end: str = "") -> None:
     os._exit(code)
 
 
+def undumpable() -> None:
+    """Make this process undumpable (prctl(PR_SET_DUMPABLE, 0)), or end it.
+
+    A process of its user can then neither trace it nor read its memory or environment, nor open
+    its descriptors under /proc (its input among them). Its checker's process stays so: runpy
+    runs it in this process, with no exec.
+    """
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(4, 0, 0, 0, 0) != 0:  # PR_SET_DUMPABLE
+        raise SystemExit(f"checker: prctl(PR_SET_DUMPABLE, 0) failed: errno {ctypes.get_errno()}")
+
+
 def main() -> None:
-    """Wait for the order on standard input; verify the copy and run the checker, or exit."""
-    key = os.environ.pop(KEY_VARIABLE, "")
+    """Wait for the key and the order on standard input; verify the copy and run the checker."""
+    undumpable()  # before READY: its starter sends the key only once READY came
     os.write(1, READY)
-    line = sys.stdin.buffer.readline()
+    key = sys.stdin.buffer.readline().strip().decode(errors="replace")
+    line = sys.stdin.buffer.readline() if key else b""
     if not line:
         raise SystemExit(0)  # its run ended before it was used
     try:

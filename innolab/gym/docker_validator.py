@@ -31,10 +31,10 @@ from typing import Any
 
 from innolab.gym import checker_pool
 from innolab.gym.checker_pool import (
-    KEY_VARIABLE,
     READY,
     START_TIMEOUT_S,
     CheckerPool,
+    key_line,
     order_line,
     split_report,
     waiter_argv,
@@ -220,7 +220,7 @@ class DockerValidator:
             pids_limit=64,
             cap_drop=["ALL"],
             security_opt=["no-new-privileges"],
-            environment={"PYTHONDONTWRITEBYTECODE": "1", "HOME": "/tmp", KEY_VARIABLE: key},
+            environment={"PYTHONDONTWRITEBYTECODE": "1", "HOME": "/tmp"},
             labels={"innolab": "validator", "innolab.owner": json.dumps(owner_token()),
                     POOL_LABEL: self.token},
             stdin_open=True,  # and StdinOnce: its input ends when the validator's socket closes
@@ -231,8 +231,9 @@ class DockerValidator:
             attached = container.attach_socket(
                 params={"stdin": 1, "stdout": 1, "stderr": 1, "stream": 1})
             container.start()
-            await_ready(PooledContainer(container, attached, key).raw,
-                        time.monotonic() + START_TIMEOUT_S)
+            raw = PooledContainer(container, attached, key).raw
+            await_ready(raw, time.monotonic() + START_TIMEOUT_S)
+            raw.sendall(key_line(key))  # not in its environment: `docker inspect` shows that
         except Exception:
             if attached is not None:
                 PooledContainer(container, attached, key).close()

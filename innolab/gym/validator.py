@@ -12,7 +12,8 @@ sent once the copy is verified; it runs the checker in itself and ends:
 * `local`: each check gets a new folder, inside the validator's private folder (mode 0700,
   innolab's user), holding the checker's copy and the candidate's copy only, removed after the
   check; the copy runs in a waiting interpreter of innolab's, in isolated mode (`-I`), whose
-  input only innolab holds (its order also carries a key from its private environment). Where
+  input only innolab holds (its order also carries the key innolab sent it first on that input;
+  it is undumpable before it reads it: innolab.gym.checker_waiter). Where
   innolab runs as root, the agent's commands run as another, unprivileged user
   (innolab.gym.local), which can neither enter nor change that folder nor reach innolab's
   processes, the waiting checkers among them. Where innolab does not run as root, the agent's
@@ -43,10 +44,10 @@ from typing import Any, Protocol
 
 from innolab.gym import checker_pool
 from innolab.gym.checker_pool import (
-    KEY_VARIABLE,
     READY,
     START_TIMEOUT_S,
     CheckerPool,
+    key_line,
     order_line,
     split_report,
     waiter_argv,
@@ -186,7 +187,6 @@ class LocalValidator:
             "LANG": "C.UTF-8",
             "PYTHONDONTWRITEBYTECODE": "1",
             MARKER_VARIABLE: self.marker,
-            KEY_VARIABLE: key,
         }
         process = subprocess.Popen(
             waiter_argv(sys.executable), cwd=self.root, env=env, stdin=subprocess.PIPE,
@@ -195,6 +195,13 @@ class LocalValidator:
         if _first_output(process, len(READY), time.monotonic() + START_TIMEOUT_S) != READY:
             said = waiter.end().decode(errors="replace").strip()[-500:] or "nothing"
             raise SandboxError(f"a checker interpreter did not start: {said}")
+        try:  # only now: it is undumpable, no process of its user can read it there
+            assert process.stdin is not None
+            process.stdin.write(key_line(key))
+            process.stdin.flush()
+        except OSError as error:
+            said = waiter.end().decode(errors="replace").strip()[-500:] or str(error)
+            raise SandboxError(f"a checker interpreter did not take its key: {said}") from None
         return waiter
 
     def _copy(self, folder: Path) -> None:
