@@ -113,3 +113,36 @@ def test_a_family_module_that_exits_at_import_is_reported_by_name_never_a_silent
     done = innolab(None, "tasks", "check", str(folder))
     assert done.returncode == 2 and "Traceback" not in done.stderr
     assert "family 'ruler'" in done.stderr and "fails to import: SystemExit: 3" in done.stderr
+
+
+def test_a_family_without_an_outcome_descriptor_fails_tasks_check_naming_it(tmp_path):
+    folder = tmp_path / "ruler-local"
+    shutil.copytree(TASKS / "ruler-local", folder)
+    module = folder / "ruler.py"
+    module.write_text(module.read_text() + "\nOUTCOMES = {}\n")
+    done = innolab(None, "tasks", "check", str(folder))
+    assert done.returncode != 0 and "Traceback" not in done.stderr
+    failed = [line for line in done.stdout.splitlines() if "outcome descriptor" in line]
+    assert failed and "FAIL" in failed[0], done.stdout[-3000:]
+    assert "family ruler" in failed[0] and "declares no outcome descriptor for its check " \
+        "golomb_ruler (OUTCOMES)" in failed[0]
+
+
+def test_an_outcome_distance_out_of_range_or_not_zero_on_itself_fails_tasks_check(tmp_path):
+    from innolab.tasks import load_task
+    from innolab.tasks.checks import outcome_descriptor
+
+    folder = tmp_path / "ruler-local"
+    shutil.copytree(TASKS / "ruler-local", folder)
+    module = folder / "ruler.py"
+    original = module.read_text()
+    assert outcome_descriptor(load_task(folder)).passed
+    module.write_text(original + "\nOUTCOMES['golomb_ruler'] = Outcome(_describe, "
+                      "lambda a, b: 101.0, SCALE)\n")
+    result = outcome_descriptor(load_task(folder))
+    assert not result.passed and "not 0" in result.detail and "not a number in [0, 100]" in (
+        result.detail)
+    module.write_text(original + "\nOUTCOMES['golomb_ruler'] = Outcome(_describe, "
+                      "lambda a, b: 0.0 if a is b else float('nan'), SCALE)\n")
+    result = outcome_descriptor(load_task(folder))
+    assert not result.passed and "nan" in result.detail and "not 0" not in result.detail

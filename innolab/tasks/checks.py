@@ -19,6 +19,7 @@ from innolab.tasks.frontier import AGREEMENT_RTOL
 from innolab.tasks.leaks import scan, shipped_priors
 from innolab.tasks.model import Task
 from innolab.tasks.solutions import CARD_FILES, Solution, solutions
+from innolab.tasks.taskkit import load_submission
 
 # Reproduction of a recorded score by a rerun: optimisers may differ in the last bits across
 # machines and library builds. This tolerance applies to *reproduction* only; validity is always
@@ -83,6 +84,7 @@ def run_checks(
     results.append(headroom(task))
     results += ledger_constructions(task)
     results += fuzz(task)
+    results.append(outcome_descriptor(task))
     known = solutions(task)
     references = [s for s in known if s.recorded.kind == "reference"]
     baselines = [s for s in known if s.recorded.kind == "baseline"]
@@ -197,6 +199,68 @@ def fuzz(task: Task, mutations: int = FUZZ_MUTATIONS, seed: int = 0) -> list[Che
         not crashes, f"{len(crashes)} crash(es) of {tried}: {crashes[:3]}" if crashes else
         f"{tried} mutation(s) of {tried // max(mutations, 1)} known output(s), seed {seed}"))
     return results
+
+
+# The distance of an output to itself is 0 up to rounding: symmetry searches in floating point
+# (rotations, affine fits) leave about 1e-14 on the 0-100 scale, far below any family's tie.
+SELF_DISTANCE_ATOL = 1e-9
+
+
+def outcome_descriptor(task: Task) -> CheckResult:
+    """Whether the family's outcome descriptor (N_out) describes and compares the known outputs.
+
+    The family must declare an outcome (`OUTCOMES`) for the task's check; it must describe every
+    known solution's committed output; the distance of each output to itself must be 0 (up to
+    rounding, SELF_DISTANCE_ATOL) and the distance between any two a finite number in [0, 100].
+
+    Args:
+        task: The task.
+
+    Returns:
+        The check's result, naming the family and what failed.
+    """
+    family, function = task.family, task.spec.problem.function
+    check = f"family {family.name}: its outcome descriptor describes and compares the known outputs"
+    found = family.outcome(function)
+    if found is None:
+        return CheckResult(task.id, check, False, f"family {family.name} ({family.origin}) "
+                           f"declares no outcome descriptor for its check {function} (OUTCOMES)")
+    problems: list[str] = []
+    described: dict[str, object] = {}
+    for solution in solutions(task):
+        if not solution.output.is_file():
+            problems.append(f"{solution.name}: no committed output to describe")
+            continue
+        try:
+            data = load_submission(solution.output, task.spec.limits.max_submission_bytes)
+            described[solution.name] = found.describe(data, task.problem_params)
+        except Exception as error:  # a family's descriptor may raise anything: reported
+            problems.append(f"{solution.name}: not described ({type(error).__name__}: {error})")
+
+    def distance(a: str, b: str) -> float | str:
+        try:
+            return float(found.distance(described[a], described[b]))
+        except Exception as error:  # reported, never a crash of the check
+            return f"{type(error).__name__}: {error}"
+
+    names = list(described)
+    for name in names:
+        itself = distance(name, name)
+        if isinstance(itself, str) or not abs(itself) <= SELF_DISTANCE_ATOL:
+            problems.append(f"distance({name}, {name}) = {itself!r}, not 0 (within "
+                            f"{SELF_DISTANCE_ATOL:g})")
+    for i, a in enumerate(names):
+        for b in names[i + 1:]:
+            between = distance(a, b)
+            if isinstance(between, str) or not (math.isfinite(between) and 0 <= between <= 100):
+                problems.append(f"distance({a}, {b}) = {between!r}, not a number in [0, 100]")
+    pairs = len(names) * (len(names) - 1) // 2
+    return CheckResult(task.id, check, not problems and bool(names),
+                       "; ".join(problems[:5]) if problems else
+                       f"{len(names)} known output(s) described, each at distance 0 from itself "
+                       f"(within {SELF_DISTANCE_ATOL:g}), "
+                       f"{pairs} pair(s) at finite distances in [0, 100]" if names else
+                       "no known output to describe")
 
 
 def headroom(task: Task) -> CheckResult:
