@@ -2,6 +2,7 @@
 the outcome distance up to colour permutation, the ledgers of the three instances."""
 
 import json
+import shutil
 
 import numpy as np
 import pytest
@@ -109,3 +110,44 @@ def test_a_27_colouring_would_beat_v_star_and_the_evaluator_checks_it_two_ways(t
     verdict = evaluate(task, file)
     assert verdict.valid and verdict.score == 29 and verdict.gain == -1 and not verdict.beats_v_star
     assert 0.5 <= task.tie_margin() < 1  # a whole colour fewer than V* is a record, not a tie
+
+
+def test_a_colouring_the_two_queen_rules_judge_differently_is_refused(monkeypatch):
+    from innolab.tasks.taskkit import colouring
+
+    n = 7
+    full = queen_edges(n)
+    u, v = (int(x) for x in full[0])  # squares 0 and 1: the same row
+    dropped = full[1:]
+    # one colour per square, but the dropped edge's two ends share one: proper on the damaged
+    # edge list, two queens of one colour on a row by the line rule
+    colours = [u if w == v else w for w in range(n * n)]
+    monkeypatch.setattr(colouring, "queen_edges", lambda side: dropped if side == n else full)
+    errors, score = check(n, {"colours": colours, "num_colours": len(set(colours))})
+    assert score is None and f"generated {len(dropped)} edges for queen7_7, expected {len(full)}" \
+        in errors[0]  # first the generator against the closed form
+    monkeypatch.setattr(colouring, "queen_edge_count", lambda side: len(dropped))
+    errors, score = check(n, {"colours": colours, "num_colours": len(set(colours))})
+    assert score is None and "innolab's two queen-graph checks disagree" in errors[0]
+    assert "colour 0 twice on row 0" in errors[0]
+    monkeypatch.undo()
+    errors, score = check(n, {"colours": colours, "num_colours": len(set(colours))})
+    assert score is None and "vertices 0 and 1 are adjacent and share colour 0" in errors[0]
+
+
+def test_fewer_colours_than_v_star_are_flagged_as_beating_it(tmp_path):
+    from innolab.tasks import load_task
+
+    copy = tmp_path / "colouring-queen27-27"
+    shutil.copytree(get_task("colouring-queen27-27").root, copy)
+    spec = (copy / "task.yaml").read_text()
+    assert spec.count("{value: 28, digits: 0,") == 1
+    (copy / "task.yaml").write_text(spec.replace("{value: 28, digits: 0,",
+                                                 "{value: 30, digits: 0,"))
+    task = load_task(copy)
+    assert task.v_star == 30
+    restricted = [(c + 2 * r) % 29 for r in range(27) for c in range(27)]  # 29 colours
+    file = tmp_path / "q27.json"
+    file.write_text(json.dumps({"colours": restricted, "num_colours": 29}))
+    verdict = evaluate(task, file)
+    assert verdict.valid and verdict.score == 29 and verdict.gain == 1 and verdict.beats_v_star
