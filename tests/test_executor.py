@@ -9,12 +9,15 @@ only so that a failure cannot hang the suite.
 import json
 import os
 import struct
+import sys
 import threading
+import time
 from pathlib import Path
 
 import pytest
 
 from innolab.gym.dispatcher import dispatch_sync
+from innolab.gym.executor import ProcessStream, server_argv
 from innolab.gym.factory import open_sandbox, open_validator
 from innolab.gym.local import LocalSandbox
 from innolab.gym.sandbox import SandboxError
@@ -160,21 +163,60 @@ def test_the_agents_commands_hold_no_capability(docker_client, base_image):
         box.close()
 
 
+def _left(*names: str) -> list[str]:
+    """The processes of this machine whose command line is one of names (e.g. `sleep 3151`)."""
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            args = Path(f"/proc/{pid}/cmdline").read_bytes().rstrip(b"\0").replace(b"\0", b" ")
+        except OSError:
+            continue
+        if args.decode(errors="replace") in names:
+            found.append(pid)
+    return found
+
+
+def test_an_executor_at_the_end_of_its_input_kills_the_commands_it_runs(tmp_path):
+    """innolab closes the stream (it ended, or gave up on a call): the executor ends, and the
+    commands it runs go with it, rather than running on with no limit."""
+    executor = ProcessStream(server_argv(sys.executable, {"cwd": str(tmp_path)}))
+    try:
+        for i, command in enumerate(["sleep 3153", "sleep 3154 & sleep 3155; wait"], 1):
+            header = json.dumps({"id": i, "op": "exec", "argv": ["/bin/bash", "-c", command],
+                                 "timeout": 600}).encode()
+            executor.send(struct.pack(">II", len(header), 0) + header)
+        deadline = time.monotonic() + 60  # a bound only
+        while len(_left("sleep 3153", "sleep 3154", "sleep 3155")) < 3:
+            assert time.monotonic() < deadline, "the commands did not start"
+            time.sleep(0.02)
+    finally:
+        executor.close()  # its input closes; it is killed where it does not stop at once
+    assert executor.process.returncode == 0  # it stopped by itself
+    deadline = time.monotonic() + 10
+    while _left("sleep 3153", "sleep 3154", "sleep 3155") and time.monotonic() < deadline:
+        time.sleep(0.02)  # a SIGKILL lands at once; only its reaping may lag
+    assert _left("sleep 3153", "sleep 3154", "sleep 3155") == []
+
+
 def test_an_executor_killed_by_the_agent_is_a_clear_error_then_starts_afresh():
     """Where the commands share the executor's user (innolab not root, here forced), a command
-    can kill it: the call fails at once with a clear error, the next call starts a new one."""
+    can kill it: the call fails at once with a clear error, the next call starts a new one, which
+    kills first what the killed one's commands left running."""
     box = LocalSandbox(separate_user=False)
     try:
         assert box.exec("echo first").stdout == "first\n"
         with pytest.raises(SandboxError, match="executor stopped"):
-            box.exec("kill -9 $PPID; sleep 30", timeout_s=120)
+            box.exec("kill -9 $PPID; sleep 3151", timeout_s=120)
         assert box.exec("echo again").stdout == "again\n" and box.executor.starts == 2
+        assert _left("sleep 3151") == []
         validator = open_validator(get_task("circle-packing-26"), box)
         try:
             toolbox = Toolbox(box, validator)
-            died = toolbox.run(ToolCall("1", "bash", {"command": "kill -9 $PPID; sleep 30"}), 120)
+            died = toolbox.run(ToolCall("1", "bash", {"command": "kill -9 $PPID; sleep 3152"}),
+                               120)
             assert not died.ok and died.output.startswith("error: the sandbox's executor stopped")
             assert toolbox.run(ToolCall("2", "bash", {"command": "echo ok"}), 60).ok
+            assert _left("sleep 3152") == []
         finally:
             validator.close()
     finally:
@@ -212,6 +254,10 @@ def test_a_docker_executor_that_dies_fails_the_call_in_flight_and_starts_afresh(
         assert not caller.is_alive()
         assert isinstance(failure[0], SandboxError) and "executor stopped" in str(failure[0])
         assert box.exec("echo again").stdout == "again\n" and box.executor.starts == 2
+        # the new executor killed what the killed one's command left running
+        left = box.container.exec_run(["sh", "-c", "ps -eo args= | grep -c '^sleep 3144'"],
+                                      user="0:0").output
+        assert left.decode().strip() == "0", left
     finally:
         box.close()
 

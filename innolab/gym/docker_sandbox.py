@@ -216,7 +216,9 @@ class DockerSandbox(Sandbox):
             self.volume.remove(force=True)
             raise
         config = {"uid": int(uid), "gid": int(gid), "cwd": WORKSPACE, "capture_log": CAPTURE_LOG,
-                  "timeout_code": TIMED_OUT_CODE, "signal_codes": "shell"}
+                  "timeout_code": TIMED_OUT_CODE, "signal_codes": "shell",
+                  # a killed executor's commands go with the next one (it runs as root)
+                  "kill_leftovers": True}
         self.executor = Executor(
             lambda: DockerExecStream(self.client, self.container, server_argv("python3", config)),
             "docker")

@@ -217,7 +217,13 @@ class LocalSandbox(Sandbox):
         return self.executor.exec(argv, timeout_s, env=env, cwd=str(self.workspace))
 
     def _start_executor(self) -> ProcessStream:
-        """Start the sandbox's executor: innolab's child, as innolab's user (see `exec`)."""
+        """Start the sandbox's executor: innolab's child, as innolab's user (see `exec`).
+
+        Where it starts again (the last one was killed, or stopped), what the commands of the
+        last one left running is killed first: no command outlives its executor.
+        """
+        if self.executor.starts:
+            kill_sandbox(self.uid, self.marker)
         config = {"uid": self.uid, "gid": self.uid, "cwd": str(self.workspace),
                   "timeout_code": 124, "signal_codes": "python",
                   # where the commands share innolab's user, they must not reach its descriptors
@@ -342,14 +348,16 @@ class LocalSandbox(Sandbox):
                         archive.addfile(archive.gettarinfo(arcname=arcname, fileobj=file), file)
         return buffer.getvalue()
 
-    def listing(self) -> dict[str, tuple[str, int, int, int]]:
+    def listing(self) -> dict[str, tuple[int | str, ...]]:
         """The workspace's folders and regular files, no link followed, nothing read.
 
         Returns:
             (kind "dir" or "file", permission bits, size, modification time in ns) by
-            workspace-relative path (what a checkpoint compares: innolab.gym.checkpoint).
+            workspace-relative path, a file's followed by its status-change time in ns and its
+            inode (what a checkpoint compares: innolab.gym.checkpoint; the agent can put a
+            file's mtime back, never its ctime).
         """
-        found: dict[str, tuple[str, int, int, int]] = {}
+        found: dict[str, tuple[int | str, ...]] = {}
         for top, _folders, files, top_fd in os.fwalk(self.workspace, follow_symlinks=False):
             relative = os.path.relpath(top, self.workspace)
             if relative != ".":
@@ -363,7 +371,7 @@ class LocalSandbox(Sandbox):
                 if stat.S_ISREG(info.st_mode):
                     path = name if relative == "." else f"{relative}/{name}"
                     found[path] = ("file", stat.S_IMODE(info.st_mode), info.st_size,
-                                   info.st_mtime_ns)
+                                   info.st_mtime_ns, info.st_ctime_ns, info.st_ino)
         return found
 
     def stream_file(self, path: str, chunk: int = 1 << 20) -> Iterator[bytes]:

@@ -25,7 +25,12 @@ user can neither trace it nor open its descriptors; a command's process is dumpa
 With `detach_terminal`, it gives up its controlling terminal (it runs in innolab's session), so
 that no command has one.
 
-A request that fails answers `{"id", "kind": "done", "error": text}`. End of input ends it.
+With `kill_leftovers` (where it runs as root and the commands as CONFIG's uid), it first kills
+every process of that uid: what the commands of an executor that was killed left running.
+
+A request that fails answers `{"id", "kind": "done", "error": text}`. End of input (or SIGTERM)
+ends it, and kills the process groups of the commands still running first: no command outlives
+its executor.
 It depends on the standard library only and runs under any Python 3.8+.
 """
 
@@ -48,6 +53,10 @@ CHUNK = 65536
 # (autogroup), a new session costs a loaded machine milliseconds a command
 OWN_GROUP = {"process_group": 0} if sys.version_info >= (3, 11) else {"start_new_session": True}
 DRAIN_S = 1.0  # after a kill, how long outputs still held open (by an escaped process) are read
+KILL_ROUNDS = 20  # `kill_leftovers`: a forking process may need several
+RUNNING = set()  # the process groups of the commands running now
+RUNNING_LOCK = threading.Lock()
+STOPPING = []  # not empty once the executor stops: a command that starts meanwhile is killed
 
 
 class Channel:
@@ -102,6 +111,38 @@ def kill_group(pid):
         os.killpg(pid, signal.SIGKILL)
 
 
+def stop(code=0):
+    """Kill the process groups of the commands still running, then end at once."""
+    with RUNNING_LOCK:
+        STOPPING.append(True)
+        groups = list(RUNNING)
+    for group in groups:
+        kill_group(group)
+    os._exit(code)
+
+
+def kill_user(uid):
+    """SIGKILL every process of a uid (found under /proc), again until none is left."""
+    for _ in range(KILL_ROUNDS):
+        found = []
+        for name in os.listdir("/proc"):
+            if not name.isdigit() or int(name) == os.getpid():
+                continue
+            try:
+                with open(f"/proc/{name}/status") as status:
+                    uids = next(line for line in status if line.startswith("Uid:")).split()[1:]
+            except (OSError, StopIteration):
+                continue  # gone meanwhile
+            if str(uid) in uids:
+                found.append(int(name))
+        if not found:
+            return
+        for pid in found:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+        time.sleep(0.02)
+
+
 def pump(channel, request_id, process, deadline):
     """Forward a command's outputs until both close or the deadline passes.
 
@@ -151,6 +192,26 @@ def run_command(channel, config, request):
                      f"{name}: {error.strerror}\n".encode("utf-8", "replace"))
         channel.send({"id": request_id, "kind": "done", "code": 127, "timed_out": False})
         return
+    with RUNNING_LOCK:
+        RUNNING.add(process.pid)
+        if STOPPING:  # the executor stops: this command must not outlive it
+            kill_group(process.pid)
+    try:
+        timed_out = finish(channel, request_id, process, deadline)
+    finally:
+        with RUNNING_LOCK:
+            RUNNING.discard(process.pid)
+    code = config.get("timeout_code", 124) if timed_out else exit_code(
+        process.returncode, config.get("signal_codes", "python"))
+    channel.send({"id": request_id, "kind": "done", "code": code, "timed_out": timed_out})
+
+
+def finish(channel, request_id, process, deadline):
+    """Forward a started command's outputs until it ends, or kill its group at the deadline.
+
+    Returns:
+        Whether the deadline passed first.
+    """
     with process:
         timed_out = pump(channel, request_id, process, deadline)
         if not timed_out:
@@ -162,9 +223,7 @@ def run_command(channel, config, request):
             kill_group(process.pid)
             drain(channel, request_id, process)
             process.wait()
-    code = config.get("timeout_code", 124) if timed_out else exit_code(
-        process.returncode, config.get("signal_codes", "python"))
-    channel.send({"id": request_id, "kind": "done", "code": code, "timed_out": timed_out})
+    return timed_out
 
 
 def read_capture(config, request):
@@ -273,6 +332,9 @@ def main():
         undumpable()
     if config.get("detach_terminal"):
         detach_terminal()
+    if config.get("kill_leftovers") and config.get("uid") not in (None, 0) and os.geteuid() == 0:
+        kill_user(config["uid"])
+    signal.signal(signal.SIGTERM, lambda number, frame: stop(128 + number))
     # the stream moves off 0 and 1 (descriptors no command inherits); 0 and 1 become /dev/null
     read_fd, write_fd = os.dup(0), os.dup(1)
     null = os.open(os.devnull, os.O_RDWR)
@@ -290,7 +352,7 @@ def main():
         except RuntimeError as error:  # no thread to be had (the process limit reached)
             channel.send({"id": request.get("id"), "kind": "done",
                           "error": f"the executor could not start the request: {error}"})
-    os._exit(0)
+    stop()
 
 
 if __name__ == "__main__":
