@@ -2,9 +2,12 @@
 
 A step's checkpoint is a manifest (`checkpoint/workspace-<step>.json`: every folder and regular
 file of the workspace with its mode, size, modification time and sha256) over a store of file
-contents named by their sha256 (`checkpoint/blobs/`). A file whose size, modification time and
-mode are those of the previous manifest is not read again (where the sandbox can list its
-workspace: `listing`), and a content already stored is not written again, so a large file the
+contents named by their sha256 (`checkpoint/blobs/`). A file whose size, modification time,
+mode and, where the sandbox's listing gives them, status-change time (ctime) and inode are those
+of the previous manifest is not read again (where the sandbox can list its workspace:
+`listing`). The agent can set a file's modification time (`touch -r`) but not its ctime, which
+any write moves, so a same-size rewrite with its old mtime put back is still read; a content
+already stored is not written again, so a large file the
 agent wrote once is copied once, not at every later step; a task's data folder lies outside the
 workspace (mounted beside it) and never enters a checkpoint at all. Contents that no manifest
 needs any more are removed once the new manifest is in place. Links and special files hold no
@@ -40,6 +43,8 @@ class Entry:
         size: Its size in bytes (0 for a folder).
         mtime_ns: Its modification time in nanoseconds.
         sha256: Its content's hash (None for a folder).
+        ctime_ns: Its status-change time in nanoseconds (0: the listing gives none).
+        inode: Its inode number (0: the listing gives none).
     """
 
     path: str
@@ -48,6 +53,8 @@ class Entry:
     size: int = 0
     mtime_ns: int = 0
     sha256: str | None = None
+    ctime_ns: int = 0
+    inode: int = 0
 
 
 @dataclass(frozen=True)
@@ -123,12 +130,15 @@ def save(sandbox: Sandbox, checkpoint_dir: Path, step: int,
     else:
         known = {e.path: e for e in previous or [] if e.kind == "file"}
         entries, written, read = [], 0, 0
-        for path, (kind, mode, size, mtime_ns) in sorted(listed.items()):
+        for path, (kind, mode, size, mtime_ns, *more) in sorted(listed.items()):
             if kind == "dir":
                 entries.append(Entry(path, "dir", mode))
                 continue
+            ctime_ns, inode = (int(more[0]), int(more[1])) if len(more) >= 2 else (0, 0)
             old = known.get(path)
-            if (old is not None and (old.size, old.mtime_ns, old.mode) == (size, mtime_ns, mode)
+            if (old is not None
+                    and ((old.size, old.mtime_ns, old.mode, old.ctime_ns, old.inode)
+                         == (size, mtime_ns, mode, ctime_ns, inode))
                     and old.sha256 is not None and (store / old.sha256).is_file()):
                 entries.append(old)
                 continue
@@ -137,7 +147,7 @@ def save(sandbox: Sandbox, checkpoint_dir: Path, step: int,
             except (OSError, RuntimeError):  # gone or replaced meanwhile: no state
                 continue
             written, read = written + new, read + 1
-            entries.append(Entry(path, "file", mode, size, mtime_ns, name))
+            entries.append(Entry(path, "file", mode, size, mtime_ns, name, ctime_ns, inode))
     manifest = checkpoint_dir / f"workspace-{step:05d}.json"
     payload = {"format": MANIFEST_FORMAT, "entries": [asdict(e) for e in entries]}
     temporary = manifest.with_suffix(".json.tmp")

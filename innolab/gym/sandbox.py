@@ -122,14 +122,15 @@ class Sandbox(Protocol):
         """
         return b""
 
-    def listing(self) -> dict[str, tuple[str, int, int, int]] | None:
+    def listing(self) -> dict[str, tuple[int | str, ...]] | None:
         """The workspace's folders and regular files without reading them; None: cannot list.
 
         By default None: a checkpoint then reads the whole workspace through `snapshot`.
 
         Returns:
-            (kind "dir" or "file", permission bits, size, modification time in ns) by
-            workspace-relative path, or None.
+            (kind "dir" or "file", permission bits, size, modification time in ns), optionally
+            followed for a file by its status-change time in ns and its inode (a checkpoint then
+            compares them too), by workspace-relative path, or None.
         """
         return None
 
