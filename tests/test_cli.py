@@ -34,3 +34,54 @@ def test_reproduce_only_one_notebook(tmp_path):
     assert (tmp_path / "results" / "paper" / "table4_means.csv").exists()
     assert (tmp_path / "results" / "notebooks" / "10_main_results.ipynb").exists()
     assert not (tmp_path / "results" / "metrics").exists()
+
+
+def _notebook(folder, name, source):
+    import nbformat
+
+    notebook = nbformat.v4.new_notebook()
+    notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
+                                       "language": "python"}
+    notebook.cells = [nbformat.v4.new_code_cell("results_dir = figures_dir = None",
+                                                metadata={"tags": ["parameters"]}),
+                      nbformat.v4.new_code_cell(source)]
+    nbformat.write(notebook, folder / f"{name}.ipynb")
+
+
+@pytest.mark.notebook
+def test_reproduce_runs_the_notebooks_side_by_side_then_the_demos_alone(tmp_path, monkeypatch,
+                                                                          capsys):
+    """Without --only: the notebooks (two at a time), then the demo runs once none runs; a
+    notebook that fails ends it with one line and a non-zero status, no demo run."""
+    import argparse
+    import threading
+
+    import innolab.notebooks
+    from innolab.cli.reproduce import reproduce
+
+    notebooks = tmp_path / "notebooks"
+    notebooks.mkdir()
+    for name in ("01_first", "03_third"):
+        _notebook(notebooks, name, f"open('{name}.out', 'w').write('done')")
+    demos = []
+
+    def run_demos(output, budget):
+        reproducing = [t.name for t in threading.enumerate() if t.name.startswith("reproduce")]
+        demos.append((sorted(p.name for p in notebooks.glob("*.out")), reproducing))
+        return output / "demo_runs"
+
+    monkeypatch.setattr(innolab.notebooks, "notebooks_dir", lambda: notebooks)
+    monkeypatch.setattr(innolab.notebooks, "run_demos", run_demos)
+    args = argparse.Namespace(only=None, output=str(tmp_path / "out"), sweep=False, demos=True,
+                              demo_budget="1s")
+    assert reproduce(args) == 0
+    assert demos == [(["01_first.out", "03_third.out"], [])]  # after both, and alone
+    said = capsys.readouterr()
+    assert "01_first: " in said.out and "03_third: " in said.out and "demo runs: " in said.out
+
+    _notebook(notebooks, "02_broken", "raise ValueError('broken on purpose')")
+    demos.clear()
+    assert reproduce(args) == 2
+    error = capsys.readouterr().err.strip()
+    assert error.count("\n") == 0 and error.startswith("innolab reproduce: 02_broken: ")
+    assert "ValueError: broken on purpose" in error and demos == []

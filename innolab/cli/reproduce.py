@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
+import signal
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from innolab.cli.common import Commands, fail
@@ -52,10 +55,17 @@ def register(commands: Commands) -> None:
 def reproduce(args: argparse.Namespace) -> int:
     """Reproduce: the offline sweep, the notebooks, the demo runs.
 
-    The offline sweep runs first (the analysis notebooks read its tables), then the notebooks, then
-    the demo runs.
+    The offline sweep runs first, alone (the analysis notebooks read its tables, and its runs'
+    budgets are wall clock). Then the analysis notebooks, `side_by_side_workers()` at a time (one
+    job each): none reads what another writes (each notebook its own folders of results/ and
+    figures/), and they are seeded. Then the demo runs, alone, one after another: their budgets are
+    wall clock too, so no notebook's kernel shares the cores with them. `--only` runs the chosen
+    notebooks one after another. A notebook that fails ends it with one line (the demo runs not
+    run); an interrupt cancels the notebooks not started and stops the kernels of those running.
     """
-    from innolab.notebooks import NotebookError, reproduce, run_demos
+    from papermill.exceptions import PapermillExecutionError
+
+    from innolab.notebooks import NotebookError, analysis_notebooks, reproduce, run_demos
 
     output = Path(args.output) if args.output else None
     extra = {}
@@ -66,12 +76,68 @@ def reproduce(args: argparse.Namespace) -> int:
         folder = reference_sweep(output)
         print(f"offline sweep: {folder}")
         extra["sweep_dir"] = os.path.relpath(folder, notebooks_dir())
+    if args.only:
+        try:
+            runs = reproduce(only=args.only, output=output, extra_parameters=extra)
+        except (NotebookError, PapermillExecutionError) as error:
+            return fail("reproduce", _failure(error))
+        for run in runs:
+            print(f"{run.name}: {run.executed}")
+        return 0
+    pool = ThreadPoolExecutor(side_by_side_workers(), thread_name_prefix="reproduce")
     try:
-        runs = reproduce(only=args.only, output=output, extra_parameters=extra)
-    except NotebookError as error:
-        return fail("reproduce", error)
-    for run in runs:
-        print(f"{run.name}: {run.executed}")
-    if args.demos and not args.only:
+        jobs = {notebook.stem: pool.submit(reproduce, only=[notebook.stem], output=output,
+                                           extra_parameters=extra, show_progress=False)
+                for notebook in analysis_notebooks()}
+        for name, job in jobs.items():
+            try:
+                runs = job.result()
+            except (NotebookError, PapermillExecutionError) as error:
+                pool.shutdown(wait=True, cancel_futures=True)  # the one still running finishes
+                return fail("reproduce", f"{name}: {_failure(error)}")
+            for run in runs:
+                print(f"{run.name}: {run.executed}", flush=True)
+    except BaseException:  # an interrupt: what has not started never starts, the rest stops now
+        pool.shutdown(wait=False, cancel_futures=True)
+        _stop_kernels()
+        raise
+    pool.shutdown(wait=True)
+    if args.demos:  # alone: their budgets are wall clock
         print(f"demo runs: {run_demos(output, budget=args.demo_budget)}")
     return 0
+
+
+def _failure(error: Exception) -> str:
+    """What a notebook's failure says: papermill's cell error in short, else the error."""
+    if hasattr(error, "ename") and hasattr(error, "evalue"):  # PapermillExecutionError
+        return (f"cell {error.exec_count} raised {error.ename}: {error.evalue} "
+                "(its executed copy, under results/notebooks/, holds the traceback)")
+    return str(error)
+
+
+def _stop_kernels() -> None:
+    """Kill this process's children: the kernels of the notebooks still running.
+
+    Their threads' papermill then fails at once, rather than at its cell time-out (a kernel runs
+    in a session of its own, which the terminal's interrupt does not reach).
+    """
+    me = str(os.getpid())
+    for pid in filter(str.isdigit, os.listdir("/proc") if os.path.isdir("/proc") else []):
+        try:
+            with open(f"/proc/{pid}/stat", encoding="utf-8", errors="replace") as stat:
+                parent = stat.read().rpartition(")")[2].split()[1]
+        except (OSError, IndexError):
+            continue  # gone meanwhile
+        if parent == me:
+            with contextlib.suppress(OSError):
+                os.kill(int(pid), signal.SIGKILL)
+
+
+def side_by_side_workers() -> int:
+    """How many analysis notebooks reproduce runs at once.
+
+    Returns:
+        2 where this process has two cores or more, else 1.
+    """
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return 2 if (cores or 1) >= 2 else 1
