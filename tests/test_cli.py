@@ -42,7 +42,7 @@ def _notebook(folder, name, source):
     notebook = nbformat.v4.new_notebook()
     notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
                                        "language": "python"}
-    notebook.cells = [nbformat.v4.new_code_cell("results_dir = figures_dir = None",
+    notebook.cells = [nbformat.v4.new_code_cell('results_dir = ""\nfigures_dir = ""',
                                                 metadata={"tags": ["parameters"]}),
                       nbformat.v4.new_code_cell(source)]
     nbformat.write(notebook, folder / f"{name}.ipynb")
@@ -51,26 +51,30 @@ def _notebook(folder, name, source):
 @pytest.mark.notebook
 def test_reproduce_runs_the_notebooks_side_by_side_then_the_demos_alone(tmp_path, monkeypatch,
                                                                           capsys):
-    """Without --only: the notebooks (two at a time), then the demo runs once none runs; a
-    notebook that fails ends it with one line and a non-zero status, no demo run."""
+    """Without --only: the notebooks (two at a time, each in its own folder), then the demo runs
+    once none runs; a notebook that fails ends it with one line and a non-zero status, no demo
+    run."""
     import argparse
-    import threading
 
     import innolab.notebooks
-    from innolab.cli.reproduce import reproduce
+    from innolab.cli.reproduce import descendants, reproduce
 
     notebooks = tmp_path / "notebooks"
     notebooks.mkdir()
-    for name in ("01_first", "03_third"):
+    for name in ("01_first", "03_third"):  # each writes in its working folder: the notebooks'
         _notebook(notebooks, name, f"open('{name}.out', 'w').write('done')")
     demos = []
 
+    def running() -> list[str]:  # the notebooks' workers and kernels still running
+        found = [Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")
+                 for pid in descendants()]
+        return [args for args in found if "spawn_main" in args or "kernel" in args]
+
     def run_demos(output, budget):
-        reproducing = [t.name for t in threading.enumerate() if t.name.startswith("reproduce")]
-        demos.append((sorted(p.name for p in notebooks.glob("*.out")), reproducing))
+        demos.append((sorted(p.name for p in notebooks.glob("*.out")), running()))
         return output / "demo_runs"
 
-    monkeypatch.setattr(innolab.notebooks, "notebooks_dir", lambda: notebooks)
+    monkeypatch.setenv("INNOLAB_ROOT", str(tmp_path))  # the workers' notebooks_dir() too
     monkeypatch.setattr(innolab.notebooks, "run_demos", run_demos)
     args = argparse.Namespace(only=None, output=str(tmp_path / "out"), sweep=False, demos=True,
                               demo_budget="1s")

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import multiprocessing
 import os
 import signal
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 from innolab.cli.common import Commands, fail
@@ -56,12 +57,14 @@ def reproduce(args: argparse.Namespace) -> int:
     """Reproduce: the offline sweep, the notebooks, the demo runs.
 
     The offline sweep runs first, alone (the analysis notebooks read its tables, and its runs'
-    budgets are wall clock). Then the analysis notebooks, `side_by_side_workers()` at a time (one
-    job each): none reads what another writes (each notebook its own folders of results/ and
-    figures/), and they are seeded. Then the demo runs, alone, one after another: their budgets are
-    wall clock too, so no notebook's kernel shares the cores with them. `--only` runs the chosen
-    notebooks one after another. A notebook that fails ends it with one line (the demo runs not
-    run); an interrupt cancels the notebooks not started and stops the kernels of those running.
+    budgets are wall clock). Then the analysis notebooks, `side_by_side_workers()` at a time, each
+    in a worker process (not a thread: papermill changes the process's working folder while a
+    notebook runs, and its kernel starts in it): none reads what another writes (each notebook its
+    own folders of results/ and figures/), and they are seeded. Then the demo runs, alone, one
+    after another: their budgets are wall clock too, so no notebook's kernel shares the cores with
+    them. `--only` runs the chosen notebooks one after another. A notebook that fails ends it with
+    one line (the demo runs not run); an interrupt cancels the notebooks not started and kills the
+    processes of those running.
     """
     from papermill.exceptions import PapermillExecutionError
 
@@ -84,7 +87,8 @@ def reproduce(args: argparse.Namespace) -> int:
         for run in runs:
             print(f"{run.name}: {run.executed}")
         return 0
-    pool = ThreadPoolExecutor(side_by_side_workers(), thread_name_prefix="reproduce")
+    pool = ProcessPoolExecutor(side_by_side_workers(),
+                               mp_context=multiprocessing.get_context("spawn"))
     try:
         jobs = {notebook.stem: pool.submit(reproduce, only=[notebook.stem], output=output,
                                            extra_parameters=extra, show_progress=False)
@@ -99,7 +103,7 @@ def reproduce(args: argparse.Namespace) -> int:
                 print(f"{run.name}: {run.executed}", flush=True)
     except BaseException:  # an interrupt: what has not started never starts, the rest stops now
         pool.shutdown(wait=False, cancel_futures=True)
-        _stop_kernels()
+        _kill_descendants()
         raise
     pool.shutdown(wait=True)
     if args.demos:  # alone: their budgets are wall clock
@@ -115,22 +119,33 @@ def _failure(error: Exception) -> str:
     return str(error)
 
 
-def _stop_kernels() -> None:
-    """Kill this process's children: the kernels of the notebooks still running.
-
-    Their threads' papermill then fails at once, rather than at its cell time-out (a kernel runs
-    in a session of its own, which the terminal's interrupt does not reach).
-    """
-    me = str(os.getpid())
+def descendants() -> list[int]:
+    """The processes this one started, and theirs (found under /proc; none elsewhere)."""
+    parents: dict[str, list[str]] = {}
     for pid in filter(str.isdigit, os.listdir("/proc") if os.path.isdir("/proc") else []):
         try:
             with open(f"/proc/{pid}/stat", encoding="utf-8", errors="replace") as stat:
                 parent = stat.read().rpartition(")")[2].split()[1]
         except (OSError, IndexError):
             continue  # gone meanwhile
-        if parent == me:
-            with contextlib.suppress(OSError):
-                os.kill(int(pid), signal.SIGKILL)
+        parents.setdefault(parent, []).append(pid)
+    found, queue = [], [str(os.getpid())]
+    while queue:
+        children = parents.get(queue.pop(), [])
+        found += children
+        queue += children
+    return [int(pid) for pid in found]
+
+
+def _kill_descendants() -> None:
+    """Kill the notebooks' worker processes and their kernels, now.
+
+    Rather than wait for their cell time-out: a kernel runs in a session of its own, which the
+    terminal's interrupt does not reach.
+    """
+    for pid in descendants():
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGKILL)
 
 
 def side_by_side_workers() -> int:
