@@ -99,15 +99,35 @@ def test_the_hidden_test_labels_enter_no_sandbox_and_no_validator_config():
     assert scan(TASK, files) == []
 
 
-@pytest.mark.parametrize("planted", ["labels.txt", "labels.npy"])
+@pytest.mark.parametrize("planted", ["labels.txt", "labels.npy", "rows.json", "shuffled-rows.json",
+                                     "map.json", "labels.csv", "strings.npy", "digits.txt",
+                                     "onehot.npy"])
 def test_a_planted_copy_of_the_test_labels_in_a_visible_file_is_caught(tmp_path, planted):
     folder = shutil.copytree(TASK.root, tmp_path / "mnist1d")
     (folder / "visible").mkdir()
     labels = np.array(PARAMS["test_labels"])[100:164]  # 64 of them, in order
-    if planted.endswith(".npy"):
-        np.save(folder / "visible" / planted, labels.astype(np.float32))
+    ids = PARAMS["test_ids"][100:164]
+    file = folder / "visible" / planted
+    if planted == "labels.npy":
+        np.save(file, labels.astype(np.float32))
+    elif planted == "strings.npy":  # labels.astype(str)
+        np.save(file, labels.astype(str))
+    elif planted == "onehot.npy":
+        np.save(file, np.eye(10, dtype=np.float32)[labels])
+    elif planted.endswith("rows.json"):  # the submission's own form
+        pairs = [[i, int(v)] for i, v in zip(ids, labels, strict=True)]
+        if planted.startswith("shuffled"):
+            pairs = [pairs[i] for i in np.random.default_rng(0).permutation(len(pairs))]
+        file.write_text(json.dumps({"predictions": pairs}))
+    elif planted == "map.json":
+        file.write_text(json.dumps(dict(zip(ids, map(int, labels), strict=True)), indent=1))
+    elif planted == "labels.csv":
+        file.write_text("id,label\n" + "".join(f"{i},{v}\n" for i, v in zip(ids, labels,
+                                                                            strict=True)))
+    elif planted == "digits.txt":
+        file.write_text("answer = " + "".join(map(str, labels)) + "\n")
     else:
-        (folder / "visible" / planted).write_text("\n".join(map(str, labels)))
+        file.write_text("\n".join(map(str, labels)))
     leaks = scan(load_task(folder))
     assert [(leak.file, leak.source) for leak in leaks] == [(planted, "test labels")]
 

@@ -322,7 +322,7 @@ def _values(name: str, content: bytes | str) -> np.ndarray:
             loaded = np.load(io.BytesIO(raw), allow_pickle=False)
             arrays = [loaded[k] for k in loaded.files] if isinstance(loaded, np.lib.npyio.NpzFile) \
                 else [loaded]
-            numeric = [a.ravel().astype(np.float64) for a in arrays if a.dtype.kind in "biuf"]
+            numeric = [_array_numbers(a) for a in arrays if a.dtype.kind in "biufUS"]
             return np.concatenate(numeric) if numeric else np.zeros(0)
         except (ValueError, OSError, zipfile.BadZipFile):
             pass  # not readable as NumPy data: read as text below
@@ -331,13 +331,83 @@ def _values(name: str, content: bytes | str) -> np.ndarray:
     return np.array([float(v) for v in found], dtype=np.float64)
 
 
+_NUMBER = re.compile(r"(?<![\w.])-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?")
+
+
+def _array_numbers(array: np.ndarray) -> np.ndarray:
+    """A NumPy array's numbers in order: its values, or those its strings spell (`astype(str)`)."""
+    if array.dtype.kind in "US":
+        text = " ".join(str(v.decode("utf-8", "replace") if isinstance(v, bytes) else v)
+                        for v in array.ravel().tolist())
+        return np.array([float(v) for v in _NUMBER.findall(text)], dtype=np.float64)
+    return array.ravel().astype(np.float64)
+
+
+def _one_hot(name: str, content: bytes | str) -> list[np.ndarray]:
+    """The class of each row of a NumPy file's one-hot arrays (0/1, one 1 per row)."""
+    if not name.endswith((".npy", ".npz")) or isinstance(content, str):
+        return []
+    try:
+        loaded = np.load(io.BytesIO(content), allow_pickle=False)
+        arrays = [loaded[k] for k in loaded.files] if isinstance(loaded, np.lib.npyio.NpzFile) \
+            else [loaded]
+    except (ValueError, OSError, zipfile.BadZipFile):
+        return []
+    found = []
+    for array in arrays:
+        if (array.ndim == 2 and array.shape[1] >= 2 and array.dtype.kind in "biuf" and array.size
+                and np.isin(array, (0, 1)).all() and (array.sum(axis=1) == 1).all()):
+            found.append(array.argmax(axis=1).astype(np.float64))
+    return found
+
+
+def _readings(name: str, content: bytes | str, values: np.ndarray,
+              digits: bool) -> list[np.ndarray]:
+    """The sequences a file may hold hidden values in, each read in order.
+
+    Its numbers; every second and third of them (rows [id, label], an id->label map, a CSV of
+    id,label: the ids' own numbers between the labels); a one-hot array's classes; and, for
+    single-digit classes, the digits of a long run of digits written as one number.
+    """
+    found = [values] + [values[offset::stride] for stride in (2, 3) for offset in range(stride)]
+    found += _one_hot(name, content)
+    if digits and not name.endswith((".npy", ".npz")):
+        raw = content.decode("utf-8", "replace") if isinstance(content, bytes) else content
+        found += [np.array([float(d) for d in run], dtype=np.float64)
+                  for run in re.findall(rf"\d{{{SEQUENCE_WINDOW},}}", raw)]
+    return found
+
+
+def _keyed(values: np.ndarray, hidden: np.ndarray, width: int) -> bool:
+    """Whether pairs (index, value) give `width` hidden values at consecutive own indices.
+
+    Rows [id, label] or an id->label map in any order, the ids numbered 0, 1, ... (their number
+    read from the id).
+    """
+    for offset in (0, 1):
+        keys, labels = values[offset::2], values[offset + 1::2]
+        keys = keys[:len(labels)]
+        whole = (keys == np.floor(keys)) & (keys >= 0) & (keys < len(hidden))
+        if whole.sum() < width:
+            continue
+        matched = np.zeros(len(hidden), dtype=bool)
+        indices = keys[whole].astype(np.int64)
+        matched[indices] = hidden[indices] == labels[whole]
+        if (np.convolve(matched, np.ones(width, dtype=int), "valid") == width).any():
+            return True
+    return False
+
+
 def scan_sequences(files: dict[str, bytes] | dict[str, str],
                    sequences: dict[str, list[float]], window: int = SEQUENCE_WINDOW) -> list[Leak]:
     """Find hidden sequences (a task's test labels, in order) in files.
 
     A file leaks a sequence when `window` consecutive values of it appear in a row among the
-    numbers the file holds (a NumPy file's arrays, or the numbers written in a text), however
-    they are spelled (7, 7.0, 7e0).
+    numbers the file holds (a NumPy file's arrays, numeric or strings, or the numbers written in
+    a text), however they are spelled (7, 7.0, 7e0); or among every second or third of them
+    (rows [id, label], an id->label map, a CSV of id,label); or at their own indices in pairs
+    (index, value) in any order; or as the classes of a one-hot array; or, for single-digit
+    values, as the digits of one long number.
 
     Args:
         files: Each file's content by its name.
@@ -354,15 +424,21 @@ def scan_sequences(files: dict[str, bytes] | dict[str, str],
         if width == 0:
             continue
         shingles = {hidden[i:i + width].tobytes() for i in range(len(hidden) - width + 1)}
-        allowed = set(np.unique(hidden).tolist())
+        allowed = list(np.unique(hidden).tolist())
+        digits = bool(np.isin(hidden, np.arange(10)).all())
         for name, content in sorted(files.items()):
             values = _values(name, content)
-            if len(values) < width:
-                continue
-            inside = np.isin(values, list(allowed))
-            runs = np.convolve(inside, np.ones(width, dtype=int), "valid") == width
-            if any(values[i:i + width].tobytes() in shingles for i in np.flatnonzero(runs)):
-                leaks.append(Leak(name, f"{width} values of the {label} in a row", label))
+            for reading in _readings(name, content, values, digits):
+                if len(reading) < width:
+                    continue
+                inside = np.isin(reading, allowed)
+                runs = np.convolve(inside, np.ones(width, dtype=int), "valid") == width
+                if any(reading[i:i + width].tobytes() in shingles for i in np.flatnonzero(runs)):
+                    leaks.append(Leak(name, f"{width} values of the {label} in a row", label))
+                    break
+            else:
+                if len(values) >= 2 * width and _keyed(values, hidden, width):
+                    leaks.append(Leak(name, f"{width} values of the {label} at their ids", label))
     return leaks
 
 
