@@ -75,22 +75,42 @@ def test_a_large_file_is_stored_once_across_steps(tmp_path, box):
     assert sum(b.stat().st_size for b in blobs) < first.new_bytes + 1000
 
 
-def test_a_same_size_rewrite_with_its_mtime_put_back_is_caught_and_restored(tmp_path, box):
+def _same_size_rewrite_is_caught_and_restored(tmp_path, box, runtime: str) -> None:
+    """A same-size rewrite of a file whose mtime the agent put back (`touch -r`) is read again,
+    by its ctime, and a fresh sandbox of the same runtime restored from the checkpoint holds it as
+    written."""
     run(box, "printf aaaa > f.txt && touch -d '2001-01-01 00:00:00' f.txt && cp -p f.txt ref")
     first = checkpoint.save(box, tmp_path, 1, None)
+    old = next(e for e in first.entries if e.path == "f.txt")
+    assert old.ctime_ns > 0 and old.inode > 0  # the listing gives them
     run(box, "printf bbbb > f.txt && touch -r ref f.txt")  # same size, same mode, same mtime
     listed = box.listing()
-    old = next(e for e in first.entries if e.path == "f.txt")
     assert (listed["f.txt"][2], listed["f.txt"][3]) == (old.size, old.mtime_ns)  # as before
+    assert listed["f.txt"][4] != old.ctime_ns  # but not its ctime
     second = checkpoint.save(box, tmp_path, 2, first.entries)
     entry = next(e for e in second.entries if e.path == "f.txt")
     assert entry.sha256 != old.sha256 and second.read_files == 1
     checkpoint.prune(tmp_path, second.manifest)
     archive = checkpoint.as_tar(tmp_path, checkpoint.load_entries(second.manifest))
     assert files_of(archive)["f.txt"] == b"bbbb"
-    fresh = open_sandbox(get_task("kissing-number-11"), "local")  # a resumed run's sandbox
+    fresh = open_sandbox(get_task("kissing-number-11"), runtime)  # a resumed run's sandbox
     try:
         fresh.restore(archive)
         assert fresh.read_file("f.txt") == b"bbbb" and fresh.read_file("ref") == b"aaaa"
     finally:
         fresh.close()
+
+
+def test_a_same_size_rewrite_with_its_mtime_put_back_is_caught_and_restored(tmp_path, box):
+    _same_size_rewrite_is_caught_and_restored(tmp_path, box, "local")
+
+
+@pytest.mark.docker
+def test_in_docker_a_same_size_rewrite_with_its_mtime_put_back_is_caught_and_restored(
+        tmp_path, docker_client, base_image):
+    """As above in a Docker sandbox, whose listing (the executor's) gives ctime and inode too."""
+    sandbox = open_sandbox(get_task("kissing-number-11"), "docker")
+    try:
+        _same_size_rewrite_is_caught_and_restored(tmp_path, sandbox, "docker")
+    finally:
+        sandbox.close()

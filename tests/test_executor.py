@@ -262,20 +262,25 @@ def test_a_docker_executor_that_dies_fails_the_call_in_flight_and_starts_afresh(
         box.close()
 
 
-def _find_listing(box) -> dict[str, tuple[str, int, int, int]]:
-    """The listing as the `find` that ran as the container's root gave it before the executor."""
-    script = "find . -mindepth 1 \\( -type d -o -type f \\) -printf '%y %m %s %T@ %P\\0'"
+def _find_listing(box) -> dict[str, tuple[int | str, ...]]:
+    """The listing as the `find` that ran as the container's root gave it before the executor,
+    with a file's ctime and inode now too (`%C@ %i`: what a checkpoint compares besides)."""
+    script = ("find . -mindepth 1 \\( -type d -o -type f \\) "
+              "-printf '%y %m %s %T@ %C@ %i %P\\0'")
     out = box.container.exec_run(["/bin/sh", "-c", script], user="0:0", workdir="/workspace",
                                  demux=True).output[0]
+
+    def ns(text: bytes) -> int:
+        seconds, _, fraction = text.decode().partition(".")
+        return int(seconds) * 10**9 + int((fraction + "000000000")[:9])
+
     found = {}
     for record in out.split(b"\0"):
         if record:
-            kind, mode, size, mtime, path = record.split(b" ", 4)
-            seconds, _, fraction = mtime.decode().partition(".")
-            ns = int(seconds) * 10**9 + int((fraction + "000000000")[:9])
-            found[path.decode("utf-8", errors="surrogateescape")] = (
-                "dir" if kind == b"d" else "file", int(mode, 8),
-                0 if kind == b"d" else int(size), ns)
+            kind, mode, size, mtime, ctime, inode, path = record.split(b" ", 6)
+            name = path.decode("utf-8", errors="surrogateescape")
+            found[name] = (("dir", int(mode, 8), 0, ns(mtime)) if kind == b"d" else
+                           ("file", int(mode, 8), int(size), ns(mtime), ns(ctime), int(inode)))
     return found
 
 
@@ -290,6 +295,7 @@ def test_the_docker_listing_and_capture_log_are_as_before(docker_client, base_im
         assert made.returncode == 0, made
         listed = box.listing()
         assert listed == _find_listing(box)
+        assert len(listed["a/b/c/f"]) == 6 and len(listed["a/b"]) == 4  # ctime, inode: files
         assert {"a/b/c/f", "a/with space", "a/\udcff", ".hidden"} <= set(listed)
         assert not {"link", "filelink", "pipe"} & set(listed)
         log = box.container.exec_run(["cat", "/tmp/.innolab/capture.jsonl"], user="0:0").output

@@ -3,11 +3,11 @@
 A step's checkpoint is a manifest (`checkpoint/workspace-<step>.json`: every folder and regular
 file of the workspace with its mode, size, modification time and sha256) over a store of file
 contents named by their sha256 (`checkpoint/blobs/`). A file whose size, modification time,
-mode and, where the sandbox's listing gives them, status-change time (ctime) and inode are those
-of the previous manifest is not read again (where the sandbox can list its workspace:
-`listing`). The agent can set a file's modification time (`touch -r`) but not its ctime, which
-any write moves, so a same-size rewrite with its old mtime put back is still read; a content
-already stored is not written again, so a large file the
+mode and, where the sandbox's listing gives them (the local and Docker sandboxes' both do),
+status-change time (ctime) and inode are those of the previous manifest is not read again (where
+the sandbox can list its workspace: `listing`). The agent can set a file's modification time
+(`touch -r`) but not its ctime, which any write moves, so a same-size rewrite with its old mtime
+put back is still read; a content already stored is not written again, so a large file the
 agent wrote once is copied once, not at every later step; a task's data folder lies outside the
 workspace (mounted beside it) and never enters a checkpoint at all. Contents that no manifest
 needs any more are removed once the new manifest is in place. Links and special files hold no

@@ -116,6 +116,34 @@ def gpu_runtime_available(client: Any) -> bool:
     return "nvidia" in runtimes
 
 
+def _ns(seconds: bytes) -> int:
+    """A time printed as find's %T@ prints it (seconds, a fraction) in nanoseconds."""
+    whole, _, fraction = seconds.decode().partition(".")
+    return int(whole) * 10**9 + int((fraction + "000000000")[:9])
+
+
+def parse_listing(body: bytes) -> dict[str, tuple[int | str, ...]]:
+    r"""The executor's listing as LocalSandbox.listing gives it.
+
+    The executor prints it as `find -printf '%y %m %s %T@ %C@ %i %P\0'` would.
+
+    Returns:
+        (kind, mode, size, mtime_ns) for a folder, (kind, mode, size, mtime_ns, ctime_ns, inode)
+        for a file, by workspace-relative path (undecodable bytes as surrogates).
+    """
+    found: dict[str, tuple[int | str, ...]] = {}
+    for record in body.split(b"\0"):
+        if not record:
+            continue
+        kind, mode, size, mtime, ctime, inode, path = record.split(b" ", 6)
+        name = path.decode("utf-8", errors="surrogateescape")
+        if kind == b"d":
+            found[name] = ("dir", int(mode, 8), 0, _ns(mtime))
+        else:
+            found[name] = ("file", int(mode, 8), int(size), _ns(mtime), _ns(ctime), int(inode))
+    return found
+
+
 class DockerSandbox(Sandbox):
     """One container per sandbox; the workspace is a tmpfs volume (size-capped, never on disk).
 
@@ -305,11 +333,14 @@ class DockerSandbox(Sandbox):
         stream, _ = self.container.get_archive(f"{WORKSPACE}/.")
         return b"".join(stream)
 
-    def listing(self) -> dict[str, tuple[str, int, int, int]]:
+    def listing(self) -> dict[str, tuple[int | str, ...]]:
         """The workspace's folders and regular files, nothing read (see LocalSandbox.listing).
 
         Returns:
-            (kind, permission bits, size, modification time in ns) by workspace-relative path.
+            (kind, permission bits, size, modification time in ns) by workspace-relative path,
+            a file's followed by its status-change time in ns and its inode, as the local
+            sandbox's (what a checkpoint compares: the agent can put a file's mtime back, never
+            its ctime).
 
         Raises:
             SandboxError: The listing command failed.
@@ -317,17 +348,7 @@ class DockerSandbox(Sandbox):
         reply = self.executor.call({"op": "listing"}, QUICK_S)
         if "error" in reply.header:
             raise SandboxError(f"the workspace could not be listed: {reply.header['error']}")
-        found: dict[str, tuple[str, int, int, int]] = {}
-        for record in reply.body.split(b"\0"):
-            if not record:
-                continue
-            kind, mode, size, mtime, path = record.split(b" ", 4)
-            seconds, _, fraction = mtime.decode().partition(".")
-            ns = int(seconds) * 10**9 + int((fraction + "000000000")[:9])
-            found[path.decode("utf-8", errors="surrogateescape")] = (
-                "dir" if kind == b"d" else "file", int(mode, 8),
-                0 if kind == b"d" else int(size), ns)
-        return found
+        return parse_listing(reply.body)
 
     def stream_file(self, path: str, chunk: int = 1 << 20) -> Iterator[bytes]:
         """A regular file's content in chunks, of any size (the archive API; links refused).

@@ -17,7 +17,10 @@ body of the second. Requests:
   `timeout_code`. A command that cannot start: code 127, the reason on its standard error.
 * `{"id", "op": "capture", "offset"}`: the bytes of CONFIG's `capture_log` from `offset` on.
 * `{"id", "op": "listing"}`: the folders and regular files under CONFIG's `cwd`, no link followed,
-  as `find -printf '%y %m %s %T@ %P\0'` prints them.
+  as `find -printf '%y %m %s %T@ %C@ %i %P\0'` prints them (kind, permission bits in octal,
+  size, modification and status-change times in seconds with 9 decimals, inode, path): a
+  checkpoint compares the ctime and inode too, since a command can put a file's mtime back
+  (`touch -r`) but not its ctime.
 * `{"id", "op": "ping"}`: an empty `done` (the executor is up).
 
 With CONFIG's `undumpable`, it makes itself undumpable first (prctl), so that commands of its own
@@ -259,8 +262,10 @@ def listing(config):
                     continue
                 name = prefix + os.fsencode(entry.name)
                 seconds, nanoseconds = divmod(info.st_mtime_ns, 10**9)
-                records.append(b"%s %o %d %d.%09d %s\0" % (
-                    kind, stat.S_IMODE(info.st_mode), info.st_size, seconds, nanoseconds, name))
+                c_seconds, c_nanoseconds = divmod(info.st_ctime_ns, 10**9)
+                records.append(b"%s %o %d %d.%09d %d.%09d %d %s\0" % (
+                    kind, stat.S_IMODE(info.st_mode), info.st_size, seconds, nanoseconds,
+                    c_seconds, c_nanoseconds, info.st_ino, name))
                 if kind == b"d":
                     inner = os.open(entry.name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW,
                                     dir_fd=folder)
