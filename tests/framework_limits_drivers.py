@@ -69,6 +69,17 @@ def _append(path: Path, text: str) -> int:
         return handle.write(text)
 
 
+def _git(folder: Path, *args: str) -> str:
+    """A git command in `folder`; its output, or an error where git fails."""
+    import subprocess
+
+    done = subprocess.run(["git", "-c", f"safe.directory={folder}", "-C", str(folder), *args],
+                          capture_output=True, text=True, timeout=60)
+    if done.returncode != 0 or not done.stdout.strip():
+        raise OSError(f"git {args[0]}: status {done.returncode}: {done.stderr.strip()[:200]}")
+    return done.stdout
+
+
 def probe() -> None:
     """Try each thing a framework must not do; report what happened."""
     run_from_environment()
@@ -88,6 +99,19 @@ def probe() -> None:
     report["read_solutions"] = _attempt(
         lambda: sorted(p.name for p in (solutions / "solutions").iterdir()))
     report["root_home"] = _attempt(lambda: sorted(os.listdir("/root")))
+    # the checkout's history, results and data hold the same solutions, V* and earlier scores
+    checkout = Path(innolab.__file__).resolve().parents[1]
+    report["git_show_solution"] = _attempt(lambda: _git(
+        checkout, "show", "HEAD:innolab/tasks/builtin/circle-packing-26/task.yaml"))
+    report["git_ls_tree_solutions"] = _attempt(lambda: _git(
+        checkout, "ls-tree", "-r", "--name-only", "HEAD", "innolab/tasks/builtin"))
+    report["git_folder"] = _attempt(lambda: sorted(os.listdir(checkout / ".git")))
+    report["read_scores"] = _attempt(lambda: [
+        p.read_text()[:40] for p in (checkout / "results").rglob("score.json")][:1] or
+        sorted(os.listdir(checkout / "results")))
+    report["read_data"] = _attempt(lambda: sorted(os.listdir(checkout / "data")))
+    report["read_solvers"] = _attempt(
+        lambda: len((checkout / "innolab" / "tasks" / "solvers" / "circles.py").read_text()))
     embedded = os.environ.get("PROBE_EMBEDDED_URL")
     if embedded:
         key_file = Path(os.environ["PROBE_EMBEDDED_KEY_FILE"])

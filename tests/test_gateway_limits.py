@@ -351,7 +351,8 @@ def test_the_framework_process_cannot_read_the_key_write_the_run_or_read_solutio
         pytest.skip(f"the framework could not be confined here: {confinement['why']}")
     assert report["uid"] == confinement["uid"] != 0
     for attempt in ("parent_environ", "parent_memory", "write_run_folder", "append_trace",
-                    "read_solutions", "root_home"):
+                    "read_solutions", "root_home", "git_show_solution", "git_ls_tree_solutions",
+                    "git_folder", "read_scores", "read_data", "read_solvers"):
         assert report[attempt].startswith("refused"), (attempt, report[attempt])
     assert not (run_dir / "planted.txt").exists()
     assert traces.Trace.read(run_dir).finished is not None  # the trace intact

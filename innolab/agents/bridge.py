@@ -325,7 +325,8 @@ class FrameworkPolicy(LLMAgent):
         """The framework's own folder (outside the run folder), its plan and its marker.
 
         Where innolab is root: a user id of its own for it (innolab.gym.userids), its HOME and
-        working folder owned by that user, the tasks' folders hidden (innolab.agents.confine).
+        working folder owned by that user, the tasks' folders, and of a checkout all but what its
+        Python needs, hidden (innolab.agents.confine).
         A warden removes the folder and ends every process of it when the run ends, however it
         ends.
         """
@@ -345,10 +346,8 @@ class FrameworkPolicy(LLMAgent):
         if uid is not None:
             folder.chmod(0o711)  # the framework's user may pass to its home, not list this
             os.chown(home, uid, uid)
-        import innolab
-
-        tasks = Path(innolab.__file__).resolve().parent / "tasks" / "builtin"
-        steps = confine.plan(uid, home, folder, [tasks]) if uid is not None else {
+        steps = confine.plan(uid, home, folder, confine.known_answers(),
+                             (self.driver,)) if uid is not None else {
             "uid": None, "home": str(home), "folder": str(folder), "expose": [], "hide": [],
             "unreachable": []}
         return steps, marker

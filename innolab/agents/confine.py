@@ -11,7 +11,10 @@ a HOME and a working folder it owns outside the run folder; it then
 * cannot write the run folder (trace, checkpoints, submissions: innolab's, not writable by others)
   or anything else of innolab's;
 * cannot read the tasks' folders that innolab ships (known solutions, hidden data: a private mount
-  hides `innolab/tasks/builtin`), nor root's home folder;
+  hides `innolab/tasks/builtin` and the solvers), nor, where innolab runs from a checkout, any of
+  it but what its Python needs (`checkout_entries`: not its history, `.git`, which holds every
+  solution, nor `results/` and `data/`, which hold V*, scores and earlier submissions), nor
+  root's home folder;
 * gains no privilege (no_new_privs: a set-user-id program runs as the framework's user), and dies
   with the runner (the parent-death signal, and a warden: innolab.gym.leftovers).
 
@@ -88,6 +91,68 @@ def needed_paths() -> tuple[list[Path], list[Path]]:
     return needed, [p for p in existing(optional) if p not in needed]
 
 
+def checkout_entries(packages: tuple[str, ...] = ()) -> tuple[Path, list[str]] | None:
+    """The source checkout innolab runs from, and the only entries of it the framework sees.
+
+    A checkout holds much more than Python: its history (`.git`: every known solution of every
+    task, in every commit), `results/` (earlier runs: V*, their scores and submissions),
+    `data/` (the paper's scores, sweep specs) and the built-in tasks. The framework's Python
+    needs innolab's package, the checkout's entries on the way to any of its import paths
+    (a virtual environment inside it) and the top-level package of its driver.
+
+    Args:
+        packages: Modules the framework runs (its driver): their top-level package is exposed
+            where it lies in the checkout.
+
+    Returns:
+        The checkout and its entries to expose; None where innolab is installed, not run from a
+        checkout (no pyproject.toml beside the package).
+    """
+    import innolab
+
+    package = Path(innolab.__file__).resolve().parent
+    checkout = package.parent
+    if not (checkout / "pyproject.toml").is_file():
+        return None
+    entries = {package.name}
+    required, optional = needed_paths()
+    for path in [*required, *optional]:
+        for candidate in {path, path.resolve()}:
+            if candidate != checkout and candidate.is_relative_to(checkout):
+                entries.add(candidate.relative_to(checkout).parts[0])
+    for module in packages:
+        top = module.split(".")[0]
+        for entry in (top, f"{top}.py"):
+            if (checkout / entry).exists():
+                entries.add(entry)
+    return checkout, sorted(entries)
+
+
+def known_answers() -> list[Path]:
+    """Folders holding known solutions, V* or scores that a framework must not see.
+
+    The built-in tasks (their solutions) and the solvers behind them; where the project's
+    folder (INNOLAB_ROOT) is not the checkout, its history, results and data (the checkout's are
+    left out by `checkout_entries`); and a worktree's shared history.
+    """
+    import innolab
+    from innolab.paths import project_root
+
+    package = Path(innolab.__file__).resolve().parent
+    found = [package / "tasks" / "builtin", package / "tasks" / "solvers"]
+    for root in dict.fromkeys([project_root(), package.parent]):
+        if root != package.parent:
+            found += [root / ".git", root / "results", root / "data"]
+        git = root / ".git"
+        if git.is_file():  # a worktree: its history lies in the repository it was made from
+            text = git.read_text(encoding="utf-8", errors="replace").strip()
+            if text.startswith("gitdir:"):
+                common = (root / text.removeprefix("gitdir:").strip()).resolve()
+                found.append(common.parent.parent if common.parent.name == "worktrees"
+                             else common)
+    return found
+
+
 def _others_may(path: Path, need: int) -> bool:
     """Whether a user that is neither the owner nor in the group has `need` (stat bits) on it."""
     try:
@@ -116,7 +181,8 @@ def _route(path: Path) -> tuple[dict[str, set[str]], str | None]:
     return expose, None
 
 
-def plan(uid: int, home: Path, folder: Path, hide: list[Path]) -> dict[str, Any]:
+def plan(uid: int, home: Path, folder: Path, hide: list[Path],
+         packages: tuple[str, ...] = ()) -> dict[str, Any]:
     """What the framework's process does before it runs its driver (see the module's docstring).
 
     Args:
@@ -124,11 +190,15 @@ def plan(uid: int, home: Path, folder: Path, hide: list[Path]) -> dict[str, Any]
         home: Its HOME and working folder (owned by `uid`).
         folder: Its private folder (innolab's: staging mounts go there).
         hide: Folders to hide from it (an empty, read-only folder over each).
+        packages: The modules it runs (`checkout_entries`).
 
     Returns:
         The plan: `uid`, `home`, `folder`, `expose` (each folder others cannot enter, with the
         entries of it that Python needs, outermost first), `hide`, and `unreachable` (why a path
         Python cannot do without cannot be made readable by another user; empty when all can).
+        Where innolab runs from a checkout, the checkout is one of the folders in `expose`: the
+        framework sees only the entries of it that its Python needs (`listable`: its folder may
+        be listed, as Python's importer does with a folder on its path).
     """
     expose: dict[str, set[str]] = {}
     unreachable: list[str] = []
@@ -141,10 +211,15 @@ def plan(uid: int, home: Path, folder: Path, hide: list[Path]) -> dict[str, Any]
             continue  # an import path it may do without: left out
         for above, entries in route.items():
             expose.setdefault(above, set()).update(entries)
+    checkout = checkout_entries(packages)
+    listable = []
+    if checkout is not None:  # of the checkout, only what Python needs
+        expose.setdefault(str(checkout[0]), set()).update(checkout[1])
+        listable.append(str(checkout[0]))
     ordered = sorted(expose.items(), key=lambda item: len(Path(item[0]).parts))
     return {"uid": uid, "home": str(home), "folder": str(folder),
             "expose": [[above, sorted(entries)] for above, entries in ordered],
-            "hide": [str(p) for p in hide if p.is_dir()],
+            "listable": listable, "hide": [str(p) for p in hide if p.is_dir()],
             "unreachable": sorted(set(unreachable))}
 
 
@@ -168,7 +243,9 @@ def _namespace(libc: Any, steps: dict[str, Any]) -> None:
         stage = folder / f"stage-{number}"
         stage.mkdir(mode=0o700)
         _mount(libc, above, str(stage), None, MS_BIND | MS_REC)
-        _mount(libc, "tmpfs", above, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0711,size=64k")
+        # a folder on an import path is listed by Python's importer: the checkout's may be
+        mode = "0755" if above in steps.get("listable", ()) else "0711"
+        _mount(libc, "tmpfs", above, "tmpfs", MS_NOSUID | MS_NODEV, f"mode={mode},size=64k")
         for entry in entries:
             source, target = stage / entry, Path(above) / entry
             if source.is_dir():
