@@ -33,6 +33,9 @@ from tests.gym_policies import pythonpath
 pytestmark = pytest.mark.usefixtures("test_agents")
 
 ROOT = Path(__file__).resolve().parent.parent
+# where innolab is not root a framework cannot be confined (no other user to run it as): its
+# tests allow it to run unconfined there (innolab.agents.confine); as root (CI) they do not
+UNCONFINED = {"allow_unconfined": True} if os.geteuid() != 0 else {}
 FRAMEWORKS = {"smolagents": "smolagents", "openai-agents": "openai-agents",
               "mini-swe-agent": "mini-swe-agent"}
 
@@ -48,7 +51,9 @@ def framework_config(agent: str, url: str, mode: str, **more: object) -> RunConf
     extra = {"max_turns": 4} if agent == "openai-agents" else {}
     settings = runspec.schema()(agent=agent, base_url=url, model="fake", budget="180s",
                                 max_steps=12, tool_call_mode=mode, **extra, **more)
-    return runner.resolve(settings)
+    config = runner.resolve(settings)
+    config.policy_args.update(UNCONFINED)
+    return config
 
 
 @needs_extra
@@ -108,8 +113,8 @@ def bridge_config(driver: str, url: str, **more: object) -> RunConfig:
 
     llm = LLMSettings(base_url=url, model="fake", backoff_s=0.0).model_dump(exclude={"api_key"})
     return RunConfig(task="circle-packing-26", policy="innolab.agents.bridge:FrameworkPolicy",
-                     agent="test-framework", policy_args={"driver": driver}, llm=llm,
-                     wall_clock_s=120.0, **more)
+                     agent="test-framework", policy_args={"driver": driver, **UNCONFINED},
+                     llm=llm, wall_clock_s=120.0, **more)
 
 
 def test_a_framework_that_raises_ends_its_run_as_agent_error_with_its_traceback(

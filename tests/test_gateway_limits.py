@@ -92,8 +92,20 @@ def bridge_config(driver: str, url: str, **more: Any) -> RunConfig:
     llm = LLMSettings(base_url=url, model="fake", backoff_s=0.0, price_in=1000.0,
                       price_out=1000.0).model_dump(exclude={"api_key"})
     return RunConfig(task="circle-packing-26", policy="innolab.agents.bridge:FrameworkPolicy",
-                     agent="test-framework", policy_args={"driver": driver}, llm=llm,
-                     wall_clock_s=120.0, **more)
+                     agent="test-framework", policy_args={"driver": driver, **UNCONFINED},
+                     llm=llm, wall_clock_s=120.0, **more)
+
+
+# where innolab is not root the framework cannot be confined (no other user): its tests allow it
+# to run unconfined there, as a researcher would have to; as root (CI) they do not
+UNCONFINED = {"allow_unconfined": True} if os.geteuid() != 0 else {}
+
+
+def absent(problem: str) -> None:
+    """Fail where CI requires the frameworks to run (INNOLAB_REQUIRE_AGENTS=1), else skip."""
+    if os.environ.get("INNOLAB_REQUIRE_AGENTS") == "1":
+        pytest.fail(f"INNOLAB_REQUIRE_AGENTS=1 but {problem}")
+    pytest.skip(problem)
 
 
 @pytest.mark.parametrize(("limit", "reason", "words"), [
@@ -340,15 +352,15 @@ def test_the_framework_process_cannot_read_the_key_write_the_run_or_read_solutio
         done = subprocess.run([sys.executable, "-c", code, str(run_dir)], cwd=ROOT, env=env,
                               capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
+    confinement = json.loads((run_dir / "framework.json").read_text())["confinement"]
+    if confinement.get("refused"):  # as root, yet not confined: the run was refused
+        absent(f"the framework could not be confined here: {confinement['why']}")
     report = json.loads(json.loads((run_dir / "framework_counts.json").read_text())["report"])
     assert not report["own_environ_has_secret"]  # never handed to it
-    confinement = json.loads((run_dir / "framework.json").read_text())["confinement"]
     if os.geteuid() != 0:
         assert confinement["user"] == "innolab's" and "root" in confinement["why"]
         assert report["parent_environ"].startswith("refused")  # the runner is undumpable
         return
-    if confinement["user"] != "own":
-        pytest.skip(f"the framework could not be confined here: {confinement['why']}")
     assert report["uid"] == confinement["uid"] != 0
     for attempt in ("parent_environ", "parent_memory", "write_run_folder", "append_trace",
                     "read_solutions", "root_home", "git_show_solution", "git_ls_tree_solutions",
@@ -359,6 +371,66 @@ def test_the_framework_process_cannot_read_the_key_write_the_run_or_read_solutio
     from innolab.gym.leftovers import sandbox_pids
 
     assert not sandbox_pids(confinement["uid"], None)  # nothing of it outlived the run
+
+
+@pytest.mark.parametrize("allowed", [False, True])
+def test_a_framework_that_cannot_be_confined_is_refused_unless_the_run_allows_it(
+        allowed, tmp_path, monkeypatch):
+    """Where the framework's mount namespace cannot be made (here: a plan whose first mount
+    fails), or innolab is not root, it would run as innolab's user, unconfined: it is not started
+    and the run ends saying why, unless the run allows it (allow_unconfined: recorded)."""
+    from innolab.agents import confine
+
+    real = confine.plan
+
+    def failing(*args: Any, **kwargs: Any) -> dict[str, Any]:
+        steps = real(*args, **kwargs)
+        return {**steps, "expose": [["/nonexistent-innolab-folder", ["x"]], *steps["expose"]]}
+
+    monkeypatch.setattr(confine, "plan", failing)
+    monkeypatch.setenv("PYTHONPATH", str(ROOT))
+    monkeypatch.setenv("PROBE_RUN_DIR", str(tmp_path / "run"))
+    with FakeLLM() as server:
+        config = bridge_config("tests.framework_probe", server.base_url)
+        config.policy_args["allow_unconfined"] = allowed
+        outcome = run_bridge(config, tmp_path / "run")
+    run_dir = Path(outcome["run_dir"])
+    counts = json.loads((run_dir / "framework.json").read_text())
+    confinement = counts["confinement"]
+    assert confinement["user"] == "innolab's" and confinement["why"]
+    assert counts["allow_unconfined"] is allowed
+    assert json.loads((run_dir / "config.json").read_text())["policy_args"][
+        "allow_unconfined"] is allowed
+    if not allowed:
+        assert outcome["reason"] == "agent_error"
+        (failed,) = [e for e in traces.read_events(run_dir) if e.type == "agent_error"]
+        assert failed.error.startswith("the framework was not started: it cannot be confined")
+        assert confinement["why"] in failed.error and "allow_unconfined=true" in failed.error
+        assert confinement["refused"] == failed.error
+        assert not (run_dir / "framework_counts.json").exists()  # its driver never ran
+        return
+    assert outcome["reason"] == "agent_finished"
+    assert "refused" not in confinement
+    report = json.loads(json.loads((run_dir / "framework_counts.json").read_text())["report"])
+    assert report["uid"] == os.geteuid()  # innolab's user: what the setting allowed
+
+
+@pytest.mark.parametrize("allowed", [None, "0", "1"])
+def test_a_framework_run_records_whether_it_may_run_unconfined(allowed, monkeypatch):
+    pytest.importorskip("smolagents")
+    from innolab.agents.bridge import ALLOW_UNCONFINED_VAR
+    from innolab.agents.registry import build_policy
+
+    if allowed is None:
+        monkeypatch.delenv(ALLOW_UNCONFINED_VAR, raising=False)
+    else:
+        monkeypatch.setenv(ALLOW_UNCONFINED_VAR, allowed)
+    config = runner.resolve(runspec.schema()(agent="smolagents",
+                                             base_url="http://127.0.0.1:9/v1", model="m"))
+    assert config.policy_args.get("allow_unconfined", False) is (allowed == "1")
+    monkeypatch.delenv(ALLOW_UNCONFINED_VAR, raising=False)  # a resume reads config.json
+    policy = build_policy(config, Path("/nonexistent-run"))
+    assert policy.allow_unconfined is (allowed == "1")
 
 
 def test_the_framework_cannot_call_the_embedded_model_without_the_gateway(tmp_path,

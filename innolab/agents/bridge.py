@@ -13,8 +13,10 @@ and the run then ends with that budget's reason.
 
 The framework's process is confined where the machine allows (innolab.agents.confine: a user of its
 own where innolab is root, a HOME and working folder of its own outside the run folder, the tasks'
-folders hidden); `framework.json` records what held, with the resolved tool-call mode, the
-gateway's context and where it came from.
+folders hidden; where it cannot be, it is not started, unless the run was made allowing it to run
+unconfined: ALLOW_UNCONFINED_VAR=1, recorded as `allow_unconfined` in config.json's policy_args);
+`framework.json` records what held, with the resolved tool-call mode, the gateway's context and
+where it came from.
 
 The framework's end is the run's: its process exiting normally ends the run as `agent_finished`;
 raising (a non-zero exit) as `agent_error`, with its traceback in the trace; the run's budget
@@ -73,6 +75,9 @@ ENDED = {**{reason: f"{words}: no more tool calls" for reason, words in BUDGETS.
          "agent_finished": "the run has finished: no more tool calls",
          "llm_error": "the run ended: its model failed",
          "agent_error": "the run ended: the framework failed"}
+# a run may run its framework unconfined only where this is 1 when it is made (config.json records
+# it: its policy_args' allow_unconfined); elsewhere a framework that cannot be confined is refused
+ALLOW_UNCONFINED_VAR = "INNOLAB_ALLOW_UNCONFINED"
 SECRET_SUFFIXES = ("_API_KEY", "_KEY", "_TOKEN", "_SECRET", "_PASSWORD")  # left out of its env
 LIBRARIES = ("mcp", "openai", "litellm")  # what the frameworks speak through (versions recorded)
 
@@ -89,6 +94,11 @@ class FrameworkState(AgentState):
 
     starts: int = 0
     steps: int = 0
+
+
+def unconfined_allowed() -> bool:
+    """Whether runs made now may run their framework unconfined (ALLOW_UNCONFINED_VAR=1)."""
+    return os.environ.get(ALLOW_UNCONFINED_VAR) == "1"
 
 
 def library_versions() -> dict[str, str | None]:
@@ -200,14 +210,23 @@ class FrameworkPolicy(LLMAgent):
                     return self._action([])
                 if code == 0:
                     return self._action([], done=True)
+                refused = self._refusal(code)
                 with self._events_lock:
                     tokens, cost, self._tokens, self._cost = self._tokens, self._cost, 0, 0.0
-                error = AgentFailed(f"the framework's process exited with status {code}",
+                error = AgentFailed(refused or
+                                    f"the framework's process exited with status {code}",
                                     self._log_tail(), tokens=tokens, cost_usd=cost)
                 error.events = self._drain()  # type: ignore[attr-defined]
                 raise error
             if self._deadline is not None and time.monotonic() >= self._deadline:
                 return self._action([])  # the run loop ends the run: its budget is spent
+
+    def _refusal(self, code: int) -> str | None:
+        """Why the framework was not started: it cannot be confined (innolab.agents.confine)."""
+        if code != confine.REFUSED or self._folder is None:
+            return None
+        refused = _read_json(self._folder / confine.STATUS_FILE).get("refused")
+        return refused if isinstance(refused, str) else None
 
     def _action(self, calls: list[Any], done: bool = False) -> Action:
         with self._events_lock:
@@ -318,6 +337,7 @@ class FrameworkPolicy(LLMAgent):
             "tool_call_mode": self._gateway.tool_call_mode, "tool_call_mode_given": mode,
             "context_tokens": self._gateway.context_tokens(),
             "context_source": self._gateway.context_source,
+            "allow_unconfined": self.allow_unconfined,
             "libraries": library_versions()}
         self._write_counts()
 
@@ -350,7 +370,13 @@ class FrameworkPolicy(LLMAgent):
                              (self.driver,)) if uid is not None else {
             "uid": None, "home": str(home), "folder": str(folder), "expose": [], "hide": [],
             "unreachable": []}
+        steps["allow_unconfined"] = self.allow_unconfined
         return steps, marker
+
+    @property
+    def allow_unconfined(self) -> bool:
+        """Whether the run lets the framework run unconfined (its `allow_unconfined`)."""
+        return bool(self.options.get("allow_unconfined", False))
 
     def _log_tail(self) -> str:
         try:

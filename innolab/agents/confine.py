@@ -23,11 +23,13 @@ folder only innolab's user may enter (a Python under root's home), the process m
 mount namespace first: a folder of its own (tmpfs) over that folder, holding only what Python needs
 (each entry on the way, bound from the real one), so that the interpreter's paths stay the same.
 Where a step is not possible (no mount namespace in a container without CAP_SYS_ADMIN, a path that
-other users cannot read) the process runs as innolab's user, and `confinement` in framework.json
-says so and why. Where innolab does not run as root there is no other user to switch to: the
-framework runs as innolab's user, and the runner makes itself undumpable while it runs (another
-process of its user cannot read its environment or memory), but the framework can read and write
-whatever innolab's user can.
+other users cannot read) the framework would run as innolab's user, unconfined; so it would where
+innolab does not run as root (there is no other user to switch to). Such a framework is not
+started: the run ends as `agent_error` saying why (`refusal`; exit status REFUSED), unless the run
+was made allowing it (INNOLAB_ALLOW_UNCONFINED=1: `allow_unconfined` in its config.json). Then it
+runs as innolab's user, `confinement` in framework.json says so and why, and the runner makes
+itself undumpable while it runs (another process of its user cannot read its environment or
+memory), but the framework can read and write whatever innolab's user can.
 """
 
 from __future__ import annotations
@@ -44,6 +46,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+REFUSED = 78  # the exit status of a framework not started because it cannot be confined
 PLAN_VAR = "INNOLAB_CONFINE"  # the plan (JSON), in the framework process's environment
 PARENT_VAR = "INNOLAB_PARENT_PID"
 STATUS_FILE = "confinement.json"  # what the process could do, in its private folder
@@ -294,6 +297,25 @@ def confine(steps: dict[str, Any]) -> dict[str, Any]:
     return status
 
 
+def refusal(status: dict[str, Any], allowed: bool) -> str | None:
+    """Why the framework is not started (None: it is confined, or the run allows it unconfined).
+
+    Unconfined is running as innolab's user (root, where innolab is), or with the folders of
+    known solutions visible (`hide_failed`): it could then read the tasks' solutions, earlier
+    runs' scores, and write what innolab's user may write. A run runs it so only where its
+    setting `allow_unconfined` says it may.
+    """
+    why = status.get("why") if status.get("user") != "own" else (
+        f"the tasks' solutions cannot be hidden ({status['hide_failed']})"
+        if status.get("hide_failed") else None)
+    if why is None or allowed:
+        return None
+    return (f"the framework was not started: it cannot be confined here ({why}); unconfined, "
+            "it would run as innolab's user, able to read the tasks' known solutions and earlier "
+            "runs' scores. A run made with INNOLAB_ALLOW_UNCONFINED=1 in the environment runs "
+            "it so (allow_unconfined=true in its config.json and framework.json)")
+
+
 def drop(uid: int) -> None:
     """Become `uid` (its own group, no other), for good: no privilege can be gained after."""
     os.setgroups([])
@@ -316,11 +338,17 @@ def main() -> None:
     _die_with_parent(parent)
     steps = json.loads(os.environ.get(PLAN_VAR) or "{}")
     status = confine(steps) if steps else {"user": "innolab's", "why": "no plan"}
+    refused = refusal(status, bool(steps.get("allow_unconfined")))
+    if refused:
+        status["refused"] = refused
     if steps.get("folder"):
         descriptor = os.open(Path(steps["folder"]) / STATUS_FILE,
                              os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o644)
         with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
             json.dump(status, handle)
+    if refused:
+        print(refused, file=sys.stderr, flush=True)
+        sys.exit(REFUSED)
     if status["user"] == "own":
         drop(status["uid"])
     _die_with_parent(parent)  # a change of user clears the parent-death signal: set again

@@ -25,7 +25,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from innolab.agents.bridge import FrameworkPolicy, library_versions
+from innolab.agents.bridge import FrameworkPolicy, library_versions, unconfined_allowed
 from innolab.gym.policy import AgentSpec
 
 ToolCalls = Literal["auto", "native", "emulated"]
@@ -46,13 +46,16 @@ def resolve_framework(distribution: str) -> Any:
     """A `resolve` hook that records the framework's version, refusing a missing extra.
 
     The versions of the libraries it speaks through (`mcp`, `openai`, `litellm`) are recorded
-    beside it (`library_versions`).
+    beside it (`library_versions`); so is `allow_unconfined: true` where the environment allows
+    the run to run its framework unconfined (ALLOW_UNCONFINED_VAR=1, innolab.agents.confine).
     """
     def check(options: dict[str, Any]) -> dict[str, Any]:
         version = framework_version(distribution)
         if version is None:
             raise ValueError(f"{distribution} is not installed: {INSTALL}")
-        return {**options, "framework_version": version, "library_versions": library_versions()}
+        allowed = {"allow_unconfined": True} if unconfined_allowed() else {}
+        return {**options, "framework_version": version, "library_versions": library_versions(),
+                **allowed}
     return check
 
 
@@ -123,8 +126,10 @@ class SmolagentsAgent(FrameworkPolicy):
     name = "smolagents"
 
     def __init__(self, framework_version: str | None = None,
-                 library_versions: dict[str, str | None] | None = None, **kwargs: Any) -> None:
+                 library_versions: dict[str, str | None] | None = None,
+                 allow_unconfined: bool = False, **kwargs: Any) -> None:
         options = {k: kwargs.pop(k) for k in list(kwargs) if k in SmolagentsOptions.model_fields}
+        options["allow_unconfined"] = allow_unconfined
         super().__init__("innolab.agents.frameworks.smolagents_driver", options, **kwargs)
 
     @staticmethod
@@ -142,8 +147,10 @@ class OpenAIAgentsAgent(FrameworkPolicy):
     name = "openai-agents"
 
     def __init__(self, framework_version: str | None = None,
-                 library_versions: dict[str, str | None] | None = None, **kwargs: Any) -> None:
+                 library_versions: dict[str, str | None] | None = None,
+                 allow_unconfined: bool = False, **kwargs: Any) -> None:
         options = {k: kwargs.pop(k) for k in list(kwargs) if k in OpenAIAgentsOptions.model_fields}
+        options["allow_unconfined"] = allow_unconfined
         super().__init__("innolab.agents.frameworks.openai_agents_driver", options, **kwargs)
 
     @staticmethod
@@ -158,8 +165,10 @@ class MiniSweAgent(FrameworkPolicy):
     name = "mini-swe-agent"
 
     def __init__(self, framework_version: str | None = None,
-                 library_versions: dict[str, str | None] | None = None, **kwargs: Any) -> None:
+                 library_versions: dict[str, str | None] | None = None,
+                 allow_unconfined: bool = False, **kwargs: Any) -> None:
         options = {k: kwargs.pop(k) for k in list(kwargs) if k in MiniSweOptions.model_fields}
+        options["allow_unconfined"] = allow_unconfined
         super().__init__("innolab.agents.frameworks.miniswe_driver", options, **kwargs)
 
     @staticmethod
