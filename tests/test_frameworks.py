@@ -92,6 +92,34 @@ def test_a_framework_run_is_scored_and_every_model_call_is_counted_alike(agent, 
     assert not _framework_processes(run_dir)
 
 
+@needs_extra
+def test_a_framework_run_that_ends_on_its_wall_clock_has_every_count_recorded(tmp_path):
+    """openai-agents with emulated tool calls (each reply calls a tool, so only its max_turns
+    would end it, set high) runs until the run's wall clock: innolab stops it (SIGTERM), and its
+    own count is written all the same. A call in flight at the end is cancelled: the gateway
+    counted it and the trace records it (a failed, cancelled llm_call), but the SDK never saw it
+    answered (RunHooks.on_llm_end), so the framework's own count is the calls that were answered;
+    a request refused for the spent clock (402) is neither counted nor recorded."""
+    with FakeLLM(latency_s=0.3) as server:
+        settings = runspec.schema()(agent="openai-agents", base_url=server.base_url,
+                                    model="fake", budget="15s", max_steps=1000,
+                                    tool_call_mode="emulated", max_turns=10_000)
+        config = runner.resolve(settings)
+        config.policy_args.update(UNCONFINED)
+        outcome = runner.start(config, tmp_path / "run", novelty=None, show_progress=False)
+    run_dir = Path(outcome["run_dir"])
+    assert outcome["reason"] == "wall_clock", (run_dir / "framework.log").read_text()[-3000:]
+    calls = traces.Trace.read(run_dir).llm_calls
+    counts = json.loads((run_dir / "framework.json").read_text())
+    own = json.loads((run_dir / "framework_counts.json").read_text())
+    assert len(calls) == counts["gateway_requests"] >= 2  # every request the gateway numbered
+    cancelled = [c for c in calls if c.cancelled]
+    assert len(cancelled) == counts["gateway_cancelled"] <= 1
+    assert own["model_calls"] == len([c for c in calls if not c.failed]) >= 2
+    assert own["model_calls"] == counts["gateway_requests"] - len(cancelled)
+    assert not _framework_processes(run_dir)
+
+
 def _framework_processes(run_dir: Path) -> list[int]:
     """The processes whose working folder is the run's (a framework's, had one outlived it)."""
     found = []
