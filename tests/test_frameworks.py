@@ -88,8 +88,7 @@ def test_a_framework_run_is_scored_and_every_model_call_is_counted_alike(agent, 
     assert counts["mcp_calls"] == len(trace.tool_calls)  # each MCP call was a step's call
     recorded = json.loads((run_dir / "config.json").read_text())
     assert recorded["policy_args"]["framework_version"] == importlib.metadata.version(agent)
-    assert not (run_dir / "framework-home").exists() and not (run_dir / "framework.pid").exists()
-    assert not _framework_processes(run_dir)
+    _nothing_left(run_dir)
 
 
 @needs_extra
@@ -117,22 +116,48 @@ def test_a_framework_run_that_ends_on_its_wall_clock_has_every_count_recorded(tm
     assert len(cancelled) == counts["gateway_cancelled"] <= 1
     assert own["model_calls"] == len([c for c in calls if not c.failed]) >= 2
     assert own["model_calls"] == counts["gateway_requests"] - len(cancelled)
-    assert not _framework_processes(run_dir)
+    _nothing_left(run_dir)
 
 
-def _framework_processes(run_dir: Path) -> list[int]:
-    """The processes whose working folder is the run's (a framework's, had one outlived it)."""
+def _framework_of(run_dir: Path) -> tuple[Path, int | None]:
+    """The private folder of the run's last framework start (framework.json) and its user id
+    (its home's owner, while it exists; else what the confinement recorded; None: innolab's)."""
+    counts = json.loads((run_dir / "framework.json").read_text())
+    folder = Path(counts["folder"])
+    assert folder.name.startswith("innolab-ws-framework-"), folder
+    try:
+        uid: int | None = (folder / "home").stat().st_uid
+    except OSError:
+        uid = (counts.get("confinement") or {}).get("uid")
+    return folder, None if uid in (None, os.geteuid()) else uid
+
+
+def _framework_processes(folder: Path, uid: int | None) -> list[int]:
+    """The live processes of a framework: its own user's, or any whose environment names its
+    private folder's task file (every process it starts inherits that, innolab's user or not)."""
+    needle = f"INNOLAB_TASK_FILE={folder / 'framework_task.md'}".encode()
     found = []
     for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
+        if entry.name.isdigit() and int(entry.name) != os.getpid():
             try:
-                if Path(os.readlink(entry / "cwd")) == run_dir.resolve():
-                    stat = (entry / "stat").read_text()
-                    if stat[stat.rindex(")") + 2] not in "ZX":
-                        found.append(int(entry.name))
+                stat = (entry / "stat").read_text()
+                if stat[stat.rindex(")") + 2] in "ZX":
+                    continue
+                if (uid is not None and entry.stat().st_uid == uid) or needle in (
+                        entry / "environ").read_bytes().split(b"\0"):
+                    found.append(int(entry.name))
             except OSError:
                 continue
     return found
+
+
+def _nothing_left(run_dir: Path, *starts: tuple[Path, int | None]) -> None:
+    """No process and no private folder of the run's framework (each start given, and the last
+    one's from framework.json) is left, nor its pid file."""
+    for folder, uid in {*starts, _framework_of(run_dir)}:
+        assert not _framework_processes(folder, uid), folder
+        assert not folder.exists(), folder
+    assert not (run_dir / "framework.pid").exists()
 
 
 def bridge_config(driver: str, url: str, **more: object) -> RunConfig:
@@ -187,6 +212,8 @@ def test_a_killed_framework_run_resumes_and_leaves_nothing_behind(tmp_path, monk
             assert time.monotonic() < deadline
             time.sleep(0.1)
         framework = json.loads((run_dir / "framework.pid").read_text())["pid"]
+        killed = _framework_of(run_dir)
+        assert framework in _framework_processes(*killed)  # the check sees a live framework
         first.send_signal(signal.SIGKILL)
         first.wait()
         for _ in range(100):  # the parent-death signal ends the framework
@@ -202,7 +229,7 @@ def test_a_killed_framework_run_resumes_and_leaves_nothing_behind(tmp_path, monk
     assert resumed.note and "memory" in resumed.note
     assert json.loads((run_dir / "framework.json").read_text())["starts"] == 2
     assert "resumed from a checkpoint" in (run_dir / "framework_task.md").read_text()
-    assert not _framework_processes(run_dir) and not (run_dir / "framework-home").exists()
+    _nothing_left(run_dir, killed)
 
 
 @needs_extra
@@ -242,6 +269,8 @@ def _kill_and_resume_mini_swe_agent(tmp_path: Path, temp: Path) -> None:
             assert time.monotonic() < deadline, "no checkpoint and second model call"
             time.sleep(0.1)
         framework = json.loads((run_dir / "framework.pid").read_text())["pid"]
+        killed = _framework_of(run_dir)
+        assert framework in _framework_processes(*killed)  # the check sees a live framework
         first.send_signal(signal.SIGKILL)
         first.wait()
         for _ in range(200):  # the parent-death signal ends mini-swe-agent
@@ -261,9 +290,8 @@ def _kill_and_resume_mini_swe_agent(tmp_path: Path, temp: Path) -> None:
     assert json.loads((run_dir / "framework.json").read_text())["starts"] == 2
     assert "resumed from a checkpoint" in (run_dir / "framework_task.md").read_text()
     assert [e.tool for e in events if e.type == "tool_call"].count("submit") >= 1
-    # nothing of either execution is left: no process in the run's folder, no folder of theirs
-    assert not _framework_processes(run_dir)
-    assert not (run_dir / "framework-home").exists() and not (run_dir / "framework.pid").exists()
+    # nothing of either execution is left: no process of either framework, no folder of theirs
+    _nothing_left(run_dir, killed)
     assert sorted(p.name for p in temp.iterdir()) == []
 
 

@@ -338,6 +338,7 @@ class FrameworkPolicy(LLMAgent):
             "context_tokens": self._gateway.context_tokens(),
             "context_source": self._gateway.context_source,
             "allow_unconfined": self.allow_unconfined,
+            "folder": str(self._folder),  # its private folder (gone with the run)
             "libraries": library_versions()}
         self._write_counts()
 
