@@ -462,11 +462,16 @@ def refuse_leaks(config: RunConfig) -> None:
 
     Raises:
         innolab.tasks.leaks.LeakError: Naming what leaks and where.
+        innolab.agents.registry.AgentError: The agent is not registered, or the factory the
+            configuration names is not its registered one (refused before it is imported).
     """
     from innolab.gym.agent_view import agent_view
     from innolab.tasks.leaks import refuse
     from innolab.tasks.registry import get_task
 
+    # the agent's texts are read only from its registered factory: nothing is imported from a
+    # path the configuration names that is not the registered agent's
+    registry.spec_of(config)
     if scheme_of(config.task) is None:
         task = get_task(config.task)
         refuse(task, agent_view(config, task))

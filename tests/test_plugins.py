@@ -248,3 +248,25 @@ def test_a_run_is_built_only_through_the_registry(tmp_path, monkeypatch):
                        r"'innolab.agents.aide:make'; innolab .* registers "
                        r"'innolab.agents.aide:AideAgent'"):
         registry.build_policy(other, tmp_path / "run")
+
+
+@pytest.mark.parametrize("agent", ["planted", "codeact"])
+def test_a_run_whose_recorded_factory_is_not_the_registered_one_is_refused_before_import(
+        agent, tmp_path, monkeypatch):
+    """runner.start scans the agent's prompt texts for leaks before it builds the policy: those
+    texts are read only once the registry has checked the recorded factory, so a planted path
+    (an unregistered agent, or a registered agent's name with another factory) is refused
+    before anything is imported from it."""
+    from innolab import runner
+    from innolab.agents import registry
+    from innolab.gym.policy import RunConfig
+
+    (tmp_path / "planted_policy.py").write_text(
+        "from pathlib import Path\nPath(__file__).with_suffix('.imported').touch()\n"
+        "class Planted:\n    def __init__(self, **kw): pass\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    planted = RunConfig(task="circle-packing-26", policy="planted_policy:Planted", agent=agent)
+    with pytest.raises(registry.AgentError):
+        runner.start(planted, tmp_path / "run", novelty=None, show_progress=False)
+    assert not (tmp_path / "planted_policy.imported").exists()
+    assert not (tmp_path / "run").exists()

@@ -287,6 +287,26 @@ def check_options(name: str, options: dict[str, Any]) -> dict[str, Any]:
     return checked.model_dump(mode="json")
 
 
+def spec_of(config: RunConfig) -> AgentSpec:
+    """The registered agent of a configuration, checked against the factory it recorded.
+
+    What reads a run's agent (its policy, the leak scan's prompt texts) asks here first, so that
+    nothing is imported from a path a config.json names unless it is the registered agent's.
+
+    Raises:
+        AgentError: The agent is not registered or does not load, or its factory is not the
+            one the configuration recorded.
+    """
+    spec = get(config.agent)
+    if config.policy != spec.policy:
+        found = registered()[config.agent]
+        raise AgentError(f"agent {config.agent!r}: the run was made with the factory "
+                         f"{config.policy!r}; {found.distribution} {found.version} registers "
+                         f"{spec.policy!r} under that name, and a run is built only by its "
+                         "registered agent (install the distribution the run was made with)")
+    return spec
+
+
 def build_policy(config: RunConfig, run_dir: Path) -> Policy:
     """The policy of a run: its agent's factory with the run's options and model settings.
 
@@ -307,14 +327,7 @@ def build_policy(config: RunConfig, run_dir: Path) -> Policy:
         AgentError: The agent is not registered or does not load, or its factory is not the
             one the configuration recorded.
     """
-    spec = get(config.agent)
-    if config.policy != spec.policy:
-        found = registered()[config.agent]
-        raise AgentError(f"agent {config.agent!r}: the run was made with the factory "
-                         f"{config.policy!r}; {found.distribution} {found.version} registers "
-                         f"{spec.policy!r} under that name, and a run is built only by its "
-                         "registered agent (install the distribution the run was made with)")
-    factory = spec.factory
+    factory = spec_of(config).factory
     args = dict(config.policy_args)
     if config.llm is not None:  # a model agent: the settled settings, the run's cache, its prompt
         args.setdefault("cache_path", str(RunDir(run_dir).llm_cache))
