@@ -470,3 +470,22 @@ def test_a_sweep_plan_bounds_each_run_by_its_token_and_cost_budgets(tmp_path):
     (run,) = plan.runs
     assert (run.tokens.value, run.tokens.rule) == (1000, "the run's token budget")
     assert (run.cost.value, run.cost.rule) == (0.5, "the run's cost budget")
+
+
+def test_a_model_that_fails_behind_the_gateway_ends_the_framework_run_as_llm_error(
+        tmp_path, monkeypatch):
+    """The scripted server fails every request (500): once the client's retries are spent the
+    gateway answers the framework 502 and the run ends as llm_error with the cause, not as
+    whatever the framework does next; the failed call is one llm_call event, as the gateway
+    counted it."""
+    monkeypatch.setenv("PYTHONPATH", str(ROOT))
+    with FakeLLM(fault_rates={"500": 1.0}) as server:
+        outcome = run_bridge(bridge_config("tests.framework_spend", server.base_url),
+                             tmp_path / "run")
+    run_dir = Path(outcome["run_dir"])
+    assert outcome["reason"] == "llm_error", (run_dir / "framework.log").read_text()[-2000:]
+    calls = traces.Trace.read(run_dir).llm_calls
+    counts = json.loads((run_dir / "framework.json").read_text())
+    assert len(calls) == counts["gateway_requests"] == 1
+    assert calls[0].failed and "500" in (calls[0].error or "")
+    assert calls[0].purpose == "framework:framework_spend"

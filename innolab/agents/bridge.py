@@ -19,12 +19,14 @@ unconfined: ALLOW_UNCONFINED_VAR=1, recorded as `allow_unconfined` in config.jso
 where it came from.
 
 The framework's end is the run's: its process exiting normally ends the run as `agent_finished`;
-raising (a non-zero exit) as `agent_error`, with its traceback in the trace; the run's budget
-running out (or a request the gateway refused for it) as the budget says. Its processes are killed
-with the run, and nothing of it outlives the run (`close`; a warden, innolab.gym.leftovers, where
-the runner is killed). A killed run resumes from its checkpointed workspace and trace with the
-framework started afresh: what the framework cannot restore (its own memory) is said in the
-trace's `run_resumed` event (`resume_note`), and in the task it is given.
+raising (a non-zero exit) as `agent_error`, with its traceback in the trace; its model failing for
+good behind the gateway (retries spent: the framework is answered 502) as `llm_error`, with the
+cause; the run's budget running out (or a request the gateway refused for it) as the budget
+says. Its processes are killed with the run, and nothing of it outlives the run (`close`; a
+warden, innolab.gym.leftovers, where the runner is killed). A killed run resumes from its
+checkpointed workspace and trace with the framework started afresh: what the framework cannot
+restore (its own memory) is said in the trace's `run_resumed` event (`resume_note`), and in the
+task it is given.
 """
 
 from __future__ import annotations
@@ -49,6 +51,7 @@ from innolab.agents.base import AgentState, LLMAgent
 from innolab.agents.mcp_tools import MCP_TOOLS, Bridge, ToolServer
 from innolab.gym.leftovers import MARKER_VARIABLE, Warden, mark
 from innolab.gym.policy import Action, AgentFailed, Observation
+from innolab.llm.errors import LLMError
 from innolab.llm.gateway import BUDGETS, Budget, Gateway, Served
 from innolab.traces import Event, LLMCall
 
@@ -150,6 +153,7 @@ class FrameworkPolicy(LLMAgent):
         self._tokens_left: int | None = None
         self._cost_left: float | None = None
         self._refused: str | None = None
+        self._failure: LLMError | None = None
         self._resumed = False
         self._run_dir: Path | None = None
         self._folder: Path | None = None
@@ -191,6 +195,7 @@ class FrameworkPolicy(LLMAgent):
         if self._process is None:
             self._start(observation)
         while True:
+            self._raise_failure()
             if self._refused is not None:  # a budget is spent: the run loop ends the run so
                 if self._refused == "wall_clock" and self._deadline is not None:
                     time.sleep(max(0.0, self._deadline - time.monotonic()))
@@ -206,6 +211,7 @@ class FrameworkPolicy(LLMAgent):
                 calls = self._bridge.take(0)
                 if calls:  # made just before it exited: never run, it is gone
                     self._bridge.close("the framework's process ended")
+                self._raise_failure()  # it ended on the model's failure: llm_error
                 if self._refused is not None:  # it ended on the refusal: the budget ends the run
                     return self._action([])
                 if code == 0:
@@ -274,6 +280,35 @@ class FrameworkPolicy(LLMAgent):
                                         cancelled=served.cancelled, error=served.error,
                                         **usage, **served.sent))
 
+    def _model_failed(self, error: LLMError) -> None:
+        """The gateway saw the model fail for good: the step ends, and the run (`llm_error`)."""
+        self._failure = self._failure or error
+        self._bridge.wake()
+
+    def _raise_failure(self) -> None:
+        """End the run as `llm_error` with the cause, where the model failed behind the gateway.
+
+        The failed call's event is the run loop's (from the error: its cause and what was sent,
+        under the framework's purpose), not recorded twice; the calls before it are the trace's
+        at the run's end (`flush_events`).
+
+        Raises:
+            LLMError: The model's failure.
+        """
+        error = self._failure
+        if error is None:
+            return
+        index = error.sent.get("call_index")
+        with self._events_lock:
+            for event in self._events:
+                if isinstance(event, LLMCall) and event.failed and event.call_index == index:
+                    self._events.remove(event)
+                    error.sent = {**error.sent, "purpose": event.purpose}
+                    break
+        if index is not None:
+            self.memory.llm_calls = max(self.memory.llm_calls, int(index) + 1)
+        raise error
+
     def _budget(self) -> Budget:
         """What is left of the run's budget now: as of the step, less the calls since."""
         with self._events_lock:
@@ -302,6 +337,7 @@ class FrameworkPolicy(LLMAgent):
         self._gateway = Gateway(self.client.settings, self.client,
                                 first_index=self.memory.llm_calls, record=self._record,
                                 budget=self._budget, refused=self._budget_refused,
+                                failed=self._model_failed,
                                 emulate_tools=None if mode == "auto" else mode == "emulated",
                                 context_tokens=self.options.get("context_tokens"))
         base_url = self._gateway.start()

@@ -141,7 +141,8 @@ class Gateway:
                  record: Callable[[Served], None] | None = None,
                  budget: Callable[[], Budget] | None = None,
                  emulate_tools: bool | None = None, context_tokens: int | None = None,
-                 refused: Callable[[str], None] | None = None) -> None:
+                 refused: Callable[[str], None] | None = None,
+                 failed: Callable[[LLMError], None] | None = None) -> None:
         """Make a gateway; `start()` serves it.
 
         Args:
@@ -155,12 +156,16 @@ class Gateway:
             context_tokens: The model's context (None: the endpoint's, else a default: the
                 module's docstring).
             refused: Called with the budget (BUDGETS' key) each time a request is refused for it.
+            failed: Called with the error where the model failed for good (its retries spent, a
+                request it refused: LLMError.model_failed), once the call is recorded and before
+                its client is answered 502: the run ends as `llm_error` with its cause.
         """
         self.settings, self.client = settings, client
         self.next_index, self.served = first_index, 0
         self.record = record or (lambda served: None)
         self.budget = budget or Budget
         self.on_refused = refused or (lambda reason: None)
+        self.on_failed = failed or (lambda error: None)
         self.emulate_tools = (not settings.base_url) if emulate_tools is None else emulate_tools
         self._context = context_tokens
         self.context_source = "given" if context_tokens is not None else None
@@ -333,6 +338,8 @@ class Gateway:
             self.served += 1
             self.record(Served(None, str(error)[:500], dict(getattr(error, "sent", {})),
                                emulated, folded))
+            if error.model_failed:
+                self.on_failed(error)
             return 502, f"the run's model failed: {error}"
         self.served += 1
         self.record(Served(completion, None, {}, emulated, folded))
