@@ -279,8 +279,8 @@ def _kill_and_resume_mini_swe_agent(tmp_path: Path, temp: Path) -> None:
             time.sleep(0.05)
         else:
             pytest.fail("mini-swe-agent outlived its killed runner")
-        left = sorted(p.name for p in temp.iterdir())
-        assert any(name.startswith("innolab-ws-") for name in left), left  # the killed run's
+        # the killed run's folders are removed by its warden or, where the warden has not yet, by
+        # the resume's reaper: which of the two comes first is a race, so only the end is checked
         outcome = runner.resume(run_dir, novelty="ast", show_progress=False)
     assert outcome["reason"] == "agent_finished", (run_dir / "framework.log").read_text()[-3000:]
     assert outcome["valid"]
