@@ -253,3 +253,54 @@ def test_a_gpu_task_asks_for_the_gpu_image_and_gpus_and_is_refused_clearly_witho
                           text=True, timeout=300, check=False)
     assert done.returncode == 2 and "Traceback" not in done.stderr
     assert "asks for a GPU but the Docker engine has no GPU runtime" in done.stderr
+
+
+class _Refused(Exception):
+    """What the fake engine raises once it has seen the container's settings."""
+
+
+class _FakeEngine:
+    """A Docker client that records containers.run's keyword arguments and then refuses."""
+
+    def __init__(self, runtimes):
+        from types import SimpleNamespace
+
+        self.runtimes, self.run_kwargs, self.removed = runtimes, None, []
+        self.images = SimpleNamespace(get=lambda image: SimpleNamespace(tags=[image]))
+        volume = SimpleNamespace(name="innolab-ws-fake",
+                                 remove=lambda force=False: self.removed.append(force))
+        self.volumes = SimpleNamespace(create=lambda **kwargs: volume)
+        self.containers = SimpleNamespace(run=self._run)
+
+    def info(self):
+        return {"Runtimes": self.runtimes}
+
+    def _run(self, image, command, **kwargs):
+        self.run_kwargs = {"image": image, **kwargs}
+        raise _Refused
+
+
+def test_a_gpu_task_on_an_engine_with_the_nvidia_runtime_asks_for_every_gpu(tmp_path, monkeypatch):
+    import docker
+
+    from innolab.gym import docker_sandbox
+
+    folder = shutil.copytree(TASK.root, tmp_path / "mnist1d")
+    spec = (folder / "task.yaml").read_text().replace("compute: cpu", "compute: gpu")
+    (folder / "task.yaml").write_text(spec)
+    engine = _FakeEngine({"runc": {}, "nvidia": {"path": "nvidia-container-runtime"}})
+    monkeypatch.setattr(docker_sandbox, "docker_client", lambda: engine)
+    with pytest.raises(_Refused):
+        open_sandbox(load_task(folder), "docker")
+    [request] = engine.run_kwargs["device_requests"]
+    assert isinstance(request, docker.types.DeviceRequest)
+    assert request.count == -1 and request.capabilities == [["gpu"]]  # all GPUs (`--gpus all`)
+    assert request.driver == "" and request.device_ids == []
+    assert engine.run_kwargs["image"] == docker_sandbox.GPU_IMAGE
+    assert engine.removed == [True]  # the workspace volume goes when the container cannot start
+    cpu = _FakeEngine({"runc": {}, "nvidia": {}})
+    monkeypatch.setattr(docker_sandbox, "docker_client", lambda: cpu)
+    with pytest.raises(_Refused):
+        open_sandbox(TASK, "docker")  # a cpu task gets none, even where GPUs are
+    assert cpu.run_kwargs["device_requests"] is None
+    assert cpu.run_kwargs["image"] == docker_sandbox.DEFAULT_IMAGE
