@@ -2,6 +2,7 @@
 test labels that never enter a sandbox, strict prediction files, the metrics and the sampling tie
 margin, the data folder mounted read-only beside the workspace."""
 
+import io
 import json
 import math
 import shutil
@@ -304,3 +305,35 @@ def test_a_gpu_task_on_an_engine_with_the_nvidia_runtime_asks_for_every_gpu(tmp_
         open_sandbox(TASK, "docker")  # a cpu task gets none, even where GPUs are
     assert cpu.run_kwargs["device_requests"] is None
     assert cpu.run_kwargs["image"] == docker_sandbox.DEFAULT_IMAGE
+
+
+@pytest.mark.docker
+def test_the_hidden_test_labels_enter_no_docker_sandbox_and_its_data_mount_is_read_only(
+        docker_client, base_image):
+    sandbox = open_sandbox(TASK, "docker", image=base_image)
+    try:
+        listed = sandbox.exec("ls -laR . ../data /data", timeout_s=30)
+        mounts = sandbox.exec("cat /proc/mounts", timeout_s=30).stdout
+        write = sandbox.exec("echo 0 > ../data/planted.txt", timeout_s=30)
+        as_root = sandbox.container.exec_run(["/bin/sh", "-c", "touch /data/planted.txt"],
+                                             user="0:0")
+        # every file the sandbox holds, the data mount's copied into the workspace to be read
+        copied = sandbox.exec("cp -r ../data data-copy && find . -type f -printf '%P\\n'",
+                              timeout_s=60)
+        assert copied.returncode == 0, copied.stderr
+        files = {name: sandbox.read_file(name) for name in copied.stdout.split()}
+    finally:
+        sandbox.close()
+    assert listed.returncode == 0, listed.stderr
+    assert "train.npz" in listed.stdout and "dev.npz" in listed.stdout
+    assert "hidden" not in listed.stdout.lower() and "label" not in listed.stdout.lower()
+    assert {"task.json", "validate.py", "data-copy/train.npz", "data-copy/dev.npz",
+            "data-copy/test.npz"} <= set(files)
+    assert not any("hidden" in name for name in files)
+    with np.load(io.BytesIO(files["data-copy/test.npz"])) as test:
+        assert sorted(test.files) == ["ids", "x"]  # the test split's features, not its labels
+    assert scan(TASK, files) == []  # no file holds the test labels (in any form scan reads)
+    [data_mount] = [line.split() for line in mounts.splitlines() if line.split()[1] == "/data"]
+    assert "ro" in data_mount[3].split(",")
+    assert write.returncode != 0 and "Read-only file system" in write.stderr
+    assert as_root.exit_code != 0 and b"Read-only file system" in as_root.output
