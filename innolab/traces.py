@@ -103,6 +103,7 @@ class LLMCall(Event):
     seed: int | None = None  # as sent: derived from (run seed, call index)
     call_index: int | None = None
     sampling: dict[str, Any] = Field(default_factory=dict)  # added sampling settings, as sent
+    stop: str | list[str] | None = None  # the stop sequence(s), as sent (where any was)
     response: str | None = None
     failed: bool = False
     error: str | None = None

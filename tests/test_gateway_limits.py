@@ -28,6 +28,7 @@ import pytest
 from innolab import runner, runspec, traces
 from innolab.agents.bridge import ENDED, FrameworkPolicy
 from innolab.gym.policy import RunConfig
+from innolab.llm.cache import request_key
 from innolab.llm.client import Completion, LLMClient
 from innolab.llm.gateway import ENDPOINT_CONTEXT, Gateway, Served
 from innolab.llm.settings import LLMSettings
@@ -206,6 +207,9 @@ def gateway_on():
     ({"messages": [{"role": "assistant", "tool_calls": [{"id": "a", "function": {}}]}]},
      "messages[0].tool_calls[0].function.name"),
     ({"messages": [{"role": "user", "content": "hi"}], "stream": "yes"}, "stream"),
+    ({"messages": [{"role": "user", "content": "hi"}], "stop": 5}, "stop"),
+    ({"messages": [{"role": "user", "content": "hi"}], "stop": ["a", "b", "c", "d", "e"]}, "stop"),
+    ({"messages": [{"role": "user", "content": "hi"}], "stop": ["a", None]}, "stop"),
 ])
 def test_a_bad_request_gets_400_naming_the_field_and_the_rule(body, field, gateway_on):
     with FakeLLM() as server:
@@ -216,6 +220,30 @@ def test_a_bad_request_gets_400_naming_the_field_and_the_rule(body, field, gatew
     assert reply.status_code == 400
     assert reply.json()["error"]["message"].startswith(f"{field}:")
     assert not served and gateway.next_index == 0  # not numbered: the model was not called
+
+
+def test_a_requests_stop_sequences_reach_the_model_its_cache_key_and_its_record(gateway_on):
+    """smolagents' CodeAgent sends stop sequences: they are sent on, keyed and recorded."""
+    stop = ["<end_code>", "Observation:"]
+    with FakeLLM() as server:
+        gateway, served = gateway_on(server)
+        for body in ({"messages": [{"role": "user", "content": "hi"}], "stop": stop},
+                     {"messages": [{"role": "user", "content": "hi"}], "stop": "END"},
+                     {"messages": [{"role": "user", "content": "hi"}]}):
+            reply = httpx.post(f"{gateway.url}/chat/completions", json=body, timeout=30,
+                               headers={"Authorization": f"Bearer {gateway.key}"})
+            assert reply.status_code == 200, reply.text
+        sent = [r for r in server.requests if "messages" in r]
+    assert [r.get("stop") for r in sent] == [stop, "END", None]
+    assert [s.completion.stop for s in served] == [stop, "END", None]
+    events = [traces.LLMCall(purpose="framework", **s.completion.event()) for s in served]
+    assert [e.stop for e in events] == [stop, "END", None]
+    assert "stop" not in served[2].completion.event()  # a call without one records as before
+    client = LLMClient(gateway.settings)
+    plain = client.request([{"role": "user", "content": "hi"}], call_index=0)
+    stopped = client.request([{"role": "user", "content": "hi"}], call_index=0, stop="END")
+    assert "stop" not in plain and stopped["stop"] == "END"
+    assert request_key(plain) != request_key(stopped)  # the cache key includes it
 
 
 def test_the_gateway_records_its_resolved_mode_and_where_its_context_came_from(gateway_on):

@@ -41,6 +41,7 @@ class Completion:
         seed: The seed the request was sent with.
         call_index: The call's index in the run, where numbered.
         sampling: The sampling settings added to the run schema, as sent (innolab.runspec).
+        stop: The stop sequence(s) the request was sent with (None: none).
     """
 
     text: str
@@ -57,11 +58,17 @@ class Completion:
     seed: int | None = None
     call_index: int | None = None
     sampling: dict[str, Any] = field(default_factory=dict)  # added sampling settings, as sent
+    stop: str | list[str] | None = None  # the stop sequence(s), as sent
 
     def event(self) -> dict[str, Any]:
-        """Return the payload of an llm_call trace event (the fields, `text` named `response`)."""
+        """Return the payload of an llm_call trace event (the fields, `text` named `response`).
+
+        `stop` is left out where none was sent (a call's event is as it was without one).
+        """
         payload = asdict(self)
         payload["response"] = payload.pop("text")
+        if payload.get("stop") is None:
+            payload.pop("stop", None)
         return payload
 
 
@@ -349,7 +356,8 @@ class LLMClient:
 
     def request(self, messages: list[dict[str, Any]], response_format: dict[str, Any] | None = None,
                 tools: list[dict[str, Any]] | None = None, call_index: int | None = None,
-                max_tokens: int | None = None) -> dict[str, Any]:
+                max_tokens: int | None = None,
+                stop: str | list[str] | None = None) -> dict[str, Any]:
         """Build the body of a chat completion request as it will be sent.
 
         Args:
@@ -359,6 +367,7 @@ class LLMClient:
             tools: The tools' specifications, or None.
             call_index: The call's index in the run (its seed derives from it), or None.
             max_tokens: The reply's cap, below the settings' (None: the settings').
+            stop: The stop sequence(s) (a string or up to 4), or None.
 
         Returns:
             The request, without the fields that are None.
@@ -372,12 +381,13 @@ class LLMClient:
             "max_tokens": min(max_tokens or s.max_tokens, s.max_tokens), "seed": seed,
             "top_p": s.top_p,
             "response_format": response_format if self.supports_schema else None,
-            "tools": tools, "extra_body": dict(s.sampling) or None}
+            "tools": tools, "stop": stop, "extra_body": dict(s.sampling) or None}
         return {k: v for k, v in request.items() if v is not None}
 
     def chat(self, messages: list[dict[str, Any]], response_format: dict[str, Any] | None = None,
              tools: list[dict[str, Any]] | None = None, call_index: int | None = None,
-             max_tokens: int | None = None, cancel: threading.Event | None = None) -> Completion:
+             max_tokens: int | None = None, cancel: threading.Event | None = None,
+             stop: str | list[str] | None = None) -> Completion:
         """Make one chat completion (or take it from the cache).
 
         With `call_index` (a run's model calls are numbered), the seed derives from (the settings'
@@ -394,6 +404,8 @@ class LLMClient:
                 reply is read from the endpoint as it streams, and a cancel closes the request
                 at the next chunk (an OpenAI-compatible server such as llama.cpp then stops
                 generating): LLMCancelled.
+            stop: The stop sequence(s) (a string or up to 4), or None; sent, part of the cache
+                key, and recorded with the call.
 
         Returns:
             The completion.
@@ -404,11 +416,13 @@ class LLMClient:
                 a call that reached the endpoint its attempts, latency_s and wait_s.
             LLMCancelled: `cancel` was set (what the call had produced in its `partial`).
         """
-        request = self.request(messages, response_format, tools, call_index, max_tokens)
+        request = self.request(messages, response_format, tools, call_index, max_tokens, stop)
         cache_key = {**request, "_call_index": call_index} if call_index is not None else request
         key = request_key(cache_key)
         sent = {"temperature": request.get("temperature"), "seed": request.get("seed"),
                 "call_index": call_index, "sampling": dict(request.get("extra_body") or {})}
+        if stop is not None:
+            sent["stop"] = stop
         try:
             return self._complete(request, cache_key, key, sent, messages, response_format, tools,
                                   call_index, cancel)
@@ -494,7 +508,7 @@ class LLMClient:
                         self.supports_schema = False
                         note = "response_format unsupported"
                     request = self.request(messages, response_format, tools, call_index,
-                                           request.get("max_tokens"))
+                                           request.get("max_tokens"), request.get("stop"))
                     attempts.append({"attempt": attempt - 1, "error": note, "wait_s": 0})
                     continue
                 retryable = _retryable(error)

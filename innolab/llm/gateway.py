@@ -19,9 +19,11 @@ ignores them: `/props` says `supports_tool_calls: false`), the gateway provides 
 (`emulate_tools`): the tools are listed in a stable system prompt (so the server's prompt cache
 keeps warm calls short), earlier tool calls and results are rendered as text, and the reply is a
 schema-constrained completion of `{"name", "arguments"}` (one alternative per tool, string
-arguments with `maxLength`) returned as `tool_calls` (streamed too). Every request's
-`max_tokens` is capped at the run's; a conversation beyond the model's context is folded (the
-oldest turns after the first user message give way to a note) rather than refused. The context
+arguments with `maxLength`) returned as `tool_calls` (streamed too). A request's `stop` (a
+string or up to 4) is sent to the model and recorded with the call, except with an emulated tool
+call, whose reply is JSON under a schema (a stop sequence inside an argument would cut it). Every
+request's `max_tokens` is capped at the run's; a conversation beyond the model's context is folded
+(the oldest turns after the first user message give way to a note) rather than refused. The context
 is the endpoint's (its `/v1/models`), else the embedded server's (`innolab.llm.local.N_CTX`), else
 ENDPOINT_CONTEXT for an endpoint that reports none; `context_source` says which.
 
@@ -67,6 +69,7 @@ TOOLS_PROMPT = (
 BUDGETS = {"wall_clock": "the run's wall-clock budget is spent (its setting: budget)",
            "tokens": "the run's token budget is spent (its setting: token_budget)",
            "cost": "the run's cost budget is spent (its setting: cost_budget_usd)"}
+MAX_STOP = 4  # the most stop sequences a request may give (as OpenAI's API)
 CLOSE_WAIT_S = 30.0  # the longest `close` waits for calls in flight to be cancelled and recorded
 
 
@@ -328,7 +331,8 @@ class Gateway:
         try:
             completion = self.client.chat(messages, response_format=response_format,
                                           tools=None if emulated else (tools or None),
-                                          call_index=index, max_tokens=cap, cancel=cancel)
+                                          call_index=index, max_tokens=cap, cancel=cancel,
+                                          stop=None if emulated else (body.get("stop") or None))
         except LLMCancelled as error:
             self.served += 1
             self.record(Served(None, str(error), dict(getattr(error, "sent", {})), emulated,
@@ -403,6 +407,12 @@ def check_request(body: Any) -> str | None:
                 return f"tools[{i}].function.parameters: a JSON schema (an object) is required"
     if "stream" in body and not isinstance(body["stream"], bool):
         return f"stream: true or false, got {body['stream']!r}"
+    stop = body.get("stop")
+    if stop is not None and not (isinstance(stop, str) or (
+            isinstance(stop, list) and len(stop) <= MAX_STOP
+            and all(isinstance(s, str) for s in stop))):
+        return f"stop: a string or a list of up to {MAX_STOP} strings is required, " \
+               f"got {stop!r}"[:300]
     return None
 
 
