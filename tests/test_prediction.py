@@ -337,3 +337,32 @@ def test_the_hidden_test_labels_enter_no_docker_sandbox_and_its_data_mount_is_re
     assert "ro" in data_mount[3].split(",")
     assert write.returncode != 0 and "Read-only file system" in write.stderr
     assert as_root.exit_code != 0 and b"Read-only file system" in as_root.output
+
+
+def test_a_recording_names_the_versions_of_the_libraries_its_solution_and_task_import(
+        tmp_path, monkeypatch):
+    import subprocess
+    from importlib.metadata import version
+
+    from innolab.tasks.solutions import Solution, get_solution, libraries, record
+
+    installed = {name: version(name) for name in ("scikit-learn", "mnist1d", "gcol", "numpy")}
+    for name in ("logistic-regression", "mlp", "random-conv-ridge"):  # sklearn; the data's maker
+        assert {"scikit-learn", "mnist1d", "numpy"} <= set(libraries(get_solution(TASK, name)))
+    colouring = get_task("colouring-queen15-15")
+    assert libraries(get_solution(colouring, "tabu-search"))["gcol"] == installed["gcol"]
+    assert "gcol" not in libraries(get_solution(colouring, "first-fit"))  # imports none of it
+    folder = shutil.copytree(TASK.root, tmp_path / "mnist1d")
+    solution = get_solution(load_task(folder), "mlp")
+
+    def rerun(self, out, quick=False, **kwargs):  # the committed output, not an hour's training
+        if out != self.output:
+            shutil.copyfile(self.output, out)
+        return subprocess.CompletedProcess([], 0, "", "")
+
+    monkeypatch.setattr(Solution, "run", rerun)
+    record(solution)
+    recording = json.loads((folder / "solutions" / "mlp" / "score.json").read_text())["recording"]
+    assert {name: recording["libraries"][name] for name in ("scikit-learn", "mnist1d")} == {
+        name: installed[name] for name in ("scikit-learn", "mnist1d")}
+    assert recording["numpy"] == installed["numpy"] and "scipy" in recording

