@@ -217,3 +217,43 @@ def test_a_conversation_beyond_the_context_is_folded_not_refused(upstream):
     assert sent[:2] == messages[:2] and "were folded to fit" in sent[2]["content"]
     assert len(sent) < len(messages) and sent[-1] == messages[-1]
     assert served[0].folded > 0
+
+
+def test_a_tool_choice_is_sent_on_to_native_tool_calls_and_required_by_the_emulation(upstream):
+    """smolagents sends tool_choice="required": never dropped, nor a named function."""
+    named = {"type": "function", "function": {"name": "submit"}}
+    messages = [{"role": "user", "content": "Pack the circles."}]
+    native, _ = make_gateway(upstream)
+    emulating, served = make_gateway(upstream, emulate_tools=True)
+    try:
+        for choice in ("required", named, "auto"):
+            reply = chat(native, {"messages": messages, "tools": TOOLS, "tool_choice": choice})
+            assert reply.status_code == 200, reply.text
+        sent = [r for r in upstream.requests if "messages" in r]
+        assert [r.get("tool_choice") for r in sent] == ["required", named, None]
+        assert all(r["tools"] for r in sent)
+        for choice in ("required", named):
+            reply = chat(emulating, {"messages": messages, "tools": TOOLS, "tool_choice": choice})
+            (call,) = reply.json()["choices"][0]["message"]["tool_calls"]
+        assert call["function"]["name"] == "submit"  # the named function: the only one allowed
+        required, chosen = [r for r in upstream.requests if "messages" in r][3:]
+        alternatives = required["response_format"]["json_schema"]["schema"]["anyOf"]
+        assert len(alternatives) == len(TOOLS)
+        assert all(a["required"] == ["name", "arguments"] for a in alternatives)  # a call
+        schema = chosen["response_format"]["json_schema"]["schema"]
+        assert schema["properties"]["name"]["enum"] == ["submit"]
+        assert schema["required"] == ["name", "arguments"]
+        assert "tool_choice" not in required and "tool_choice" not in chosen
+        assert [s.emulated for s in served] == [True, True]
+        for choice, words in (("sometimes", "is required"),
+                              ({"type": "function", "function": {"name": "fly"}}, "'fly'"),
+                              ({"type": "function"}, "is required")):
+            refused = chat(native, {"messages": messages, "tools": TOOLS, "tool_choice": choice})
+            assert refused.status_code == 400
+            message = refused.json()["error"]["message"]
+            assert message.startswith("tool_choice:") and words in message
+        alone = chat(native, {"messages": messages, "tool_choice": "required"})
+        assert alone.status_code == 400 and "tool_choice" in alone.json()["error"]["message"]
+    finally:
+        native.close()
+        emulating.close()

@@ -356,8 +356,8 @@ class LLMClient:
 
     def request(self, messages: list[dict[str, Any]], response_format: dict[str, Any] | None = None,
                 tools: list[dict[str, Any]] | None = None, call_index: int | None = None,
-                max_tokens: int | None = None,
-                stop: str | list[str] | None = None) -> dict[str, Any]:
+                max_tokens: int | None = None, stop: str | list[str] | None = None,
+                tool_choice: str | dict[str, Any] | None = None) -> dict[str, Any]:
         """Build the body of a chat completion request as it will be sent.
 
         Args:
@@ -368,6 +368,7 @@ class LLMClient:
             call_index: The call's index in the run (its seed derives from it), or None.
             max_tokens: The reply's cap, below the settings' (None: the settings').
             stop: The stop sequence(s) (a string or up to 4), or None.
+            tool_choice: Whether (or which) tool the reply must call, as OpenAI's API, or None.
 
         Returns:
             The request, without the fields that are None.
@@ -381,13 +382,15 @@ class LLMClient:
             "max_tokens": min(max_tokens or s.max_tokens, s.max_tokens), "seed": seed,
             "top_p": s.top_p,
             "response_format": response_format if self.supports_schema else None,
-            "tools": tools, "stop": stop, "extra_body": dict(s.sampling) or None}
+            "tools": tools, "tool_choice": tool_choice, "stop": stop,
+            "extra_body": dict(s.sampling) or None}
         return {k: v for k, v in request.items() if v is not None}
 
     def chat(self, messages: list[dict[str, Any]], response_format: dict[str, Any] | None = None,
              tools: list[dict[str, Any]] | None = None, call_index: int | None = None,
              max_tokens: int | None = None, cancel: threading.Event | None = None,
-             stop: str | list[str] | None = None) -> Completion:
+             stop: str | list[str] | None = None,
+             tool_choice: str | dict[str, Any] | None = None) -> Completion:
         """Make one chat completion (or take it from the cache).
 
         With `call_index` (a run's model calls are numbered), the seed derives from (the settings'
@@ -406,6 +409,8 @@ class LLMClient:
                 generating): LLMCancelled.
             stop: The stop sequence(s) (a string or up to 4), or None; sent, part of the cache
                 key, and recorded with the call.
+            tool_choice: Whether (or which) tool the reply must call (OpenAI's `tool_choice`),
+                or None; sent with `tools`, and part of the cache key.
 
         Returns:
             The completion.
@@ -416,7 +421,8 @@ class LLMClient:
                 a call that reached the endpoint its attempts, latency_s and wait_s.
             LLMCancelled: `cancel` was set (what the call had produced in its `partial`).
         """
-        request = self.request(messages, response_format, tools, call_index, max_tokens, stop)
+        request = self.request(messages, response_format, tools, call_index, max_tokens, stop,
+                               tool_choice)
         cache_key = {**request, "_call_index": call_index} if call_index is not None else request
         key = request_key(cache_key)
         sent = {"temperature": request.get("temperature"), "seed": request.get("seed"),
@@ -508,7 +514,8 @@ class LLMClient:
                         self.supports_schema = False
                         note = "response_format unsupported"
                     request = self.request(messages, response_format, tools, call_index,
-                                           request.get("max_tokens"), request.get("stop"))
+                                           request.get("max_tokens"), request.get("stop"),
+                                           request.get("tool_choice"))
                     attempts.append({"attempt": attempt - 1, "error": note, "wait_s": 0})
                     continue
                 retryable = _retryable(error)

@@ -21,11 +21,15 @@ keeps warm calls short), earlier tool calls and results are rendered as text, an
 schema-constrained completion of `{"name", "arguments"}` (one alternative per tool, string
 arguments with `maxLength`) returned as `tool_calls` (streamed too). A request's `stop` (a
 string or up to 4) is sent to the model and recorded with the call, except with an emulated tool
-call, whose reply is JSON under a schema (a stop sequence inside an argument would cut it). Every
-request's `max_tokens` is capped at the run's; a conversation beyond the model's context is folded
-(the oldest turns after the first user message give way to a note) rather than refused. The context
-is the endpoint's (its `/v1/models`), else the embedded server's (`innolab.llm.local.N_CTX`), else
-ENDPOINT_CONTEXT for an endpoint that reports none; `context_source` says which.
+call, whose reply is JSON under a schema (a stop sequence inside an argument would cut it). A
+`tool_choice` of "required" or a named function (`{"type": "function", "function": {"name":
+...}}`) is sent on to a model with native tool calls, and an emulated call's schema requires a
+call (of the named function alone); "none" emulates no call, and "auto" is as if none was given.
+Every request's `max_tokens` is capped at the run's; a conversation beyond the model's context is
+folded (the oldest turns after the first user message give way to a note) rather than refused.
+The context is the endpoint's (its `/v1/models`), else the embedded server's
+(`innolab.llm.local.N_CTX`), else ENDPOINT_CONTEXT for an endpoint that reports none;
+`context_source` says which.
 
 The model's reply is read from the endpoint as it streams (`LLMClient.chat(cancel=...)`): a client
 that disconnects before its reply cancels the upstream request at the next chunk (llama.cpp stops
@@ -311,7 +315,12 @@ class Gateway:
     def _complete(self, body: dict[str, Any],
                   cancel: threading.Event) -> dict[str, Any] | tuple[int, str]:
         tools = [t for t in body.get("tools") or [] if t.get("type", "function") == "function"]
-        emulated = bool(tools) and self.emulate_tools and body.get("tool_choice") != "none"
+        choice = body.get("tool_choice")
+        emulated = bool(tools) and self.emulate_tools and choice != "none"
+        # the tools a reply may call: a named choice's alone (an emulated call's schema requires
+        # one of them, whether the choice is "auto" or "required")
+        callable_tools = [t for t in tools if t.get("function", t)["name"] == _chosen(choice)] \
+            if _chosen(choice) else tools
         messages = _plain_messages(body["messages"]) if emulated else body["messages"]
         if emulated:  # the tools first: a stable prefix the server's prompt cache keeps
             tools_text = _tools_prompt(tools)
@@ -324,7 +333,8 @@ class Gateway:
         asked = body.get("max_completion_tokens") or body.get("max_tokens")
         cap = min(int(asked or self.settings.max_tokens), self.settings.max_tokens)
         messages, folded = _fold(messages, self.context_tokens() - cap)
-        response_format = _call_schema(tools, cap) if emulated else body.get("response_format")
+        response_format = (_call_schema(callable_tools, cap) if emulated
+                           else body.get("response_format"))
         with self._lock:
             index = self.next_index
             self.next_index += 1
@@ -332,7 +342,9 @@ class Gateway:
             completion = self.client.chat(messages, response_format=response_format,
                                           tools=None if emulated else (tools or None),
                                           call_index=index, max_tokens=cap, cancel=cancel,
-                                          stop=None if emulated else (body.get("stop") or None))
+                                          stop=None if emulated else (body.get("stop") or None),
+                                          tool_choice=None if emulated or not tools
+                                          or choice in ("auto", "none") else choice)
         except LLMCancelled as error:
             self.served += 1
             self.record(Served(None, str(error), dict(getattr(error, "sent", {})), emulated,
@@ -348,7 +360,8 @@ class Gateway:
         self.served += 1
         self.record(Served(completion, None, {}, emulated, folded))
         return _completion_object(completion, self.settings.model, index,
-                                  _tool_calls(completion, tools, index) if emulated else None)
+                                  _tool_calls(completion, callable_tools, index) if emulated
+                                  else None)
 
 
 async def _disconnected(request: Any) -> None:
@@ -407,6 +420,9 @@ def check_request(body: Any) -> str | None:
                 return f"tools[{i}].function.parameters: a JSON schema (an object) is required"
     if "stream" in body and not isinstance(body["stream"], bool):
         return f"stream: true or false, got {body['stream']!r}"
+    problem = _check_tool_choice(body.get("tool_choice"), tools)
+    if problem:
+        return problem
     stop = body.get("stop")
     if stop is not None and not (isinstance(stop, str) or (
             isinstance(stop, list) and len(stop) <= MAX_STOP
@@ -418,6 +434,30 @@ def check_request(body: Any) -> str | None:
 
 def _name(value: Any) -> bool:
     return isinstance(value, str) and bool(value.strip())
+
+
+def _chosen(choice: Any) -> str | None:
+    """The function a named `tool_choice` names (None: it names none)."""
+    return choice["function"]["name"] if isinstance(choice, dict) else None
+
+
+def _check_tool_choice(choice: Any, tools: Any) -> str | None:
+    """What breaks a rule in a request's `tool_choice` (None: nothing; its tools are checked)."""
+    if choice is None or choice in ("auto", "none"):
+        return None
+    names = {t.get("function", t).get("name") for t in tools or []
+             if t.get("type", "function") == "function"}
+    if choice == "required":
+        return None if names else 'tool_choice: "required" needs tools (none were given)'
+    function = choice.get("function") if isinstance(choice, dict) else None
+    if not (isinstance(choice, dict) and choice.get("type", "function") == "function"
+            and isinstance(function, dict) and _name(function.get("name"))):
+        return ('tool_choice: "auto", "none", "required" or {"type": "function", "function": '
+                f'{{"name": ...}}}} is required, got {choice!r}'[:300])
+    if function["name"] not in names:
+        return (f"tool_choice: the function {function['name']!r} is not one of the request's "
+                "tools")
+    return None
 
 
 # ------------------------------------------------------------------------------- emulation
