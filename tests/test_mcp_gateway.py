@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import sys
 import threading
 import time
@@ -23,7 +24,7 @@ import pytest
 
 from innolab.agents.mcp_tools import MCP_TOOLS, Bridge, ToolServer, tool_specs
 from innolab.gym.tools import TOOL_SPECS, ToolResult
-from innolab.llm.client import LLMClient
+from innolab.llm.client import LLMClient, estimate_tokens
 from innolab.llm.gateway import Budget, Gateway
 from innolab.llm.settings import LLMSettings
 from tests.fake_llm import FakeLLM
@@ -257,3 +258,29 @@ def test_a_tool_choice_is_sent_on_to_native_tool_calls_and_required_by_the_emula
     finally:
         native.close()
         emulating.close()
+
+
+def test_an_oversized_last_message_is_cut_from_the_middle_to_fit_the_context(upstream):
+    """What _fold keeps (system, first user, last message) can be over the room by itself."""
+    gateway, served = make_gateway(upstream, context_tokens=2000)
+    long = "BEGIN " + "".join(f"line {i}\n" for i in range(5000)) + " END"
+    assert len(long) > 40_000
+    messages = [{"role": "system", "content": "You are an agent."},
+                {"role": "user", "content": "The task."},
+                {"role": "assistant", "content": "I ran it."},
+                {"role": "user", "content": long}]
+    try:
+        reply = chat(gateway, {"messages": messages})
+    finally:
+        gateway.close()
+    assert reply.status_code == 200, reply.text
+    sent = [r for r in upstream.requests if "messages" in r][-1]
+    assert sum(estimate_tokens(json.dumps(m)) for m in sent["messages"]) <= 2000 - 96
+    last = sent["messages"][-1]["content"]
+    match = re.search(r"\n\[\.\.\. (\d+) characters were cut here", last)
+    assert match, last[:300]
+    start, end = last[:match.start()], last[last.index("...]\n") + 5:]
+    assert long.startswith(start) and long.endswith(end) and start and end.endswith(" END")
+    assert len(start) + int(match.group(1)) + len(end) == len(long)  # the count is exact
+    assert sent["messages"][:2] == messages[:2]
+    assert served[0].completion is not None

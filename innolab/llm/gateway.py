@@ -26,7 +26,9 @@ call, whose reply is JSON under a schema (a stop sequence inside an argument wou
 ...}}`) is sent on to a model with native tool calls, and an emulated call's schema requires a
 call (of the named function alone); "none" emulates no call, and "auto" is as if none was given.
 Every request's `max_tokens` is capped at the run's; a conversation beyond the model's context is
-folded (the oldest turns after the first user message give way to a note) rather than refused.
+folded (the oldest turns after the first user message give way to a note, and where what stays
+is still too long its longest texts are cut from the middle, a note saying how many characters
+were cut) rather than refused.
 The context is the endpoint's (its `/v1/models`), else the embedded server's
 (`innolab.llm.local.N_CTX`), else ENDPOINT_CONTEXT for an endpoint that reports none;
 `context_source` says which.
@@ -65,6 +67,8 @@ ARGUMENT_CHARS = 300  # the longest string argument of an emulated tool call (a 
 # an endpoint's context where its /v1/models says none: today's hosted models have at least this
 ENDPOINT_CONTEXT = 32_768
 FOLD_NOTE = "[{n} earlier message(s) were folded to fit the model's context]"
+CUT_NOTE = "\n[... {n} characters were cut here to fit the model's context ...]\n"
+CUT_KEEP_CHARS = 200  # the least of a text that a cut keeps (its start and its end)
 TOOLS_PROMPT = (
     "You act by calling tools. Reply with one JSON object, "
     '{{"name": TOOL, "arguments": {{...}}}}, and nothing else.\nThe tools:\n{tools}'
@@ -577,24 +581,68 @@ def _fold(messages: list[dict[str, Any]], room: int) -> tuple[list[dict[str, Any
     """The conversation folded to fit `room` tokens.
 
     System messages and the first user message stay; the oldest turns after it give way to a note.
+    Where what stays is still over the room, the longest texts (the last message's included) are
+    cut from the middle, each with a note saying how many characters were cut (`_cut`).
     """
-    def size(items: list[dict[str, Any]]) -> int:
-        return sum(estimate_tokens(json.dumps(m)) for m in items)
-
-    if size(messages) <= room:
+    if _size(messages) <= room:
         return messages, 0
     head = [m for m in messages if m.get("role") == "system"]
     rest = [m for m in messages if m.get("role") != "system"]
     first = rest[:1] if rest and rest[0].get("role") == "user" else []
     tail = rest[len(first):]
     dropped = 0
-    while tail and size([*head, *first, *tail]) + 30 > room and len(tail) > 1:
+    while tail and _size([*head, *first, *tail]) + 30 > room and len(tail) > 1:
         tail = tail[1:]
         dropped += 1
     while tail and tail[0].get("role") == "tool":  # a result without its call goes with it
         tail, dropped = tail[1:], dropped + 1
-    note = {"role": "user", "content": FOLD_NOTE.format(n=dropped)}
-    return [*head, *first, note, *tail], dropped
+    note = [{"role": "user", "content": FOLD_NOTE.format(n=dropped)}] if dropped else []
+    return _cut([*head, *first, *note, *tail], room), dropped
+
+
+def _size(messages: list[dict[str, Any]]) -> int:
+    return sum(estimate_tokens(json.dumps(m)) for m in messages)
+
+
+def _cut(messages: list[dict[str, Any]], room: int) -> list[dict[str, Any]]:
+    """Messages whose longest texts are cut from the middle (CUT_NOTE) until they fit `room`.
+
+    The longest texts are cut to one length, the longest that fits (the shorter ones stay whole);
+    a text keeps at least CUT_KEEP_CHARS (its start and its end), so where even that is over, the
+    messages are as short as that allows.
+    """
+    texts = {i: _text(m["content"]) for i, m in enumerate(messages)
+             if isinstance(m.get("content"), str) or (
+                 isinstance(m.get("content"), list)
+                 and all(isinstance(p, dict) and p.get("type") == "text" for p in m["content"]))}
+    kept = {i: len(text) for i, text in texts.items()}
+    # JSON characters per character of each text (its escapes: a newline is two)
+    escaped = {i: len(json.dumps(text)) / max(1, len(text)) for i, text in texts.items()}
+    out = list(messages)
+    for _ in range(8):  # the sizes are estimates of escaped JSON: a few rounds at most
+        over = _size(out) - room
+        if over <= 0:
+            break
+        need = int(over * CHARS_PER_TOKEN) + 16
+
+        def freed(level: int) -> float:  # the JSON characters a cut of every text to `level` frees
+            return sum((n - level) * escaped[i] - (len(CUT_NOTE) + 8) * (n == len(texts[i]))
+                       for i, n in kept.items() if n > level)
+
+        low, high = CUT_KEEP_CHARS, max(kept.values(), default=0)
+        if high <= low:
+            break
+        if freed(low) >= need:  # the longest level that frees enough
+            while low < high:
+                middle = (low + high + 1) // 2
+                low, high = (middle, high) if freed(middle) >= need else (low, middle - 1)
+        level = low
+        for i in [i for i, n in kept.items() if n > level]:
+            kept[i], text = level, texts[i]
+            half = level // 2
+            out[i] = {**out[i], "content": text[:half] + CUT_NOTE.format(n=len(text) - level) +
+                      text[len(text) - (level - half):]}
+    return out
 
 
 def _completion_object(completion: Completion, model: str, index: int,
