@@ -105,22 +105,23 @@ def test_without_the_distribution_no_such_family_is_known():
     assert done.returncode == 2 and "no problem family 'sidon' is registered" in done.stderr
 
 
-def test_a_family_module_that_exits_at_import_is_reported_by_name_never_a_silent_exit(tmp_path):
+def ruler_with(tmp_path: Path, appended: str) -> Path:
+    """A copy of the task folder ruler-local whose family module ends with `appended`."""
     folder = tmp_path / "ruler-local"
     shutil.copytree(TASKS / "ruler-local", folder)
     module = folder / "ruler.py"
-    module.write_text(module.read_text() + "\nimport sys\nsys.exit(3)\n")
-    done = innolab(None, "tasks", "check", str(folder))
+    module.write_text(module.read_text() + appended)
+    return folder
+
+
+def test_a_family_module_that_exits_at_import_is_reported_by_name_never_a_silent_exit(tmp_path):
+    done = innolab(None, "tasks", "check", str(ruler_with(tmp_path, "\nimport sys\nsys.exit(3)\n")))
     assert done.returncode == 2 and "Traceback" not in done.stderr
     assert "family 'ruler'" in done.stderr and "fails to import: SystemExit: 3" in done.stderr
 
 
 def test_a_family_without_an_outcome_descriptor_fails_tasks_check_naming_it(tmp_path):
-    folder = tmp_path / "ruler-local"
-    shutil.copytree(TASKS / "ruler-local", folder)
-    module = folder / "ruler.py"
-    module.write_text(module.read_text() + "\nOUTCOMES = {}\n")
-    done = innolab(None, "tasks", "check", str(folder))
+    done = innolab(None, "tasks", "check", str(ruler_with(tmp_path, "\nOUTCOMES = {}\n")))
     assert done.returncode != 0 and "Traceback" not in done.stderr
     failed = [line for line in done.stdout.splitlines() if "outcome descriptor" in line]
     assert failed and "FAIL" in failed[0], done.stdout[-3000:]

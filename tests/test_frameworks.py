@@ -20,6 +20,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -203,25 +204,8 @@ def test_a_killed_framework_run_resumes_and_leaves_nothing_behind(tmp_path, monk
         config = bridge_config("tests.framework_hang", server.base_url)
         config.wall_clock_s = 20.0
         run_dir = runner.create_run(config, tmp_path / "run")
-        first = subprocess.Popen([sys.executable, "-m", "innolab.runner", str(run_dir), "--quiet"],
-                                 cwd=ROOT, env={**os.environ, "PYTHONPATH": pythonpath()},
-                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        deadline = time.monotonic() + 120
-        while not (run_dir / "checkpoint" / "state.json").exists():
-            assert first.poll() is None, first.stderr.read().decode()[-2000:]
-            assert time.monotonic() < deadline
-            time.sleep(0.1)
-        framework = json.loads((run_dir / "framework.pid").read_text())["pid"]
-        killed = _framework_of(run_dir)
-        assert framework in _framework_processes(*killed)  # the check sees a live framework
-        first.send_signal(signal.SIGKILL)
-        first.wait()
-        for _ in range(100):  # the parent-death signal ends the framework
-            if not Path(f"/proc/{framework}").exists() or "Z" in _state(framework):
-                break
-            time.sleep(0.05)
-        else:
-            pytest.fail("the framework outlived its killed runner")
+        killed = _run_then_kill(
+            run_dir, pythonpath(), lambda: (run_dir / "checkpoint" / "state.json").exists(), 120)
         outcome = runner.resume(run_dir, novelty=None, show_progress=False)
     assert outcome["reason"] == "wall_clock"
     events = traces.read_events(run_dir)
@@ -259,26 +243,9 @@ def _kill_and_resume_mini_swe_agent(tmp_path: Path, temp: Path) -> None:
     with FakeLLM(faults=["", "timeout"], slow_s=60) as server:
         config = framework_config("mini-swe-agent", server.base_url, "native")
         run_dir = runner.create_run(config, tmp_path / "run")
-        first = subprocess.Popen([sys.executable, "-m", "innolab.runner", str(run_dir), "--quiet"],
-                                 cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)},
-                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        deadline = time.monotonic() + 300  # a bound on a hang, not a measurement
-        while not ((run_dir / "checkpoint" / "state.json").exists()
-                   and sum("messages" in r for r in server.requests) >= 2):
-            assert first.poll() is None, first.stderr.read().decode()[-2000:]
-            assert time.monotonic() < deadline, "no checkpoint and second model call"
-            time.sleep(0.1)
-        framework = json.loads((run_dir / "framework.pid").read_text())["pid"]
-        killed = _framework_of(run_dir)
-        assert framework in _framework_processes(*killed)  # the check sees a live framework
-        first.send_signal(signal.SIGKILL)
-        first.wait()
-        for _ in range(200):  # the parent-death signal ends mini-swe-agent
-            if _state(framework) in "ZX":
-                break
-            time.sleep(0.05)
-        else:
-            pytest.fail("mini-swe-agent outlived its killed runner")
+        killed = _run_then_kill(  # once it has a checkpoint and its second model call is asked
+            run_dir, str(ROOT), lambda: (run_dir / "checkpoint" / "state.json").exists()
+            and sum("messages" in r for r in server.requests) >= 2, 300)
         # the killed run's folders are removed by its warden or, where the warden has not yet, by
         # the resume's reaper: which of the two comes first is a race, so only the end is checked
         outcome = runner.resume(run_dir, novelty="ast", show_progress=False)
@@ -323,6 +290,34 @@ def test_framework_tests_fail_when_ci_requires_the_missing_extra(required, code,
 def test_a_missing_extra_or_a_present_one():
     """The extra is installed (what the requirement test runs: skipped or failed without it)."""
     assert all(importlib.metadata.version(d) for d in FRAMEWORKS.values())
+
+
+def _run_then_kill(run_dir: Path, python_path: str, ready: Callable[[], bool],
+                   bound_s: float) -> tuple:
+    """Execute the run in a runner process until `ready`, check that its framework is seen alive,
+    SIGKILL the runner and wait for the framework to end with it (its parent-death signal).
+
+    Returns:
+        The killed framework's identity (`_framework_of`).
+    """
+    first = subprocess.Popen([sys.executable, "-m", "innolab.runner", str(run_dir), "--quiet"],
+                             cwd=ROOT, env={**os.environ, "PYTHONPATH": python_path},
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + bound_s  # a bound on a hang, not a measurement
+    while not ready():
+        assert first.poll() is None, first.stderr.read().decode()[-2000:]
+        assert time.monotonic() < deadline, "the run never reached the point of its kill"
+        time.sleep(0.1)
+    framework = json.loads((run_dir / "framework.pid").read_text())["pid"]
+    killed = _framework_of(run_dir)
+    assert framework in _framework_processes(*killed)  # the check sees a live framework
+    first.send_signal(signal.SIGKILL)
+    first.wait()
+    for _ in range(200):
+        if _state(framework) in "ZX":
+            return killed
+        time.sleep(0.05)
+    pytest.fail("the framework outlived its killed runner")
 
 
 def _state(pid: int) -> str:
