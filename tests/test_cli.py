@@ -56,8 +56,10 @@ def test_reproduce_runs_the_notebooks_side_by_side_then_the_demos_alone(tmp_path
     run."""
     import argparse
 
+    import psutil
+
     import innolab.notebooks
-    from innolab.cli.reproduce import descendants, reproduce
+    from innolab.cli.reproduce import reproduce
 
     notebooks = tmp_path / "notebooks"
     notebooks.mkdir()
@@ -66,8 +68,12 @@ def test_reproduce_runs_the_notebooks_side_by_side_then_the_demos_alone(tmp_path
     demos = []
 
     def running() -> list[str]:  # the notebooks' workers and kernels still running
-        found = [Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")
-                 for pid in descendants()]
+        found = []
+        for process in psutil.Process().children(recursive=True):
+            try:
+                found.append(" ".join(process.cmdline()))
+            except psutil.Error:
+                continue  # ended meanwhile
         return [args for args in found if "spawn_main" in args or "kernel" in args]
 
     def run_demos(output, budget):

@@ -6,7 +6,6 @@ import argparse
 import contextlib
 import multiprocessing
 import os
-import signal
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
@@ -119,33 +118,18 @@ def _failure(error: Exception) -> str:
     return str(error)
 
 
-def descendants() -> list[int]:
-    """The processes this one started, and theirs (found under /proc; none elsewhere)."""
-    parents: dict[str, list[str]] = {}
-    for pid in filter(str.isdigit, os.listdir("/proc") if os.path.isdir("/proc") else []):
-        try:
-            with open(f"/proc/{pid}/stat", encoding="utf-8", errors="replace") as stat:
-                parent = stat.read().rpartition(")")[2].split()[1]
-        except (OSError, IndexError):
-            continue  # gone meanwhile
-        parents.setdefault(parent, []).append(pid)
-    found, queue = [], [str(os.getpid())]
-    while queue:
-        children = parents.get(queue.pop(), [])
-        found += children
-        queue += children
-    return [int(pid) for pid in found]
-
-
 def _kill_descendants() -> None:
     """Kill the notebooks' worker processes and their kernels, now.
 
     Rather than wait for their cell time-out: a kernel runs in a session of its own, which the
     terminal's interrupt does not reach.
     """
-    for pid in descendants():
-        with contextlib.suppress(OSError):
-            os.kill(pid, signal.SIGKILL)
+    import psutil
+
+    with contextlib.suppress(psutil.Error):
+        for process in psutil.Process().children(recursive=True):
+            with contextlib.suppress(psutil.Error):
+                process.kill()
 
 
 def side_by_side_workers() -> int:
