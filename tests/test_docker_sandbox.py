@@ -51,6 +51,20 @@ def test_links_are_never_followed(box):
     assert box.read_file("link") == b"replaced"
 
 
+def test_paths_the_engine_cannot_walk_are_sandbox_errors(box):
+    # The engine answers 500 for these (a component that is a file, a name too long): the agent's
+    # error, told as a tool error, never an APIError that ends the run.
+    for path in ("validate.py/x", "a" * 300, "missing/file.py"):
+        with pytest.raises(SandboxError, match="refused|does not exist"):
+            box.read_file(path)
+        with pytest.raises(SandboxError, match="refused|does not exist"):
+            b"".join(box.stream_file(path))
+    for path in ("validate.py/x", "a" * 300):
+        with pytest.raises(SandboxError, match="refused"):
+            box.write_file(path, b"1")
+    assert box.exec("true").returncode == 0  # the sandbox still answers
+
+
 def test_snapshot_restore_drops_links(box):
     box.write_file("keep.txt", b"1")
     box.exec("ln -s / root-link")

@@ -22,6 +22,7 @@ import json
 import os
 import tarfile
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -292,13 +293,9 @@ class DockerSandbox(Sandbox):
 
     def read_file(self, path: str, max_bytes: int = MAX_FILE_BYTES) -> bytes:
         """A regular file's content (see Sandbox.read_file); links are refused."""
-        import docker
-
         relative = workspace_path(path)
-        try:
+        with _engine(path):
             stream, stat = self.container.get_archive(f"{WORKSPACE}/{relative}")
-        except docker.errors.NotFound:
-            raise SandboxError(f"{path} does not exist") from None
         if stat.get("linkTarget") or stat["size"] > max_bytes:
             raise SandboxError(f"{path} is a link or larger than {max_bytes} bytes")
         data = b"".join(stream)
@@ -318,7 +315,8 @@ class DockerSandbox(Sandbox):
         # Remove any link planted at the target first, so the archive writes a regular file there.
         self.exec(["rm", "-f", "--", relative], timeout_s=10)
         uid, gid = (int(v) for v in self.user.split(":"))
-        self.container.put_archive(WORKSPACE, tar_files({relative: content}, uid, gid))
+        with _engine(path):
+            self.container.put_archive(WORKSPACE, tar_files({relative: content}, uid, gid))
 
     def write_files(self, files: dict[str, bytes]) -> None:
         """Many files in one archive, for a whole repository (see Sandbox.write_files).
@@ -363,13 +361,9 @@ class DockerSandbox(Sandbox):
         Raises:
             SandboxError: A missing file, a link or not a regular file.
         """
-        import docker
-
         relative = workspace_path(path)
-        try:
+        with _engine(path):
             stream, stat = self.container.get_archive(f"{WORKSPACE}/{relative}")
-        except docker.errors.NotFound:
-            raise SandboxError(f"{path} does not exist") from None
         if stat.get("linkTarget"):
             raise SandboxError(f"{path} is a link")
         with tarfile.open(fileobj=_Chunks(stream), mode="r|") as archive:
@@ -399,6 +393,25 @@ class DockerSandbox(Sandbox):
             self.container.remove(force=True)
         finally:
             self.volume.remove(force=True)
+
+
+@contextmanager
+def _engine(path: str) -> Iterator[None]:
+    """The engine's refusal of an archive call on an agent's path, as a SandboxError naming it.
+
+    The engine answers 404 for a missing file and 500 for a path it cannot walk (a component
+    that is a file, a name too long): both are the agent's error, told to the agent as a
+    tool error, never a crash of the run.
+    """
+    import docker
+
+    try:
+        yield
+    except docker.errors.NotFound:
+        raise SandboxError(f"{path} does not exist") from None
+    except docker.errors.APIError as error:
+        reason = str(error.explanation or error).rsplit(": ", 1)[-1][:200]
+        raise SandboxError(f"{path}: the container refused it ({reason})") from None
 
 
 class _Chunks(io.RawIOBase):
