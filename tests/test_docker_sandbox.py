@@ -55,9 +55,9 @@ def test_paths_the_engine_cannot_walk_are_sandbox_errors(box):
     # The engine answers 500 for these (a component that is a file, a name too long): the agent's
     # error, told as a tool error, never an APIError that ends the run.
     for path in ("validate.py/x", "a" * 300, "missing/file.py"):
-        with pytest.raises(SandboxError, match="refused|does not exist"):
+        with pytest.raises(SandboxError, match=r"refused|does not exist"):
             box.read_file(path)
-        with pytest.raises(SandboxError, match="refused|does not exist"):
+        with pytest.raises(SandboxError, match=r"refused|does not exist"):
             b"".join(box.stream_file(path))
     for path in ("validate.py/x", "a" * 300):
         with pytest.raises(SandboxError, match="refused"):
