@@ -32,11 +32,11 @@ $(STAMP): pyproject.toml constraints.txt | $(BIN)/python
 reproduce: install
 	$(BIN)/innolab reproduce
 
-# on TEST_WORKERS pytest-xdist workers (0: in this process); tests/conftest.py keeps on one worker what must
+# on TEST_WORKERS pytest-xdist workers (0: in this process), the 40 slowest tests listed last; tests/conftest.py keeps on one worker what must
 # share one (the Docker tests; a module's shared fixture)
 TEST_WORKERS ?= 2
 test: install
-	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadgroup
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadgroup --durations=40
 
 # every benchmark once, its wall time last; BENCH_ARGS="--only bench_sweep --quick" for one, small (--list: names)
 bench: install

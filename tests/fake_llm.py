@@ -7,9 +7,15 @@ Options of `FakeLLM(...)` (all keyword-friendly; the first five keep their old p
 
 - `faults`: a list consumed one per request before any other rule: "429" and "503" (with the
   `Retry-After` header when `retry_after` is set), "500", "400" (a request the model refuses: too
-  long for its context), "401" (the key refused), "404" (the model's name unknown), "timeout"
-  (the reply comes after `slow_s` seconds), "malformed" (a cut JSON body), "drop" (the connection
-  closes without a reply).
+  long for its context, in OpenAI's words), "context" (the same in llama.cpp's server's words:
+  "request (N tokens) exceeds the available context size (`context_tokens` tokens)", N the
+  request's count at `chars_per_token`), "401" (the key refused), "404" (the model's name
+  unknown), "timeout" (the reply comes after `slow_s` seconds), "malformed" (a cut JSON body),
+  "drop" (the connection closes without a reply).
+- `chars_per_token`: the model's own count of a request's tokens, its messages' JSON characters
+  per token (the usage's `prompt_tokens` and a "context" refusal say it); None: every reply's
+  usage says 100 prompt tokens.
+- `context_tokens`: the context a "context" refusal names.
 - `slow_s`: how late a "timeout" reply comes.
 - `program_sleep_s`: the scripted solution sleeps this long first.
 - `replies`, `in_call_order`: per response schema, the JSON object of each assistant turn (or of
@@ -196,6 +202,8 @@ class FakeLLM:
         stream_pieces: int = 1,
         stream_delay_s: float = 0.0,
         hold: threading.Event | None = None,
+        chars_per_token: float | None = None,
+        context_tokens: int = 4096,
     ) -> None:
         unknown = sorted(set(fault_rates or {}) - set(RANDOM_FAULTS))
         if unknown:
@@ -217,6 +225,7 @@ class FakeLLM:
         self.retry_after = retry_after
         self.max_concurrent = max_concurrent
         self.stream_pieces, self.stream_delay_s, self.hold = stream_pieces, stream_delay_s, hold
+        self.chars_per_token, self.context_tokens = chars_per_token, context_tokens
         self.cancelled = 0
         self.random = random.Random(seed)
         self.requests: list[dict[str, Any]] = []
@@ -266,6 +275,12 @@ class FakeLLM:
                             }
                         },
                     )
+                if fault == "context":  # the same, as llama.cpp's server words it
+                    return self._send(400, {"error": {
+                        "code": 400, "type": "exceed_context_size_error",
+                        "message": f"request ({owner.prompt_tokens(body)} tokens) exceeds the "
+                                   f"available context size ({owner.context_tokens} tokens), "
+                                   "try increasing it"}})
                 if fault == "401":  # the key refused, as OpenAI's API words it
                     return self._send(401, {"error": {
                         "message": "Incorrect API key provided.",
@@ -298,9 +313,9 @@ class FakeLLM:
                         "model": body["model"],
                         "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
                         "usage": {
-                            "prompt_tokens": 100,
+                            "prompt_tokens": owner.prompt_tokens(body),
                             "completion_tokens": 50,
-                            "total_tokens": 150,
+                            "total_tokens": owner.prompt_tokens(body) + 50,
                         },
                     },
                 )
@@ -327,8 +342,10 @@ class FakeLLM:
                 events.append({**base, "choices": [{"index": 0, "delta": {},
                                "finish_reason": "tool_calls" if calls else "stop"}]})
                 if (body.get("stream_options") or {}).get("include_usage"):
+                    prompt = owner.prompt_tokens(body)
                     events.append({**base, "choices": [], "usage": {
-                        "prompt_tokens": 100, "completion_tokens": 50, "total_tokens": 150}})
+                        "prompt_tokens": prompt, "completion_tokens": 50,
+                        "total_tokens": prompt + 50}})
                 self.send_response(200)
                 self.send_header("Content-Type", "text/event-stream")
                 self.end_headers()  # no length: the body ends when the connection closes
@@ -378,6 +395,12 @@ class FakeLLM:
 
         self.server = Server(("127.0.0.1", 0), Handler)
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    def prompt_tokens(self, body: dict[str, Any]) -> int:
+        """The request's prompt tokens as this model counts them (`chars_per_token`; else 100)."""
+        if self.chars_per_token is None:
+            return 100
+        return int(len(json.dumps(body.get("messages") or [])) / self.chars_per_token)
 
     def _arrive(self, body: dict[str, Any], run: str | None) -> dict[str, Any]:
         """Count a request in, choose its fault, and log it."""

@@ -120,6 +120,32 @@ def test_a_framework_run_that_ends_on_its_wall_clock_has_every_count_recorded(tm
     _nothing_left(run_dir)
 
 
+@needs_extra
+def test_mini_swe_agent_stopped_inside_its_model_query_writes_its_count(tmp_path):
+    """mini-swe-agent retries a model query on any exception, SystemExit too (tenacity): the
+    SystemExit of innolab's SIGTERM was retried until SIGKILL and no count was written. Its
+    replies take 12 s, so the clock (20 s) ends the run while it waits for one: the SIGTERM
+    finds it inside the query or its retry's wait; its count (of the queries it began) is
+    written all the same."""
+    with FakeLLM(latency_s=12.0) as server:
+        settings = runspec.schema()(agent="mini-swe-agent", base_url=server.base_url,
+                                    model="fake", budget="20s", max_steps=1000)
+        config = runner.resolve(settings)
+        config.policy_args.update(UNCONFINED)
+        outcome = runner.start(config, tmp_path / "run", novelty=None, show_progress=False)
+    run_dir = Path(outcome["run_dir"])
+    log = (run_dir / "framework.log").read_text()
+    assert outcome["reason"] == "wall_clock", log[-3000:]
+    calls = traces.Trace.read(run_dir).llm_calls
+    assert any(c.cancelled for c in calls)  # the SIGTERM found it inside a query
+    own = json.loads((run_dir / "framework_counts.json").read_text())
+    # it counts a query when it begins it: the one cut by the clock too
+    assert own["model_calls"] == len(calls) == json.loads(
+        (run_dir / "framework.json").read_text())["gateway_requests"]
+    assert "queries it began" in own["counted_from"]
+    _nothing_left(run_dir)
+
+
 def _framework_of(run_dir: Path) -> tuple[Path, int | None]:
     """The private folder of the run's last framework start (framework.json) and its user id
     (its home's owner, while it exists; else what the confinement recorded; None: innolab's)."""

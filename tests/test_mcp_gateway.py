@@ -220,6 +220,76 @@ def test_a_conversation_beyond_the_context_is_folded_not_refused(upstream):
     assert served[0].folded > 0
 
 
+def _turns(n: int, chars: int = 200) -> list[dict[str, str]]:
+    messages = [{"role": "system", "content": "You are an agent."},
+                {"role": "user", "content": "The task."}]
+    for turn in range(n):
+        messages += [{"role": "assistant", "content": f"step {turn} " + "x" * chars},
+                     {"role": "user", "content": f"observation {turn}"}]
+    return messages
+
+
+def _estimate(messages: list[dict]) -> int:
+    return sum(estimate_tokens(json.dumps(m)) for m in messages)
+
+
+def test_the_fold_learns_the_models_own_count_from_its_replies():
+    """A model that counts twice innolab's estimate (1.75 characters a token): its first reply's
+    usage raises the factor, so the next conversation, within the room by the estimate but not by
+    the model's count, is folded before it is sent, and never refused."""
+    with FakeLLM(chars_per_token=1.75, context_tokens=3000) as server:
+        gateway, served = make_gateway(server, context_tokens=3000)
+        try:
+            first = _turns(4)  # about 300 tokens by the estimate, 600 by the model's count
+            assert chat(gateway, {"messages": first}).status_code == 200
+            assert 1.9 < gateway.tokens_per_estimate < 2.1
+            second = _turns(20)  # within the room by the estimate, twice it by the model's count
+            assert 0.5 * (3000 - 96) < _estimate(second) < 0.97 * (3000 - 96)
+            assert chat(gateway, {"messages": second}).status_code == 200
+        finally:
+            gateway.close()
+    sent = [r for r in server.requests if "messages" in r]
+    assert len(sent) == 2 and sent[0]["messages"] == first
+    assert "were folded to fit" in sent[1]["messages"][2]["content"]
+    assert server.prompt_tokens(sent[1]) <= 3000 - 96  # within the context by the model's count
+    assert [s.folded > 0 for s in served] == [False, True]
+
+
+def test_a_request_the_model_refuses_for_its_context_is_folded_again_and_sent_once_more():
+    """The estimate fits, the model (llama.cpp's words) says the request is over its context: the
+    factor rises by what it said, the conversation is folded again and sent once more under the
+    same number, and the refusal is the first of the reply's attempts; a second refusal in a row
+    is the model's failure (502), never a loop."""
+    with FakeLLM(faults=["context"], chars_per_token=1.75, context_tokens=3000) as server:
+        gateway, served = make_gateway(server, context_tokens=3000)
+        try:
+            messages = _turns(20)
+            reply = chat(gateway, {"messages": messages})
+        finally:
+            gateway.close()
+    assert reply.status_code == 200, reply.text
+    first, again = [r for r in server.requests if "messages" in r]
+    assert first["messages"] == messages and first["seed"] == again["seed"]  # one call, resent
+    assert "were folded to fit" in again["messages"][2]["content"]
+    assert server.prompt_tokens(again) <= 3000 - 96
+    assert gateway.tokens_per_estimate >= 1.05 * server.prompt_tokens(first) / _estimate(messages)
+    (one,) = served
+    assert one.completion is not None and one.completion.call_index == 0 and one.folded > 0
+    refusal = one.completion.attempts[0]
+    assert "exceeds the available context size (3000 tokens)" in refusal["error"]
+    assert refusal["refolded"]
+    with FakeLLM(faults=["context", "context"], chars_per_token=1.75,
+                 context_tokens=3000) as server:
+        gateway, served = make_gateway(server, context_tokens=3000)
+        try:
+            reply = chat(gateway, {"messages": _turns(20)})
+        finally:
+            gateway.close()
+    assert reply.status_code == 502 and "context size" in reply.json()["error"]["message"]
+    assert len([r for r in server.requests if "messages" in r]) == 2
+    assert [s.completion for s in served] == [None]
+
+
 def test_a_tool_choice_is_sent_on_to_native_tool_calls_and_required_by_the_emulation(upstream):
     """smolagents sends tool_choice="required": never dropped, nor a named function."""
     named = {"type": "function", "function": {"name": "submit"}}

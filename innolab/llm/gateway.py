@@ -28,7 +28,13 @@ call (of the named function alone); "none" emulates no call, and "auto" is as if
 Every request's `max_tokens` is capped at the run's; a conversation beyond the model's context is
 folded (the oldest turns after the first user message give way to a note, and where what stays
 is still too long its longest texts are cut from the middle, a note saying how many characters
-were cut) rather than refused.
+were cut) rather than refused. Its sizes are estimates (CHARS_PER_TOKEN), held to the model's
+own counts: each reply's `prompt_tokens` against the estimate of what was sent raises the factor
+the fold divides the room by (never lowers it), and a request the model still refuses for its
+context (llama.cpp's "request (N tokens) exceeds the available context size (M tokens)", OpenAI's
+"maximum context length is M tokens ... N tokens") raises it by what the refusal says and is folded
+again and sent once more under the same number; the refusal is the first of its reply's
+`attempts`.
 The context is the endpoint's (its `/v1/models`), else the embedded server's
 (`innolab.llm.local.N_CTX`), else ENDPOINT_CONTEXT for an endpoint that reports none;
 `context_source` says which.
@@ -44,6 +50,7 @@ from __future__ import annotations
 import asyncio
 import copy
 import json
+import re
 import secrets
 import threading
 import time
@@ -67,6 +74,16 @@ ARGUMENT_CHARS = 300  # the longest string argument of an emulated tool call (a 
 # an endpoint's context where its /v1/models says none: today's hosted models have at least this
 ENDPOINT_CONTEXT = 32_768
 FOLD_NOTE = "[{n} earlier message(s) were folded to fit the model's context]"
+FOLD_MARGIN = 0.97  # of the room, what a fold fills: the model's count of one text varies a little
+# a model's refusal of a request over its context: (the request's tokens, the context), in the
+# words of llama.cpp's server and of OpenAI-compatible APIs (vLLM: "... in the messages")
+OVER_CONTEXT = (
+    re.compile(r"request \((?P<used>\d+) tokens\) exceeds the available context size "
+               r"\((?P<context>\d+) tokens\)"),
+    re.compile(r"maximum context length is (?P<context>\d+) tokens(?:.*?(?:(?P<messages>\d+) "
+               r"in the messages|resulted in (?P<used>\d+) tokens))?", re.S),
+)
+LEARN_FROM_TOKENS = 256  # a smaller prompt's count is mostly its chat template's: not learnt from
 CUT_NOTE = "\n[... {n} characters were cut here to fit the model's context ...]\n"
 CUT_KEEP_CHARS = 200  # the least of a text that a cut keeps (its start and its end)
 TOOLS_PROMPT = (
@@ -180,6 +197,7 @@ class Gateway:
         self.emulate_tools = (not settings.base_url) if emulate_tools is None else emulate_tools
         self._context = context_tokens
         self.context_source = "given" if context_tokens is not None else None
+        self.tokens_per_estimate = 1.0  # the model's tokens per estimated token, at most seen
         self.refusals: dict[str, int] = {}
         self.cancelled = 0
         self.key = "innolab-run-" + secrets.token_urlsafe(24)
@@ -240,6 +258,23 @@ class Gateway:
                 self.context_source = ("innolab's default for an endpoint whose /v1/models "
                                        "reports none (gateway.ENDPOINT_CONTEXT)")
         return self._context
+
+    def _learn(self, counted: int, estimated: int, refused: bool = False) -> None:
+        """Raise `tokens_per_estimate` to the model's count of a prompt over innolab's estimate.
+
+        Args:
+            counted: The model's count of the prompt's tokens (a reply's usage, or a refusal's).
+            estimated: innolab's estimate of what was sent.
+            refused: The model refused it for its context: the next fold must come in under the
+                count it gave, so the factor rises by at least a twentieth.
+        """
+        if counted <= 0 or estimated < (1 if refused else LEARN_FROM_TOKENS):
+            return
+        factor = counted / estimated
+        with self._lock:
+            if refused:
+                factor = max(factor, self.tokens_per_estimate) * 1.05
+            self.tokens_per_estimate = max(self.tokens_per_estimate, factor)
 
     # ---------------------------------------------------------------------------- endpoints
 
@@ -336,19 +371,40 @@ class Gateway:
                 messages = [{"role": "system", "content": tools_text}, *messages]
         asked = body.get("max_completion_tokens") or body.get("max_tokens")
         cap = min(int(asked or self.settings.max_tokens), self.settings.max_tokens)
-        messages, folded = _fold(messages, self.context_tokens() - cap)
         response_format = (_call_schema(callable_tools, cap) if emulated
                            else body.get("response_format"))
+        # what the prompt holds besides the messages: the tools' schemas, sent natively
+        extra = 0 if emulated or not tools else _size(tools)
         with self._lock:
             index = self.next_index
             self.next_index += 1
+        refusal: dict[str, Any] | None = None
         try:
-            completion = self.client.chat(messages, response_format=response_format,
-                                          tools=None if emulated else (tools or None),
-                                          call_index=index, max_tokens=cap, cancel=cancel,
-                                          stop=None if emulated else (body.get("stop") or None),
-                                          tool_choice=None if emulated or not tools
-                                          or choice in ("auto", "none") else choice)
+            while True:
+                room = (self.context_tokens() - cap) * FOLD_MARGIN / self.tokens_per_estimate
+                sent, folded = _fold(messages, int(room) - extra)
+                try:
+                    completion = self.client.chat(
+                        sent, response_format=response_format,
+                        tools=None if emulated else (tools or None), call_index=index,
+                        max_tokens=cap, cancel=cancel,
+                        stop=None if emulated else (body.get("stop") or None),
+                        tool_choice=None if emulated or not tools
+                        or choice in ("auto", "none") else choice)
+                except LLMError as error:
+                    used = None if refusal or isinstance(error, LLMCancelled) \
+                        else over_context(str(error))
+                    if used is None:
+                        raise
+                    self._learn(used, _size(sent) + extra, refused=True)
+                    refusal = {"error": str(error)[:300], "wait_s": 0.0,
+                               "refolded": "refused for its context: folded again, sent again"}
+                    continue
+                if not completion.cached:
+                    self._learn(completion.prompt_tokens, _size(sent) + extra)
+                if refusal is not None:
+                    completion.attempts = [refusal, *completion.attempts]
+                break
         except LLMCancelled as error:
             self.served += 1
             self.record(Served(None, str(error), dict(getattr(error, "sent", {})), emulated,
@@ -575,6 +631,25 @@ def _tool_calls(completion: Completion, tools: list[dict[str, Any]],
              "function": {"name": reply["name"],
                           "arguments": json.dumps(arguments if isinstance(arguments, dict)
                                                   else {})}}]
+
+
+def over_context(message: str) -> int | None:
+    """The request's tokens where a model's error refuses it for its context (OVER_CONTEXT).
+
+    Args:
+        message: The error's text.
+
+    Returns:
+        The tokens the model counted in the request (its messages where it says), or None where
+        the error is not such a refusal; where it names the context alone, a tenth more than it.
+    """
+    for pattern in OVER_CONTEXT:
+        found = pattern.search(message)
+        if found:
+            groups = {k: v for k, v in found.groupdict().items() if v}
+            used = groups.get("messages") or groups.get("used")
+            return int(used) if used else int(int(groups["context"]) * 1.1)
+    return None
 
 
 def _fold(messages: list[dict[str, Any]], room: int) -> tuple[list[dict[str, Any]], int]:

@@ -5,7 +5,9 @@ Its commands run in the run's sandbox through the run's `bash` tool (an `Environ
 
 from __future__ import annotations
 
+import os
 import re
+import signal
 from typing import Any
 
 from innolab.agents.frameworks._driver import (
@@ -20,6 +22,9 @@ EXIT = re.compile(r"\[exit code (-?\d+)\]\s*$")
 # what mini-swe-agent's templates read of the machine, asked of the sandbox (one `bash` call)
 UNAME = "uname -s; uname -n; uname -r; uname -v; uname -m"
 UNAME_FIELDS = ("system", "node", "release", "version", "machine")
+# what its own count of model calls is: one cut by the run's end is begun, so counted
+COUNTED_FROM = ("mini-swe-agent's DefaultAgent.n_calls: the model queries it began (counted "
+                "before each is sent; the retries of one query count once)")
 
 
 class SandboxEnvironment:
@@ -92,10 +97,22 @@ def main() -> None:
                                        **(config.get("model", {}).get("model_kwargs") or {})})
     tools = Tools(run)
     agent = DefaultAgent(model, SandboxEnvironment(tools), **agent_config)
+
+    def stopped(*_: Any) -> None:
+        """At innolab's SIGTERM (the run's end): its count written, then gone at once.
+
+        mini-swe-agent retries a model query on any exception, SystemExit among them
+        (tenacity), so the SystemExit innolab's SIGTERM raises elsewhere would be retried here
+        until SIGKILL, and no count would be written.
+        """
+        write_counts(agent.n_calls, counted_from=COUNTED_FROM)
+        os._exit(143)
+
+    signal.signal(signal.SIGTERM, stopped)
     try:
         agent.run(run.task)
     finally:
-        write_counts(agent.n_calls)  # its own count of model calls
+        write_counts(agent.n_calls, counted_from=COUNTED_FROM)
         tools.close()
 
 
