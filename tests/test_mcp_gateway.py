@@ -255,6 +255,25 @@ def test_the_fold_learns_the_models_own_count_from_its_replies():
     assert [s.folded > 0 for s in served] == [False, True]
 
 
+def test_a_growing_conversation_keeps_its_cut_while_it_fits(upstream):
+    """Once folded, the next requests of the conversation keep the same cut (the same prefix, so
+    the server's prompt cache stays warm) until they outgrow the room; then a new cut leaves room
+    to grow again."""
+    gateway, served = make_gateway(upstream, context_tokens=3000)
+    try:
+        for turns in (40, 41, 42, 70):
+            assert chat(gateway, {"messages": _turns(turns)}).status_code == 200
+    finally:
+        gateway.close()
+    sent = [r["messages"] for r in upstream.requests if "messages" in r]
+    dropped = [s.folded for s in served]
+    assert dropped[0] > 0 and dropped[0] == dropped[1] == dropped[2] < dropped[3]
+    assert sent[1][:len(sent[0])] == sent[0] and sent[2][:len(sent[1])] == sent[1]
+    room = (3000 - 96) * 0.97
+    assert _estimate(sent[0]) <= 0.7 * room + 30 and _estimate(sent[3]) <= 0.7 * room + 30
+    assert all(_estimate(m) <= room for m in sent)
+
+
 def test_a_request_the_model_refuses_for_its_context_is_folded_again_and_sent_once_more():
     """The estimate fits, the model (llama.cpp's words) says the request is over its context: the
     factor rises by what it said, the conversation is folded again and sent once more under the

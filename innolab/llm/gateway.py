@@ -28,7 +28,8 @@ call (of the named function alone); "none" emulates no call, and "auto" is as if
 Every request's `max_tokens` is capped at the run's; a conversation beyond the model's context is
 folded (the oldest turns after the first user message give way to a note, and where what stays
 is still too long its longest texts are cut from the middle, a note saying how many characters
-were cut) rather than refused. Its sizes are estimates (CHARS_PER_TOKEN), held to the model's
+were cut) rather than refused; a conversation keeps its cut while it fits, so that its prompt
+keeps one prefix (`_fold`). Its sizes are estimates (CHARS_PER_TOKEN), held to the model's
 own counts: each reply's `prompt_tokens` against the estimate of what was sent raises the factor
 the fold divides the room by (never lowers it), and a request the model still refuses for its
 context (llama.cpp's "request (N tokens) exceeds the available context size (M tokens)", OpenAI's
@@ -49,6 +50,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import hashlib
 import json
 import re
 import secrets
@@ -75,6 +77,7 @@ ARGUMENT_CHARS = 300  # the longest string argument of an emulated tool call (a 
 ENDPOINT_CONTEXT = 32_768
 FOLD_NOTE = "[{n} earlier message(s) were folded to fit the model's context]"
 FOLD_MARGIN = 0.97  # of the room, what a fold fills: the model's count of one text varies a little
+FOLD_TO = 0.7  # of the room, what a new cut of a conversation leaves used (_fold)
 # a model's refusal of a request over its context: (the request's tokens, the context), in the
 # words of llama.cpp's server and of OpenAI-compatible APIs (vLLM: "... in the messages")
 OVER_CONTEXT = (
@@ -198,6 +201,7 @@ class Gateway:
         self._context = context_tokens
         self.context_source = "given" if context_tokens is not None else None
         self.tokens_per_estimate = 1.0  # the model's tokens per estimated token, at most seen
+        self._cuts: dict[str, int] = {}  # each conversation's last fold: the turns it dropped
         self.refusals: dict[str, int] = {}
         self.cancelled = 0
         self.key = "innolab-run-" + secrets.token_urlsafe(24)
@@ -382,7 +386,12 @@ class Gateway:
         try:
             while True:
                 room = (self.context_tokens() - cap) * FOLD_MARGIN / self.tokens_per_estimate
-                sent, folded = _fold(messages, int(room) - extra)
+                conversation = _conversation(messages)
+                sent, folded = _fold(messages, int(room) - extra,
+                                     self._cuts.get(conversation, 0))
+                if folded:
+                    with self._lock:
+                        self._cuts[conversation] = folded
                 try:
                     completion = self.client.chat(
                         sent, response_format=response_format,
@@ -652,12 +661,20 @@ def over_context(message: str) -> int | None:
     return None
 
 
-def _fold(messages: list[dict[str, Any]], room: int) -> tuple[list[dict[str, Any]], int]:
+def _fold(messages: list[dict[str, Any]], room: int,
+          before: int = 0) -> tuple[list[dict[str, Any]], int]:
     """The conversation folded to fit `room` tokens.
 
     System messages and the first user message stay; the oldest turns after it give way to a note.
-    Where what stays is still over the room, the longest texts (the last message's included) are
-    cut from the middle, each with a note saying how many characters were cut (`_cut`).
+    The fold keeps the cut of the conversation's last fold (`before` turns dropped) while that
+    fits, so that what is sent keeps one prefix from request to request (the server's prompt
+    cache stays warm); where it no longer fits, the oldest turns go until FOLD_TO of the room is
+    used, which leaves room for the next turns under the same cut. Where what stays is still over
+    the room, the longest texts (the last message's included) are cut from the middle, each with
+    a note saying how many characters were cut (`_cut`).
+
+    Returns:
+        The messages to send, and how many were dropped.
     """
     if _size(messages) <= room:
         return messages, 0
@@ -665,14 +682,25 @@ def _fold(messages: list[dict[str, Any]], room: int) -> tuple[list[dict[str, Any
     rest = [m for m in messages if m.get("role") != "system"]
     first = rest[:1] if rest and rest[0].get("role") == "user" else []
     tail = rest[len(first):]
-    dropped = 0
-    while tail and _size([*head, *first, *tail]) + 30 > room and len(tail) > 1:
-        tail = tail[1:]
-        dropped += 1
+    note = 30  # the fold's note
+    if 0 < before < len(tail) and _size([*head, *first, *tail[before:]]) + note <= room:
+        tail, dropped = tail[before:], before
+    else:
+        dropped = 0
+        while tail and _size([*head, *first, *tail]) + note > room * FOLD_TO and len(tail) > 1:
+            tail = tail[1:]
+            dropped += 1
     while tail and tail[0].get("role") == "tool":  # a result without its call goes with it
         tail, dropped = tail[1:], dropped + 1
     note = [{"role": "user", "content": FOLD_NOTE.format(n=dropped)}] if dropped else []
     return _cut([*head, *first, *note, *tail], room), dropped
+
+
+def _conversation(messages: list[dict[str, Any]]) -> str:
+    """A conversation's identity: its system messages and its first other message."""
+    head = [m for m in messages if m.get("role") == "system"]
+    rest = [m for m in messages if m.get("role") != "system"]
+    return hashlib.sha256(json.dumps([*head, *rest[:1]], sort_keys=True).encode()).hexdigest()
 
 
 def _size(messages: list[dict[str, Any]]) -> int:
