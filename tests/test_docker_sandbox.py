@@ -43,9 +43,15 @@ def test_exec_files_and_timeout(box):
 
 
 def test_links_are_never_followed(box):
-    box.exec("ln -s /etc/passwd link && mkdir d && ln -s /etc d/etc")
+    box.exec("ln -s /etc/passwd link && mkdir d && ln -s /etc d/etc && mkfifo pipe")
     with pytest.raises(SandboxError, match="link"):
         box.read_file("link")
+    with pytest.raises(SandboxError, match=r"link|not a folder"):
+        box.read_file("d/etc/passwd")  # a link on the way
+    with pytest.raises(SandboxError, match="not a regular file"):
+        box.read_file("pipe")  # never waited on
+    with pytest.raises(SandboxError, match="is larger than 3 bytes"):
+        box.read_file("validate.py", max_bytes=3)
     box.write_file("link", b"replaced")  # replaces the link itself, never writes through it
     assert box.exec("test -L link").returncode == 1
     assert box.read_file("link") == b"replaced"
@@ -55,8 +61,8 @@ def test_paths_the_engine_cannot_walk_are_sandbox_errors(box):
     # The engine answers 500 for these (a component that is a file, a name too long): the agent's
     # error, told as a tool error, never an APIError that ends the run.
     for path in ("validate.py/x", "a" * 300, "missing/file.py"):
-        with pytest.raises(SandboxError, match=r"refused|does not exist"):
-            box.read_file(path)
+        with pytest.raises(SandboxError, match=r"not a folder|too long|does not exist"):
+            box.read_file(path)  # read by the executor
         with pytest.raises(SandboxError, match=r"refused|does not exist"):
             b"".join(box.stream_file(path))
     for path in ("validate.py/x", "a" * 300):

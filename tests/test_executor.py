@@ -335,3 +335,37 @@ def test_local_commands_have_no_terminal(tmp_path):
         os.close(follower)
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["none"]
+
+
+def test_the_executor_reads_a_regular_file_and_follows_no_link(tmp_path):
+    """Its `read` (how a Docker sandbox reads a file): the bytes of a regular file under its
+    folder; a link (last or on the way), a folder, a pipe, a missing file, a path that leaves,
+    and a file over the limit are refused by errno name, and nothing waits on a pipe."""
+    from innolab.gym.executor import Executor
+
+    (tmp_path / "d").mkdir()
+    (tmp_path / "d" / "a.txt").write_bytes(b"hello\x00bytes")
+    (tmp_path / "outside").write_text("secret")
+    (tmp_path / "link").symlink_to(tmp_path / "outside")
+    (tmp_path / "d" / "up").symlink_to(tmp_path)
+    os.mkfifo(tmp_path / "pipe")
+    executor = Executor(lambda: ProcessStream(server_argv(sys.executable,
+                                                          {"cwd": str(tmp_path)})), "test")
+    try:
+        def read(path: str, max_bytes: int = 100) -> tuple[bytes, str | None]:
+            reply = executor.call({"op": "read", "path": path, "max_bytes": max_bytes}, 30)
+            return reply.body, reply.header.get("errno")
+
+        assert read("d/a.txt") == (b"hello\x00bytes", None)
+        assert read("./d//a.txt") == (b"hello\x00bytes", None)
+        assert read("d/a.txt", max_bytes=11) == (b"hello\x00bytes", None)
+        assert read("d/a.txt", max_bytes=10)[1] == "EFBIG"
+        assert read("link")[1] == "ELOOP"
+        assert read("d/up/outside")[1] in ("ELOOP", "ENOTDIR")
+        assert read("d")[1] == "ENOTREG"
+        assert read("pipe")[1] == "ENOTREG"
+        assert read("missing")[1] == "ENOENT"
+        assert read("../outside")[1] == "EINVAL"
+        assert read("")[1] == "EINVAL"
+    finally:
+        executor.close()

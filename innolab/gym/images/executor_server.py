@@ -21,6 +21,11 @@ body of the second. Requests:
   size, modification and status-change times in seconds with 9 decimals, inode, path): a
   checkpoint compares the ctime and inode too, since a command can put a file's mtime back
   (`touch -r`) but not its ctime.
+* `{"id", "op": "read", "path", "max_bytes"}`: a regular file's bytes, `path` relative to
+  CONFIG's `cwd`, no link followed on the way (each folder opened from its parent's descriptor
+  with O_NOFOLLOW, the file too); a missing file, a link, anything but a regular file, or one
+  over `max_bytes` is an error whose header also names its `errno` (ENOENT, ELOOP, ...), or
+  "EFBIG" and "ENOTREG" for the last two.
 * `{"id", "op": "ping"}`: an empty `done` (the executor is up).
 
 With CONFIG's `undumpable`, it makes itself undumpable first (prctl), so that commands of its own
@@ -282,6 +287,45 @@ def listing(config):
     return b"".join(records)
 
 
+class ReadError(Exception):
+    """A file `read` refuses, with the errno name its answer carries."""
+
+    def __init__(self, name, text):
+        super().__init__(text)
+        self.name = name
+
+
+def read_file(config, request):
+    """A regular file's bytes under CONFIG's `cwd`, no link followed (the module's docstring)."""
+    parts = [part for part in str(request.get("path", "")).split("/") if part not in ("", ".")]
+    if not parts or ".." in parts:
+        raise ReadError("EINVAL", "the path must name a file inside the workspace")
+    limit = int(request.get("max_bytes") or 0)
+    try:
+        folder = os.open(config["cwd"], os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            for part in parts[:-1]:
+                inner = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=folder)
+                os.close(folder)
+                folder = inner
+            descriptor = os.open(parts[-1], os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK,
+                                 dir_fd=folder)
+        finally:
+            os.close(folder)
+    except OSError as error:
+        import errno
+
+        raise ReadError(errno.errorcode.get(error.errno, "EIO"), error.strerror) from None
+    if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+        os.close(descriptor)
+        raise ReadError("ENOTREG", "not a regular file")
+    with os.fdopen(descriptor, "rb") as handle:
+        data = handle.read(limit + 1) if limit else handle.read()
+    if limit and len(data) > limit:
+        raise ReadError("EFBIG", f"larger than {limit} bytes")
+    return data
+
+
 def answer(channel, config, request):
     """Serve one request; a failure is answered, never raised."""
     try:
@@ -293,6 +337,13 @@ def answer(channel, config, request):
             body = read_capture(config, request)
         elif op == "listing":
             body = listing(config)
+        elif op == "read":
+            try:
+                body = read_file(config, request)
+            except ReadError as error:
+                channel.send({"id": request["id"], "kind": "done", "error": str(error),
+                              "errno": error.name})
+                return
         elif op == "ping":
             body = b""
         else:
