@@ -3,6 +3,7 @@ absent, fails where CI requires the tool, and a test that asks for a Docker fixt
 marker fails."""
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -106,3 +107,31 @@ def test_the_markers_are_registered():
         options = tomllib.load(file)["tool"]["pytest"]["ini_options"]
     names = {marker.split(":")[0] for marker in options["markers"]}
     assert {"docker", "chromium"} <= names
+
+
+GROUPED = {
+    "test_one.py": "import pytest\n\n\n@pytest.mark.docker\ndef test_in_docker():\n    pass\n\n\n"
+                   + "".join(f"def test_local_{i}():\n    pass\n\n\n" for i in range(4)),
+    "test_two.py": "import pytest\n\n\n@pytest.mark.docker\n@pytest.mark.parametrize('i', range(4))"
+                   "\ndef test_in_docker(i):\n    pass\n",
+    "test_free.py": "".join(f"def test_free_{i}():\n    pass\n\n\n" for i in range(8)),
+}
+
+
+def test_make_tests_groups_put_every_docker_module_on_one_worker(probes):
+    """`make test`'s `-n 2 --dist loadgroup` with the project's conftest: every test of a module
+    that holds a docker test runs on one worker (pytest 9 made xdist 3.8 ignore the groups: each
+    was split across the workers, the Docker tests of two modules at once)."""
+    for name, source in GROUPED.items():
+        (probes / name).write_text(source)
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-v", "-p", "no:cacheprovider", "-n", "2",
+         "--dist", "loadgroup", "test_one.py", "test_two.py", "test_free.py"],
+        cwd=probes, env={k: v for k, v in os.environ.items()
+                         if not k.startswith("INNOLAB_REQUIRE_")} | no_tools(probes),
+        capture_output=True, text=True, timeout=120)
+    workers: dict[str, set[str]] = {}
+    for found in re.finditer(r"^\[(gw\d+)\] \[\s*\d+%\] [A-Z]+ ([^:\s]+)::", done.stdout, re.M):
+        workers.setdefault(found.group(2), set()).add(found.group(1))
+    assert set(workers) == set(GROUPED), done.stdout[-3000:]
+    assert len(workers["test_one.py"] | workers["test_two.py"]) == 1, workers
