@@ -86,37 +86,43 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
 DOCKER_GROUP = "docker"
 
 
-def xdist_group(item: pytest.Item) -> str | None:
-    """The worker group of a test under `pytest -n N --dist loadgroup` (`make test`), or None.
-
-    A test that uses a module- or session-scoped fixture of its own module (a sweep, a
-    reproduction, an installed plugin) runs on one worker with the rest of its module, so that the
-    fixture is made once. (`pytest_collection_modifyitems` puts the Docker modules whole on one
-    worker.)
-    """
+def shared_fixtures(item: pytest.Item) -> set[str]:
+    """The module-, package- or session-scoped fixtures of its own module that a test uses."""
     module = item.nodeid.split("::", 1)[0]
     info = getattr(item, "_fixtureinfo", None)
-    for definitions in (info.name2fixturedefs.values() if info is not None else ()):
-        last = definitions[-1]
-        if last.scope in ("module", "package", "session") and last.baseid == module:
-            return module
-    return None
+    return {name for name, definitions in (info.name2fixturedefs.items() if info else ())
+            if definitions[-1].scope in ("module", "package", "session")
+            and definitions[-1].baseid == module}
+
+
+def xdist_group(item: pytest.Item, docker_fixtures: set[tuple[str, str]]) -> str | None:
+    """The worker group of a test under `pytest -n N --dist loadgroup` (`make test`), or None.
+
+    Every `docker` test runs on one worker, one at a time: the Docker tests compare the engine's
+    containers before and after a run (no other test makes one: a Docker fixture without the
+    marker is an error) and share its CPUs and the base image. A test that uses a module-scoped
+    fixture of its own module (a sweep, a reproduction, an installed plugin) runs on one worker
+    with the other tests that use it, so that the fixture is made once: with the Docker tests
+    where one of them uses it too (`docker_fixtures`: (module, fixture) pairs), else with its
+    module. The other tests go wherever a worker is free.
+    """
+    if item.get_closest_marker("docker") is not None:
+        return DOCKER_GROUP
+    module = item.nodeid.split("::", 1)[0]
+    shared = shared_fixtures(item)
+    if any((module, name) in docker_fixtures for name in shared):
+        return DOCKER_GROUP
+    return module if shared else None
 
 
 @pytest.hookimpl(tryfirst=True)  # before xdist reads the groups
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Group the tests for pytest-xdist's `loadgroup` (`make test`).
-
-    Every test of a module that holds a `docker` test runs on one worker, one at a time: the
-    Docker tests compare the engine's containers before and after a run and share its CPUs and the
-    base image, and a module's local variant of a Docker test may look at the host's processes
-    (where a container's show too). Other modules' tests go by `xdist_group`.
-    """
-    with_docker = {item.nodeid.split("::", 1)[0] for item in items
-                   if item.get_closest_marker("docker") is not None}
+    """Group the tests for pytest-xdist's `loadgroup` (`make test`): see `xdist_group`."""
+    docker_fixtures = {(item.nodeid.split("::", 1)[0], name) for item in items
+                       if item.get_closest_marker("docker") is not None
+                       for name in shared_fixtures(item)}
     for item in items:
-        module = item.nodeid.split("::", 1)[0]
-        group = DOCKER_GROUP if module in with_docker else xdist_group(item)
+        group = xdist_group(item, docker_fixtures)
         if group is not None:
             item.add_marker(pytest.mark.xdist_group(group))
 

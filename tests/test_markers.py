@@ -111,27 +111,41 @@ def test_the_markers_are_registered():
 
 GROUPED = {
     "test_one.py": "import pytest\n\n\n@pytest.mark.docker\ndef test_in_docker():\n    pass\n\n\n"
-                   + "".join(f"def test_local_{i}():\n    pass\n\n\n" for i in range(4)),
+                   + "".join(f"def test_local_{i}():\n    pass\n\n\n" for i in range(6)),
     "test_two.py": "import pytest\n\n\n@pytest.mark.docker\n@pytest.mark.parametrize('i', range(4))"
                    "\ndef test_in_docker(i):\n    pass\n",
+    # a module fixture a Docker test uses too, and one only local tests use
+    "test_shared.py": "import pytest\n\n\n"
+                      "@pytest.fixture(scope='module')\ndef made():\n    pass\n\n\n"
+                      "@pytest.fixture(scope='module')\ndef local():\n    pass\n\n\n"
+                      "@pytest.mark.docker\ndef test_docker_made(made):\n    pass\n\n\n"
+                      + "".join(f"def test_made_{i}(made):\n    pass\n\n\n"
+                                f"def test_local_{i}(local):\n    pass\n\n\n" for i in range(4)),
     "test_free.py": "".join(f"def test_free_{i}():\n    pass\n\n\n" for i in range(8)),
 }
 
 
-def test_make_tests_groups_put_every_docker_module_on_one_worker(probes):
-    """`make test`'s `-n 2 --dist loadgroup` with the project's conftest: every test of a module
-    that holds a docker test runs on one worker (pytest 9 made xdist 3.8 ignore the groups: each
-    was split across the workers, the Docker tests of two modules at once)."""
+def test_make_tests_groups_put_every_docker_test_on_one_worker(probes):
+    """`make test`'s `-n 2 --dist loadgroup` with the project's conftest: every Docker test runs
+    on one worker, with the tests that share a module fixture with one of them; the tests that
+    share another module fixture run on one worker; the rest go where a worker is free (pytest 9
+    made xdist 3.8 ignore the groups: each was split across the workers)."""
     for name, source in GROUPED.items():
         (probes / name).write_text(source)
     done = subprocess.run(
         [sys.executable, "-m", "pytest", "-v", "-p", "no:cacheprovider", "-n", "2",
-         "--dist", "loadgroup", "test_one.py", "test_two.py", "test_free.py"],
+         "--dist", "loadgroup", *GROUPED],
         cwd=probes, env={k: v for k, v in os.environ.items()
                          if not k.startswith("INNOLAB_REQUIRE_")} | no_tools(probes),
         capture_output=True, text=True, timeout=120)
-    workers: dict[str, set[str]] = {}
-    for found in re.finditer(r"^\[(gw\d+)\] \[\s*\d+%\] [A-Z]+ ([^:\s]+)::", done.stdout, re.M):
-        workers.setdefault(found.group(2), set()).add(found.group(1))
-    assert set(workers) == set(GROUPED), done.stdout[-3000:]
-    assert len(workers["test_one.py"] | workers["test_two.py"]) == 1, workers
+    worker: dict[str, str] = {}
+    line = re.compile(r"^\[(gw\d+)\] \[\s*\d+%\] [A-Z]+ (\S+?)(@\S+)?\s*$", re.M)
+    for found in line.finditer(done.stdout):
+        worker[found.group(2)] = found.group(1)
+    assert len(worker) == 8 + 4 + 1 + 7 + 9, done.stdout[-3000:]
+    docker = {worker["test_one.py::test_in_docker"], worker["test_shared.py::test_docker_made"]}
+    docker |= {worker[f"test_two.py::test_in_docker[{i}]"] for i in range(4)}
+    docker |= {worker[f"test_shared.py::test_made_{i}"] for i in range(4)}
+    assert len(docker) == 1, worker
+    assert len({worker[f"test_shared.py::test_local_{i}"] for i in range(4)}) == 1, worker
+    assert len(set(worker.values())) == 2  # the rest shared out
