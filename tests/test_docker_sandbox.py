@@ -52,6 +52,18 @@ def test_links_are_never_followed(box):
         box.read_file("pipe")  # never waited on
     with pytest.raises(SandboxError, match="is larger than 3 bytes"):
         box.read_file("validate.py", max_bytes=3)
+
+
+def test_a_file_the_agent_made_private_is_read_all_the_same(box):
+    """The executor is root without the capability to override permissions: a 0600 file of the
+    agent's (and one under a 0700 folder) is read through the engine instead, as before."""
+    box.exec("umask 077 && mkdir -p private && echo mine > private/a.txt && echo own > b.txt")
+    assert box.exec("stat -c %a private private/a.txt b.txt").stdout.split() == [
+        "700", "600", "600"]
+    assert box.read_file("private/a.txt") == b"mine\n"
+    assert box.read_file("b.txt") == b"own\n"
+    with pytest.raises(SandboxError, match="is larger than 2 bytes"):
+        box.read_file("b.txt", max_bytes=2)
     box.write_file("link", b"replaced")  # replaces the link itself, never writes through it
     assert box.exec("test -L link").returncode == 1
     assert box.read_file("link") == b"replaced"

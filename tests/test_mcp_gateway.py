@@ -297,6 +297,17 @@ def test_a_request_the_model_refuses_for_its_context_is_folded_again_and_sent_on
     refusal = one.completion.attempts[0]
     assert "exceeds the available context size (3000 tokens)" in refusal["error"]
     assert refusal["refolded"]
+    # a refusal that names a smaller context than the one assumed: the gateway takes it
+    with FakeLLM(faults=["context"], chars_per_token=3.5, context_tokens=1500) as server:
+        gateway, served = make_gateway(server, context_tokens=3000)
+        try:
+            reply = chat(gateway, {"messages": _turns(20)})
+        finally:
+            gateway.close()
+    assert reply.status_code == 200, reply.text
+    assert gateway.context_tokens() == 1500
+    assert gateway.context_source == "the model's refusal of a request"
+    assert server.prompt_tokens([r for r in server.requests if "messages" in r][-1]) <= 1500
     with FakeLLM(faults=["context", "context"], chars_per_token=1.75,
                  context_tokens=3000) as server:
         gateway, served = make_gateway(server, context_tokens=3000)

@@ -460,7 +460,12 @@ class FrameworkPolicy(LLMAgent):
             self._write_counts({"gateway_requests": self._gateway.served,
                                 "gateway_refused": dict(self._gateway.refusals),
                                 "gateway_cancelled": self._gateway.cancelled,
-                                "mcp_calls": self._bridge.calls, "starts": self.memory.starts})
+                                "mcp_calls": self._bridge.calls, "starts": self.memory.starts,
+                                # what the gateway learnt of the model (its fold's factor; the
+                                # context where a refusal named a smaller one)
+                                "tokens_per_estimate": self._gateway.tokens_per_estimate,
+                                "context_at_end": self._gateway.context_tokens(),
+                                "context_source_at_end": self._gateway.context_source})
         self._tools = self._gateway = None
         self._folder = None
 

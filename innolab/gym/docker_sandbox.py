@@ -299,7 +299,10 @@ class DockerSandbox(Sandbox):
         """A regular file's content (see Sandbox.read_file); links are refused.
 
         Read by the executor (its `read`: no link followed on the way), one round trip on its
-        stream rather than a call of the engine's archive API (tens of milliseconds each).
+        stream rather than a call of the engine's archive API (tens of milliseconds each). The
+        executor is root without the capability to override permissions, so a file the agent
+        made unreadable to others (0600, or under a 0700 folder) is read through the archive API
+        instead, as the engine reads any file.
         """
         relative = workspace_path(path)
         reply = self.executor.call({"op": "read", "path": relative, "max_bytes": max_bytes},
@@ -307,8 +310,25 @@ class DockerSandbox(Sandbox):
         if "error" not in reply.header:
             return reply.body
         code = str(reply.header.get("errno"))
+        if code == "EACCES":
+            return self._archive_read(path, relative, max_bytes)
         said = f"is larger than {max_bytes} bytes" if code == "EFBIG" else READ_ERRORS.get(code)
         raise SandboxError(f"{path} {said}" if said else f"{path}: {reply.header['error']}")
+
+    def _archive_read(self, path: str, relative: str, max_bytes: int) -> bytes:
+        """A regular file's content through the engine's archive API (links refused)."""
+        with _engine(path):
+            stream, stat = self.container.get_archive(f"{WORKSPACE}/{relative}")
+        if stat.get("linkTarget"):
+            raise SandboxError(f"{path} is a link")
+        if stat["size"] > max_bytes:
+            raise SandboxError(f"{path} is larger than {max_bytes} bytes")
+        with tarfile.open(fileobj=io.BytesIO(b"".join(stream))) as archive:
+            member = archive.getmembers()[0]
+            if not member.isfile():
+                raise SandboxError(f"{path} is not a regular file")
+            handle = archive.extractfile(member)
+            return handle.read() if handle else b""
 
     def write_file(self, path: str, content: bytes) -> None:
         """Write a file, its folders made first (see Sandbox.write_file)."""

@@ -34,8 +34,11 @@ own counts: each reply's `prompt_tokens` against the estimate of what was sent r
 the fold divides the room by (never lowers it), and a request the model still refuses for its
 context (llama.cpp's "request (N tokens) exceeds the available context size (M tokens)", OpenAI's
 "maximum context length is M tokens ... N tokens") raises it by what the refusal says and is folded
-again and sent once more under the same number; the refusal is the first of its reply's
-`attempts`.
+again and sent once more under the same number (within the context the refusal names, where
+that is smaller than the one assumed); the refusal is the first of its reply's `attempts`. The
+factor only rises (one outlier makes every later fold more cautious); it is learnt from cached
+replies too, so a replay folds as its run did, except after such a refusal, whose first sending
+was never cached.
 The context is the endpoint's (its `/v1/models`), else the embedded server's
 (`innolab.llm.local.N_CTX`), else ENDPOINT_CONTEXT for an endpoint that reports none;
 `context_source` says which.
@@ -401,16 +404,21 @@ class Gateway:
                         tool_choice=None if emulated or not tools
                         or choice in ("auto", "none") else choice)
                 except LLMError as error:
-                    used = None if refusal or isinstance(error, LLMCancelled) \
+                    said = None if refusal or isinstance(error, LLMCancelled) \
                         else over_context(str(error))
-                    if used is None:
+                    if said is None:
                         raise
+                    used, context = said
+                    with self._lock:  # the model's own word on its context, where smaller
+                        if context < self.context_tokens():
+                            self._context = context
+                            self.context_source = "the model's refusal of a request"
                     self._learn(used, _size(sent) + extra, refused=True)
                     refusal = {"error": str(error)[:300], "wait_s": 0.0,
                                "refolded": "refused for its context: folded again, sent again"}
                     continue
-                if not completion.cached:
-                    self._learn(completion.prompt_tokens, _size(sent) + extra)
+                # a cached reply carries the model's count too: a replay learns as the run did
+                self._learn(completion.prompt_tokens, _size(sent) + extra)
                 if refusal is not None:
                     completion.attempts = [refusal, *completion.attempts]
                 break
@@ -642,22 +650,24 @@ def _tool_calls(completion: Completion, tools: list[dict[str, Any]],
                                                   else {})}}]
 
 
-def over_context(message: str) -> int | None:
-    """The request's tokens where a model's error refuses it for its context (OVER_CONTEXT).
+def over_context(message: str) -> tuple[int, int] | None:
+    """What a model's error says where it refuses a request for its context (OVER_CONTEXT).
 
     Args:
         message: The error's text.
 
     Returns:
-        The tokens the model counted in the request (its messages where it says), or None where
-        the error is not such a refusal; where it names the context alone, a tenth more than it.
+        The tokens the model counted in the request (its messages where it says; where it names
+        the context alone, a tenth more than it) and its context; None where the error is not
+        such a refusal.
     """
     for pattern in OVER_CONTEXT:
         found = pattern.search(message)
         if found:
             groups = {k: v for k, v in found.groupdict().items() if v}
+            context = int(groups["context"])
             used = groups.get("messages") or groups.get("used")
-            return int(used) if used else int(int(groups["context"]) * 1.1)
+            return (int(used) if used else int(context * 1.1)), context
     return None
 
 

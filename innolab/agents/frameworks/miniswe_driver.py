@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import re
 import signal
+import sys
 from typing import Any
 
 from innolab.agents.frameworks._driver import (
@@ -106,6 +107,8 @@ def main() -> None:
         until SIGKILL, and no count would be written.
         """
         write_counts(agent.n_calls, counted_from=COUNTED_FROM)
+        for stream in (sys.stdout, sys.stderr):  # its log, whole (the MCP session ends with it)
+            stream.flush()
         os._exit(143)
 
     signal.signal(signal.SIGTERM, stopped)

@@ -316,9 +316,12 @@ def read_file(config, request):
         import errno
 
         raise ReadError(errno.errorcode.get(error.errno, "EIO"), error.strerror) from None
-    if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+    info = os.fstat(descriptor)
+    if not stat.S_ISREG(info.st_mode) or (limit and info.st_size > limit):
         os.close(descriptor)
-        raise ReadError("ENOTREG", "not a regular file")
+        if not stat.S_ISREG(info.st_mode):
+            raise ReadError("ENOTREG", "not a regular file")
+        raise ReadError("EFBIG", f"larger than {limit} bytes")
     with os.fdopen(descriptor, "rb") as handle:
         data = handle.read(limit + 1) if limit else handle.read()
     if limit and len(data) > limit:
