@@ -9,10 +9,11 @@ import pytest
 
 from innolab import runner, traces
 from innolab.gym.docker_sandbox import DockerLimits, DockerSandbox
-from innolab.gym.factory import open_sandbox
+from innolab.gym.factory import open_sandbox, open_validator
 from innolab.gym.leftovers import reap
 from innolab.gym.policy import RunConfig
 from innolab.gym.sandbox import SandboxError
+from innolab.gym.tools import Toolbox, ToolCall
 from innolab.tasks import get_task
 
 # the scripted policies are registered agents of the tests' own (the gym builds only those)
@@ -81,6 +82,17 @@ def test_paths_the_engine_cannot_walk_are_sandbox_errors(box):
         with pytest.raises(SandboxError, match="refused"):
             box.write_file(path, b"1")
     assert box.exec("true").returncode == 0  # the sandbox still answers
+    # through the tools: a tool error the agent reads, the run goes on
+    validator = open_validator(get_task("circle-packing-26"), box)
+    try:
+        toolbox = Toolbox(box, validator)
+        for name, arguments in (("write_file", {"path": "validate.py/x", "content": "1"}),
+                                ("read_file", {"path": "a" * 300}),
+                                ("validate", {"path": "validate.py/x"})):
+            result = toolbox.run(ToolCall("1", name, arguments), 30)
+            assert not result.ok and result.output.startswith("error: "), result.output
+    finally:
+        validator.close()
 
 
 def test_snapshot_restore_drops_links(box):
