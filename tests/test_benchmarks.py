@@ -80,3 +80,25 @@ def test_viewer_benchmark_renders_a_synthetic_run(capsys):
     figures = bench_viewer.main(steps=200)
     assert figures["steps"] == 200 and figures["svg_mb"] > 0 and figures["html_mb"] > 0
     assert "target <= 2 s" in capsys.readouterr().out
+
+
+def test_a_benchmarks_output_written_before_it_leaves_the_checkout_clean(tmp_path, monkeypatch):
+    """`make bench` writes its outputs one after another into the checkout: the next benchmark's
+    file must still say the code it measured is the commit's (dirty only for other changes)."""
+    from tests.benchmarks import record
+
+    def git(*args: str) -> None:
+        subprocess.run(["git", *args], cwd=tmp_path, check=True, capture_output=True)
+
+    (tmp_path / "results" / "bench").mkdir(parents=True)
+    (tmp_path / "results" / "bench" / "bench_a.json").write_text("{}")
+    (tmp_path / "code.py").write_text("x = 1\n")
+    git("init", "-q")
+    git("add", ".")
+    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "first")
+    monkeypatch.setattr(record, "ROOT", tmp_path)
+    monkeypatch.setattr(record, "BENCH_DIR", tmp_path / "results" / "bench")
+    (tmp_path / "results" / "bench" / "bench_a.json").write_text('{"figures": 1}')
+    assert record.commit()["dirty"] is False
+    (tmp_path / "code.py").write_text("x = 2\n")
+    assert record.commit()["dirty"] is True

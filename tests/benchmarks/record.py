@@ -59,14 +59,19 @@ def load() -> list[float]:
 
 
 def commit() -> dict[str, Any]:
-    """The checkout's commit and whether its tracked files had changes."""
+    """The checkout's commit and whether its tracked files had changes.
+
+    The benchmarks' own outputs (results/bench/) do not count: `make bench` writes one after
+    another, and the code each measures is the commit's all the same.
+    """
     def git(*args: str) -> str:
         done = subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True,
                               check=False)
         return done.stdout.strip() if done.returncode == 0 else ""
 
     return {"commit": git("rev-parse", "HEAD") or None,
-            "dirty": bool(git("status", "--porcelain", "--untracked-files=no"))}
+            "dirty": bool(git("status", "--porcelain", "--untracked-files=no", "--", ".",
+                              f":(exclude){BENCH_DIR.relative_to(ROOT).as_posix()}"))}
 
 
 def plain(value: Any) -> Any:
