@@ -688,10 +688,7 @@ def _fold(messages: list[dict[str, Any]], room: int,
     """
     if _size(messages) <= room:
         return messages, 0
-    head = [m for m in messages if m.get("role") == "system"]
-    rest = [m for m in messages if m.get("role") != "system"]
-    first = rest[:1] if rest and rest[0].get("role") == "user" else []
-    tail = rest[len(first):]
+    head, first, tail = _parts(messages)
     note = 30  # the fold's note
     if 0 < before < len(tail) and _size([*head, *first, *tail[before:]]) + note <= room:
         tail, dropped = tail[before:], before
@@ -706,11 +703,22 @@ def _fold(messages: list[dict[str, Any]], room: int,
     return _cut([*head, *first, *note, *tail], room), dropped
 
 
-def _conversation(messages: list[dict[str, Any]]) -> str:
-    """A conversation's identity: its system messages and its first other message."""
+def _parts(messages: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], ...]:
+    """A conversation's system messages, first user message and later turns.
+
+    The first two are what a fold keeps (the first user message where it opens with one), the
+    turns what it may drop.
+    """
     head = [m for m in messages if m.get("role") == "system"]
     rest = [m for m in messages if m.get("role") != "system"]
-    return hashlib.sha256(json.dumps([*head, *rest[:1]], sort_keys=True).encode()).hexdigest()
+    first = rest[:1] if rest and rest[0].get("role") == "user" else []
+    return head, first, rest[len(first):]
+
+
+def _conversation(messages: list[dict[str, Any]]) -> str:
+    """A conversation's identity: what a fold keeps of it (its system and first user message)."""
+    head, first, _ = _parts(messages)
+    return hashlib.sha256(json.dumps([*head, *first], sort_keys=True).encode()).hexdigest()
 
 
 def _size(messages: list[dict[str, Any]]) -> int:

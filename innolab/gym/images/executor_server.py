@@ -316,12 +316,13 @@ def read_file(config, request):
         import errno
 
         raise ReadError(errno.errorcode.get(error.errno, "EIO"), error.strerror) from None
-    info = os.fstat(descriptor)
-    if not stat.S_ISREG(info.st_mode) or (limit and info.st_size > limit):
+    info = os.fstat(descriptor)  # before fdopen (which refuses a folder) and any read
+    refused = (("ENOTREG", "not a regular file") if not stat.S_ISREG(info.st_mode)
+               else ("EFBIG", f"larger than {limit} bytes") if limit and info.st_size > limit
+               else None)
+    if refused:
         os.close(descriptor)
-        if not stat.S_ISREG(info.st_mode):
-            raise ReadError("ENOTREG", "not a regular file")
-        raise ReadError("EFBIG", f"larger than {limit} bytes")
+        raise ReadError(*refused)
     with os.fdopen(descriptor, "rb") as handle:
         data = handle.read(limit + 1) if limit else handle.read()
     if limit and len(data) > limit:
