@@ -210,11 +210,44 @@ DEMO_AGENTS = ("aide", "mlab", "codeact", "baseline")  # the built-in scaffolds 
 RUN_NOTEBOOK = "01_run_agent.ipynb"
 
 
+def side_by_side_workers() -> int:
+    """How many notebooks `innolab reproduce` executes at once (analysis notebooks, demo runs).
+
+    One per core, as a sweep's runs: the embedded model each demo run starts in its kernel uses
+    one thread (innolab.llm.local.default_threads), so two runs side by side on two cores do not
+    wait for each other.
+
+    Returns:
+        2 where this process has two cores or more, else 1.
+    """
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return 2 if (cores or 1) >= 2 else 1
+
+
+def kill_descendants() -> None:
+    """Kill this process's worker processes and their kernels, now.
+
+    Rather than wait for their cell time-out: a kernel runs in a session of its own, which the
+    terminal's interrupt does not reach.
+    """
+    import contextlib
+
+    import psutil
+
+    with contextlib.suppress(psutil.Error):
+        for process in psutil.Process().children(recursive=True):
+            with contextlib.suppress(psutil.Error):
+                process.kill()
+
+
 def run_demos(output: Path | None = None, budget: str = "60s", agents: Iterable[str] = DEMO_AGENTS,
-              extra_parameters: dict[str, Any] | None = None, show_progress: bool = True) -> Path:
+              extra_parameters: dict[str, Any] | None = None, show_progress: bool = True,
+              workers: int | None = None) -> Path:
     """One short run per scaffold through notebooks/01_run_agent.ipynb.
 
-    Its executed copy is kept in each run folder.
+    Its executed copy is kept in each run folder. Runs go `workers` at a time, each in a process of
+    its own (papermill changes the process's working folder while a notebook runs), none beside
+    anything else innolab runs: their budgets are wall clock.
 
     Args:
         output: the project folder the runs and the table go to (default: this project).
@@ -222,37 +255,72 @@ def run_demos(output: Path | None = None, budget: str = "60s", agents: Iterable[
         agents: the scaffolds.
         extra_parameters: further parameters of the notebook.
         show_progress: show a progress bar.
+        workers: runs at once (None: side_by_side_workers(); 1: one after another, in this
+            process).
 
     Returns:
-        output/results/demo_runs.csv: one row per run with its trace's summary.
+        output/results/demo_runs.csv: one row per run (in the order of `agents`) with its trace's
+        summary.
     """
-    import time
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
 
     import pandas as pd
 
-    from innolab import traces
-
     output = (output or project_root()).resolve()
     results_dir, _ = output_dirs(output)
-    runs = results_dir / "runs"
-    rows = []
-    for agent in tqdm(list(agents), desc="demo runs", unit="run", disable=not show_progress):
-        run_dir = RunDir(runs / f"demo-{time.strftime('%Y%m%d-%H%M%S')}-{agent}")
-        run_dir.root.mkdir(parents=True)
-        source = notebooks_dir() / RUN_NOTEBOOK
-        execute(source, run_dir.notebook, {
-            "agent": agent, "budget": budget,
-            "run_dir": os.path.relpath(run_dir.root, source.parent),
-            "results_dir": os.path.relpath(results_dir, source.parent),
-            "figures_dir": os.path.relpath(output / "figures", source.parent),
-            **(extra_parameters or {})})
-        trace = traces.Trace.read(run_dir.root)
-        score = run_dir.read_score() or {}
-        rows.append({"agent": agent, "run": run_dir.name, "complete": trace.finished is not None,
-                     "steps": len(trace.tool_steps), "llm_calls": len(trace.llm_calls),
-                     "valid": bool(score.get("valid")), "score": score.get("score"),
-                     "reason": trace.end_reason, "summary": traces.summary(run_dir.root)})
+    agents = list(agents)
+    workers = side_by_side_workers() if workers is None else workers
+    if workers < 1:
+        raise NotebookError(f"workers: {workers} is not a positive number of processes")
+    arguments = [(agent, budget, output, dict(extra_parameters or {})) for agent in agents]
+    progress = tqdm(total=len(agents), desc="demo runs", unit="run", disable=not show_progress)
+    if workers == 1 or len(agents) < 2:
+        rows = []
+        for argument in arguments:
+            rows.append(_demo_run(*argument))
+            progress.update()
+    else:
+        pool = ProcessPoolExecutor(min(workers, len(agents)),
+                                   mp_context=multiprocessing.get_context("spawn"))
+        try:
+            jobs = [pool.submit(_demo_run, *argument) for argument in arguments]
+            rows = []
+            for job in jobs:
+                rows.append(job.result())
+                progress.update()
+        except BaseException:  # a failure or an interrupt: what has not started never starts
+            pool.shutdown(wait=False, cancel_futures=True)
+            kill_descendants()
+            raise
+        pool.shutdown(wait=True)
+    progress.close()
     table = results_dir / "demo_runs.csv"
     table.parent.mkdir(parents=True, exist_ok=True)
     pd.DataFrame(rows).to_csv(table, index=False)
     return table
+
+
+def _demo_run(agent: str, budget: str, output: Path,
+              extra_parameters: dict[str, Any]) -> dict[str, Any]:
+    """One demo run of `agent` (a run folder of its own under output/results/runs/); its row."""
+    import time
+
+    from innolab import traces
+
+    results_dir, figures_dir = output_dirs(output)
+    run_dir = RunDir(results_dir / "runs" / f"demo-{time.strftime('%Y%m%d-%H%M%S')}-{agent}")
+    run_dir.root.mkdir(parents=True)
+    source = notebooks_dir() / RUN_NOTEBOOK
+    execute(source, run_dir.notebook, {
+        "agent": agent, "budget": budget,
+        "run_dir": os.path.relpath(run_dir.root, source.parent),
+        "results_dir": os.path.relpath(results_dir, source.parent),
+        "figures_dir": os.path.relpath(figures_dir, source.parent),
+        **extra_parameters})
+    trace = traces.Trace.read(run_dir.root)
+    score = run_dir.read_score() or {}
+    return {"agent": agent, "run": run_dir.name, "complete": trace.finished is not None,
+            "steps": len(trace.tool_steps), "llm_calls": len(trace.llm_calls),
+            "valid": bool(score.get("valid")), "score": score.get("score"),
+            "reason": trace.end_reason, "summary": traces.summary(run_dir.root)}

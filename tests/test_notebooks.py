@@ -226,6 +226,12 @@ def test_demo_runs_keep_their_notebook_and_summaries(tmp_path):
         assert (tmp_path / "results" / "runs" / run / "run.ipynb").is_file()
 
 
+def test_demo_runs_refuse_a_number_of_workers_below_one(tmp_path):
+    with pytest.raises(notebooks.NotebookError, match="workers: 0 is not a positive number"):
+        notebooks.run_demos(tmp_path, agents=["aide"], workers=0, show_progress=False)
+    assert not (tmp_path / "results").exists()
+
+
 @pytest.mark.notebook
 def test_run_notebook_performs_the_run_keeps_its_record_and_never_runs_twice(tmp_path):
     from innolab import traces

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import contextlib
 import multiprocessing
 import os
 from concurrent.futures import ProcessPoolExecutor
@@ -59,15 +58,23 @@ def reproduce(args: argparse.Namespace) -> int:
     budgets are wall clock). Then the analysis notebooks, `side_by_side_workers()` at a time, each
     in a worker process (not a thread: papermill changes the process's working folder while a
     notebook runs, and its kernel starts in it): none reads what another writes (each notebook its
-    own folders of results/ and figures/), and they are seeded. Then the demo runs, alone, one
-    after another: their budgets are wall clock too, so no notebook's kernel shares the cores with
-    them. `--only` runs the chosen notebooks one after another. A notebook that fails ends it with
-    one line (the demo runs not run); an interrupt cancels the notebooks not started and kills the
-    processes of those running.
+    own folders of results/ and figures/), and they are seeded. Then the demo runs, after the
+    notebooks: their budgets are wall clock too, so no notebook's kernel shares the cores with them;
+    they go `side_by_side_workers()` at a time, one per core (the embedded model each starts uses
+    one thread). `--only` runs the chosen notebooks one after another. A notebook that fails ends
+    it with one line (the demo runs not run); an interrupt cancels the notebooks not started and
+    kills the processes of those running.
     """
     from papermill.exceptions import PapermillExecutionError
 
-    from innolab.notebooks import NotebookError, analysis_notebooks, reproduce, run_demos
+    from innolab.notebooks import (
+        NotebookError,
+        analysis_notebooks,
+        kill_descendants,
+        reproduce,
+        run_demos,
+        side_by_side_workers,
+    )
 
     output = Path(args.output) if args.output else None
     extra = {}
@@ -102,10 +109,10 @@ def reproduce(args: argparse.Namespace) -> int:
                 print(f"{run.name}: {run.executed}", flush=True)
     except BaseException:  # an interrupt: what has not started never starts, the rest stops now
         pool.shutdown(wait=False, cancel_futures=True)
-        _kill_descendants()
+        kill_descendants()
         raise
     pool.shutdown(wait=True)
-    if args.demos:  # alone: their budgets are wall clock
+    if args.demos:  # after the notebooks: their budgets are wall clock
         print(f"demo runs: {run_demos(output, budget=args.demo_budget)}")
     return 0
 
@@ -116,27 +123,3 @@ def _failure(error: Exception) -> str:
         return (f"cell {error.exec_count} raised {error.ename}: {error.evalue} "
                 "(its executed copy, under results/notebooks/, holds the traceback)")
     return str(error)
-
-
-def _kill_descendants() -> None:
-    """Kill the notebooks' worker processes and their kernels, now.
-
-    Rather than wait for their cell time-out: a kernel runs in a session of its own, which the
-    terminal's interrupt does not reach.
-    """
-    import psutil
-
-    with contextlib.suppress(psutil.Error):
-        for process in psutil.Process().children(recursive=True):
-            with contextlib.suppress(psutil.Error):
-                process.kill()
-
-
-def side_by_side_workers() -> int:
-    """How many analysis notebooks reproduce runs at once.
-
-    Returns:
-        2 where this process has two cores or more, else 1.
-    """
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    return 2 if (cores or 1) >= 2 else 1
