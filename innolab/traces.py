@@ -6,13 +6,15 @@ import json
 import os
 import time
 from pathlib import Path
-from typing import Annotated, Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar
 
-import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from innolab import rundir
 from innolab.metrics import better
+
+if TYPE_CHECKING:  # pandas loads where a frame is made: the CLI's start-up does without it
+    import pandas as pd
 
 SCHEMA_VERSION = 2
 TRACE_FILE = rundir.TRACE_FILE
@@ -452,6 +454,8 @@ def load(run_dir: str | Path) -> pd.DataFrame:
     Raises:
         TraceError: as `read_events`.
     """
+    import pandas as pd
+
     events = read_events(Path(run_dir))
     frame = pd.json_normalize([e.payload() for e in events], max_level=0)
     if not frame.empty:
