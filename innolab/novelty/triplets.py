@@ -225,7 +225,9 @@ def judge_endpoint() -> tuple[str, int | None]:
 
     Returns:
         The judge in words (host, never the key), and the number of triplets: None (all) where an
-        endpoint is configured, 2 on the embedded 135M model (slow, and no judge).
+        endpoint is configured, 1 on the embedded 135M model (no judge: its verdicts exercise the
+        pipeline; at about 7 s a call on one thread, each triplet more costs `make reproduce` and
+        `make test` 15 s).
     """
     from urllib.parse import urlparse
 
@@ -236,4 +238,4 @@ def judge_endpoint() -> tuple[str, int | None]:
         return (f"model {settings.model} at "
                 f"{urlparse(settings.base_url).netloc or settings.base_url}", None)
     return (f"the embedded model {settings.model} (SmolLM2-135M, local; exercises the pipeline "
-            "only)", 2)
+            "only)", 1)
