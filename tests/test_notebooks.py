@@ -103,21 +103,11 @@ def check_notebook_04(executed: Path, runs: Path) -> None:
 
 @pytest.mark.notebook
 def test_notebook_04_runs_a_framework_and_counts_every_call_alike(reproduced):
+    """Notebook 04 with its defaults (smolagents on circle-packing-26), its model the scripted
+    server, as the fresh clone executed it (no second execution of it alone: that cost make test
+    14 s and checked the same)."""
     clone, executed = reproduced
     check_notebook_04(executed / "04_bring_your_agent.ipynb", clone / "results" / "runs")
-
-
-@pytest.mark.notebook
-@pytest.mark.usefixtures("agents_extra")
-def test_notebook_04_on_the_scripted_server(tmp_path):
-    """Notebook 04 alone (its defaults: smolagents on circle-packing-26), its model the scripted
-    server: what test_notebook_04_runs_a_framework_and_counts_every_call_alike checks of the
-    fresh clone's execution, checked here without the other notebooks."""
-    with FakeLLM() as server:
-        notebooks.execute(notebooks_dir() / "04_bring_your_agent.ipynb", tmp_path / "04.ipynb",
-                          {"base_url": server.base_url, "max_steps": 8,
-                           "results_dir": str(tmp_path / "results")})
-    check_notebook_04(tmp_path / "04.ipynb", tmp_path / "results" / "runs")
 
 
 @pytest.mark.notebook
