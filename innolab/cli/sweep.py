@@ -106,7 +106,8 @@ def _spec_options(parser: argparse.ArgumentParser) -> None:
         "--workers",
         type=_workers,
         default=None,
-        help="LocalCluster worker processes (default: cores / the runtime's CPU limit)",
+        help="LocalCluster worker processes (default: cores / the runtime's CPU limit; never more "
+        "than configurations to run)",
     )
     parser.add_argument(
         "--output", metavar="DIR", help="the sweep folder (default results/sweeps/<name>/)"

@@ -103,7 +103,8 @@ def run(
     Args:
         spec: A spec, a YAML file or a mapping.
         output: The sweep folder (default results/sweeps/<name>/).
-        workers: LocalCluster worker processes (default: `default_workers`).
+        workers: LocalCluster worker processes (default: `default_workers`); never more than
+            configurations to run (a worker and its kernels cost seconds of CPU to start).
         scheduler: The address of a running Dask scheduler (default: a LocalCluster).
         overrides: `--set K=V` overrides.
         show_progress: Whether to show a progress bar (and the dashboard's address).
@@ -140,7 +141,8 @@ def run(
     sweep.record_stop(None)
     if todo and not sweep.over_cap():
         embedded = _embedded_url(todo, scheduler)
-        with _client(scheduler, workers or default_workers(todo), todo) as client:
+        count = min(workers, len(todo)) if workers else default_workers(todo)
+        with _client(scheduler, count, todo) as client:
             if show_progress and client.dashboard_link:
                 print(f"Dask dashboard: {client.dashboard_link}", file=sys.stderr)
             sweep.execute(client, todo, embedded, show_progress, spec.name)
