@@ -185,6 +185,21 @@ def test_teaching_notebook_follows_its_parameters(tmp_path):
     assert examples.at["parameters", "region"] == "performance innovation"
 
 
+def test_innolab_loads_nbformat_without_jsonschemas_iri_grammars():
+    """jsonschema's optional iri checker compiles its grammars on import (0.9 s a process): an
+    innolab process loads nbformat without it, and still validates notebooks."""
+    import subprocess
+    import sys
+
+    probe = ("import sys, innolab.notebooks, nbformat; "
+             "nbformat.validate(nbformat.read(sys.argv[1], as_version=4)); "
+             "print(sys.modules.get('rfc3987_syntax'), 'lark' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", probe,
+                           str(notebooks_dir() / "10_main_results.ipynb")],
+                          capture_output=True, text=True, timeout=120, check=True)
+    assert done.stdout.split() == ["None", "False"], done.stdout + done.stderr
+
+
 def test_reproduce_rejects_unknown_names(tmp_path):
     with pytest.raises(notebooks.NotebookError, match="no analysis notebook named \\['nope'\\]"):
         notebooks.reproduce(only=["nope"], output=tmp_path)
