@@ -213,7 +213,7 @@ class CheckerPool(Generic[T]):
             Exception: Whatever starting a checker raised, where one was started now.
         """
         with self._changed:
-            while not self._ready and self._starting and not self._closed:
+            while not self._ready and self._on_its_way() and not self._closed:
                 self._changed.wait()
             if self._closed:
                 raise SandboxError("the validator is closed: no check can run after close()")
@@ -274,6 +274,15 @@ class CheckerPool(Generic[T]):
             self._changed.notify_all()
         for item in left:
             release(item)
+
+    def _on_its_way(self) -> bool:
+        """Whether a checker is starting, or is due and the worker that starts it alive (lock held).
+
+        The worker may not yet have taken a start that is due (the pool's first, just after it was
+        made): a take then waits for it rather than starting one more.
+        """
+        worker = self._worker
+        return bool(self._starting or (self._due and worker is not None and worker.is_alive()))
 
     def _wake(self) -> None:
         """Start the background worker where replacements are due and none runs (lock held)."""
