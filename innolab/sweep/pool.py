@@ -33,7 +33,6 @@ from typing import Any
 from distributed.diagnostics.plugin import WorkerPlugin
 
 from innolab.gym.leftovers import mark, remove_tree
-from innolab.notebooks import KERNEL_NAME
 from innolab.sweep.forkserver import ForkServer, provisioner_class
 from innolab.sweep.kernel import PARENT_VAR, SCHEDULER_VAR, STARTUP, handover
 
@@ -266,6 +265,8 @@ class KernelPool:
 
     def _start(self) -> PoolKernel:
         """Start one kernel in its own marked folder and wait until it answers (it is warm then)."""
+        from innolab.notebooks import KERNEL_NAME  # here: the sweep's driver never loads papermill
+
         folder = kernel_folder()
         made: list[Any] = []
         manager = manager_class()(made, kernel_name=KERNEL_NAME, ip=str(folder / "ipc"),
