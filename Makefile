@@ -29,18 +29,24 @@ $(STAMP): pyproject.toml constraints.txt | $(BIN)/python
 	  || echo "warning: could not install python3-numpy, -scipy, -sklearn and -torch: the local runtime's agent code lacks them" >&2; fi
 	touch $(STAMP)
 
+# Python's bytecode caches (__pycache__/, ignored by git) are written even where the environment sets
+# PYTHONDONTWRITEBYTECODE: without them every Python process of a run, a sweep or the suite (runners, kernels,
+# workers, CLI calls: thousands in make test) compiles innolab's modules again, and every pytest worker rewrites
+# every test module again; the sandboxes' commands, checkers and frameworks still write none (innolab sets it there)
+WITH_PYC := env -u PYTHONDONTWRITEBYTECODE
+
 reproduce: install
-	$(BIN)/innolab reproduce
+	$(WITH_PYC) $(BIN)/innolab reproduce
 
 # on TEST_WORKERS pytest-xdist workers (0: in this process), the 40 slowest tests listed last; tests/conftest.py keeps on one worker what must
 # share one (the Docker tests; a module's shared fixture)
 TEST_WORKERS ?= 2
 test: install
-	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadgroup --durations=40
+	$(WITH_PYC) $(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadgroup --durations=40
 
 # every benchmark once, its wall time last; BENCH_ARGS="--only bench_sweep --quick" for one, small (--list: names)
 bench: install
-	$(BIN)/python tests/benchmarks/run.py $(BENCH_ARGS)
+	$(WITH_PYC) $(BIN)/python tests/benchmarks/run.py $(BENCH_ARGS)
 
 lint: install
 	$(BIN)/ruff check innolab tests
