@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -224,20 +224,68 @@ def side_by_side_workers() -> int:
     return 2 if (cores or 1) >= 2 else 1
 
 
-def kill_descendants() -> None:
-    """Kill this process's worker processes and their kernels, now.
+def side_by_side(function: Callable[..., Any], calls: list[dict[str, Any]],
+                 workers: int | None = None) -> Iterator[Any]:
+    """Call `function` once per keyword set, `workers` at a time, each in a process of its own.
 
-    Rather than wait for their cell time-out: a kernel runs in a session of its own, which the
-    terminal's interrupt does not reach.
+    Processes, not threads: papermill changes the process's working folder while a notebook runs.
+    They are spawned, so a script that calls this at its top level needs Python's
+    `if __name__ == "__main__":` guard.
+
+    Args:
+        function: A module-level function (it is pickled to the workers).
+        calls: Its keyword arguments, one set per call.
+        workers: Calls at once (None: `side_by_side_workers()`).
+
+    Yields:
+        Each call's result, in the order of `calls`.
+
+    Raises:
+        NotebookError: `workers` below 1.
+        Exception: The first call's error, in that order; the calls not started never start and
+            those running finish first. An interrupt (or a caller that stops iterating) kills the
+            workers and what they started at once: a kernel runs in a session of its own, which
+            the terminal's interrupt does not reach.
     """
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    workers = side_by_side_workers() if workers is None else workers
+    if workers < 1:
+        raise NotebookError(f"workers: {workers} is not a positive number of processes")
+    if not calls:
+        return
+    pool = ProcessPoolExecutor(max(1, min(workers, len(calls))),
+                               mp_context=multiprocessing.get_context("spawn"))
+    try:
+        jobs = [pool.submit(function, **call) for call in calls]
+        for index, job in enumerate(jobs):
+            result = job.result()
+            if index == len(jobs) - 1:
+                pool.shutdown(wait=True)  # the workers are gone when the last result is given
+            yield result
+    except Exception:
+        pool.shutdown(wait=True, cancel_futures=True)
+        raise
+    except BaseException:
+        started = list(getattr(pool, "_processes", None) or {})  # the workers' process ids
+        pool.shutdown(wait=False, cancel_futures=True)
+        _kill_trees(started)
+        raise
+
+
+def _kill_trees(pids: list[int]) -> None:
+    """Kill these processes and everything they started, now."""
     import contextlib
 
     import psutil
 
-    with contextlib.suppress(psutil.Error):
-        for process in psutil.Process().children(recursive=True):
-            with contextlib.suppress(psutil.Error):
-                process.kill()
+    for pid in pids:
+        with contextlib.suppress(psutil.Error):
+            root = psutil.Process(pid)
+            for process in [*root.children(recursive=True), root]:
+                with contextlib.suppress(psutil.Error):
+                    process.kill()
 
 
 def run_demos(output: Path | None = None, budget: str = "60s", agents: Iterable[str] = DEMO_AGENTS,
@@ -245,9 +293,8 @@ def run_demos(output: Path | None = None, budget: str = "60s", agents: Iterable[
               workers: int | None = None) -> Path:
     """One short run per scaffold through notebooks/01_run_agent.ipynb.
 
-    Its executed copy is kept in each run folder. Runs go `workers` at a time, each in a process of
-    its own (papermill changes the process's working folder while a notebook runs), none beside
-    anything else innolab runs: their budgets are wall clock.
+    Its executed copy is kept in each run folder. Runs go `workers` at a time (`side_by_side`),
+    none beside anything else innolab runs: their budgets are wall clock.
 
     Args:
         output: the project folder the runs and the table go to (default: this project).
@@ -255,46 +302,24 @@ def run_demos(output: Path | None = None, budget: str = "60s", agents: Iterable[
         agents: the scaffolds.
         extra_parameters: further parameters of the notebook.
         show_progress: show a progress bar.
-        workers: runs at once (None: side_by_side_workers(); 1: one after another, in this
-            process).
+        workers: runs at once (None: side_by_side_workers()).
 
     Returns:
         output/results/demo_runs.csv: one row per run (in the order of `agents`) with its trace's
         summary.
     """
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
-
     import pandas as pd
 
     output = (output or project_root()).resolve()
     results_dir, _ = output_dirs(output)
     agents = list(agents)
-    workers = side_by_side_workers() if workers is None else workers
-    if workers < 1:
-        raise NotebookError(f"workers: {workers} is not a positive number of processes")
-    arguments = [(agent, budget, output, dict(extra_parameters or {})) for agent in agents]
-    progress = tqdm(total=len(agents), desc="demo runs", unit="run", disable=not show_progress)
-    if workers == 1 or len(agents) < 2:
-        rows = []
-        for argument in arguments:
-            rows.append(_demo_run(*argument))
-            progress.update()
-    else:
-        pool = ProcessPoolExecutor(min(workers, len(agents)),
-                                   mp_context=multiprocessing.get_context("spawn"))
-        try:
-            jobs = [pool.submit(_demo_run, *argument) for argument in arguments]
-            rows = []
-            for job in jobs:
-                rows.append(job.result())
-                progress.update()
-        except BaseException:  # a failure or an interrupt: what has not started never starts
-            pool.shutdown(wait=False, cancel_futures=True)
-            kill_descendants()
-            raise
-        pool.shutdown(wait=True)
-    progress.close()
+    calls = [{"agent": agent, "budget": budget, "output": output,
+              "extra_parameters": dict(extra_parameters or {})} for agent in agents]
+    rows = []
+    with tqdm(total=len(agents), desc="demo runs", unit="run", disable=not show_progress) as bar:
+        for row in side_by_side(_demo_run, calls, workers):
+            rows.append(row)
+            bar.update()
     table = results_dir / "demo_runs.csv"
     table.parent.mkdir(parents=True, exist_ok=True)
     pd.DataFrame(rows).to_csv(table, index=False)
@@ -309,8 +334,16 @@ def _demo_run(agent: str, budget: str, output: Path,
     from innolab import traces
 
     results_dir, figures_dir = output_dirs(output)
-    run_dir = RunDir(results_dir / "runs" / f"demo-{time.strftime('%Y%m%d-%H%M%S')}-{agent}")
-    run_dir.root.mkdir(parents=True)
+    name = f"demo-{time.strftime('%Y%m%d-%H%M%S')}-{agent}"
+    for attempt in range(1, 100):  # the same agent twice in one second: a folder of its own each
+        run_dir = RunDir(results_dir / "runs" / (name if attempt == 1 else f"{name}-{attempt}"))
+        try:
+            run_dir.root.mkdir(parents=True)
+            break
+        except FileExistsError:
+            continue
+    else:
+        raise NotebookError(f"no free run folder named {name}[-N] under {results_dir / 'runs'}")
     source = notebooks_dir() / RUN_NOTEBOOK
     execute(source, run_dir.notebook, {
         "agent": agent, "budget": budget,

@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import argparse
-import multiprocessing
 import os
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 from innolab.cli.common import Commands, fail
@@ -70,10 +68,9 @@ def reproduce(args: argparse.Namespace) -> int:
     from innolab.notebooks import (
         NotebookError,
         analysis_notebooks,
-        kill_descendants,
         reproduce,
         run_demos,
-        side_by_side_workers,
+        side_by_side,
     )
 
     output = Path(args.output) if args.output else None
@@ -93,25 +90,17 @@ def reproduce(args: argparse.Namespace) -> int:
         for run in runs:
             print(f"{run.name}: {run.executed}")
         return 0
-    pool = ProcessPoolExecutor(side_by_side_workers(),
-                               mp_context=multiprocessing.get_context("spawn"))
-    try:
-        jobs = {notebook.stem: pool.submit(reproduce, only=[notebook.stem], output=output,
-                                           extra_parameters=extra, show_progress=False)
-                for notebook in analysis_notebooks()}
-        for name, job in jobs.items():
-            try:
-                runs = job.result()
-            except (NotebookError, PapermillExecutionError) as error:
-                pool.shutdown(wait=True, cancel_futures=True)  # the one still running finishes
-                return fail("reproduce", f"{name}: {_failure(error)}")
-            for run in runs:
-                print(f"{run.name}: {run.executed}", flush=True)
-    except BaseException:  # an interrupt: what has not started never starts, the rest stops now
-        pool.shutdown(wait=False, cancel_futures=True)
-        kill_descendants()
-        raise
-    pool.shutdown(wait=True)
+    notebooks = analysis_notebooks()
+    results = side_by_side(reproduce, [
+        {"only": [notebook.stem], "output": output, "extra_parameters": extra,
+         "show_progress": False} for notebook in notebooks])
+    for notebook in notebooks:
+        try:
+            runs = next(results)
+        except (NotebookError, PapermillExecutionError) as error:  # those running have finished
+            return fail("reproduce", f"{notebook.stem}: {_failure(error)}")
+        for run in runs:
+            print(f"{run.name}: {run.executed}", flush=True)
     if args.demos:  # after the notebooks: their budgets are wall clock
         print(f"demo runs: {run_demos(output, budget=args.demo_budget)}")
     return 0

@@ -306,6 +306,12 @@ class CheckerPool(Generic[T]):
                 item: T | None = self._start()
             except Exception:  # the next check starts its own, and says why it cannot
                 item = None
+            except BaseException:  # the thread ends: nothing is on its way any more
+                with self._changed:
+                    self._starting -= 1
+                    self._due = 0
+                    self._changed.notify_all()
+                raise
             with self._changed:
                 self._starting -= 1
                 keep = item is not None and not self._closed
