@@ -213,9 +213,9 @@ RUN_NOTEBOOK = "01_run_agent.ipynb"
 def side_by_side_workers() -> int:
     """How many notebooks `innolab reproduce` executes at once (analysis notebooks, demo runs).
 
-    One per core, as a sweep's runs: the embedded model each demo run starts in its kernel uses
-    one thread (innolab.llm.local.default_threads), so two runs side by side on two cores do not
-    wait for each other.
+    At most two, one per core on a 2-core machine, as a sweep's runs: the embedded model each demo
+    run starts in its kernel uses one thread (innolab.llm.local.default_threads), so two runs side
+    by side on two cores do not wait for each other.
 
     Returns:
         2 where this process has two cores or more, else 1.
@@ -255,7 +255,7 @@ def side_by_side(function: Callable[..., Any], calls: list[dict[str, Any]],
         raise NotebookError(f"workers: {workers} is not a positive number of processes")
     if not calls:
         return
-    pool = ProcessPoolExecutor(max(1, min(workers, len(calls))),
+    pool = ProcessPoolExecutor(min(workers, len(calls)),
                                mp_context=multiprocessing.get_context("spawn"))
     try:
         jobs = [pool.submit(function, **call) for call in calls]

@@ -403,29 +403,17 @@ def assert_exactly_once(folder: Path, count: int, server: FakeLLM) -> pd.DataFra
     return table
 
 
-def test_a_sweep_starts_no_more_workers_than_configurations_to_run(tmp_path, monkeypatch):
+def test_a_sweep_starts_no_more_workers_than_configurations_to_run(tmp_path):
     """--workers 4 for one configuration left: one worker (each costs seconds of CPU to start)."""
     from innolab.sweep import engine
 
-    asked: list[int] = []
-
-    class Started(Exception):
-        pass
-
-    def client(scheduler, workers, pending):
-        asked.append(workers)
-        raise Started
-
-    monkeypatch.setattr(engine, "_client", client)
     spec = {"name": "one", "base": {"task": "circle-packing-26", "agent": "baseline",
                                     "budget": "5s", "runtime": "local", "novelty": "none"},
-            "seeds": [0]}
-    with pytest.raises(Started):
-        sweep.run(spec, output=tmp_path / "one", workers=4, show_progress=False)
-    with pytest.raises(Started):
-        sweep.run({**spec, "seeds": [0, 1, 2]}, output=tmp_path / "three", workers=2,
-                  show_progress=False)
-    assert asked == [1, 2]
+            "seeds": [0, 1, 2]}
+    _, _, three = engine.plan(spec, output=tmp_path / "one")
+    assert len(three) == 3
+    assert engine.worker_count(4, three[:1]) == 1 and engine.worker_count(2, three) == 2
+    assert engine.worker_count(None, three) == engine.default_workers(three) <= 3
 
 
 def test_local_cluster_sweep_runs_each_configuration_once(tmp_path):

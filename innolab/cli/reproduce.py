@@ -58,7 +58,7 @@ def reproduce(args: argparse.Namespace) -> int:
     notebook runs, and its kernel starts in it): none reads what another writes (each notebook its
     own folders of results/ and figures/), and they are seeded. Then the demo runs, after the
     notebooks: their budgets are wall clock too, so no notebook's kernel shares the cores with them;
-    they go `side_by_side_workers()` at a time, one per core (the embedded model each starts uses
+    they go `side_by_side_workers()` at a time (at most two: the embedded model each starts uses
     one thread). `--only` runs the chosen notebooks one after another. A notebook that fails ends
     it with one line (the demo runs not run); an interrupt cancels the notebooks not started and
     kills the processes of those running.

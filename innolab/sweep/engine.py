@@ -141,8 +141,7 @@ def run(
     sweep.record_stop(None)
     if todo and not sweep.over_cap():
         embedded = _embedded_url(todo, scheduler)
-        count = min(workers, len(todo)) if workers else default_workers(todo)
-        with _client(scheduler, count, todo) as client:
+        with _client(scheduler, worker_count(workers, todo), todo) as client:
             if show_progress and client.dashboard_link:
                 print(f"Dask dashboard: {client.dashboard_link}", file=sys.stderr)
             sweep.execute(client, todo, embedded, show_progress, spec.name)
@@ -189,6 +188,19 @@ def finished(run_dir: Path) -> bool:
         True when the run's score.json exists.
     """
     return state.scored(run_dir)
+
+
+def worker_count(asked: int | None, configurations: list[Configuration]) -> int:
+    """How many LocalCluster workers a sweep starts for the configurations it has to run.
+
+    Args:
+        asked: The workers asked for (None: `default_workers`).
+        configurations: The configurations to run.
+
+    Returns:
+        Never more than configurations: a worker and its kernels cost seconds of CPU to start.
+    """
+    return min(asked, len(configurations)) if asked else default_workers(configurations)
 
 
 def default_workers(configurations: list[Configuration]) -> int:
