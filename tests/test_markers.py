@@ -126,10 +126,10 @@ GROUPED = {
 
 
 def test_make_tests_groups_put_every_docker_test_on_one_worker(probes):
-    """`make test`'s `-n 2 --dist loadgroup` with the project's conftest: every Docker test runs
-    on one worker, with the tests that share a module fixture with one of them; the tests that
-    share another module fixture run on one worker; the rest go where a worker is free (pytest 9
-    made xdist 3.8 ignore the groups: each was split across the workers)."""
+    """`make test`'s `--dist loadgroup` with the project's conftest, here on 2 workers: every
+    Docker test runs on one worker, with the tests that share a module fixture with one of them;
+    the tests that share another module fixture run on one worker; the rest go where a worker is
+    free (pytest 9 made xdist 3.8 ignore the groups: each was split across the workers)."""
     for name, source in GROUPED.items():
         (probes / name).write_text(source)
     done = subprocess.run(
