@@ -241,6 +241,25 @@ def _known_comparable(task_id: str, name: str, backend: str) -> str:
 SOLUTIONS = [(task_id, name) for task_id in builtin_ids() for name in _known(task_id)]
 
 
+@functools.cache
+def _cosmetic_distances(task_id: str, name: str, backend: str) -> tuple[float, ...]:
+    """A known solution's distances to its cosmetic variants (`COSMETIC`), as the back end sees
+    them after dead-code removal, made once."""
+    code = _known(task_id)[name]
+    compare = make_backend(backend).distance
+    live = _known_comparable(task_id, name, backend)
+    return tuple(compare(live, comparable(transform(code), backend))
+                 for transform in COSMETIC.values())
+
+
+@pytest.fixture(scope="module")
+def cosmetic():
+    """`_cosmetic_distances`, shared: as a module fixture it puts the tests that compare against
+    the cosmetic variants on one pytest-xdist worker (tests/conftest.py), which makes each known
+    solution's variants and their distances once, not once per worker."""
+    return _cosmetic_distances
+
+
 def _ast_distance(a: str, b: str, strip: bool = True) -> float:
     if strip:
         a, b = comparable(a, "ast"), comparable(b, "ast")
@@ -252,8 +271,7 @@ def padding_figures(task_id: str, name: str) -> dict[str, float]:
     code = _known(task_id)[name]
     padded = _pad(code)
     live = _known_comparable(task_id, name, "ast")
-    cosmetic = [StructuralBackend().distance(live, comparable(transform(code), "ast"))
-                for transform in COSMETIC.values()]
+    cosmetic = _cosmetic_distances(task_id, name, "ast")
     return {"padded_before": _ast_distance(code, padded, strip=False),
             "padded_after": StructuralBackend().distance(live, comparable(padded, "ast")),
             "cosmetic_mean": float(np.mean(cosmetic)),
@@ -261,7 +279,8 @@ def padding_figures(task_id: str, name: str) -> dict[str, float]:
 
 
 @pytest.mark.parametrize(("task_id", "name"), SOLUTIONS, ids=[f"{t}/{n}" for t, n in SOLUTIONS])
-def test_padding_moves_a_known_solution_no_more_than_cosmetic_edits(task_id, name, capsys):
+def test_padding_moves_a_known_solution_no_more_than_cosmetic_edits(task_id, name, capsys,
+                                                                     cosmetic):
     figures = padding_figures(task_id, name)
     with capsys.disabled():
         print(f"\n{task_id}/{name}: " + ", ".join(f"{k} {v:.2f}" for k, v in figures.items()))
@@ -601,18 +620,10 @@ def test_a_comment_like_line_inside_a_string_stays():
 from tests.padding import FORMS, applicable, pad  # noqa: E402
 
 
-@functools.cache
-def _cosmetic_mean(task_id: str, name: str, backend: str) -> float:
-    code = _known(task_id)[name]
-    compare = make_backend(backend).distance
-    live = _known_comparable(task_id, name, backend)
-    return float(np.mean([compare(live, comparable(transform(code), backend))
-                          for transform in COSMETIC.values()]))
-
-
 @pytest.mark.parametrize("form", FORMS)
 @pytest.mark.parametrize("backend", ["ast", "tfidf"])
-def test_padding_that_never_runs_moves_no_known_solution_more_than_cosmetic_edits(form, backend):
+def test_padding_that_never_runs_moves_no_known_solution_more_than_cosmetic_edits(form, backend,
+                                                                                  cosmetic):
     """Helpers called only under `if False:`, `if 0:`, a False constant, after a `return`, or
     classes made only under `if not True:`: within the cosmetic mean, on every known solution."""
     padded_any = 0
@@ -628,7 +639,7 @@ def test_padding_that_never_runs_moves_no_known_solution_more_than_cosmetic_edit
         raw = compare(_known_raw(task_id, name, backend), raw_form(padded, backend))
         after = compare(_known_comparable(task_id, name, backend), comparable(padded, backend))
         assert raw > after, f"{task_id}/{name}: the padding was not seen ({raw} vs {after})"
-        assert after <= _cosmetic_mean(task_id, name, backend) + 1e-9, \
+        assert after <= float(np.mean(cosmetic(task_id, name, backend))) + 1e-9, \
             f"{task_id}/{name} ({form}, {backend}): padded {after:.2f} > cosmetic mean"
     # after-return needs a function that returns: three one-script baselines have none
     assert padded_any >= (len(SOLUTIONS) - 3 if form == "after-return" else len(SOLUTIONS))
