@@ -2,21 +2,25 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import threading
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import nbformat
 import papermill
-from tqdm.auto import tqdm
 
+from innolab.forkserver import ForkServer, provisioner_class
 from innolab.paths import notebooks_dir, project_root
 from innolab.rundir import RunDir
 
 KERNEL_NAME = "python3"
+# what jupyter_client adds to a kernel's environment itself: not the caller's, not compared
+KERNEL_OWN_VARS = ("JPY_",)
 
 
 def ipc_kernel_manager() -> type:
@@ -52,6 +56,136 @@ def ipc_kernel_manager() -> type:
             return str(folder / f"innolab-{uuid.uuid4().hex[:16]}-ipc")
 
     return IPCKernelManager
+
+
+def warm(_argument: Any = None) -> None:
+    """Load what the kernel server of `forked_kernels` holds before its first fork.
+
+    The imports the analysis notebooks share (innolab.forkserver calls it by name). Modules only:
+    nothing enters a notebook's namespace.
+
+    Args:
+        _argument: The server's JSON argument (none).
+    """
+    import matplotlib.pyplot  # noqa: F401
+    import pandas
+    from IPython import display  # noqa: F401
+
+    from innolab import paper, results  # noqa: F401
+    from innolab.analysis import baseline, frontier, main_results, plots, runs, sweeps  # noqa: F401
+
+    # pandas chooses its display's column limit as it is imported: 20 in a Jupyter kernel, 0 (the
+    # terminal's width) elsewhere, as here; a kernel forked from here shows frames as one imported
+    # in the kernel would
+    pandas.set_option("display.max_columns", 20)
+
+
+def kernel_env(env: dict[str, str] | None = None) -> dict[str, str]:
+    """Return the environment a notebook's kernel gets from `execute`.
+
+    This process's (or `env`), with matplotlib's backend Agg unless one is set (no display needed).
+    """
+    env = dict(os.environ if env is None else env)
+    env.setdefault("MPLBACKEND", "Agg")
+    return env
+
+
+@dataclass
+class _ForkScope:
+    """One `forked_kernels` scope: the environment it was entered in; its server once started."""
+
+    env: dict[str, str]
+    server: ForkServer | None = None
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def matches(self, env: dict[str, str]) -> bool:
+        own = {k: v for k, v in env.items() if not k.startswith(KERNEL_OWN_VARS)}
+        return own == {k: v for k, v in self.env.items() if not k.startswith(KERNEL_OWN_VARS)}
+
+    def fork_server(self) -> ForkServer:
+        with self.lock:
+            if self.server is None or not self.server.alive():
+                self.server = ForkServer("innolab.notebooks:warm", None, self.env)
+            return self.server
+
+
+_scopes: list[_ForkScope] = []
+_scopes_lock = threading.Lock()
+
+
+@contextlib.contextmanager
+def forked_kernels() -> Iterator[None]:
+    """Fork each notebook's kernel, within it, from a server that loaded their imports once.
+
+    Within it `execute` forks the kernel from one server that loaded the analysis notebooks'
+    imports (`warm`; innolab.forkserver), instead of starting a new interpreter. Each kernel is
+    still a fresh process for one notebook, shut down after it; what it saves is the start-up and
+    imports of each (about 2 s of CPU). The server is started at the first kernel and ends with
+    the scope. Only a kernel whose environment is the one the scope was entered in is forked (the
+    server's imports saw that one: a `PYTHONPATH` or `INNOLAB_ROOT` set later starts its kernel as
+    usual); a scope entered inside another with the same environment uses the outer one's server.
+    Modules changed on disk while a scope lasts are not seen by its kernels: enter it for a
+    sequence of executions (`innolab reproduce`), not for an editing session.
+    """
+    scope = _ForkScope(kernel_env())
+    with _scopes_lock:
+        _scopes.append(scope)
+    try:
+        yield
+    finally:
+        with _scopes_lock:
+            _scopes.remove(scope)
+        with scope.lock:
+            server, scope.server = scope.server, None
+        if server is not None:
+            server.close()
+
+
+def keep_forked_kernels() -> None:
+    """Enter `forked_kernels` for the rest of this process's life (a worker's initializer)."""
+    import atexit
+
+    scope = forked_kernels()
+    scope.__enter__()
+    atexit.register(scope.__exit__, None, None, None)
+
+
+def _fork_server_for(env: dict[str, str]) -> ForkServer | None:
+    """Return the server a kernel with this environment forks from (None: start it as usual).
+
+    The outermost open scope's whose environment it is.
+    """
+    with _scopes_lock:
+        scope = next((s for s in _scopes if s.matches(env)), None)
+    return scope.fork_server() if scope is not None else None
+
+
+def forking_kernel_manager() -> type:
+    """Return `ipc_kernel_manager()` whose kernel forks from a `forked_kernels` scope's server.
+
+    The open scope whose environment is the kernel's own, if any (else it starts as usual).
+    """
+    import uuid
+
+    forking = provisioner_class()
+
+    class ScopeProvisioner(forking):  # type: ignore[misc, valid-type]
+        """Forks from the scope's server that matches the kernel's environment."""
+
+        async def launch_kernel(self, cmd: list[str], **kwargs: Any) -> Any:
+            self.server = _fork_server_for(dict(kwargs.get("env") or os.environ))
+            return await super().launch_kernel(cmd, **kwargs)
+
+    class ForkingKernelManager(ipc_kernel_manager()):  # type: ignore[misc]
+        """IPC transport; the kernel forked where a scope's server matches it."""
+
+        def __init__(self, **kwargs: Any) -> None:
+            super().__init__(**kwargs)
+            self.kernel_id = self.kernel_id or uuid.uuid4().hex
+            self.provisioner = ScopeProvisioner(kernel_id=self.kernel_id,
+                                                kernel_spec=self.kernel_spec, parent=self)
+
+    return ForkingKernelManager
 
 
 class NotebookError(ValueError):
@@ -98,15 +232,20 @@ def execute(
 ) -> NotebookRun:
     """Execute one notebook with papermill, injecting parameters into its `parameters` cell.
 
-    A `kernel_manager_class` starts its kernel (None: `ipc_kernel_manager()`), unless a
-    `kernel_manager` holds one started already (nbclient's `km`: it executes the notebook in that
-    kernel, and leaves it to its owner to shut down).
+    A `kernel_manager_class` starts its kernel (None: `ipc_kernel_manager()`, or within
+    `forked_kernels` a kernel forked from its server), unless a `kernel_manager` holds one started
+    already (nbclient's `km`: it executes the notebook in that kernel, and leaves it to its owner to
+    shut down).
     """
     if not source.is_file():
         raise NotebookError(f"notebook {source} does not exist")
     parameters = dict(parameters or {})
     executed.parent.mkdir(parents=True, exist_ok=True)
-    os.environ.setdefault("MPLBACKEND", "Agg")  # the kernel inherits it: no display needed
+    os.environ.setdefault("MPLBACKEND", "Agg")  # the kernel inherits it (`kernel_env`)
+    if kernel_manager_class is None:
+        with _scopes_lock:
+            scoped = bool(_scopes) and kernel_manager is None
+        kernel_manager_class = forking_kernel_manager() if scoped else ipc_kernel_manager()
     papermill.execute_notebook(
         str(source),
         str(executed),
@@ -115,7 +254,7 @@ def execute(
         cwd=str(source.parent),
         progress_bar=False,
         execution_timeout=timeout_s,
-        kernel_manager_class=kernel_manager_class or ipc_kernel_manager(),
+        kernel_manager_class=kernel_manager_class,
         **({"km": kernel_manager} if kernel_manager is not None else {}),
     )
     _relativise_papermill_paths(executed)
@@ -145,6 +284,7 @@ def reproduce(
 
     The executed copy of each notebook is kept beside its outputs, in ``output/results/notebooks/``.
     ``only`` selects notebooks by name, with or without the ``NN_`` prefix or the ``.ipynb`` suffix.
+    Their kernels are forked from one server (`forked_kernels`).
     """
     output = (output or project_root()).resolve()
     results_dir, figures_dir = output_dirs(output)
@@ -157,17 +297,20 @@ def reproduce(
             names = ", ".join(nb.stem for nb in notebooks)
             raise NotebookError(f"--only: no analysis notebook named {unknown}; known: {names}")
         notebooks = chosen
+    from tqdm.auto import tqdm  # here: the kernel server (`warm`) must not choose its display
+
     runs = []
-    for nb in tqdm(notebooks, desc="reproduce", unit="notebook", disable=not show_progress):
-        # Relative to the notebook's folder (its working directory), so that executed copies hold
-        # no machine path.
-        declared = papermill.inspect_notebook(str(nb))  # extras go only to notebooks that take them
-        parameters = {
-            "results_dir": os.path.relpath(results_dir, nb.parent),
-            "figures_dir": os.path.relpath(figures_dir, nb.parent),
-            **{k: v for k, v in (extra_parameters or {}).items() if k in declared},
-        }
-        runs.append(execute(nb, results_dir / "notebooks" / nb.name, parameters))
+    with forked_kernels():
+        for nb in tqdm(notebooks, desc="reproduce", unit="notebook", disable=not show_progress):
+            # Relative to the notebook's folder (its working directory), so that executed copies
+            # hold no machine path.
+            declared = papermill.inspect_notebook(str(nb))  # extras only where they are declared
+            parameters = {
+                "results_dir": os.path.relpath(results_dir, nb.parent),
+                "figures_dir": os.path.relpath(figures_dir, nb.parent),
+                **{k: v for k, v in (extra_parameters or {}).items() if k in declared},
+            }
+            runs.append(execute(nb, results_dir / "notebooks" / nb.name, parameters))
     return runs
 
 
@@ -225,7 +368,8 @@ def side_by_side_workers() -> int:
 
 
 def side_by_side(function: Callable[..., Any], calls: list[dict[str, Any]],
-                 workers: int | None = None) -> Iterator[Any]:
+                 workers: int | None = None,
+                 initializer: Callable[[], None] | None = None) -> Iterator[Any]:
     """Call `function` once per keyword set, `workers` at a time, each in a process of its own.
 
     Processes, not threads: papermill changes the process's working folder while a notebook runs.
@@ -236,6 +380,8 @@ def side_by_side(function: Callable[..., Any], calls: list[dict[str, Any]],
         function: A module-level function (it is pickled to the workers).
         calls: Its keyword arguments, one set per call.
         workers: Calls at once (None: `side_by_side_workers()`).
+        initializer: A module-level function each worker process calls first
+            (`keep_forked_kernels`: its notebooks' kernels forked from one server per worker).
 
     Yields:
         Each call's result, in the order of `calls`.
@@ -256,7 +402,8 @@ def side_by_side(function: Callable[..., Any], calls: list[dict[str, Any]],
     if not calls:
         return
     pool = ProcessPoolExecutor(min(workers, len(calls)),
-                               mp_context=multiprocessing.get_context("spawn"))
+                               mp_context=multiprocessing.get_context("spawn"),
+                               initializer=initializer)
     try:
         jobs = [pool.submit(function, **call) for call in calls]
         for index, job in enumerate(jobs):
@@ -315,6 +462,8 @@ def run_demos(output: Path | None = None, budget: str = "60s", agents: Iterable[
     agents = list(agents)
     calls = [{"agent": agent, "budget": budget, "output": output,
               "extra_parameters": dict(extra_parameters or {})} for agent in agents]
+    from tqdm.auto import tqdm
+
     rows = []
     with tqdm(total=len(agents), desc="demo runs", unit="run", disable=not show_progress) as bar:
         for row in side_by_side(_demo_run, calls, workers):

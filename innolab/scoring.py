@@ -133,7 +133,7 @@ def preload(task: Task) -> None:
     Their code as a code back end compares it (its dead code removed), their outputs and their
     outcome descriptors are each read once per process (innolab.novelty): a process that scores
     runs of a task reads them for the first alone. A sweep's kernels are forked from a process
-    that preloaded its tasks (innolab.sweep.forkserver), so that no run of it reads them. Nothing
+    that preloaded its tasks (innolab.forkserver), so that no run of it reads them. Nothing
     is written; what fails is left to the scoring that meets it.
 
     Args:

@@ -887,9 +887,16 @@ def scripted_sweep(tmp_path_factory):
     return folder
 
 
+@pytest.fixture(scope="module")
+def kernels():
+    """One kernel server for the module's notebook executions (innolab.notebooks.forked_kernels)."""
+    with notebooks.forked_kernels():
+        yield
+
+
 @pytest.mark.notebook
 @pytest.mark.parametrize("name", SWEEP_NOTEBOOKS)
-def test_sweep_notebooks_run_on_a_scripted_sweep(name, scripted_sweep, tmp_path):
+def test_sweep_notebooks_run_on_a_scripted_sweep(name, scripted_sweep, kernels, tmp_path):
     runs = pd.read_parquet(scripted_sweep / "runs.parquet")
     assert len(runs) == 8 and runs["complete"].all() and runs["valid"].any()
     source = notebooks_dir() / f"{name}.ipynb"

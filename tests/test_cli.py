@@ -74,7 +74,8 @@ def test_reproduce_runs_the_notebooks_side_by_side_then_the_demos_alone(tmp_path
                 found.append(" ".join(process.cmdline()))
             except psutil.Error:
                 continue  # ended meanwhile
-        return [args for args in found if "spawn_main" in args or "kernel" in args]
+        return [args for args in found
+                if "spawn_main" in args or "kernel" in args or "innolab.forkserver" in args]
 
     def run_demos(output, budget):
         demos.append((sorted(p.name for p in notebooks.glob("*.out")), running()))

@@ -85,12 +85,13 @@ def test_a_sweep_runs_the_new_kinds_and_scores_both_axes(sweep):
 
 @pytest.mark.notebook
 def test_notebooks_21_to_25_read_that_sweep(sweep, tmp_path):
-    for name in SWEEP_NOTEBOOKS:
-        executed = tmp_path / f"{name}.ipynb"
-        notebooks.execute(notebooks_dir() / f"{name}.ipynb", executed,
-                          {"sweep_dir": str(sweep), "results_dir": str(tmp_path / "results"),
-                           "figures_dir": str(tmp_path / "figures"), "n_resamples": 200})
-        assert json.loads(executed.read_text())["metadata"]["papermill"]["exception"] is None
+    with notebooks.forked_kernels():  # one kernel server for the five
+        for name in SWEEP_NOTEBOOKS:
+            executed = tmp_path / f"{name}.ipynb"
+            notebooks.execute(notebooks_dir() / f"{name}.ipynb", executed,
+                              {"sweep_dir": str(sweep), "results_dir": str(tmp_path / "results"),
+                               "figures_dir": str(tmp_path / "figures"), "n_resamples": 200})
+            assert json.loads(executed.read_text())["metadata"]["papermill"]["exception"] is None
 
 
 def test_the_viewer_exports_a_run_of_each_kind(sweep, tmp_path):

@@ -37,11 +37,16 @@ def reproduced(fresh_clone, tmp_path_factory):
     with pytest.MonkeyPatch.context() as env, FakeLLM() as server:
         for name, value in clone_env(fresh_clone).items():
             env.setenv(name, value)
-        for path in order:
-            extra = ({"base_url": server.base_url, "max_steps": 8} if path.name in RUN_NOTEBOOKS
-                     else {})
-            notebooks.execute(fresh_clone / "notebooks" / path.name, executed / path.name, extra)
+        with notebooks.forked_kernels():  # as `innolab reproduce`: one kernel server, the clone's
+            execute_all(order, fresh_clone, executed, server)
     return fresh_clone, executed
+
+
+def execute_all(order: list[Path], clone: Path, executed: Path, server: FakeLLM) -> None:
+    for path in order:
+        extra = ({"base_url": server.base_url, "max_steps": 8} if path.name in RUN_NOTEBOOKS
+                 else {})
+        notebooks.execute(clone / "notebooks" / path.name, executed / path.name, extra)
 
 
 @pytest.mark.notebook
@@ -198,6 +203,65 @@ def test_innolab_loads_nbformat_without_jsonschemas_iri_grammars():
                            str(notebooks_dir() / "10_main_results.ipynb")],
                           capture_output=True, text=True, timeout=120, check=True)
     assert done.stdout.split() == ["None", "False"], done.stdout + done.stderr
+
+
+KERNEL_PROBE = """import json, os, sys
+import pandas as pd
+from tqdm.auto import tqdm
+print(json.dumps({"pid": os.getpid(), "parent": os.getppid(), "probe": os.environ.get("PROBE"),
+                  "max_columns": pd.get_option("display.max_columns"), "tqdm": tqdm.__module__,
+                  "backend": __import__("matplotlib").get_backend().lower(),
+                  "secret": "secret" in globals()}))
+secret = 42
+"""
+
+
+def probe_kernel(folder: Path, name: str) -> dict:
+    """Execute a two-cell notebook that reports on its kernel; return the report."""
+    import nbformat
+
+    notebook = nbformat.v4.new_notebook()
+    notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
+                                       "language": "python"}
+    notebook.cells = [nbformat.v4.new_code_cell("x = 0", metadata={"tags": ["parameters"]}),
+                      nbformat.v4.new_code_cell(KERNEL_PROBE)]
+    source = folder / "probe.ipynb"
+    nbformat.write(notebook, source)
+    executed = folder / f"{name}.ipynb"
+    notebooks.execute(source, executed)
+    cell = json.loads(executed.read_text())["cells"][1]
+    return json.loads("".join(cell["outputs"][0]["text"]))
+
+
+def test_forked_kernels_fork_each_notebooks_kernel_from_one_server_as_a_new_kernel(
+        tmp_path, monkeypatch):
+    """Within `forked_kernels`, each notebook gets a kernel of its own forked from the scope's one
+    server, which shows what a kernel started as a new interpreter shows (pandas' display, tqdm's
+    front end, matplotlib's backend, no name of an earlier notebook); a kernel whose environment
+    is not the scope's starts as usual; the server ends with the scope."""
+    import os
+
+    import psutil
+
+    monkeypatch.delenv("PROBE", raising=False)
+    cold = probe_kernel(tmp_path, "cold")
+    assert cold["parent"] == os.getpid()  # started by jupyter_client, as a new interpreter
+    with notebooks.forked_kernels():
+        first = probe_kernel(tmp_path, "first")
+        second = probe_kernel(tmp_path, "second")
+        server = psutil.Process(first["parent"])
+        assert "innolab.forkserver" in " ".join(server.cmdline())
+        assert server.ppid() == os.getpid() and second["parent"] == server.pid
+        monkeypatch.setenv("PROBE", "another environment")
+        other = probe_kernel(tmp_path, "other")
+        monkeypatch.delenv("PROBE")
+    assert other["parent"] == os.getpid() and other["probe"] == "another environment"
+    assert len({cold["pid"], first["pid"], second["pid"], other["pid"]}) == 4
+    shown = ("max_columns", "tqdm", "backend", "secret", "probe")
+    assert {k: first[k] for k in shown} == {k: second[k] for k in shown} == {
+        k: cold[k] for k in shown}
+    assert cold["max_columns"] == 20 and cold["secret"] is False
+    assert not server.is_running() or server.status() == psutil.STATUS_ZOMBIE
 
 
 def test_reproduce_rejects_unknown_names(tmp_path):
@@ -377,21 +441,23 @@ def test_sweep_notebooks_show_the_baseline_beside_the_agents(tmp_path):
     from tests.test_baseline_analysis import with_baseline
 
     sweep_dir = with_baseline(tmp_path / "sweep")  # the committed tables + baseline runs + N_out
-    for name in SWEEP_NOTEBOOKS:
-        executed = tmp_path / f"{name}.ipynb"
-        notebooks.execute(
-            notebooks_dir() / f"{name}.ipynb", executed,
-            {"sweep_dir": str(sweep_dir), "results_dir": str(tmp_path / "results"),
-             "figures_dir": str(tmp_path / "figures"), "n_resamples": 200},
-        )
-        assert json.loads(executed.read_text())["metadata"]["papermill"]["exception"] is None
-        versus = pd.read_csv(tmp_path / "results" / name / "agent_vs_baseline.csv")
-        assert list(versus.columns) == VERSUS_COLUMNS
-        ratio = versus[versus["metric"] == "ratio"].set_index("agent")
-        assert (ratio["n_pairs"] == 1).all() and (ratio["runs_baseline"] == 1).all(), name
-        assert set(versus["metric"]) == {"ratio", "novelty", "novelty_out"} or name == "22_backbone"
-        figure = "anytime_novelty_axes" if name == "21_time_budget" else "novelty_axes"
-        assert (tmp_path / "figures" / name / f"{figure}.png").stat().st_size > 10_000, name
+    with notebooks.forked_kernels():  # one kernel server for the five
+        for name in SWEEP_NOTEBOOKS:
+            executed = tmp_path / f"{name}.ipynb"
+            notebooks.execute(
+                notebooks_dir() / f"{name}.ipynb", executed,
+                {"sweep_dir": str(sweep_dir), "results_dir": str(tmp_path / "results"),
+                 "figures_dir": str(tmp_path / "figures"), "n_resamples": 200},
+            )
+            assert json.loads(executed.read_text())["metadata"]["papermill"]["exception"] is None
+            versus = pd.read_csv(tmp_path / "results" / name / "agent_vs_baseline.csv")
+            assert list(versus.columns) == VERSUS_COLUMNS
+            ratio = versus[versus["metric"] == "ratio"].set_index("agent")
+            assert (ratio["n_pairs"] == 1).all() and (ratio["runs_baseline"] == 1).all(), name
+            assert (set(versus["metric"]) == {"ratio", "novelty", "novelty_out"}
+                    or name == "22_backbone")
+            figure = "anytime_novelty_axes" if name == "21_time_budget" else "novelty_axes"
+            assert (tmp_path / "figures" / name / f"{figure}.png").stat().st_size > 10_000, name
     trends = pd.read_csv(tmp_path / "results" / "21_time_budget" / "trends.csv")
     gain = trends[(trends["agent"] == BASELINE_LABEL) & (trends["axis"] == "ratio")].iloc[0]
     # rises, then flattens at 30 s of its 60: 5 runs, too few for the verdict's bootstrap bound

@@ -462,7 +462,7 @@ def kernels_left(timeout_s: float = 60.0) -> list[str]:
         for process in psutil.Process().children(recursive=True):
             with contextlib.suppress(psutil.Error):
                 line = " ".join(process.cmdline())
-                if ("ipykernel" in line or "innolab.sweep.forkserver" in line) and \
+                if ("ipykernel" in line or "innolab.forkserver" in line) and \
                         process.status() != psutil.STATUS_ZOMBIE:
                     left.append(line)
         if not left or time.monotonic() > deadline:
@@ -485,7 +485,7 @@ def kernel_holding(run_dir: Path) -> psutil.Process | None:
 def worker_of(kernel: psutil.Process) -> psutil.Process:
     """The Dask worker a run's kernel belongs to: its parent, or its fork server's."""
     parent = kernel.parent()
-    while "innolab.sweep.forkserver" in " ".join(parent.cmdline()):
+    while "innolab.forkserver" in " ".join(parent.cmdline()):
         parent = parent.parent()
     return parent
 

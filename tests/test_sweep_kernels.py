@@ -1,4 +1,4 @@
-"""A sweep worker's kernels started ahead (innolab.sweep.pool, innolab.sweep.forkserver): each run's
+"""A sweep worker's kernels started ahead (innolab.sweep.pool, innolab.forkserver): each run's
 kernel is fresh, handed only its own run, and no kernel outlives its pool or its worker."""
 
 from __future__ import annotations
@@ -75,7 +75,7 @@ def our_folders(root: Path | None = None) -> set[Path]:
 def pool_processes(root: int) -> list[int]:
     """The fork server and the kernels under a process (the kernels are forks of the server)."""
     return [p.pid for p in psutil.Process(root).children(recursive=True)
-            if "innolab.sweep.forkserver" in " ".join(p.cmdline())]
+            if "innolab.forkserver" in " ".join(p.cmdline())]
 
 
 @pytest.mark.parametrize("fork", [True, False], ids=["forked", "launched"])

@@ -55,19 +55,21 @@ def reproduce(args: argparse.Namespace) -> int:
     The offline sweep runs first, alone (the analysis notebooks read its tables, and its runs'
     budgets are wall clock). Then the analysis notebooks, `side_by_side_workers()` at a time, each
     in a worker process (not a thread: papermill changes the process's working folder while a
-    notebook runs, and its kernel starts in it): none reads what another writes (each notebook its
-    own folders of results/ and figures/), and they are seeded. Then the demo runs, after the
-    notebooks: their budgets are wall clock too, so no notebook's kernel shares the cores with them;
-    they go `side_by_side_workers()` at a time (at most two: the embedded model each starts uses
-    one thread). `--only` runs the chosen notebooks one after another. A notebook that fails ends
-    it with one line (the demo runs not run); an interrupt cancels the notebooks not started and
-    kills the processes of those running.
+    notebook runs, and its kernel starts in it), each worker's kernels forked from one server that
+    loaded the notebooks' imports once (innolab.notebooks.forked_kernels): none reads what another
+    writes (each notebook its own folders of results/ and figures/), and they are seeded. Then the
+    demo runs, after the notebooks: their budgets are wall clock too, so no notebook's kernel shares
+    the cores with them; they go `side_by_side_workers()` at a time (at most two: the embedded model
+    each starts uses one thread). `--only` runs the chosen notebooks one after another. A notebook
+    that fails ends it with one line (the demo runs not run); an interrupt cancels the notebooks not
+    started and kills the processes of those running.
     """
     from papermill.exceptions import PapermillExecutionError
 
     from innolab.notebooks import (
         NotebookError,
         analysis_notebooks,
+        keep_forked_kernels,
         reproduce,
         run_demos,
         side_by_side,
@@ -93,7 +95,8 @@ def reproduce(args: argparse.Namespace) -> int:
     notebooks = analysis_notebooks()
     results = side_by_side(reproduce, [
         {"only": [notebook.stem], "output": output, "extra_parameters": extra,
-         "show_progress": False} for notebook in notebooks])
+         "show_progress": False} for notebook in notebooks],
+        initializer=keep_forked_kernels)  # one kernel server per worker, for all its notebooks
     for notebook in notebooks:
         try:
             runs = next(results)

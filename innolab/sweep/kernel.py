@@ -3,7 +3,7 @@
 A sweep's task executes the run notebook with papermill: the run, and every model request it
 makes, lives in a Jupyter kernel, a process under the Dask worker, where no Dask worker is. The
 worker starts its kernels ahead of need (innolab.sweep.pool), forked from a process that loaded what
-a run notebook loads (`warm`, innolab.sweep.forkserver), with an IPython startup file that calls
+a run notebook loads (`load`, innolab.forkserver), with an IPython startup file that calls
 `prepare`: the kernel watches the process that launched it (innolab.sweep.orphans), ending with it
 however it ends (a worker that closes itself when its driver died leaves no kernel), so that
 neither the start nor the imports are on a run's path. Each kernel executes one run and is shut
@@ -21,12 +21,15 @@ import os
 from types import ModuleType
 from typing import Any
 
+from innolab import forkserver
+
 LLM_VAR = "INNOLAB_SWEEP_LLM"  # the run's model settings (config.json's llm), as JSON
 RUN_VAR = "INNOLAB_RUN_ID"  # the run's id (its configuration's)
 SCHEDULER_VAR = "DASK_SCHEDULER_ADDRESS"  # where distributed.get_client() finds the cluster
-# the worker that starts the kernel: its parent, as it was when launched (a kernel whose worker
-# died while it started finds itself reparented by the time `prepare` runs, and must end at once)
-PARENT_VAR = "INNOLAB_KERNEL_PARENT"
+# the worker that starts the kernel (or its fork server): its parent, as it was when launched (a
+# kernel whose parent died while it started finds itself reparented by the time `prepare` runs, and
+# must end at once)
+PARENT_VAR = forkserver.PARENT_VAR
 # the IPython startup file's code: no name is left in the notebook's namespace
 STARTUP = "__import__('innolab.sweep.kernel', fromlist=['prepare']).prepare()\n"
 
@@ -79,6 +82,18 @@ def warm() -> tuple[ModuleType, ...]:
     return (display, runner, runspec, traces, runs, policy, local, openai, scipy.optimize,
             scipy.spatial.distance, scoring, aide, baseline, bridge, codeact, mlab, local_sandbox,
             run, agent_view, client, gateway, builtin_families, leaks)
+
+
+def load(tasks: list[dict[str, Any]]) -> None:
+    """Load what a sweep's fork server holds before its first fork (innolab.forkserver).
+
+    `warm`, then `preload` of the sweep's tasks.
+
+    Args:
+        tasks: Each {"task": its reference, "options": its task_options}.
+    """
+    warm()
+    preload(tasks)
 
 
 def preload(tasks: list[dict[str, Any]]) -> None:

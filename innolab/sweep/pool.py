@@ -3,7 +3,7 @@
 A cold kernel costs a run seconds before its first cell (the interpreter, ipykernel, and the
 imports of innolab, openai and scipy). Each worker keeps `AHEAD` kernels per thread started in the
 background (`KernelPool`), each forked from the worker's fork server, which loaded all of that once
-(innolab.sweep.forkserver): a run takes one that is ready, and another starts while it runs. Each
+(innolab.forkserver): a run takes one that is ready, and another starts while it runs. Each
 kernel executes exactly one run and is then shut down (in the background): no state passes from
 one run to the next. A kernel started ahead is no run: it has no run folder, makes no request and
 joins no gate until a run is handed to it (innolab.sweep.kernel.enter).
@@ -32,8 +32,8 @@ from typing import Any
 
 from distributed.diagnostics.plugin import WorkerPlugin
 
+from innolab.forkserver import ForkServer, provisioner_class
 from innolab.gym.leftovers import mark, remove_tree
-from innolab.sweep.forkserver import ForkServer, provisioner_class
 from innolab.sweep.kernel import PARENT_VAR, SCHEDULER_VAR, STARTUP, handover
 
 AHEAD = 1  # kernels started ahead per worker thread
@@ -303,7 +303,8 @@ class KernelPool:
                 raise RuntimeError("the kernel pool is closed")
             if self._server is None or not self._server.alive():
                 self._server = ForkServer(
-                    {**os.environ, "MPLBACKEND": os.environ.get("MPLBACKEND", "Agg")}, self.tasks)
+                    "innolab.sweep.kernel:load", self.tasks,
+                    {**os.environ, "MPLBACKEND": os.environ.get("MPLBACKEND", "Agg")})
             return self._server
 
 

@@ -1,15 +1,22 @@
 """A kernel fork server: each kernel a new process forked from one that loaded everything once.
 
-A kernel launched as a new interpreter spends seconds of CPU on start-up and imports (ipykernel,
-innolab, openai, scipy: innolab.sweep.kernel.warm) before it answers; on a worker whose runs are
-short, that is as much again as the run. A sweep worker instead starts one server process
-(`ForkServer`) that loads all of it once and never executes anything else; each kernel is forked
-from it: a new process, holding no state of any run, whose modules are loaded at birth. The child
-becomes a kernel as one jupyter_client launches does: a session of its own (an interrupt or a kill
-reaches its process group), the environment and working directory it was given, ipykernel's
-IPKernelApp on the launcher's arguments, and a normal interpreter exit. Its parent is the server,
-which ends when its worker does (end-of-file on its socket): the kernel watches it
-(innolab.sweep.kernel.prepare, and ipykernel's own parent poller) and ends with it.
+A kernel launched as a new interpreter spends seconds of CPU on start-up and imports before it
+answers (ipykernel, then what the notebook loads: innolab, openai and scipy for a run,
+innolab.sweep.kernel.warm; pandas, matplotlib, seaborn and innolab's analyses for an analysis
+notebook, innolab.notebooks.warm); for a short notebook that is as much again as its work. A
+sweep worker, or a sequence of notebook executions (innolab.notebooks.forked_kernels), instead
+starts one server process (`ForkServer`) that loads all of it once and never executes anything
+else; each kernel is forked from it: a new process, holding no state of any run, whose modules
+are loaded at birth. The child becomes a kernel as one jupyter_client launches does: a session of
+its own (an interrupt or a kill reaches its process group), the environment and working directory
+it was given, ipykernel's IPKernelApp on the launcher's arguments, and a normal interpreter exit.
+Its parent is the server, which ends when its owner does (end-of-file on its socket): the kernel
+watches it (ipykernel's parent poller, and innolab.sweep.kernel.prepare in a sweep's kernel) and
+ends with it.
+
+What the server loads is named on its command line: a function `module:name`, called once with
+one JSON argument (innolab.sweep.kernel.load: the run's modules and the sweep's tasks). It is
+imported by name, so this module imports nothing of the layers that use it.
 
 Protocol, one JSON line each way per kernel: {"args", "env", "cwd"} in, {"pid", "start"} out.
 """
@@ -34,6 +41,9 @@ from innolab.gym.leftovers import owner_alive, owner_token
 
 PR_SET_NAME = 15  # prctl's option naming the calling process (Linux)
 LAUNCHER = ["-m", "ipykernel_launcher"]  # a kernelspec's command: python -m ipykernel_launcher ARGS
+# a forked kernel's server (its parent), as it was when forked: a kernel whose server died while it
+# started finds itself reparented by the time it could look (innolab.sweep.kernel.prepare)
+PARENT_VAR = "INNOLAB_KERNEL_PARENT"
 
 
 class ForkServerError(RuntimeError):
@@ -41,22 +51,23 @@ class ForkServerError(RuntimeError):
 
 
 class ForkServer:
-    """The worker's side of a fork server: start it, fork kernels from it, close it."""
+    """The owner's side of a fork server: start it, fork kernels from it, close it."""
 
-    def __init__(self, env: dict[str, str] | None = None,
-                 tasks: list[dict[str, Any]] | None = None) -> None:
-        """Start the server process (it loads the kernels' modules while the worker goes on).
+    def __init__(self, load: str, argument: Any = None,
+                 env: dict[str, str] | None = None) -> None:
+        """Start the server process (it loads the kernels' modules while its owner goes on).
 
         Args:
-            env: Its environment (None: this process's): what the kernels' imports see.
-            tasks: The tasks whose files the kernels find read (innolab.sweep.kernel.preload):
-                each {"task", "options"}.
+            load: What it loads before its first fork: a function, `module:name`, called with
+                `argument` (innolab.sweep.kernel.load, innolab.notebooks.warm).
+            argument: Its one argument (JSON).
+            env: The server's environment (None: this process's): what the kernels' imports see.
         """
         ours, theirs = socket.socketpair()
         try:
             self.process = subprocess.Popen(
-                [sys.executable, "-P", "-m", "innolab.sweep.forkserver", str(theirs.fileno()),
-                 json.dumps(tasks or [])],
+                [sys.executable, "-P", "-m", "innolab.forkserver", str(theirs.fileno()), load,
+                 json.dumps(argument)],
                 pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL, env=env, cwd="/")
         finally:
             theirs.close()
@@ -192,16 +203,16 @@ def main(argv: list[str]) -> None:
     A forked child becomes a kernel and exits when it ends (`_exit`), never returning here.
 
     Args:
-        argv: The socket's file descriptor, and the tasks to preload (JSON).
+        argv: The socket's file descriptor, what to load (`module:name`) and its argument (JSON).
     """
+    import importlib
+
     channel = socket.socket(fileno=int(argv[0]))
     from ipykernel import kernelapp  # noqa: F401  (the kernel itself, loaded before any fork)
 
-    from innolab.sweep.kernel import preload, warm
-
     try:
-        warm()
-        preload(json.loads(argv[1]) if len(argv) > 1 else [])
+        module, _, name = argv[1].partition(":")
+        getattr(importlib.import_module(module), name)(json.loads(argv[2]))
     except Exception:  # a kernel says it where a notebook imports it; the server still forks
         traceback.print_exc()
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # the kernels are reaped as they end
@@ -245,8 +256,6 @@ def _exit(code: int) -> None:
 
 def _become_kernel(request: dict[str, Any]) -> None:
     """In a forked child: become the kernel jupyter_client asked for, as its launcher would."""
-    from innolab.sweep.kernel import PARENT_VAR
-
     os.setsid()  # as jupyter_client's launcher does: the kernel's process group is its own
     with contextlib.suppress(Exception):  # its name in ps and top (its command line is ours)
         import ctypes
