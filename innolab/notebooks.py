@@ -1,4 +1,7 @@
-"""Headless execution of innolab's parameterized notebooks with papermill (`innolab reproduce`)."""
+"""Headless execution of innolab's parameterized notebooks with papermill (`innolab reproduce`).
+
+Within `forked_kernels`, their kernels are forked from one server that loaded their imports once.
+"""
 
 from __future__ import annotations
 
@@ -19,8 +22,9 @@ from innolab.paths import notebooks_dir, project_root
 from innolab.rundir import RunDir
 
 KERNEL_NAME = "python3"
-# what jupyter_client adds to a kernel's environment itself: not the caller's, not compared
-KERNEL_OWN_VARS = ("JPY_",)
+# not compared between a kernel's environment and its scope's: what jupyter_client adds to a
+# kernel's environment itself, and what names the step a test runner is at (it changes each step)
+VOLATILE_VARS = ("JPY_", "PYTEST_CURRENT_TEST")
 
 
 def ipc_kernel_manager() -> type:
@@ -96,17 +100,36 @@ class _ForkScope:
 
     env: dict[str, str]
     server: ForkServer | None = None
+    closed: bool = False
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def matches(self, env: dict[str, str]) -> bool:
-        own = {k: v for k, v in env.items() if not k.startswith(KERNEL_OWN_VARS)}
-        return own == {k: v for k, v in self.env.items() if not k.startswith(KERNEL_OWN_VARS)}
+        """Whether a kernel with this environment may fork from the scope's server."""
+        return _stable(env) == _stable(self.env)
 
-    def fork_server(self) -> ForkServer:
+    def fork_server(self) -> ForkServer | None:
+        """The scope's server, started (again) if it is not running; None once the scope ended."""
         with self.lock:
-            if self.server is None or not self.server.alive():
+            if self.closed:
+                return None
+            if self.server is not None and not self.server.alive():
+                self.server.close()
+                self.server = None
+            if self.server is None:
                 self.server = ForkServer("innolab.notebooks:warm", None, self.env)
             return self.server
+
+    def close(self) -> None:
+        """End the scope: its server ends, and no kernel forks from it any more."""
+        with self.lock:
+            self.closed = True
+            server, self.server = self.server, None
+        if server is not None:
+            server.close()
+
+
+def _stable(env: dict[str, str]) -> dict[str, str]:
+    return {k: v for k, v in env.items() if not k.startswith(VOLATILE_VARS)}
 
 
 _scopes: list[_ForkScope] = []
@@ -124,8 +147,13 @@ def forked_kernels() -> Iterator[None]:
     the scope. Only a kernel whose environment is the one the scope was entered in is forked (the
     server's imports saw that one: a `PYTHONPATH` or `INNOLAB_ROOT` set later starts its kernel as
     usual); a scope entered inside another with the same environment uses the outer one's server.
-    Modules changed on disk while a scope lasts are not seen by its kernels: enter it for a
-    sequence of executions (`innolab reproduce`), not for an editing session.
+    Scopes are the process's, not a thread's.
+
+    What a forked kernel cannot show as a new one does: modules changed on disk while the scope
+    lasts (enter it for a sequence of executions, `innolab reproduce`, not for an editing
+    session); warnings that `warm`'s imports raise (they go to the server's standard error, once);
+    a submodule used without its import (loaded already). The analysis notebooks' outputs are
+    the same either way (tests/test_notebooks.py compares a forked kernel with a new one).
     """
     scope = _ForkScope(kernel_env())
     with _scopes_lock:
@@ -135,10 +163,7 @@ def forked_kernels() -> Iterator[None]:
     finally:
         with _scopes_lock:
             _scopes.remove(scope)
-        with scope.lock:
-            server, scope.server = scope.server, None
-        if server is not None:
-            server.close()
+        scope.close()
 
 
 def keep_forked_kernels() -> None:
@@ -157,7 +182,7 @@ def _fork_server_for(env: dict[str, str]) -> ForkServer | None:
     """
     with _scopes_lock:
         scope = next((s for s in _scopes if s.matches(env)), None)
-    return scope.fork_server() if scope is not None else None
+    return scope.fork_server() if scope is not None else None  # None too once it has ended
 
 
 def forking_kernel_manager() -> type:

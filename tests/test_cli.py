@@ -63,8 +63,10 @@ def test_reproduce_runs_the_notebooks_side_by_side_then_the_demos_alone(tmp_path
 
     notebooks = tmp_path / "notebooks"
     notebooks.mkdir()
-    for name in ("01_first", "03_third"):  # each writes in its working folder: the notebooks'
-        _notebook(notebooks, name, f"open('{name}.out', 'w').write('done')")
+    for name in ("01_first", "03_third"):  # each writes in its working folder (the notebooks')
+        # the name of the process its kernel is: a kernel forked from a worker's server names
+        # itself innolab-kernel, one started as a new interpreter is python
+        _notebook(notebooks, name, f"open('{name}.out', 'w').write(open('/proc/self/comm').read())")
     demos = []
 
     def running() -> list[str]:  # the notebooks' workers and kernels still running
@@ -87,6 +89,8 @@ def test_reproduce_runs_the_notebooks_side_by_side_then_the_demos_alone(tmp_path
                               demo_budget="1s")
     assert reproduce(args) == 0
     assert demos == [(["01_first.out", "03_third.out"], [])]  # after both, and alone
+    assert {(notebooks / f"{name}.out").read_text().strip() for name in ("01_first", "03_third")
+            } == {"innolab-kernel"}
     said = capsys.readouterr()
     assert "01_first: " in said.out and "03_third: " in said.out and "demo runs: " in said.out
 

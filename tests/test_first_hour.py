@@ -635,9 +635,18 @@ def test_a_figure_made_in_a_widget_callback_never_reaches_pyplot(monkeypatch):
     assert box.summary == {"error": "no room for the labels"}  # said in the view instead
 
 
+@pytest.fixture(scope="module")
+def kernels():
+    """One kernel server for the notebooks these tests execute (notebooks.forked_kernels)."""
+    from innolab import notebooks
+
+    with notebooks.forked_kernels():
+        yield
+
+
 @pytest.mark.notebook
 @pytest.mark.parametrize("as_of", ["today", "run"])
-def test_notebook_21_reads_the_reference_sweep_as_of_a_date(as_of, tmp_path):
+def test_notebook_21_reads_the_reference_sweep_as_of_a_date(as_of, kernels, tmp_path):
     from innolab import notebooks
     from innolab.paths import notebooks_dir
 
@@ -654,7 +663,8 @@ def test_notebook_21_reads_the_reference_sweep_as_of_a_date(as_of, tmp_path):
 @pytest.mark.notebook
 @pytest.mark.parametrize("notebook, as_of", [("23_temperature", "today"),
                                              ("24_prior_solution", "run")])
-def test_notebooks_22_to_25_read_the_reference_sweep_as_of_a_date(notebook, as_of, tmp_path):
+def test_notebooks_22_to_25_read_the_reference_sweep_as_of_a_date(notebook, as_of, kernels,
+                                                                    tmp_path):
     from innolab import notebooks, results
     from innolab.paths import notebooks_dir
 

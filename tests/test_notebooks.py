@@ -211,6 +211,7 @@ from tqdm.auto import tqdm
 print(json.dumps({"pid": os.getpid(), "parent": os.getppid(), "probe": os.environ.get("PROBE"),
                   "max_columns": pd.get_option("display.max_columns"), "tqdm": tqdm.__module__,
                   "backend": __import__("matplotlib").get_backend().lower(),
+                  "folder_importable": os.getcwd() in sys.path,
                   "secret": "secret" in globals()}))
 secret = 42
 """
@@ -257,10 +258,11 @@ def test_forked_kernels_fork_each_notebooks_kernel_from_one_server_as_a_new_kern
         monkeypatch.delenv("PROBE")
     assert other["parent"] == os.getpid() and other["probe"] == "another environment"
     assert len({cold["pid"], first["pid"], second["pid"], other["pid"]}) == 4
-    shown = ("max_columns", "tqdm", "backend", "secret", "probe")
+    shown = ("max_columns", "tqdm", "backend", "folder_importable", "secret", "probe")
     assert {k: first[k] for k in shown} == {k: second[k] for k in shown} == {
         k: cold[k] for k in shown}
-    assert cold["max_columns"] == 20 and cold["secret"] is False
+    # (ipykernel's launcher takes its folder off the path: nothing of it is importable, forked too)
+    assert cold["max_columns"] == 20 and not cold["folder_importable"] and cold["secret"] is False
     assert not server.is_running() or server.status() == psutil.STATUS_ZOMBIE
 
 
