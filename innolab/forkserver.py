@@ -254,6 +254,20 @@ def _exit(code: int) -> None:
     os._exit(code)
 
 
+def _path_as_a_kernels() -> None:
+    """Put the working folder on the import path where IPython puts it in a kernel.
+
+    IPython's shell puts `''` before the first site-packages folder (else first), unless the
+    interpreter runs with -P, as the server does (nothing of `/`, where it starts, is importable):
+    the kernel's notebook then imports the modules beside it, as in a kernel started as usual.
+    """
+    if "" in sys.path:
+        return
+    where = next((i for i, path in enumerate(sys.path)
+                  if os.path.basename(path) in ("site-packages", "dist-packages")), 0)
+    sys.path.insert(where, "")
+
+
 def _become_kernel(request: dict[str, Any]) -> None:
     """In a forked child: become the kernel jupyter_client asked for, as its launcher would."""
     os.setsid()  # as jupyter_client's launcher does: the kernel's process group is its own
@@ -263,6 +277,7 @@ def _become_kernel(request: dict[str, Any]) -> None:
         ctypes.CDLL(None).prctl(PR_SET_NAME, b"innolab-kernel", 0, 0, 0)
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
     os.chdir(request["cwd"])
+    _path_as_a_kernels()
     os.environ.clear()
     os.environ.update(request["env"])
     parent = str(os.getppid())  # the server: the kernel ends with it

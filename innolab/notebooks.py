@@ -152,8 +152,10 @@ def forked_kernels() -> Iterator[None]:
     What a forked kernel cannot show as a new one does: modules changed on disk while the scope
     lasts (enter it for a sequence of executions, `innolab reproduce`, not for an editing
     session); warnings that `warm`'s imports raise (they go to the server's standard error, once);
-    a submodule used without its import (loaded already). The analysis notebooks' outputs are
-    the same either way (tests/test_notebooks.py compares a forked kernel with a new one).
+    a submodule used without its import (loaded already); a matplotlibrc in the notebook's folder
+    (matplotlib read its settings where the server started); its process name (`innolab-kernel`)
+    and parent (the server). The analysis notebooks' outputs are the same either way
+    (tests/test_notebooks.py compares a forked kernel with a new one).
     """
     scope = _ForkScope(kernel_env())
     with _scopes_lock:

@@ -208,10 +208,15 @@ def test_innolab_loads_nbformat_without_jsonschemas_iri_grammars():
 KERNEL_PROBE = """import json, os, sys
 import pandas as pd
 from tqdm.auto import tqdm
+try:
+    import probe_helper  # a module beside the notebook
+except ImportError:
+    probe_helper = None
 print(json.dumps({"pid": os.getpid(), "parent": os.getppid(), "probe": os.environ.get("PROBE"),
                   "max_columns": pd.get_option("display.max_columns"), "tqdm": tqdm.__module__,
                   "backend": __import__("matplotlib").get_backend().lower(),
-                  "folder_importable": os.getcwd() in sys.path,
+                  "helper": probe_helper and probe_helper.VALUE,
+                  "path": [p for p in sys.path if p in ("", os.getcwd())],
                   "secret": "secret" in globals()}))
 secret = 42
 """
@@ -228,6 +233,7 @@ def probe_kernel(folder: Path, name: str) -> dict:
                       nbformat.v4.new_code_cell(KERNEL_PROBE)]
     source = folder / "probe.ipynb"
     nbformat.write(notebook, source)
+    (folder / "probe_helper.py").write_text("VALUE = 7\n")
     executed = folder / f"{name}.ipynb"
     notebooks.execute(source, executed)
     cell = json.loads(executed.read_text())["cells"][1]
@@ -258,11 +264,10 @@ def test_forked_kernels_fork_each_notebooks_kernel_from_one_server_as_a_new_kern
         monkeypatch.delenv("PROBE")
     assert other["parent"] == os.getpid() and other["probe"] == "another environment"
     assert len({cold["pid"], first["pid"], second["pid"], other["pid"]}) == 4
-    shown = ("max_columns", "tqdm", "backend", "folder_importable", "secret", "probe")
+    shown = ("max_columns", "tqdm", "backend", "helper", "path", "secret", "probe")
     assert {k: first[k] for k in shown} == {k: second[k] for k in shown} == {
         k: cold[k] for k in shown}
-    # (ipykernel's launcher takes its folder off the path: nothing of it is importable, forked too)
-    assert cold["max_columns"] == 20 and not cold["folder_importable"] and cold["secret"] is False
+    assert cold["max_columns"] == 20 and cold["helper"] == 7 and cold["secret"] is False
     assert not server.is_running() or server.status() == psutil.STATUS_ZOMBIE
 
 

@@ -1,9 +1,10 @@
 """Analysis notebooks' kernels: one started as a new interpreter against one forked from a server
 that loaded the notebooks' imports once (innolab.notebooks.forked_kernels, what `innolab reproduce`
 does): wall time and the machine's CPU time per notebook, one of each in turn, and what the
-server's start adds to the first; then a worker's share of `innolab reproduce` (SEQUENCE notebooks)
-both ways. The machine's CPU (all processes, /proc/stat, steal left out) is read because a forked
-kernel is not this process's child: on a quiet machine it is the notebooks' own."""
+server's start adds to the first; then, computed from those (not measured as a sequence), a
+worker's share of `innolab reproduce`'s notebooks both ways. The machine's CPU (all processes,
+/proc/stat, steal left out) is read because a forked kernel is not this process's child: on a
+quiet machine it is the notebooks' own."""
 
 from __future__ import annotations
 
@@ -18,7 +19,6 @@ from innolab.paths import notebooks_dir, project_root
 
 NOTEBOOK = "22_backbone"  # an analysis notebook of the shared imports, on the committed sweep
 QUICK = {"repeats": 1}
-SEQUENCE = 7  # `innolab reproduce`'s 14 analysis notebooks on its two workers
 
 
 def machine_cpu_s() -> float:
@@ -43,6 +43,8 @@ def execute_once(out: Path, index: int, cold: bool = False) -> tuple[float, floa
 
 
 def main(repeats: int = 3) -> dict[str, float | int | str]:
+    # a worker's share: `innolab reproduce`'s analysis notebooks over its workers, rounded up
+    sequence = -(-len(notebooks.analysis_notebooks()) // notebooks.side_by_side_workers())
     with tempfile.TemporaryDirectory() as scratch:
         out = Path(scratch)
         execute_once(out, 0, cold=True)  # the files and caches both kinds read, warm alike
@@ -54,10 +56,10 @@ def main(repeats: int = 3) -> dict[str, float | int | str]:
                 forked.append(execute_once(out, 3 + 2 * i))
     median = {name: (statistics.median(w for w, _ in runs), statistics.median(c for _, c in runs))
               for name, runs in (("cold", cold), ("forked", forked))}
-    # a worker's share of `innolab reproduce`: the server's start with its first kernel, then the
-    # other SEQUENCE - 1 forked; against SEQUENCE kernels started as new interpreters
-    sequence_forked = first[1] + (SEQUENCE - 1) * median["forked"][1]
-    sequence_cold = SEQUENCE * median["cold"][1]
+    # computed: the server's start with its first kernel, then the other sequence - 1 forked;
+    # against `sequence` kernels started as new interpreters (each notebook as NOTEBOOK)
+    sequence_forked = first[1] + (sequence - 1) * median["forked"][1]
+    sequence_cold = sequence * median["cold"][1]
     figures: dict[str, float | int | str] = {
         "notebook": NOTEBOOK,
         "repeats": repeats,
@@ -70,7 +72,7 @@ def main(repeats: int = 3) -> dict[str, float | int | str]:
         "first_forked_s": first[0],
         "first_forked_cpu_s": first[1],
         "server_start_cpu_s": first[1] - median["forked"][1],
-        "sequence": SEQUENCE,
+        "sequence": sequence,
         "sequence_cold_cpu_s": sequence_cold,
         "sequence_forked_cpu_s": sequence_forked,
         "sequence_forked_cold_cpu_ratio": sequence_forked / sequence_cold,
@@ -80,7 +82,7 @@ def main(repeats: int = 3) -> dict[str, float | int | str]:
           f"{median['forked'][0]:.2f} s, {median['forked'][1]:.2f} CPU-s (ratio "
           f"{figures['forked_cold_cpu_ratio']:.2f} in CPU, {figures['forked_cold_wall_ratio']:.2f} "
           f"in wall time); the first forked one, with the server's start, {first[0]:.2f} s, "
-          f"{first[1]:.2f} CPU-s; {SEQUENCE} in a row (a worker of innolab reproduce) "
+          f"{first[1]:.2f} CPU-s; computed for {sequence} in a row (a worker of innolab reproduce) "
           f"{sequence_forked:.1f} against {sequence_cold:.1f} CPU-s, ratio "
           f"{figures['sequence_forked_cold_cpu_ratio']:.2f}")
     return figures
