@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import resource
 import subprocess
 import sys
 import time
@@ -12,6 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from innolab.metrics import score_solution
+from innolab.tasks import evaluator_server
+from innolab.tasks.evaluator_server import limit_resources
 from innolab.tasks.model import Task
 from innolab.tasks.numerics import numeric_env
 
@@ -78,12 +79,6 @@ def beats_v_star(task: Task, gain: float) -> bool:
     return gain > tie_margin(task)
 
 
-def _limit_resources(memory_mb: int, cpu_s: float) -> None:
-    memory = memory_mb * 1024 * 1024
-    resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
-    resource.setrlimit(resource.RLIMIT_CPU, (int(cpu_s) + 1, int(cpu_s) + 2))
-
-
 def evaluate(task: Task, submission: str | Path, timeout_s: float | None = None) -> Evaluation:
     """Score a submission with the task's pristine checks in a child process; invalid means V = 0.
 
@@ -117,18 +112,27 @@ def _run_worker(
     if size > task.spec.limits.max_submission_bytes:
         return [f"submission is {size} bytes; "
                 f"the limit is {task.spec.limits.max_submission_bytes} bytes"], None
-    command = [sys.executable, "-I", "-m", "innolab.tasks.evaluator_worker", str(task.root),
-               str(submission.resolve()), str(Path(task.family.spec.module).resolve())]
-    try:
-        done = subprocess.run(command, capture_output=True, text=True, timeout=timeout, check=False,
-                              env=numeric_env(),
-                              preexec_fn=lambda: _limit_resources(memory_mb, timeout))
-    except subprocess.TimeoutExpired:
-        return [f"evaluation exceeded the time limit of {timeout:g} s"], None
-    lines = done.stdout.strip().splitlines()
+    argv = [str(Path(task.root).resolve()), str(submission.resolve()),
+            str(Path(task.family.spec.module).resolve())]
+    env = numeric_env()
+    try:  # forked from this process's evaluator server (innolab.tasks.evaluator_server)
+        done = evaluator_server.evaluate(argv, env, memory_mb, timeout)
+        stdout, stderr, status = done.stdout, done.stderr, "it ended without a verdict"
+        if done.timed_out:
+            return [f"evaluation exceeded the time limit of {timeout:g} s"], None
+    except evaluator_server.EvaluatorServerError:  # no server: a worker started as usual
+        try:
+            ran = subprocess.run([sys.executable, "-I", "-m", "innolab.tasks.evaluator_worker",
+                                  *argv], capture_output=True, text=True, timeout=timeout,
+                                 check=False, env=env,
+                                 preexec_fn=lambda: limit_resources(memory_mb, timeout))
+        except subprocess.TimeoutExpired:
+            return [f"evaluation exceeded the time limit of {timeout:g} s"], None
+        stdout, stderr, status = ran.stdout, ran.stderr, f"exit status {ran.returncode}"
+    lines = stdout.strip().splitlines()
     try:
         verdict = json.loads(lines[-1])
     except (IndexError, json.JSONDecodeError):
-        tail = done.stderr.strip().splitlines()[-1:] or [f"exit status {done.returncode}"]
+        tail = stderr.strip().splitlines()[-1:] or [status]
         return [f"evaluator failed: {tail[0]}"], None
     return list(verdict["errors"]), verdict["score"]
