@@ -72,6 +72,8 @@ NUMBER_PATTERNS = (
     re.compile(rf"{_BEFORE}-?\d+,\d+{_EXPONENT}{_AFTER}"),  # a decimal comma: 2,636
     re.compile(rf"{_BEFORE}(-?\d+(?:\.\d+)?){_TEN_TO}"),  # 1.9481 × 10^4, 1.9481 \times 10^{4}
 )
+# characters without one of which a pattern cannot match (a text of none is not searched with it)
+_NEEDS = (None, _SEPARATORS, ",", "×x*·\\")
 
 
 class LeakError(TaskError):
@@ -117,12 +119,21 @@ def significant_digits(spelling: str) -> int:
     return found[0][1]
 
 
-def _reading(text: str) -> tuple[Decimal, int] | None:
-    """A plain decimal spelling (`-12.50e3`) → its value and significant digits as written."""
-    if not re.fullmatch(rf"-?\d+(?:\.\d+)?{_EXPONENT}", text):
+_PLAIN = re.compile(rf"-?\d+(?:\.\d+)?{_EXPONENT}")
+_TEN_TO_FORM = re.compile(rf"(-?\d+(?:\.\d+)?){_TEN_TO}")
+_GROUPED_FORM = re.compile(rf"-?{_GROUPED}(?:\.\d+)?{_EXPONENT}")
+_SEPARATOR = re.compile(f"[{_SEPARATORS}]")
+
+
+def _reading(text: str, plain: bool = False) -> tuple[Decimal, int] | None:
+    """A plain decimal spelling (`-12.50e3`) → its value and significant digits as written.
+
+    `plain`: the caller has matched it already.
+    """
+    if not plain and not _PLAIN.fullmatch(text):
         return None
     value = Decimal(text)
-    whole, _, fraction = re.split("[eE]", text)[0].lstrip("-").partition(".")
+    whole, _, fraction = text.partition("e")[0].partition("E")[0].lstrip("-").partition(".")
     # trailing zeros after the point say nothing (2.000 is 2); an integer part's do (2000.0)
     return value, len((whole + fraction.rstrip("0")).lstrip("0"))
 
@@ -141,13 +152,15 @@ def readings(spelling: str) -> list[tuple[Decimal, int]]:
         a number.
     """
     text = spelling.strip().replace("−", "-")
-    ten = re.fullmatch(rf"(-?\d+(?:\.\d+)?){_TEN_TO}", text)
+    if _PLAIN.fullmatch(text):  # most numbers: one reading, as written
+        return [_reading(text, plain=True)]  # type: ignore[list-item]
+    ten = _TEN_TO_FORM.fullmatch(text)
     if ten:
         power = ten.group(2) or ten.group(3).translate(_SUPERSCRIPTS)
         text = f"{ten.group(1)}e{power.replace('−', '-')}"
     forms = [text]
-    if re.fullmatch(rf"-?{_GROUPED}(?:\.\d+)?{_EXPONENT}", text):
-        forms = [re.sub(f"[{_SEPARATORS}]", "", text)]
+    if _GROUPED_FORM.fullmatch(text):
+        forms = [_SEPARATOR.sub("", text)]
     if text.count(",") == 1 and "." not in text:
         forms.append(text.replace(",", "."))
     return [r for r in map(_reading, forms) if r is not None]
@@ -163,7 +176,9 @@ def numbers_in(text: str) -> dict[str, list[tuple[Decimal, int]]]:
         Each spelling found, with each of its readings (see `readings`).
     """
     found: dict[str, list[tuple[Decimal, int]]] = {}
-    for pattern in NUMBER_PATTERNS:
+    for pattern, needs in zip(NUMBER_PATTERNS, _NEEDS, strict=True):
+        if needs is not None and not any(character in text for character in needs):
+            continue
         for match in pattern.finditer(text):
             if match.group(0) not in found and (read := readings(match.group(0))):
                 found[match.group(0)] = read
@@ -304,11 +319,13 @@ def scan_files(
         else:
             text = (content.decode("utf-8", errors="replace") if isinstance(content, bytes)
                     else content)
-        for spelling, read in sorted(numbers_in(text).items()):
+        spelled = []
+        for spelling, read in numbers_in(text).items():
             source = next((found for value, digits in read if digits >= MIN_SIGNIFICANT_DIGITS
                            if (found := index.source(value)) is not None), None)
             if source is not None:
-                leaks.append(Leak(name, spelling, source))
+                spelled.append(Leak(name, spelling, source))
+        leaks += sorted(spelled, key=lambda leak: leak.found)  # in the order of their spellings
         lowered = text.lower()
         leaks += [Leak(name, key, "hidden key name") for key in HIDDEN_KEYS if key in lowered]
     return list(dict.fromkeys(leaks))
