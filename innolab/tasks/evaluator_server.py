@@ -5,25 +5,33 @@ most of its CPU on start-up and imports (NumPy, pydantic, innolab.tasks) before 
 submission; `tasks check`, a run's scoring and the novelty of many runs evaluate again and again.
 A process that evaluates instead starts one server the first time (`python -I -m
 innolab.tasks.evaluator_server`, with the environment an evaluation gets): it imports the worker's
-modules once, runs nothing else, and forks one child per evaluation. The child is what a new
-worker is: a process of its own that has evaluated nothing before (the server never evaluates),
-in a session of its own, its standard input /dev/null, its outputs the caller's pipes, its
-working folder the caller's, under the same limits (address space and CPU time,
-`limit_resources`), running the worker's `main` on the worker's arguments; it ends after that one
-evaluation. A child that outlives its time limit is killed by its caller (through a pidfd, which
-names that process and no later one with its pid). The server ends when its owner closes it or
-ends (end-of-file on its socket); a server whose environment is not what an evaluation would get
-now (its caller's environment changed) is replaced.
+modules once (not the families' checks: each evaluation imports its task's family itself), runs
+nothing else, and forks one child per evaluation. The child has evaluated nothing before (the
+server never evaluates) and runs as the worker ran: in its caller's process group and session (a
+terminal's Ctrl-C reaches it, and the scheduler groups it with its caller), its outputs the
+caller's pipes, its working folder the caller's (where that still exists), under the same limits
+(address space and CPU time, `limit_resources`), the worker's `main` on the worker's arguments,
+ending after that one evaluation. Where it differs from a new interpreter: its standard input is
+/dev/null (the worker reads none), its string hashing is the server's (one seed per server), and
+its modules are those the server loaded when it started (a server outlives an edit of innolab's
+code; it is replaced when its environment is not what an evaluation would get now, when it has
+died, or in a fork of its owner).
 
-Protocol: one SOCK_SEQPACKET message each way per evaluation. In: {"argv", "cwd", "memory_mb",
-"cpu_s"} with the write ends of two pipes (the child's standard output and error); out: {"pid"}
-with a pidfd of the child.
+The server keeps each child unreaped until its caller asks for its exit status, so that its pid
+names it and no later process: a caller kills a child that outlives its time limit by that pid.
+It ends when its owner closes it or ends (end-of-file on its socket).
+
+Protocol: one SOCK_SEQPACKET message each way. {"argv", "cwd", "memory_mb", "cpu_s"} with the
+write ends of two pipes (the child's standard output and error) in, {"pid"} out; then
+{"wait": pid, "within_s"} in (the child is killed if it has not ended within that time), {"status":
+its exit status, negative for a signal} out.
 """
 
 from __future__ import annotations
 
 import atexit
 import contextlib
+import io
 import json
 import os
 import resource
@@ -38,18 +46,29 @@ import traceback
 from dataclasses import dataclass
 
 MESSAGE_BYTES = 65536  # the longest request or reply
+REPLY_TIMEOUT_S = 60.0  # the longest the server may take to answer (its first answer waits for
+# its imports, on a loaded machine too)
+EXIT_WAIT_S = 5.0  # after its outputs have ended, the longest a child may take to exit
 
 
 class EvaluatorServerError(RuntimeError):
-    """The server is gone or could not fork an evaluation."""
+    """The server is gone, or could not start or fork an evaluation."""
 
 
 @dataclass(frozen=True)
 class Outcome:
-    """What one forked evaluation wrote, and whether it ran past its time limit."""
+    """What one forked evaluation wrote, its exit status, and whether it ran past its time limit.
+
+    Attributes:
+        stdout: Its standard output.
+        stderr: Its standard error.
+        status: Its exit status (negative: the signal that ended it); None if not known.
+        timed_out: Whether it was killed at its time limit.
+    """
 
     stdout: str
     stderr: str
+    status: int | None
     timed_out: bool
 
 
@@ -68,74 +87,94 @@ class EvaluatorServer:
 
         Args:
             env: Its environment, every evaluation's (innolab.tasks.numerics.numeric_env).
+
+        Raises:
+            EvaluatorServerError: It cannot start.
         """
-        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        try:
+            ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        except (OSError, AttributeError) as error:  # not on this system
+            raise EvaluatorServerError(f"no evaluator server here: {error}") from error
         try:
             self.process = subprocess.Popen(
                 [sys.executable, "-I", "-m", "innolab.tasks.evaluator_server",
                  str(theirs.fileno())],
                 pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL, env=env, cwd="/")
+        except OSError as error:
+            ours.close()
+            raise EvaluatorServerError(f"the evaluator server cannot start: {error}") from error
         finally:
             theirs.close()
+        ours.settimeout(REPLY_TIMEOUT_S)
         self.env = dict(env)
         self.owner = os.getpid()
+        self.broken = False  # a request went unanswered: its replies cannot be matched any more
         self._socket = ours
         self._lock = threading.Lock()
 
     def alive(self) -> bool:
-        """Whether the server still runs."""
-        return self.process.poll() is None
+        """Whether the server still runs and answers in step."""
+        return not self.broken and self.process.poll() is None
 
-    def evaluate(self, argv: list[str], cwd: str, memory_mb: int,
+    def _ask(self, request: dict, fds: list[int] | None = None) -> dict:
+        """Send one request and read its reply, under the lock; a failure breaks the server."""
+        with self._lock:
+            if self.broken:
+                raise EvaluatorServerError("the evaluator server is out of step")
+            try:
+                socket.send_fds(self._socket, [json.dumps(request).encode()], fds or [])
+                reply = self._socket.recv(MESSAGE_BYTES)
+            except BaseException as error:
+                self.broken = True
+                if isinstance(error, OSError):
+                    raise EvaluatorServerError(
+                        f"the evaluator server is gone: {error}") from error
+                raise
+        if not reply:
+            self.broken = True
+            raise EvaluatorServerError(
+                f"the evaluator server is gone (exit {self.process.poll()})")
+        return json.loads(reply)
+
+    def evaluate(self, argv: list[str], cwd: str | None, memory_mb: int,
                  timeout_s: float) -> Outcome:
         """Fork one evaluation and wait for it to end, or kill it at its time limit.
 
         Args:
             argv: The worker's arguments (task folder, submission file, family module).
-            cwd: Its working folder.
+            cwd: Its working folder (None: the server's, `/`).
             memory_mb: Its address space, in MiB.
-            timeout_s: Its time limit (wall clock here, CPU time in the child).
+            timeout_s: Its time limit (wall clock here from its fork, CPU time in the child).
 
         Returns:
-            Its outputs, and whether it was killed at its time limit.
+            Its outputs and exit status, and whether it was killed at its time limit.
 
         Raises:
-            EvaluatorServerError: The server is gone.
+            EvaluatorServerError: The server is gone (nothing was evaluated).
         """
-        request = json.dumps({"argv": argv, "cwd": cwd, "memory_mb": memory_mb,
-                              "cpu_s": timeout_s}).encode()
         out_r, out_w = os.pipe()
         err_r, err_w = os.pipe()
         try:
-            with self._lock:
-                try:
-                    socket.send_fds(self._socket, [request], [out_w, err_w])
-                    os.close(out_w)
-                    os.close(err_w)
-                    out_w = err_w = -1
-                    reply, fds, _, _ = socket.recv_fds(self._socket, MESSAGE_BYTES, 1)
-                except OSError as error:
-                    raise EvaluatorServerError(f"the evaluator server is gone: {error}") from error
-            if not reply or not fds:
-                for fd in fds:
-                    os.close(fd)
-                raise EvaluatorServerError(
-                    f"the evaluator server is gone (exit {self.process.poll()})")
-            pidfd = fds[0]
+            try:
+                pid = int(self._ask({"argv": argv, "cwd": cwd, "memory_mb": memory_mb,
+                                     "cpu_s": timeout_s}, [out_w, err_w])["pid"])
+            finally:
+                os.close(out_w)
+                os.close(err_w)
+            ended = False
             try:
                 stdout, stderr, timed_out = _read_until(out_r, err_r, timeout_s)
-                if timed_out:
-                    with contextlib.suppress(OSError):  # it has ended meanwhile
-                        signal.pidfd_send_signal(pidfd, signal.SIGKILL)
+                ended = not timed_out
             finally:
-                os.close(pidfd)
-        finally:
-            for fd in (out_r, err_r, out_w, err_w):
-                if fd >= 0:
+                if not ended:  # past its time limit, or its caller interrupted: it goes
                     with contextlib.suppress(OSError):
-                        os.close(fd)
+                        os.kill(pid, signal.SIGKILL)  # unreaped until `wait`: no other process
+                status = self._ask({"wait": pid, "within_s": EXIT_WAIT_S if ended else 0})
+        finally:
+            os.close(out_r)
+            os.close(err_r)
         return Outcome(stdout.decode("utf-8", errors="replace"),
-                       stderr.decode("utf-8", errors="replace"), timed_out)
+                       stderr.decode("utf-8", errors="replace"), status.get("status"), timed_out)
 
     def close(self, timeout_s: float = 10.0) -> None:
         """End the server (an evaluation under way goes on to its end)."""
@@ -176,8 +215,8 @@ def evaluate(argv: list[str], env: dict[str, str], memory_mb: int,
              timeout_s: float) -> Outcome:
     """One evaluation, forked from this process's server (started, or replaced, as needed).
 
-    The server is replaced when it has died, when this process is a fork of its owner, or when
-    `env` is not its environment.
+    The server is replaced when it has died or fallen out of step, or when `env` is not its
+    environment.
 
     Args:
         argv: The worker's arguments.
@@ -194,17 +233,34 @@ def evaluate(argv: list[str], env: dict[str, str], memory_mb: int,
     global _server
     with _lock:
         server = _server
-        if server is None or server.owner != os.getpid() or server.env != env \
-                or not server.alive():
-            if server is not None and server.owner == os.getpid():
+        if server is None or server.env != env or not server.alive():
+            _server = None
+            if server is not None:
                 server.close()
             server = _server = EvaluatorServer(env)
-    return server.evaluate(argv, os.getcwd(), memory_mb, timeout_s)
+    try:
+        cwd: str | None = os.getcwd()
+    except OSError:  # removed meanwhile: the worker needs none
+        cwd = None
+    return server.evaluate(argv, cwd, memory_mb, timeout_s)
+
+
+def _forget_in_child() -> None:
+    """In a fork of the owner: the owner's server is not this process's (it starts its own)."""
+    global _server, _lock
+    _lock = threading.Lock()
+    if _server is not None:
+        with contextlib.suppress(OSError):
+            _server._socket.close()
+        _server = None
+
+
+os.register_at_fork(after_in_child=_forget_in_child)
 
 
 @atexit.register
 def _close() -> None:
-    if _server is not None and _server.owner == os.getpid():
+    if _server is not None:
         _server.close()
 
 
@@ -218,26 +274,40 @@ def main(argv: list[str]) -> None:
         argv: The socket's file descriptor.
     """
     channel = socket.socket(fileno=int(argv[0]))
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # a terminal's Ctrl-C ends the evaluations only
     from innolab.tasks import evaluator_worker  # noqa: F401  (loaded once, before any fork)
 
-    signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # the evaluations are reaped as they end
     while True:
         message, fds, _, _ = socket.recv_fds(channel, MESSAGE_BYTES, 2)
         if not message:
             return
+        request = json.loads(message)
+        if "wait" in request:
+            channel.send(json.dumps({"status": _wait(int(request["wait"]),
+                                                     float(request["within_s"]))}).encode())
+            continue
         pid = os.fork()
         if pid == 0:
-            _child(json.loads(message), fds, channel)
+            _child(request, fds, channel)
         for fd in fds:
             os.close(fd)
-        try:
-            pidfd = os.pidfd_open(pid)
-        except OSError:  # the child has ended and been reaped already: nothing left to kill
-            pidfd = os.open(os.devnull, os.O_RDONLY)
-        try:
-            socket.send_fds(channel, [json.dumps({"pid": pid}).encode()], [pidfd])
-        finally:
-            os.close(pidfd)
+        channel.send(json.dumps({"pid": pid}).encode())
+
+
+def _wait(pid: int, within_s: float) -> int | None:
+    """Reap a child (killed if it has not ended within `within_s`): its exit status, or None."""
+    deadline = time.monotonic() + within_s
+    try:
+        while True:
+            done, status = os.waitpid(pid, os.WNOHANG)
+            if done:
+                return os.waitstatus_to_exitcode(status)
+            if time.monotonic() >= deadline:
+                os.kill(pid, signal.SIGKILL)
+                return os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+            time.sleep(0.001)
+    except ChildProcessError:  # not a child of this server
+        return None
 
 
 def _child(request: dict, fds: list[int], channel: socket.socket) -> None:
@@ -245,25 +315,36 @@ def _child(request: dict, fds: list[int], channel: socket.socket) -> None:
     code = 1
     try:
         channel.close()
-        os.setsid()
-        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+        signal.signal(signal.SIGINT, signal.default_int_handler)
         stdin = os.open(os.devnull, os.O_RDONLY)
         os.dup2(stdin, 0)
         os.dup2(fds[0], 1)
         os.dup2(fds[1], 2)
         for fd in (stdin, *fds):
             os.close(fd)
-        os.chdir(request["cwd"])
+        # its own streams on its descriptors, whatever the server's were
+        sys.stdout = sys.__stdout__ = io.TextIOWrapper(io.FileIO(1, "w", closefd=False),
+                                                       encoding="utf-8")
+        sys.stderr = sys.__stderr__ = io.TextIOWrapper(io.FileIO(2, "w", closefd=False),
+                                                       encoding="utf-8",
+                                                       errors="backslashreplace")
+        if request.get("cwd"):
+            with contextlib.suppress(OSError):  # removed meanwhile: the worker needs none
+                os.chdir(request["cwd"])
         limit_resources(int(request["memory_mb"]), float(request["cpu_s"]))
         from innolab.tasks import evaluator_worker
 
         sys.argv = [evaluator_worker.__file__, *request["argv"]]
-        if "numpy" in sys.modules:  # a new interpreter's own random state
-            sys.modules["numpy"].random.seed()
+        if "numpy.random" in sys.modules:  # a new interpreter's own random state
+            sys.modules["numpy.random"].seed()
         evaluator_worker.main()
         code = 0
-    except SystemExit as stop:
-        code = stop.code if isinstance(stop.code, int) else int(stop.code is not None)
+    except SystemExit as stop:  # as the interpreter ends on it
+        if stop.code is None or isinstance(stop.code, int):
+            code = stop.code or 0
+        else:
+            with contextlib.suppress(BaseException):
+                print(stop.code, file=sys.stderr)
     except BaseException:
         with contextlib.suppress(BaseException):
             traceback.print_exc()
