@@ -100,3 +100,37 @@ def test_reproduce_runs_the_notebooks_side_by_side_then_the_demos_alone(tmp_path
     error = capsys.readouterr().err.strip()
     assert error.count("\n") == 0 and error.startswith("innolab reproduce: 02_broken: ")
     assert "ValueError: broken on purpose" in error and demos == []
+
+
+IMPORTED_BY = """
+import sys
+from innolab.cli import main
+try:
+    main(sys.argv[1:])
+finally:  # --help exits
+    print(sorted(m for m in ("innolab.runspec", "innolab.agents.registry") if m in sys.modules),
+          file=sys.stderr)
+"""
+
+
+def test_a_command_builds_its_own_options_only_and_every_help_stays_whole():
+    """`innolab tasks list` does not import the run schema (`run` and `sandbox` build their options
+    from it); the top-level help is the same whichever command is parsed; `run` keeps them all."""
+    from innolab.cli import build_parser
+
+    full = build_parser().format_help()
+    for command in ("tasks", "run", "sandbox", "view", "no-such-command"):
+        assert build_parser(command).format_help() == full, command
+    args = build_parser("run").parse_args(["run", "--agent", "aide", "--num-drafts", "3"])
+    assert args.num_drafts == 3 and args.handler.__name__ == "run"
+    imported = {}
+    for argv in (["tasks", "list"], ["sandbox", "clean", "--help"]):
+        done = subprocess.run([sys.executable, "-c", IMPORTED_BY, *argv], capture_output=True,
+                              text=True, timeout=120, check=False)
+        imported[argv[0]] = done.stderr.strip().splitlines()[-1]
+    assert imported["tasks"] == "[]"
+    assert "innolab.runspec" in imported["sandbox"]  # its exec takes the run schema's options
+    done = subprocess.run([INNOLAB, "no-such-command"], capture_output=True, text=True,
+                          timeout=120, check=False)
+    assert done.returncode == 2 and "invalid choice: 'no-such-command'" in done.stderr
+    assert "'run'" in done.stderr and "'sandbox'" in done.stderr

@@ -19,8 +19,15 @@ __all__ = ["build_parser", "main"]
 GROUPS = (reproduce, tasks, agents, sandbox, runs, expbench, sweep, llm, novelty)
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The `innolab` parser: each group's commands, in the order of `GROUPS`."""
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The `innolab` parser: each group's commands, in the order of `GROUPS`.
+
+    Args:
+        command: The command about to be parsed, else None (every command in full). A group
+            that lists its commands (`COMMANDS`: name -> help) and has none of that name adds
+            them by name and help alone: a command does not pay for another's imports (the run
+            schema's, for `run` and `sandbox`).
+    """
     parser = OneLineParser(
         prog="innolab",
         description="Measure the innovation potential of AI agents: performance gain and novelty "
@@ -29,8 +36,18 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"innolab {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
     for group in GROUPS:
-        group.register(commands)
+        named: dict[str, str] | None = getattr(group, "COMMANDS", None)
+        if command is None or named is None or command in named:
+            group.register(commands)
+        else:
+            for name, text in named.items():
+                commands.add_parser(name, help=text)
     return parser
+
+
+def _command(argv: list[str]) -> str | None:
+    """The command an argument list names: its first argument that is not an option."""
+    return next((arg for arg in argv if not arg.startswith("-")), None)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -44,7 +61,8 @@ def main(argv: list[str] | None = None) -> int:
         input (its error printed to stderr in one line); a command may document more
         (`innolab run`: 4, 5; `innolab sweep run`: 3).
     """
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else argv
+    parser = build_parser(_command(argv))
     args = parser.parse_args(argv)
     if not getattr(args, "handler", None):
         parser.print_help()

@@ -8,7 +8,6 @@ import sys
 from pathlib import Path
 
 from innolab.cli.common import Commands, fail, folder_problem
-from innolab.runspec import add_options, novelty_choices, settings_from_args
 
 # The command line's own defaults: no task and no agent unless given (a run says which agent on
 # which task); every other default is the run schema's.
@@ -35,6 +34,16 @@ RUN_EPILOG = (
 )
 
 
+# the commands `register` adds, with their help (innolab.cli.build_parser adds them by these alone
+# where another command is about to be parsed: the run schema is slow to import)
+COMMANDS = {
+    "run": "run an agent on a task; --resume continues a killed run",
+    "view": "a run as one self-contained HTML file (timeline, steps, journal)",
+    "score": "V, G, ratio and N of a finished run (scored once: a scored run prints its recorded "
+             "score)",
+}
+
+
 def register(commands: Commands) -> None:
     """Add `run` (its options derived from the run schema), `view` and `score`.
 
@@ -42,10 +51,11 @@ def register(commands: Commands) -> None:
         commands: The parent parser's subparsers.
     """
     from innolab.novelty.registry import BACKENDS
+    from innolab.runspec import add_options, novelty_choices
 
     run_cmd = commands.add_parser(
         "run",
-        help="run an agent on a task; --resume continues a killed run",
+        help=COMMANDS["run"],
         description="Run one agent on one task in a sandbox; prints the run "
         "directory last. Every setting of the run schema is an option.",
         epilog=RUN_EPILOG,
@@ -80,20 +90,14 @@ def register(commands: Commands) -> None:
     )
     run_cmd.set_defaults(handler=run)
 
-    view = commands.add_parser(
-        "view", help="a run as one self-contained HTML file (timeline, steps, journal)"
-    )
+    view = commands.add_parser("view", help=COMMANDS["view"])
     view.add_argument("run_dir", metavar="RUN_DIR")
     view.add_argument(
         "--html", metavar="OUT.html", help="where to write it (default RUN_DIR/view.html)"
     )
     view.set_defaults(handler=view_run)
 
-    score_cmd = commands.add_parser(
-        "score",
-        help="V, G, ratio and N of a finished run (scored once: a scored "
-        "run prints its recorded score)",
-    )
+    score_cmd = commands.add_parser("score", help=COMMANDS["score"])
     score_cmd.add_argument("run_dir", metavar="RUN_DIR")
     score_cmd.add_argument(
         "--backend",
@@ -125,6 +129,7 @@ def run(args: argparse.Namespace) -> int:
     from innolab.gym.run import RunError
     from innolab.llm import LLMError
     from innolab.runlock import RunBusy
+    from innolab.runspec import settings_from_args
 
     novelty = None if args.novelty == "none" else args.novelty
     problem = folder_problem(args.resume, "run") if args.resume else None

@@ -6,7 +6,10 @@ import argparse
 import sys
 
 from innolab.cli.common import Commands, fail, group
-from innolab.runspec import SettingsError, add_options, settings_from_args
+
+# the command `register` adds, with its help (innolab.cli.build_parser adds it by these alone where
+# another command is about to be parsed: the run schema is slow to import)
+COMMANDS = {"sandbox": "sandboxes: build the offline image, run a command"}
 
 
 def register(commands: Commands) -> None:
@@ -15,7 +18,9 @@ def register(commands: Commands) -> None:
     Args:
         commands: The parent parser's subparsers.
     """
-    sub = group(commands, "sandbox", "sandboxes: build the offline image, run a command")
+    from innolab.runspec import add_options
+
+    sub = group(commands, "sandbox", COMMANDS["sandbox"])
     build = sub.add_parser(
         "build-image", help="build the offline base image (debootstrap + docker import)"
     )
@@ -54,6 +59,7 @@ def execute(args: argparse.Namespace) -> int:
     """One command in a fresh sandbox of the task; its output and exit status are the command's."""
     from innolab.gym.factory import open_sandbox
     from innolab.gym.sandbox import SandboxError
+    from innolab.runspec import SettingsError, settings_from_args
     from innolab.tasks import get_task
 
     command = args.cmd[1:] if args.cmd and args.cmd[0] == "--" else args.cmd

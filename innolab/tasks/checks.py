@@ -10,7 +10,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-from scipy import stats
 
 from innolab.metrics import better
 from innolab.tasks import families, taskkit
@@ -482,6 +481,8 @@ def normalisation_consistency(
     if a.shape != b.shape or a.size < 3:
         raise ValueError(
             "normalisation_consistency: need two equally long series of at least 3 scores")
+    from scipy import stats  # here: `tasks check` needs none of it, and it is slow to import
+
     pearson = float(stats.pearsonr(a, b).statistic)
     kendall = float(stats.kendalltau(a, b).statistic)
     return Consistency(pearson, kendall, pearson >= PEARSON_MIN and kendall >= KENDALL_MIN)
