@@ -117,7 +117,9 @@ def _run_worker(
     env = numeric_env()
     try:  # forked from this process's evaluator server (innolab.tasks.evaluator_server)
         done = evaluator_server.evaluate(argv, env, memory_mb, timeout)
-        stdout, stderr, status = done.stdout, done.stderr, f"exit status {done.status}"
+        stdout, stderr = done.stdout, done.stderr
+        status = (f"exit status {done.status}" if done.status is not None
+                  else "it ended without a verdict")
         if done.timed_out:
             return [f"evaluation exceeded the time limit of {timeout:g} s"], None
     except evaluator_server.EvaluatorServerError:  # no server: a worker started as usual

@@ -124,17 +124,16 @@ class EvaluatorServer:
             try:
                 socket.send_fds(self._socket, [json.dumps(request).encode()], fds or [])
                 reply = self._socket.recv(MESSAGE_BYTES)
+                if not reply:
+                    raise EvaluatorServerError(
+                        f"the evaluator server is gone (exit {self.process.poll()})")
+                return json.loads(reply)
             except BaseException as error:
                 self.broken = True
-                if isinstance(error, OSError):
+                if isinstance(error, OSError | ValueError):
                     raise EvaluatorServerError(
                         f"the evaluator server is gone: {error}") from error
                 raise
-        if not reply:
-            self.broken = True
-            raise EvaluatorServerError(
-                f"the evaluator server is gone (exit {self.process.poll()})")
-        return json.loads(reply)
 
     def evaluate(self, argv: list[str], cwd: str | None, memory_mb: int,
                  timeout_s: float) -> Outcome:
@@ -156,25 +155,35 @@ class EvaluatorServer:
         err_r, err_w = os.pipe()
         try:
             try:
-                pid = int(self._ask({"argv": argv, "cwd": cwd, "memory_mb": memory_mb,
-                                     "cpu_s": timeout_s}, [out_w, err_w])["pid"])
+                pid = self._ask({"argv": argv, "cwd": cwd, "memory_mb": memory_mb,
+                                 "cpu_s": timeout_s}, [out_w, err_w])["pid"]
             finally:
                 os.close(out_w)
                 os.close(err_w)
-            ended = False
             try:
                 stdout, stderr, timed_out = _read_until(out_r, err_r, timeout_s)
-                ended = not timed_out
-            finally:
-                if not ended:  # past its time limit, or its caller interrupted: it goes
-                    with contextlib.suppress(OSError):
-                        os.kill(pid, signal.SIGKILL)  # unreaped until `wait`: no other process
-                status = self._ask({"wait": pid, "within_s": EXIT_WAIT_S if ended else 0})
+            except BaseException:  # its caller interrupted: it goes too, and the error stands
+                self._kill(pid)
+                with contextlib.suppress(EvaluatorServerError):
+                    self._ask({"wait": pid, "within_s": 0})
+                raise
         finally:
             os.close(out_r)
             os.close(err_r)
+        if timed_out:
+            self._kill(pid)
+        try:
+            status = self._ask({"wait": pid, "within_s": 0 if timed_out else EXIT_WAIT_S})
+        except EvaluatorServerError:  # the evaluation ran: its output stands, its status unknown
+            status = {}
         return Outcome(stdout.decode("utf-8", errors="replace"),
                        stderr.decode("utf-8", errors="replace"), status.get("status"), timed_out)
+
+    @staticmethod
+    def _kill(pid: int) -> None:
+        """Kill an evaluation (unreaped until its `wait`: that pid is no other process)."""
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGKILL)
 
     def close(self, timeout_s: float = 10.0) -> None:
         """End the server (an evaluation under way goes on to its end)."""
@@ -283,15 +292,18 @@ def main(argv: list[str]) -> None:
             return
         request = json.loads(message)
         if "wait" in request:
-            channel.send(json.dumps({"status": _wait(int(request["wait"]),
-                                                     float(request["within_s"]))}).encode())
-            continue
-        pid = os.fork()
-        if pid == 0:
-            _child(request, fds, channel)
-        for fd in fds:
-            os.close(fd)
-        channel.send(json.dumps({"pid": pid}).encode())
+            reply = {"status": _wait(int(request["wait"]), float(request["within_s"]))}
+        else:
+            pid = os.fork()
+            if pid == 0:
+                _child(request, fds, channel)
+            for fd in fds:
+                os.close(fd)
+            reply = {"pid": pid}
+        try:
+            channel.send(json.dumps(reply).encode())
+        except OSError:  # its owner has gone
+            return
 
 
 def _wait(pid: int, within_s: float) -> int | None:
@@ -326,8 +338,8 @@ def _child(request: dict, fds: list[int], channel: socket.socket) -> None:
         sys.stdout = sys.__stdout__ = io.TextIOWrapper(io.FileIO(1, "w", closefd=False),
                                                        encoding="utf-8")
         sys.stderr = sys.__stderr__ = io.TextIOWrapper(io.FileIO(2, "w", closefd=False),
-                                                       encoding="utf-8",
-                                                       errors="backslashreplace")
+                                                       encoding="utf-8", errors="backslashreplace",
+                                                       line_buffering=True)
         if request.get("cwd"):
             with contextlib.suppress(OSError):  # removed meanwhile: the worker needs none
                 os.chdir(request["cwd"])
@@ -335,8 +347,9 @@ def _child(request: dict, fds: list[int], channel: socket.socket) -> None:
         from innolab.tasks import evaluator_worker
 
         sys.argv = [evaluator_worker.__file__, *request["argv"]]
-        if "numpy.random" in sys.modules:  # a new interpreter's own random state
-            sys.modules["numpy.random"].seed()
+        for name in ("random", "numpy.random"):  # a new interpreter's own random state
+            if name in sys.modules:
+                sys.modules[name].seed()
         evaluator_worker.main()
         code = 0
     except SystemExit as stop:  # as the interpreter ends on it
