@@ -318,6 +318,16 @@ def _module_tree(module: str) -> tuple[str, ast.Module] | None:
     return text, pyparse.parse(text)
 
 
+def _segment(lines: list[str], node: ast.stmt) -> str:
+    """A top-level definition's text, as ast.get_source_segment gives it from `lines`."""
+    end = node.end_lineno or node.lineno
+    first, last = lines[node.lineno - 1], lines[end - 1]
+    if node.lineno == end:
+        return first.encode()[node.col_offset:node.end_col_offset].decode()
+    return "".join([first.encode()[node.col_offset:].decode(), *lines[node.lineno:end - 1],
+                    last.encode()[:node.end_col_offset].decode()])
+
+
 def _solver_imports(node: ast.AST) -> list[tuple[str, str]]:
     return [(n.module, alias.name) for n in ast.walk(node) if isinstance(n, ast.ImportFrom)
             and n.module and n.module.startswith(SOLVER_PACKAGE) and n.module not in PLUMBING
@@ -334,22 +344,29 @@ def source_bundle(entry: Path) -> str:
         The script followed by each definition it reaches, once, in the order found, each headed
         by a "# module.name" comment.
     """
-    text = entry.read_text(encoding="utf-8")
+    return _bundle(entry.read_text(encoding="utf-8"))
+
+
+@functools.lru_cache(maxsize=64)
+def _bundle(text: str) -> str:
+    """`source_bundle` of a script's text, made once per text (novelty reads it for every run)."""
     queue = _solver_imports(pyparse.parse(text))
     seen: set[tuple[str, str]] = set()
     parts = [text.rstrip()]
-    modules: dict[str, tuple[str, ast.Module] | None] = {}
+    modules: dict[str, tuple[list[str], ast.Module] | None] = {}
     while queue:
         module, name = queue.pop(0)
         if (module, name) in seen:
             continue
         seen.add((module, name))
         if module not in modules:
-            modules[module] = _module_tree(module)
-        found = modules[module]
-        if found is None:
+            found = _module_tree(module)
+            modules[module] = None if found is None else (
+                found[0].splitlines(keepends=True), found[1])
+        found_lines = modules[module]
+        if found_lines is None:
             continue
-        source, tree = found
+        lines, tree = found_lines
         definitions = {}
         for node in tree.body:
             if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
@@ -359,7 +376,7 @@ def source_bundle(entry: Path) -> str:
         node = definitions.get(name)
         if node is None:
             continue
-        parts.append(f"# {module}.{name}\n{ast.get_source_segment(source, node)}")
+        parts.append(f"# {module}.{name}\n{_segment(lines, node)}")
         used = {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
         queue += [(module, other) for other in sorted(used)
                   if other in definitions and other != name]
