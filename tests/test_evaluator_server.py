@@ -242,3 +242,23 @@ def test_a_forked_evaluation_gives_a_new_workers_verdict(task_id, tmp_path):
     for forked, new in verdicts:
         assert (forked.valid, forked.score, forked.errors) == (new.valid, new.score, new.errors)
     assert [forked.valid for forked, _ in verdicts] == [True, True, False, False, False, False]
+
+
+def test_a_volatile_variable_keeps_the_server_and_reaches_the_evaluation(tmp_path, monkeypatch):
+    """pytest's current test and a sweep run's id change between one process's evaluations: the
+    server stays, and each evaluation sees their values of the moment, as its caller has them."""
+    folder, record = ruler(tmp_path, then="    _json.dump(dict(_os.environ), open("
+                           f"{str(tmp_path / 'env.json')!r}, 'w'))")
+    task = load_task(folder)
+    output = solutions(task)[0].output
+    monkeypatch.delenv("INNOLAB_RUN_ID", raising=False)
+    evaluator_server.start_ahead()  # as a sweep's kernel does before its run
+    ahead = evaluator_server._server
+    assert evaluate(task, output).valid
+    assert "INNOLAB_RUN_ID" not in json.loads((tmp_path / "env.json").read_text())
+    monkeypatch.setenv("INNOLAB_RUN_ID", "run-1")
+    assert evaluate(task, output).valid
+    seen = json.loads((tmp_path / "env.json").read_text())
+    assert evaluator_server._server is ahead and seen["INNOLAB_RUN_ID"] == "run-1"
+    assert seen["PYTEST_CURRENT_TEST"] == os.environ["PYTEST_CURRENT_TEST"]
+    assert {r["ppid"] for r in records(record)} == {ahead.process.pid}

@@ -37,9 +37,10 @@ _held = contextlib.ExitStack()  # the kernel's gate, held for the kernel's life
 
 
 def prepare() -> None:
-    """As a sweep's kernel starts: watch the worker that launched it, then load what a run loads.
+    """As a sweep's kernel starts: watch its worker, load what a run loads, start an evaluator.
 
-    Does nothing outside such a kernel (no PARENT_VAR).
+    The evaluator is the hidden evaluator's server (innolab.tasks.evaluator_server). Does nothing
+    outside such a kernel (no PARENT_VAR).
     """
     parent = os.environ.get(PARENT_VAR)
     if not parent:
@@ -48,6 +49,9 @@ def prepare() -> None:
 
     orphans.watch(int(parent))
     warm()
+    from innolab.tasks import evaluator_server
+
+    evaluator_server.start_ahead()  # the run's first evaluation finds it started
 
 
 def warm() -> tuple[ModuleType, ...]:

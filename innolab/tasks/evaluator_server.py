@@ -46,6 +46,11 @@ import traceback
 from dataclasses import dataclass
 
 MESSAGE_BYTES = 65536  # the longest request or reply
+# variables that change between the evaluations of one process and that no import reads (pytest's
+# current test, a sweep run's id and model settings, set as its kernel takes the run): a server is
+# not replaced for them; each evaluation gets their values of the moment (innolab.sweep.kernel
+# names the last two)
+VOLATILE = ("PYTEST_CURRENT_TEST", "INNOLAB_RUN_ID", "INNOLAB_SWEEP_LLM")
 REPLY_TIMEOUT_S = 60.0  # the longest the server may take to answer (its first answer waits for
 # its imports, on a loaded machine too)
 EXIT_WAIT_S = 5.0  # after its outputs have ended, the longest a child may take to exit
@@ -106,7 +111,7 @@ class EvaluatorServer:
         finally:
             theirs.close()
         ours.settimeout(REPLY_TIMEOUT_S)
-        self.env = dict(env)
+        self.env = _stable(env)
         self.owner = os.getpid()
         self.broken = False  # a request went unanswered: its replies cannot be matched any more
         self._socket = ours
@@ -135,8 +140,8 @@ class EvaluatorServer:
                         f"the evaluator server is gone: {error}") from error
                 raise
 
-    def evaluate(self, argv: list[str], cwd: str | None, memory_mb: int,
-                 timeout_s: float) -> Outcome:
+    def evaluate(self, argv: list[str], cwd: str | None, memory_mb: int, timeout_s: float,
+                 volatile: dict[str, str | None] | None = None) -> Outcome:
         """Fork one evaluation and wait for it to end, or kill it at its time limit.
 
         Args:
@@ -144,6 +149,7 @@ class EvaluatorServer:
             cwd: Its working folder (None: the server's, `/`).
             memory_mb: Its address space, in MiB.
             timeout_s: Its time limit (wall clock here from its fork, CPU time in the child).
+            volatile: The values of the VOLATILE variables it gets (None: unset).
 
         Returns:
             Its outputs and exit status, and whether it was killed at its time limit.
@@ -156,7 +162,8 @@ class EvaluatorServer:
         try:
             try:
                 pid = self._ask({"argv": argv, "cwd": cwd, "memory_mb": memory_mb,
-                                 "cpu_s": timeout_s}, [out_w, err_w])["pid"]
+                                 "cpu_s": timeout_s, "env": volatile or {}},
+                                [out_w, err_w])["pid"]
             finally:
                 os.close(out_w)
                 os.close(err_w)
@@ -220,12 +227,43 @@ _lock = threading.Lock()
 _server: EvaluatorServer | None = None
 
 
+def _stable(env: dict[str, str]) -> dict[str, str]:
+    """An environment without its VOLATILE variables (what a server is chosen by)."""
+    return {name: value for name, value in env.items() if name not in VOLATILE}
+
+
+def _server_for(env: dict[str, str]) -> EvaluatorServer:
+    """This process's server for an evaluation's environment: started, or replaced, as needed."""
+    global _server
+    with _lock:
+        server = _server
+        if server is None or server.env != _stable(env) or not server.alive():
+            _server = None
+            if server is not None:
+                server.close()
+            server = _server = EvaluatorServer(env)
+        return server
+
+
+def start_ahead() -> None:
+    """Start this process's server now, for the environment an evaluation would get now.
+
+    It imports while its owner goes on (a sweep's kernel, started ahead of its run, calls it), so
+    that the run's first evaluation does not wait for it. Where it cannot start, evaluations start
+    it (or a worker) as usual.
+    """
+    from innolab.tasks.numerics import numeric_env
+
+    with contextlib.suppress(EvaluatorServerError):
+        _server_for(numeric_env())
+
+
 def evaluate(argv: list[str], env: dict[str, str], memory_mb: int,
              timeout_s: float) -> Outcome:
     """One evaluation, forked from this process's server (started, or replaced, as needed).
 
     The server is replaced when it has died or fallen out of step, or when `env` is not its
-    environment.
+    environment (VOLATILE variables aside: the evaluation gets their values from `env`).
 
     Args:
         argv: The worker's arguments.
@@ -239,19 +277,13 @@ def evaluate(argv: list[str], env: dict[str, str], memory_mb: int,
     Raises:
         EvaluatorServerError: The server could not evaluate (the caller starts a worker itself).
     """
-    global _server
-    with _lock:
-        server = _server
-        if server is None or server.env != env or not server.alive():
-            _server = None
-            if server is not None:
-                server.close()
-            server = _server = EvaluatorServer(env)
+    server = _server_for(env)
     try:
         cwd: str | None = os.getcwd()
     except OSError:  # removed meanwhile: the worker needs none
         cwd = None
-    return server.evaluate(argv, cwd, memory_mb, timeout_s)
+    return server.evaluate(argv, cwd, memory_mb, timeout_s,
+                           {name: env.get(name) for name in VOLATILE})
 
 
 def _forget_in_child() -> None:
@@ -340,6 +372,11 @@ def _child(request: dict, fds: list[int], channel: socket.socket) -> None:
         sys.stderr = sys.__stderr__ = io.TextIOWrapper(io.FileIO(2, "w", closefd=False),
                                                        encoding="utf-8", errors="backslashreplace",
                                                        line_buffering=True)
+        for name, value in (request.get("env") or {}).items():  # VOLATILE: as its caller's
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
         if request.get("cwd"):
             with contextlib.suppress(OSError):  # removed meanwhile: the worker needs none
                 os.chdir(request["cwd"])
