@@ -251,10 +251,11 @@ def test_a_volatile_variable_keeps_the_server_and_reaches_the_evaluation(tmp_pat
                            f"{str(tmp_path / 'env.json')!r}, 'w'))")
     task = load_task(folder)
     output = solutions(task)[0].output
-    monkeypatch.delenv("INNOLAB_RUN_ID", raising=False)
+    monkeypatch.setenv("INNOLAB_RUN_ID", "run-0")
     evaluator_server.start_ahead()  # as a sweep's kernel does before its run
     ahead = evaluator_server._server
-    assert evaluate(task, output).valid
+    monkeypatch.delenv("INNOLAB_RUN_ID")
+    assert evaluate(task, output).valid  # unset since the server started: unset in the child
     assert "INNOLAB_RUN_ID" not in json.loads((tmp_path / "env.json").read_text())
     monkeypatch.setenv("INNOLAB_RUN_ID", "run-1")
     assert evaluate(task, output).valid

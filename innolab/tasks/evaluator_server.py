@@ -14,17 +14,18 @@ caller's pipes, its working folder the caller's (where that still exists), under
 ending after that one evaluation. Where it differs from a new interpreter: its standard input is
 /dev/null (the worker reads none), its string hashing is the server's (one seed per server), and
 its modules are those the server loaded when it started (a server outlives an edit of innolab's
-code; it is replaced when its environment is not what an evaluation would get now, when it has
-died, or in a fork of its owner).
+code; it is replaced when its environment is not what an evaluation would get now, VOLATILE
+variables aside, when it has died, or in a fork of its owner). A sweep's kernel starts its server
+as it starts (`start_ahead`), before its run.
 
 The server keeps each child unreaped until its caller asks for its exit status, so that its pid
 names it and no later process: a caller kills a child that outlives its time limit by that pid.
 It ends when its owner closes it or ends (end-of-file on its socket).
 
-Protocol: one SOCK_SEQPACKET message each way. {"argv", "cwd", "memory_mb", "cpu_s"} with the
-write ends of two pipes (the child's standard output and error) in, {"pid"} out; then
-{"wait": pid, "within_s"} in (the child is killed if it has not ended within that time), {"status":
-its exit status, negative for a signal} out.
+Protocol: one SOCK_SEQPACKET message each way. {"argv", "cwd", "memory_mb", "cpu_s", "env": the
+VOLATILE variables' values, null for unset} with the write ends of two pipes (the child's standard
+output and error) in, {"pid"} out; then {"wait": pid, "within_s"} in (the child is killed if it has
+not ended within that time), {"status": its exit status, negative for a signal} out.
 """
 
 from __future__ import annotations
