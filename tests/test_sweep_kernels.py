@@ -73,9 +73,17 @@ def our_folders(root: Path | None = None) -> set[Path]:
 
 
 def pool_processes(root: int) -> list[int]:
-    """The fork server and the kernels under a process (the kernels are forks of the server)."""
-    return [p.pid for p in psutil.Process(root).children(recursive=True)
-            if "innolab.forkserver" in " ".join(p.cmdline())]
+    """The fork server, the kernels (forks of the server) and their evaluator servers under a
+    process; a process that has ended meanwhile (a zombie, or gone) is none of them."""
+    found = []
+    for process in psutil.Process(root).children(recursive=True):
+        try:
+            command = " ".join(process.cmdline())
+        except (psutil.ZombieProcess, psutil.NoSuchProcess):
+            continue
+        if "innolab.forkserver" in command or "innolab.tasks.evaluator_server" in command:
+            found.append(process.pid)
+    return found
 
 
 @pytest.mark.parametrize("fork", [True, False], ids=["forked", "launched"])
@@ -113,8 +121,8 @@ def test_each_run_gets_a_fresh_kernel_handed_its_run_only(tmp_path, fork):
 
 
 def test_kernels_started_ahead_are_shut_down_with_their_pool(tmp_path):
-    """The kernels started ahead and never used, the one retired after its run, the fork server:
-    none is left once the pool closes, nor any of their folders."""
+    """The kernels started ahead and never used, the one retired after its run, the fork server,
+    the kernels' evaluator servers: none is left once the pool closes, nor any of their folders."""
     pool = KernelPool(tmp_path, ahead=2)
     try:
         taken = pool.take()
@@ -122,8 +130,8 @@ def test_kernels_started_ahead_are_shut_down_with_their_pool(tmp_path):
         notebooks.execute(notebook(tmp_path, PROBE), tmp_path / "run.ipynb",
                           kernel_manager=taken.manager)
         pool.retire(taken)
-        # the server, and the two kernels started ahead in the taken one's place
-        assert waited_for(lambda: len(pool_processes(os.getpid())) >= 3)
+        # the server, the two kernels started ahead in the taken one's place and their evaluators
+        assert waited_for(lambda: len(pool_processes(os.getpid())) >= 5)
         processes, folders = pool_processes(os.getpid()), our_folders()
         assert taken.folder in folders or not taken.folder.exists()
     finally:
