@@ -73,15 +73,16 @@ def our_folders(root: Path | None = None) -> set[Path]:
 
 
 def pool_processes(root: int) -> list[int]:
-    """The fork server, the kernels (forks of the server) and their evaluator servers under a
-    process; a process that has ended meanwhile (a zombie, or gone) is none of them."""
+    """The fork server under a process, its kernels (forks of it) and their evaluator servers (not
+    the process's own); a process that has ended meanwhile (a zombie, or gone) is none of them."""
     found = []
     for process in psutil.Process(root).children(recursive=True):
         try:
             command = " ".join(process.cmdline())
         except (psutil.ZombieProcess, psutil.NoSuchProcess):
             continue
-        if "innolab.forkserver" in command or "innolab.tasks.evaluator_server" in command:
+        ours = "innolab.tasks.evaluator_server" in command and process.ppid() in found
+        if "innolab.forkserver" in command or ours:  # (psutil lists a parent before its children)
             found.append(process.pid)
     return found
 
