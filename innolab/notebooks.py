@@ -35,7 +35,8 @@ def ipc_kernel_manager() -> type:
     without encryption" warning from every kernel that starts. Each manager's sockets have a name
     of their own (jupyter_client's default, "kernel-ipc-<n>" in the working directory, would be
     shared by the kernels a sweep's workers start side by side in the notebooks' folder), and
-    they are removed when the kernel is shut down.
+    they are removed when the kernel is shut down. Its clients are ready when IOPub carries
+    their info request's idle status (innolab.kernel_client), not after 0.2 s of silence.
 
     Returns:
         A subclass of jupyter_client's AsyncKernelManager (nbclient's default) with IPC transport.
@@ -44,12 +45,16 @@ def ipc_kernel_manager() -> type:
 
     from jupyter_client.manager import AsyncKernelManager
     from jupyter_core.paths import jupyter_runtime_dir
-    from traitlets import CaselessStrEnum, default
+    from traitlets import CaselessStrEnum, Type, default
+
+    from innolab.kernel_client import BlockingReadyClient, ReadyClient
 
     class IPCKernelManager(AsyncKernelManager):
         """nbclient's kernel manager, over IPC sockets of its own in Jupyter's runtime folder."""
 
         transport = CaselessStrEnum(["tcp", "ipc"], default_value="ipc", config=True)
+        client_factory = Type(ReadyClient)
+        blocking_class = Type(BlockingReadyClient)
 
         @default("ip")
         def _ip_default(self) -> str:

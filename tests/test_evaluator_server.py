@@ -263,3 +263,24 @@ def test_a_volatile_variable_keeps_the_server_and_reaches_the_evaluation(tmp_pat
     assert evaluator_server._server is ahead and seen["INNOLAB_RUN_ID"] == "run-1"
     assert seen["PYTEST_CURRENT_TEST"] == os.environ["PYTEST_CURRENT_TEST"]
     assert {r["ppid"] for r in records(record)} == {ahead.process.pid}
+
+
+def test_a_server_that_ends_leaves_its_owner_no_zombie(tmp_path):
+    """A server that ends (ipykernel's shutdown sends each child of a kernel SIGTERM, then waits
+    until none is left) is reaped as it ends: its owner is left no child that would count as
+    running. A zombie would keep a kernel that evaluated from ending on its shutdown request."""
+    import psutil
+
+    folder, _ = ruler(tmp_path)
+    task = load_task(folder)
+    assert evaluate(task, solutions(task)[0].output).valid
+    server = evaluator_server._server.process.pid
+    assert server in [child.pid for child in psutil.Process().children()]
+    os.kill(server, signal.SIGTERM)
+    deadline = time.monotonic() + 60
+    while server in [child.pid for child in psutil.Process().children()]:
+        assert time.monotonic() < deadline, "the ended server is still this process's child"
+        time.sleep(0.05)
+    assert not evaluator_server._server.alive()
+    assert evaluate(task, solutions(task)[0].output).valid  # a new server
+    assert evaluator_server._server.process.pid != server

@@ -214,3 +214,36 @@ def test_a_kernel_that_refuses_its_run_says_why(tmp_path):
         pool.retire(again)
     finally:
         pool.close()
+
+
+def test_a_run_in_a_forked_kernel_loads_nothing_on_first_use(tmp_path):
+    """A scripted run executed in a kernel forked from a sweep worker's server imports no module the
+    server had not loaded (`warm`: each would cost every run its import), and the kernel inherited
+    the server's heap frozen (gc.freeze: no collection of the kernel walks it)."""
+    from tests.fake_llm import FakeLLM
+
+    with FakeLLM() as server:
+        parameters = {"task": "circle-packing-26", "agent": "codeact", "budget": "120s",
+                      "runtime": "local", "base_url": server.base_url, "model": "fake",
+                      "seed": 0}
+        cell = ("import gc, json, sys\n"
+                "before = set(sys.modules)\n"
+                "from pathlib import Path\n"
+                "from innolab import runner\n"
+                f"config = runner.config_from_parameters({parameters!r})\n"
+                f"runner.run_or_resume(config, Path({str(tmp_path / 'run')!r}), novelty='ast')\n"
+                "print(json.dumps({'loaded': sorted(set(sys.modules) - before),\n"
+                "                  'frozen': gc.get_freeze_count()}))")
+        pool = KernelPool(tmp_path, ahead=1, tasks=[{"task": "circle-packing-26"}])
+        try:
+            taken = pool.take()
+            taken.hand_over({}, "run")
+            executed = tmp_path / "executed.ipynb"
+            notebooks.execute(notebook(tmp_path, cell), executed, kernel_manager=taken.manager)
+            pool.retire(taken)
+        finally:
+            pool.close()
+    seen = printed(executed)
+    assert (tmp_path / "run" / "score.json").is_file()
+    assert seen["loaded"] == [], "add these to innolab.sweep.kernel.warm"
+    assert seen["frozen"] > 10_000

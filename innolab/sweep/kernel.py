@@ -16,6 +16,7 @@ other worker's, and carry the run's id.
 from __future__ import annotations
 
 import contextlib
+import io
 import json
 import os
 from types import ModuleType
@@ -64,8 +65,12 @@ def warm() -> tuple[ModuleType, ...]:
     """
     # notebooks/20_agent_run.ipynb's import cell (a test keeps the two alike), then what a run
     # loads on first use (a second or more of a cold kernel's run): the model client, the run loop
-    # and its sandbox, the scaffolds, the scoring and the task families' checks
+    # and its sandbox, the scaffolds, the scoring and the task families' checks, the progress
+    # bar's lock (multiprocessing's)
+    import multiprocessing.synchronize
+
     import openai
+    import pandas
     import scipy.optimize
     import scipy.spatial.distance
     from IPython import display
@@ -79,13 +84,16 @@ def warm() -> tuple[ModuleType, ...]:
     from innolab.tasks import builtin_families, leaks
 
     runspec.schema()  # the agents' registry and the run schema: composed once per process
+    # a run table's first write loads pandas' CSV writer and its Arrow strings' conversion
+    pandas.DataFrame({"text": ["-"]}).to_csv(io.StringIO())
     # the model client's resources load as they are first used: touched here, nothing sent
     sdk = openai.OpenAI(api_key="-", base_url="http://127.0.0.1:9/v1", max_retries=0)
     _ = (sdk.chat.completions, sdk.models)
     sdk.close()
     return (display, runner, runspec, traces, runs, policy, local, openai, scipy.optimize,
             scipy.spatial.distance, scoring, aide, baseline, bridge, codeact, mlab, local_sandbox,
-            run, agent_view, client, gateway, builtin_families, leaks)
+            run, agent_view, client, gateway, builtin_families, leaks, multiprocessing.synchronize,
+            pandas)
 
 
 def load(tasks: list[dict[str, Any]]) -> None:

@@ -21,6 +21,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import os
+import signal
 import tempfile
 import threading
 import uuid
@@ -101,9 +102,9 @@ class PoolKernel:
         try:
             if self.manager.has_kernel:
                 self.manager.shutdown_kernel(now=now)
-        except Exception:  # a dead kernel: its process is gone, its folder is ours to remove
+        except Exception:  # a dead kernel (its folder is ours to remove), or one to kill
             with contextlib.suppress(Exception):
-                self.manager.kill_kernel()
+                self.manager.signal_kernel(signal.SIGKILL)
         finally:
             with contextlib.suppress(Exception):
                 self.manager.cleanup_resources()
@@ -129,16 +130,20 @@ def kernel_folder() -> Path:
 def manager_class() -> type:
     """A kernel manager whose clients are asynchronous (nbclient's) and recorded, over IPC sockets.
 
-    Its own methods are synchronous: the pool starts and shuts kernels down from its threads.
+    Its own methods are synchronous: the pool starts and shuts kernels down from its threads. Its
+    clients are ready when IOPub carries their info request's idle status (innolab.kernel_client).
     """
     from jupyter_client.manager import KernelManager
-    from traitlets import CaselessStrEnum
+    from traitlets import CaselessStrEnum, Type
+
+    from innolab.kernel_client import BlockingReadyClient, ReadyClient
 
     class PoolKernelManager(KernelManager):
         """A kernel started ahead: IPC transport, asynchronous clients, each client recorded."""
 
         transport = CaselessStrEnum(["tcp", "ipc"], default_value="ipc", config=True)
-        client_class = "jupyter_client.asynchronous.AsyncKernelClient"
+        client_factory = Type(ReadyClient)  # asynchronous, as nbclient's
+        blocking_class = Type(BlockingReadyClient)
 
         def __init__(self, made: list[Any], **kwargs: Any) -> None:
             super().__init__(**kwargs)

@@ -20,7 +20,9 @@ as it starts (`start_ahead`), before its run.
 
 The server keeps each child unreaped until its caller asks for its exit status, so that its pid
 names it and no later process: a caller kills a child that outlives its time limit by that pid.
-It ends when its owner closes it or ends (end-of-file on its socket).
+It ends when its owner closes it or ends (end-of-file on its socket); its owner reaps it as it
+ends (a thread waits for it), so that no zombie of it counts as a running child (ipykernel's
+shutdown waits for a kernel's children to end).
 
 Protocol: one SOCK_SEQPACKET message each way. {"argv", "cwd", "memory_mb", "cpu_s", "env": the
 VOLATILE variables' values, null for unset} with the write ends of two pipes (the child's standard
@@ -117,6 +119,13 @@ class EvaluatorServer:
         self.broken = False  # a request went unanswered: its replies cannot be matched any more
         self._socket = ours
         self._lock = threading.Lock()
+        # reaped as it ends: a zombie would count as a child still running for whoever waits
+        # for this process's children to end (ipykernel's shutdown, up to seconds)
+        threading.Thread(target=self._reap, name="innolab-evaluator-reaper", daemon=True).start()
+
+    def _reap(self) -> None:
+        with contextlib.suppress(Exception):
+            self.process.wait()
 
     def alive(self) -> bool:
         """Whether the server still runs and answers in step."""
