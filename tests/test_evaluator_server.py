@@ -77,6 +77,22 @@ def gone(pid: int, within_s: float = 30.0) -> bool:
     return True
 
 
+def ended(pid: int, within_s: float = 30.0) -> bool:
+    """Whether process `pid` has ended, reaped or not (waits for it up to `within_s`)."""
+    import psutil
+
+    deadline = time.monotonic() + within_s
+    while True:
+        try:
+            if psutil.Process(pid).status() == psutil.STATUS_ZOMBIE:
+                return True
+        except psutil.NoSuchProcess:
+            return True
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+
+
 def cold(task, submission, **kwargs):
     """The verdict of a worker started as a new interpreter (where no server answers)."""
     def no_server(*args: object, **kwargs: object) -> None:
@@ -284,3 +300,98 @@ def test_a_server_that_ends_leaves_its_owner_no_zombie(tmp_path):
     assert not evaluator_server._server.alive()
     assert evaluate(task, solutions(task)[0].output).valid  # a new server
     assert evaluator_server._server.process.pid != server
+
+
+# as a sweep's kernel fork server: a spawner started, then a kernel forked (which evaluates with a
+# plumbing variable of its own, then with a variable beyond the plumbing) and a fork of the kernel
+SPAWNING_OWNER = """
+import json, os, sys
+from innolab.tasks import evaluator_server, load_task
+from innolab.tasks.evaluation import evaluate
+from innolab.tasks.solutions import solutions
+
+task = load_task(sys.argv[1])
+output = solutions(task)[0].output
+evaluator_server.start_spawner()
+spawner = evaluator_server._spawner.process.pid
+kernel = os.fork()
+if kernel == 0:
+    os.setsid()  # as a forked kernel leads a session of its own
+    os.environ["IPYTHONDIR"] = "/a-kernels-folder"
+    ok = evaluate(task, output).valid
+    spawned = evaluator_server._server.process.pid
+    deeper = os.fork()
+    if deeper == 0:
+        print(json.dumps({"deeper_has_spawner": evaluator_server._spawner is not None}), flush=True)
+        os._exit(0)
+    os.waitpid(deeper, 0)
+    os.environ[sys.argv[2]] = "beyond the plumbing"
+    ok = evaluate(task, output).valid and ok
+    print(json.dumps({"ok": ok, "kernel": os.getpid(), "spawned": spawned,
+                      "own": evaluator_server._server.process.pid}), flush=True)
+    os._exit(0)
+os.waitpid(kernel, 0)
+print(json.dumps({"spawner": spawner, "owner_evaluated": evaluator_server._server is not None}))
+"""
+
+
+def test_a_kernel_forked_from_a_spawners_owner_gets_a_spawned_server(tmp_path):
+    """The spawner forks the kernel's server: the kernel starts no interpreter, its evaluations are
+    children of a server that is the spawner's child, in the kernel's environment (its plumbing
+    too); an environment beyond the plumbing gets a server started as before, and a fork of the
+    kernel holds no spawner."""
+    folder, record = ruler(tmp_path, then="    _json.dump(dict(_os.environ), open("
+                           f"{str(tmp_path)!r} + f'/env-{{_os.getpid()}}.json', 'w'))")
+    done = subprocess.run([sys.executable, "-c", SPAWNING_OWNER, str(folder), ENV],
+                          capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    deeper, kernel, owner = (json.loads(line) for line in done.stdout.splitlines())
+    assert kernel["ok"] and not deeper["deeper_has_spawner"] and not owner["owner_evaluated"]
+    first, second = records(record)
+    assert first["ppid"] == kernel["spawned"] != kernel["own"] == second["ppid"]
+    # the spawner's process group (its owner's, this test's), not the kernel's session
+    assert first["pgid"] == os.getpgrp() != kernel["kernel"]
+    first_env = json.loads((tmp_path / f"env-{first['pid']}.json").read_text())
+    assert first_env["IPYTHONDIR"] == "/a-kernels-folder" and first["env"] is None
+    assert second["env"] == "beyond the plumbing"
+    assert ended(kernel["spawned"]) and ended(kernel["own"]) and ended(owner["spawner"])
+
+
+SPAWNED_THEN_KILLED = """
+import os, sys, threading, time
+from innolab.tasks import evaluator_server, load_task
+from innolab.tasks.evaluation import evaluate
+from innolab.tasks.solutions import solutions
+
+task = load_task(sys.argv[1])
+output = solutions(task)[0].output
+evaluator_server.start_spawner()
+kernel = os.fork()
+if kernel == 0:
+    os.setsid()
+    evaluate(task, output, timeout_s=600)
+    os._exit(0)
+print(kernel, flush=True)
+time.sleep(600)
+"""
+
+
+def test_an_evaluation_ends_with_the_kernel_that_asked_for_it(tmp_path):
+    """A spawned server's evaluation is not in its kernel's process group: when the kernel is
+    killed mid-evaluation, its server ends (end-of-file) and kills the evaluation."""
+    folder, record = ruler(tmp_path, then="    import time as _time; _time.sleep(600)")
+    owner = subprocess.Popen([sys.executable, "-c", SPAWNED_THEN_KILLED, str(folder)],
+                             stdout=subprocess.PIPE, text=True)
+    try:
+        kernel = int(owner.stdout.readline())
+        deadline = time.monotonic() + 60
+        while not records(record):
+            assert time.monotonic() < deadline, "the evaluation did not start"
+            time.sleep(0.05)
+        (evaluation,) = records(record)
+        assert evaluation["pgid"] != os.getpgid(kernel)
+        os.kill(kernel, signal.SIGKILL)
+        assert ended(evaluation["ppid"]) and ended(evaluation["pid"])
+    finally:
+        owner.kill()
+        owner.wait()

@@ -40,8 +40,9 @@ _held = contextlib.ExitStack()  # the kernel's gate, held for the kernel's life
 def prepare() -> None:
     """As a sweep's kernel starts: watch its worker, load what a run loads, start an evaluator.
 
-    The evaluator is the hidden evaluator's server (innolab.tasks.evaluator_server). Does nothing
-    outside such a kernel (no PARENT_VAR).
+    The evaluator is the hidden evaluator's server (innolab.tasks.evaluator_server), forked by the
+    fork server's spawner where the kernel was forked (`load`). Does nothing outside such a kernel
+    (no PARENT_VAR).
     """
     parent = os.environ.get(PARENT_VAR)
     if not parent:
@@ -99,13 +100,18 @@ def warm() -> tuple[ModuleType, ...]:
 def load(tasks: list[dict[str, Any]]) -> None:
     """Load what a sweep's fork server holds before its first fork (innolab.forkserver).
 
-    `warm`, then `preload` of the sweep's tasks.
+    `warm`, then `preload` of the sweep's tasks; then the hidden evaluator's spawner, which forks
+    each kernel its evaluator server (innolab.tasks.evaluator_server.Spawner: no kernel starts an
+    interpreter that imports the evaluator again).
 
     Args:
         tasks: Each {"task": its reference, "options": its task_options}.
     """
     warm()
     preload(tasks)
+    from innolab.tasks import evaluator_server
+
+    evaluator_server.start_spawner()
 
 
 def preload(tasks: list[dict[str, Any]]) -> None:

@@ -16,18 +16,23 @@ ending after that one evaluation. Where it differs from a new interpreter: its s
 its modules are those the server loaded when it started (a server outlives an edit of innolab's
 code; it is replaced when its environment is not what an evaluation would get now, VOLATILE
 variables aside, when it has died, or in a fork of its owner). A sweep's kernel starts its server
-as it starts (`start_ahead`), before its run.
+as it starts (`start_ahead`), before its run; it asks its fork server's spawner for it (`Spawner`:
+a server forked from one that imported the worker once, not a new interpreter), where the
+spawner's environment is the kernel's but for the kernel's PLUMBING.
 
 The server keeps each child unreaped until its caller asks for its exit status, so that its pid
 names it and no later process: a caller kills a child that outlives its time limit by that pid.
-It ends when its owner closes it or ends (end-of-file on its socket); its owner reaps it as it
-ends (a thread waits for it), so that no zombie of it counts as a running child (ipykernel's
-shutdown waits for a kernel's children to end).
+It ends when its owner closes it or ends (end-of-file on its socket), and kills the evaluations
+its owner has not waited for as it ends. Its owner reaps it as it ends (a thread waits for it), so
+that no zombie of it counts as a running child (ipykernel's shutdown waits for a kernel's children
+to end).
 
 Protocol: one SOCK_SEQPACKET message each way. {"argv", "cwd", "memory_mb", "cpu_s", "env": the
 VOLATILE variables' values, null for unset} with the write ends of two pipes (the child's standard
 output and error) in, {"pid"} out; then {"wait": pid, "within_s"} in (the child is killed if it has
-not ended within that time), {"status": its exit status, negative for a signal} out.
+not ended within that time), {"status": its exit status, negative for a signal} out. A spawner
+(`--spawner`) gets {"env"} with the server's end of a new socket pair, and answers on that pair,
+from the new server: {"pid"} with a pidfd of it.
 """
 
 from __future__ import annotations
@@ -38,6 +43,7 @@ import io
 import json
 import os
 import resource
+import select
 import selectors
 import signal
 import socket
@@ -47,6 +53,7 @@ import threading
 import time
 import traceback
 from dataclasses import dataclass
+from typing import Any
 
 MESSAGE_BYTES = 65536  # the longest request or reply
 # variables that change between the evaluations of one process and that no import reads (pytest's
@@ -54,6 +61,14 @@ MESSAGE_BYTES = 65536  # the longest request or reply
 # not replaced for them; each evaluation gets their values of the moment (innolab.sweep.kernel
 # names the last two)
 VOLATILE = ("PYTEST_CURRENT_TEST", "INNOLAB_RUN_ID", "INNOLAB_SWEEP_LLM")
+# a kernel's plumbing, set between its fork server's start and its own (by debugpy as the server
+# loads it, IPython's shell, Jupyter, innolab.forkserver and innolab.sweep), which no import of the
+# worker reads: a spawned server, which imported under its spawner's environment, serves one that
+# differs in these (and the VOLATILE) only
+PLUMBING = ("PYDEVD_USE_FRAME_EVAL", "CLICOLOR", "CLICOLOR_FORCE", "FORCE_COLOR", "GIT_PAGER",
+            "PAGER", "TERM", "IPYTHONDIR", "JPY_PARENT_PID", "INNOLAB_KERNEL_PARENT",
+            "DASK_SCHEDULER_ADDRESS")
+SPAWN_BYTES = 1 << 20  # the longest spawn request (an environment)
 REPLY_TIMEOUT_S = 60.0  # the longest the server may take to answer (its first answer waits for
 # its imports, on a loaded machine too)
 EXIT_WAIT_S = 5.0  # after its outputs have ended, the longest a child may take to exit
@@ -99,29 +114,36 @@ class EvaluatorServer:
         Raises:
             EvaluatorServerError: It cannot start.
         """
-        try:
-            ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        except (OSError, AttributeError) as error:  # not on this system
-            raise EvaluatorServerError(f"no evaluator server here: {error}") from error
-        try:
-            self.process = subprocess.Popen(
-                [sys.executable, "-I", "-m", "innolab.tasks.evaluator_server",
-                 str(theirs.fileno())],
-                pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL, env=env, cwd="/")
-        except OSError as error:
-            ours.close()
-            raise EvaluatorServerError(f"the evaluator server cannot start: {error}") from error
-        finally:
-            theirs.close()
+        ours, process = _start([], env)
+        self._adopt(ours, process, env)
+        # reaped as it ends: a zombie would count as a child still running for whoever waits
+        # for this process's children to end (ipykernel's shutdown, up to seconds)
+        threading.Thread(target=self._reap, name="innolab-evaluator-reaper", daemon=True).start()
+
+    @classmethod
+    def spawned(cls, spawner: Spawner, env: dict[str, str]) -> EvaluatorServer:
+        """A server forked by a spawner for this process (no interpreter started, nothing imported).
+
+        Args:
+            spawner: The spawner, started by this process or the one it was forked from.
+            env: Its environment, every evaluation's: the spawner's, PLUMBING and VOLATILE aside.
+
+        Raises:
+            EvaluatorServerError: The spawner is gone, or its environment differs in more.
+        """
+        server = cls.__new__(cls)
+        ours, process = spawner.spawn(env)
+        server._adopt(ours, process, env)
+        return server
+
+    def _adopt(self, ours: socket.socket, process: Any, env: dict[str, str]) -> None:
         ours.settimeout(REPLY_TIMEOUT_S)
+        self.process = process
         self.env = _stable(env)
         self.owner = os.getpid()
         self.broken = False  # a request went unanswered: its replies cannot be matched any more
         self._socket = ours
         self._lock = threading.Lock()
-        # reaped as it ends: a zombie would count as a child still running for whoever waits
-        # for this process's children to end (ipykernel's shutdown, up to seconds)
-        threading.Thread(target=self._reap, name="innolab-evaluator-reaper", daemon=True).start()
 
     def _reap(self) -> None:
         with contextlib.suppress(Exception):
@@ -203,7 +225,7 @@ class EvaluatorServer:
             os.kill(pid, signal.SIGKILL)
 
     def close(self, timeout_s: float = 10.0) -> None:
-        """End the server (an evaluation under way goes on to its end)."""
+        """End the server (it kills an evaluation under way as it ends)."""
         with contextlib.suppress(OSError):
             self._socket.close()
         try:
@@ -211,6 +233,135 @@ class EvaluatorServer:
         except subprocess.TimeoutExpired:
             self.process.kill()
             self.process.wait()
+        if isinstance(self.process, Spawned):
+            self.process.close()
+
+
+def _start(args: list[str], env: dict[str, str]) -> tuple[socket.socket, subprocess.Popen]:
+    """Start `python -I -m innolab.tasks.evaluator_server [args] FD`: our end of its socket, it."""
+    try:
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    except (OSError, AttributeError) as error:  # not on this system
+        raise EvaluatorServerError(f"no evaluator server here: {error}") from error
+    try:
+        process = subprocess.Popen(
+            [sys.executable, "-I", "-m", "innolab.tasks.evaluator_server", *args,
+             str(theirs.fileno())],
+            pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL, env=env, cwd="/")
+    except OSError as error:
+        ours.close()
+        raise EvaluatorServerError(f"the evaluator server cannot start: {error}") from error
+    finally:
+        theirs.close()
+    return ours, process
+
+
+class Spawned:
+    """A spawned server's process: not a child of its owner, watched and killed through a pidfd.
+
+    Attributes:
+        pid: Its process id.
+        returncode: None while it runs, then -1 (its exit status is its spawner's to read).
+    """
+
+    def __init__(self, pid: int, pidfd: int) -> None:
+        self.pid = pid
+        self.returncode: int | None = None
+        self._fd = pidfd
+
+    def poll(self) -> int | None:
+        """None while it runs, else -1."""
+        return self.wait(0) if self.returncode is None and self._ended(0) else self.returncode
+
+    def wait(self, timeout: float | None = None) -> int:
+        """Wait for it to end.
+
+        Raises:
+            subprocess.TimeoutExpired: It still runs after `timeout` seconds.
+        """
+        if self.returncode is None:
+            if not self._ended(timeout):
+                raise subprocess.TimeoutExpired(f"evaluator server {self.pid}", timeout or 0)
+            self.returncode = -1
+        return self.returncode
+
+    def _ended(self, timeout: float | None) -> bool:
+        try:
+            return bool(select.select([self._fd], [], [], timeout)[0])
+        except (OSError, ValueError):  # closed: nothing is known of it any more
+            return True
+
+    def kill(self) -> None:
+        """SIGKILL (nothing once it has ended: the pidfd names that process and no other)."""
+        with contextlib.suppress(OSError, ValueError):
+            signal.pidfd_send_signal(self._fd, signal.SIGKILL)
+
+    def close(self) -> None:
+        """Close the pidfd."""
+        with contextlib.suppress(OSError):
+            os.close(self._fd)
+
+
+class Spawner:
+    """The owner's side of a spawner: a server that forks a server for each process that asks.
+
+    A sweep's kernel fork server (innolab.sweep.kernel.load) starts one; each kernel forked from
+    it asks it for its own server (`EvaluatorServer.spawned`) instead of starting an interpreter
+    that imports the worker again. The spawned server is a fork of the spawner, which imported the
+    worker once and never evaluates: a server as a new one is, in the asker's environment, serving
+    the asker alone over a socket pair of the asker's (sent with the request), and ending when
+    the asker closes it or ends. Its process is not the asker's child but the spawner's: the asker
+    watches and kills it by a pidfd (`Spawned`), and its evaluations are in the spawner's process
+    group, not the asker's: they end with the asker's end (end-of-file on the server's socket),
+    and an interrupted asker kills its evaluation as before.
+
+    Attributes:
+        env: The environment the spawner imported the worker under, VOLATILE variables aside.
+        owner: The process that started it; it and its direct forks may spawn.
+    """
+
+    def __init__(self, env: dict[str, str]) -> None:
+        self._socket, self.process = _start(["--spawner"], env)
+        self._socket.settimeout(REPLY_TIMEOUT_S)
+        self.env = _stable(env)
+        self.owner = os.getpid()
+        self._lock = threading.Lock()
+
+    def spawn(self, env: dict[str, str]) -> tuple[socket.socket, Spawned]:
+        """Ask for a server: our end of its socket, and its process.
+
+        Raises:
+            EvaluatorServerError: The spawner is gone, or its environment differs from `env` in
+                more than PLUMBING and VOLATILE.
+        """
+        wanted = _stable(env)
+        differ = sorted(name for name in set(wanted) | set(self.env)
+                        if wanted.get(name) != self.env.get(name) and name not in PLUMBING)
+        if differ:
+            raise EvaluatorServerError(f"the spawner imported under another environment: {differ}")
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        try:
+            with self._lock:
+                socket.send_fds(self._socket, [json.dumps({"env": env}).encode()],
+                                [theirs.fileno()])
+            theirs.close()
+            ours.settimeout(REPLY_TIMEOUT_S)
+            hello, fds, _, _ = socket.recv_fds(ours, MESSAGE_BYTES, 1)
+            if not hello or len(fds) != 1:
+                for fd in fds:
+                    os.close(fd)
+                raise EvaluatorServerError("the spawner is gone")
+            return ours, Spawned(int(json.loads(hello)["pid"]), fds[0])
+        except (OSError, ValueError) as error:
+            ours.close()
+            raise EvaluatorServerError(f"the spawner is gone: {error}") from error
+        finally:
+            theirs.close()
+
+    def close(self) -> None:
+        """Close our end; the spawner ends once every process holding it has (a fork holds it)."""
+        with contextlib.suppress(OSError):
+            self._socket.close()
 
 
 def _read_until(out_fd: int, err_fd: int, timeout_s: float) -> tuple[bytes, bytes, bool]:
@@ -235,6 +386,7 @@ def _read_until(out_fd: int, err_fd: int, timeout_s: float) -> tuple[bytes, byte
 
 _lock = threading.Lock()
 _server: EvaluatorServer | None = None
+_spawner: Spawner | None = None
 
 
 def _stable(env: dict[str, str]) -> dict[str, str]:
@@ -251,8 +403,30 @@ def _server_for(env: dict[str, str]) -> EvaluatorServer:
             _server = None
             if server is not None:
                 server.close()
-            server = _server = EvaluatorServer(env)
+            server = _server = _new_server(env)
         return server
+
+
+def _new_server(env: dict[str, str]) -> EvaluatorServer:
+    """A server spawned by this process's spawner, where it has one that can, else a new one."""
+    if _spawner is not None:
+        with contextlib.suppress(EvaluatorServerError):
+            return EvaluatorServer.spawned(_spawner, env)
+    return EvaluatorServer(env)
+
+
+def start_spawner() -> None:
+    """Start a spawner in this process, for its forks' servers (`Spawner`).
+
+    A sweep's kernel fork server calls it before its first fork. Where it cannot start, the forks
+    start their own servers.
+    """
+    from innolab.tasks.numerics import numeric_env
+
+    global _spawner
+    with _lock, contextlib.suppress(EvaluatorServerError):
+        if _spawner is None:
+            _spawner = Spawner(numeric_env())
 
 
 def start_ahead() -> None:
@@ -297,13 +471,24 @@ def evaluate(argv: list[str], env: dict[str, str], memory_mb: int,
 
 
 def _forget_in_child() -> None:
-    """In a fork of the owner: the owner's server is not this process's (it starts its own)."""
-    global _server, _lock
+    """In a fork of the owner: the owner's server is not this process's (it starts its own).
+
+    The owner's spawner is kept in a direct fork of the process that started it (a kernel of a
+    sweep's fork server), not in a fork of that fork.
+    """
+    global _server, _spawner, _lock
     _lock = threading.Lock()
     if _server is not None:
         with contextlib.suppress(OSError):
             _server._socket.close()
+        if isinstance(_server.process, Spawned):
+            _server.process.close()
         _server = None
+    if _spawner is not None:
+        _spawner._lock = threading.Lock()
+        if os.getppid() != _spawner.owner:
+            _spawner.close()
+            _spawner = None
 
 
 os.register_at_fork(after_in_child=_forget_in_child)
@@ -313,39 +498,89 @@ os.register_at_fork(after_in_child=_forget_in_child)
 def _close() -> None:
     if _server is not None:
         _server.close()
+    if _spawner is not None:
+        _spawner.close()
 
 
 # ------------------------------------------------------------------------------------- the server
 
 
 def main(argv: list[str]) -> None:
-    """The server: import the worker, then fork one evaluation per request until end-of-file.
+    """The server (or, with --spawner first, the spawner): import the worker, then serve.
 
     Args:
-        argv: The socket's file descriptor.
+        argv: ["--spawner"] or nothing, then the socket's file descriptor.
     """
-    channel = socket.socket(fileno=int(argv[0]))
+    channel = socket.socket(fileno=int(argv[-1]))
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # a terminal's Ctrl-C ends the evaluations only
     from innolab.tasks import evaluator_worker  # noqa: F401  (loaded once, before any fork)
 
+    if argv[0] == "--spawner":
+        _spawn_servers(channel)
+    else:
+        _serve(channel)
+
+
+def _serve(channel: socket.socket) -> None:
+    """Fork one evaluation per request until end-of-file; then kill those not yet waited for."""
+    children: set[int] = set()
+    try:
+        while True:
+            message, fds, _, _ = socket.recv_fds(channel, MESSAGE_BYTES, 2)
+            if not message:
+                return
+            request = json.loads(message)
+            if "wait" in request:
+                children.discard(int(request["wait"]))
+                reply = {"status": _wait(int(request["wait"]), float(request["within_s"]))}
+            else:
+                pid = os.fork()
+                if pid == 0:
+                    _child(request, fds, channel)
+                children.add(pid)
+                for fd in fds:
+                    os.close(fd)
+                reply = {"pid": pid}
+            try:
+                channel.send(json.dumps(reply).encode())
+            except OSError:  # its owner has gone
+                return
+    finally:
+        for pid in children:  # its owner has gone: so do the evaluations it left
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+
+
+def _spawn_servers(channel: socket.socket) -> None:
+    """The spawner: fork a server per request (on the socket sent with it) until end-of-file."""
+    signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # its servers are reaped as they end
     while True:
-        message, fds, _, _ = socket.recv_fds(channel, MESSAGE_BYTES, 2)
+        message, fds, _, _ = socket.recv_fds(channel, SPAWN_BYTES, 1)
         if not message:
             return
-        request = json.loads(message)
-        if "wait" in request:
-            reply = {"status": _wait(int(request["wait"]), float(request["within_s"]))}
-        else:
-            pid = os.fork()
-            if pid == 0:
-                _child(request, fds, channel)
+        if len(fds) != 1:
             for fd in fds:
                 os.close(fd)
-            reply = {"pid": pid}
-        try:
-            channel.send(json.dumps(reply).encode())
-        except OSError:  # its owner has gone
-            return
+            continue
+        if os.fork() == 0:
+            code = 1
+            try:
+                channel.close()
+                signal.signal(signal.SIGCHLD, signal.SIG_DFL)  # its evaluations: reaped on wait
+                os.environ.clear()
+                os.environ.update(json.loads(message)["env"])
+                served = socket.socket(fileno=fds[0])
+                pidfd = os.pidfd_open(os.getpid())
+                socket.send_fds(served, [json.dumps({"pid": os.getpid()}).encode()], [pidfd])
+                os.close(pidfd)
+                _serve(served)
+                code = 0
+            except BaseException:
+                with contextlib.suppress(BaseException):
+                    traceback.print_exc()
+            finally:
+                os._exit(code)
+        os.close(fds[0])
 
 
 def _wait(pid: int, within_s: float) -> int | None:
