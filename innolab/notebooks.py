@@ -6,6 +6,7 @@ Within `forked_kernels`, their kernels are forked from one server that loaded th
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 import threading
@@ -65,6 +66,48 @@ def ipc_kernel_manager() -> type:
             return str(folder / f"innolab-{uuid.uuid4().hex[:16]}-ipc")
 
     return IPCKernelManager
+
+
+SAVE_EVERY_S = 2.0  # the least time between two writes of an executed copy while it executes
+
+
+@functools.cache
+def record_engine() -> str:
+    """The papermill engine innolab executes notebooks with, registered on first use: its name.
+
+    nbclient's engine (papermill's default), which writes the executed copy less often: papermill
+    writes it as each cell starts and again as it ends (nbformat validates each write, a few
+    milliseconds each: a short notebook's writes cost about as much as its cells); this engine
+    writes it as execution starts, at a cell's start or end where SAVE_EVERY_S have passed since
+    the last write, during a long cell's output as papermill does (every 30 s), and in full at the
+    end, failed or not. A long notebook's copy stays as current as one SAVE_EVERY_S behind.
+    """
+    import time
+
+    from papermill.engines import NBClientEngine, papermill_engines
+
+    name = "innolab-record"
+    class RecordEngine(NBClientEngine):
+        """nbclient's engine, writing the executed copy at most every SAVE_EVERY_S while it runs."""
+
+        @classmethod
+        def execute_managed_notebook(cls, nb_man: Any, kernel_name: str, **kwargs: Any) -> Any:
+            save = nb_man.save
+            last = [time.monotonic()]  # notebook_start wrote it
+
+            def throttled(**arguments: Any) -> None:
+                if time.monotonic() - last[0] >= SAVE_EVERY_S:
+                    save(**arguments)
+                    last[0] = time.monotonic()
+
+            nb_man.save = throttled
+            try:
+                return super().execute_managed_notebook(nb_man, kernel_name, **kwargs)
+            finally:
+                nb_man.save = save  # notebook_complete writes it whole
+
+    papermill_engines.register(name, RecordEngine)
+    return name
 
 
 def warm(_argument: Any = None) -> None:
@@ -286,6 +329,7 @@ def execute(
         cwd=str(source.parent),
         progress_bar=False,
         execution_timeout=timeout_s,
+        engine_name=record_engine(),
         kernel_manager_class=kernel_manager_class,
         **({"km": kernel_manager} if kernel_manager is not None else {}),
     )

@@ -679,6 +679,11 @@ def notebook_parameters() -> list[tuple[str, Any, str]]:
         ),
         ("config_id", None, "set by a sweep: the id the configuration must have (checked)"),
         (
+            "show_progress",
+            True,
+            "a progress bar while the run runs (False from a sweep: its own progress shows runs)",
+        ),
+        (
             "embedded_url",
             None,
             "set by a sweep: the embedded-model server it started for all its runs",

@@ -274,6 +274,7 @@ def run_configuration(
                             "config_id": config_id,
                             "novelty": novelty,
                             "embedded_url": embedded_url,
+                            "show_progress": False,  # no one watches a sweep run's kernel
                         },
                         Path(run_dir),
                         kernel_manager=manager,
