@@ -219,10 +219,13 @@ def main(argv: list[str]) -> None:
     quiet = "PYDEVD_DISABLE_FILE_VALIDATION"
     given = os.environ.get(quiet)
     os.environ[quiet] = "1"
-    from ipykernel import debugger, ipkernel, kernelapp  # noqa: F401
-
-    if given is None:
-        del os.environ[quiet]
+    try:
+        from ipykernel import debugger, ipkernel, kernelapp  # noqa: F401
+    finally:
+        if given is None:
+            del os.environ[quiet]
+        else:
+            os.environ[quiet] = given
 
     try:
         module, _, name = argv[1].partition(":")

@@ -7,7 +7,9 @@ as soon as IOPub carries the idle status of their own info request: the kernel h
 the client's IOPub subscription is connected (it received a message published after the request),
 so no output of the first cell can be missed. A message left on IOPub from before is not the
 executed cells' (nbclient reads only the replies to its own requests). Where IOPub carries nothing
-for the request within 0.2 s (a subscription not yet connected), the request is sent again.
+for the request within 0.2 s (a subscription not yet connected), the request is sent again. They
+are for clients a kernel manager makes (innolab's kernel managers use them): whether the kernel
+lives is asked of the manager, not of a heartbeat.
 """
 
 from __future__ import annotations

@@ -68,43 +68,49 @@ def ipc_kernel_manager() -> type:
     return IPCKernelManager
 
 
-SAVE_EVERY_S = 2.0  # the least time between two writes of an executed copy while it executes
-
-
 @functools.cache
 def record_engine() -> str:
     """The papermill engine innolab executes notebooks with, registered on first use: its name.
 
-    nbclient's engine (papermill's default), which writes the executed copy less often: papermill
-    writes it as each cell starts and again as it ends (nbformat validates each write, a few
-    milliseconds each: a short notebook's writes cost about as much as its cells); this engine
-    writes it as execution starts, at a cell's start or end where SAVE_EVERY_S have passed since
-    the last write, during a long cell's output as papermill does (every 30 s), and in full at the
-    end, failed or not. A long notebook's copy stays as current as one SAVE_EVERY_S behind.
+    nbclient's engine (papermill's default), writing the executed copy about half as often.
+    Papermill writes it as execution starts, as each cell (markdown too) starts and again as it
+    ends, during a long cell's output (every 30 s) and at the end; each write is validated, a few
+    milliseconds each, as much in all as a short notebook's cells. This engine leaves out the
+    writes at a cell's end and at a markdown cell's start: the next code cell's start writes the
+    cells before it done, so the copy on disk always shows the cells done and the one running,
+    and the end writes it whole, failed or not.
     """
-    import time
-
     from papermill.engines import NBClientEngine, papermill_engines
 
     name = "innolab-record"
+
     class RecordEngine(NBClientEngine):
-        """nbclient's engine, writing the executed copy at most every SAVE_EVERY_S while it runs."""
+        """nbclient's engine, writing the executed copy as each code cell starts, not as it ends."""
 
         @classmethod
         def execute_managed_notebook(cls, nb_man: Any, kernel_name: str, **kwargs: Any) -> Any:
-            save = nb_man.save
-            last = [time.monotonic()]  # notebook_start wrote it
+            save, start, complete = nb_man.save, nb_man.cell_start, nb_man.cell_complete
+            quiet = [False]
 
-            def throttled(**arguments: Any) -> None:
-                if time.monotonic() - last[0] >= SAVE_EVERY_S:
+            def saved(**arguments: Any) -> None:
+                if not quiet[0]:
                     save(**arguments)
-                    last[0] = time.monotonic()
 
-            nb_man.save = throttled
+            def unsaved(hook: Callable[..., Any]) -> Callable[..., Any]:
+                def call(cell: Any, *arguments: Any, **named: Any) -> Any:
+                    quiet[0] = hook is complete or cell.get("cell_type") != "code"
+                    try:
+                        return hook(cell, *arguments, **named)
+                    finally:
+                        quiet[0] = False
+                return call
+
+            nb_man.save = saved
+            nb_man.cell_start, nb_man.cell_complete = unsaved(start), unsaved(complete)
             try:
                 return super().execute_managed_notebook(nb_man, kernel_name, **kwargs)
-            finally:
-                nb_man.save = save  # notebook_complete writes it whole
+            finally:  # notebook_complete writes it whole
+                nb_man.save, nb_man.cell_start, nb_man.cell_complete = save, start, complete
 
     papermill_engines.register(name, RecordEngine)
     return name

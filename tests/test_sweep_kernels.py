@@ -217,9 +217,11 @@ def test_a_kernel_that_refuses_its_run_says_why(tmp_path):
 
 
 def test_a_run_in_a_forked_kernel_loads_nothing_on_first_use(tmp_path):
-    """A scripted run executed in a kernel forked from a sweep worker's server imports no module the
-    server had not loaded (`warm`: each would cost every run its import), and the kernel inherited
-    the server's heap frozen (gc.freeze: no collection of the kernel walks it)."""
+    """A scripted run executed in a kernel forked from a sweep worker's server imports no module
+    that the kernel had not at the cell's start (loaded by `warm` in the server: each would cost
+    every run its import), the kernel inherited the server's heap frozen (gc.freeze: no
+    collection of the kernel walks it), and it evaluated through a server the fork server's
+    spawner forked for it (no interpreter of its own importing the evaluator)."""
     from tests.fake_llm import FakeLLM
 
     with FakeLLM() as server:
@@ -232,8 +234,10 @@ def test_a_run_in_a_forked_kernel_loads_nothing_on_first_use(tmp_path):
                 "from innolab import runner\n"
                 f"config = runner.config_from_parameters({parameters!r})\n"
                 f"runner.run_or_resume(config, Path({str(tmp_path / 'run')!r}), novelty='ast')\n"
+                "from innolab.tasks import evaluator_server as es\n"
                 "print(json.dumps({'loaded': sorted(set(sys.modules) - before),\n"
-                "                  'frozen': gc.get_freeze_count()}))")
+                "                  'frozen': gc.get_freeze_count(),\n"
+                "                  'spawned': isinstance(es._server.process, es.Spawned)}))")
         pool = KernelPool(tmp_path, ahead=1, tasks=[{"task": "circle-packing-26"}])
         try:
             taken = pool.take()
@@ -247,3 +251,4 @@ def test_a_run_in_a_forked_kernel_loads_nothing_on_first_use(tmp_path):
     assert (tmp_path / "run" / "score.json").is_file()
     assert seen["loaded"] == [], "add these to innolab.sweep.kernel.warm"
     assert seen["frozen"] > 10_000
+    assert seen["spawned"], "the kernel's environment differs from the spawner's beyond PLUMBING"

@@ -21,7 +21,6 @@ from __future__ import annotations
 import atexit
 import contextlib
 import os
-import signal
 import tempfile
 import threading
 import uuid
@@ -103,8 +102,8 @@ class PoolKernel:
             if self.manager.has_kernel:
                 self.manager.shutdown_kernel(now=now)
         except Exception:  # a dead kernel (its folder is ours to remove), or one to kill
-            with contextlib.suppress(Exception):
-                self.manager.signal_kernel(signal.SIGKILL)
+            with contextlib.suppress(Exception):  # by its process (a pid it still holds)
+                self.manager.provisioner.process.kill()
         finally:
             with contextlib.suppress(Exception):
                 self.manager.cleanup_resources()

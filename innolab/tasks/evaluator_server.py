@@ -12,13 +12,16 @@ terminal's Ctrl-C reaches it, and the scheduler groups it with its caller), its 
 caller's pipes, its working folder the caller's (where that still exists), under the same limits
 (address space and CPU time, `limit_resources`), the worker's `main` on the worker's arguments,
 ending after that one evaluation. Where it differs from a new interpreter: its standard input is
-/dev/null (the worker reads none), its string hashing is the server's (one seed per server), and
+/dev/null (the worker reads none), its string hashing is the server's (one seed per server; per
+spawner for spawned servers), and
 its modules are those the server loaded when it started (a server outlives an edit of innolab's
 code; it is replaced when its environment is not what an evaluation would get now, VOLATILE
 variables aside, when it has died, or in a fork of its owner). A sweep's kernel starts its server
 as it starts (`start_ahead`), before its run; it asks its fork server's spawner for it (`Spawner`:
 a server forked from one that imported the worker once, not a new interpreter), where the
-spawner's environment is the kernel's but for the kernel's PLUMBING.
+spawner's environment is the kernel's but for the kernel's PLUMBING. A spawned server and its
+evaluations are in the spawner's session, not the kernel's (which is its own as well): a terminal's
+Ctrl-C reaches neither, and they end with the kernel (end-of-file on the server's socket).
 
 The server keeps each child unreaped until its caller asks for its exit status, so that its pid
 names it and no later process: a caller kills a child that outlives its time limit by that pid.
@@ -68,7 +71,8 @@ VOLATILE = ("PYTEST_CURRENT_TEST", "INNOLAB_RUN_ID", "INNOLAB_SWEEP_LLM")
 PLUMBING = ("PYDEVD_USE_FRAME_EVAL", "CLICOLOR", "CLICOLOR_FORCE", "FORCE_COLOR", "GIT_PAGER",
             "PAGER", "TERM", "IPYTHONDIR", "JPY_PARENT_PID", "INNOLAB_KERNEL_PARENT",
             "DASK_SCHEDULER_ADDRESS")
-SPAWN_BYTES = 1 << 20  # the longest spawn request (an environment)
+SPAWN_BYTES = 1 << 20  # the longest spawn request the spawner reads (an environment; the asker's
+# socket buffer, about 200 KiB, bounds it lower: a longer one fails, and the asker starts its own)
 REPLY_TIMEOUT_S = 60.0  # the longest the server may take to answer (its first answer waits for
 # its imports, on a loaded machine too)
 EXIT_WAIT_S = 5.0  # after its outputs have ended, the longest a child may take to exit
@@ -237,8 +241,12 @@ class EvaluatorServer:
             self.process.close()
 
 
-def _start(args: list[str], env: dict[str, str]) -> tuple[socket.socket, subprocess.Popen]:
-    """Start `python -I -m innolab.tasks.evaluator_server [args] FD`: our end of its socket, it."""
+def _start(args: list[str], env: dict[str, str],
+           session: bool = False) -> tuple[socket.socket, subprocess.Popen]:
+    """Start `python -I -m innolab.tasks.evaluator_server [args] FD`: our end of its socket, it.
+
+    In its owner's session and process group, or (`session`) in a session of its own.
+    """
     try:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     except (OSError, AttributeError) as error:  # not on this system
@@ -247,7 +255,8 @@ def _start(args: list[str], env: dict[str, str]) -> tuple[socket.socket, subproc
         process = subprocess.Popen(
             [sys.executable, "-I", "-m", "innolab.tasks.evaluator_server", *args,
              str(theirs.fileno())],
-            pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL, env=env, cwd="/")
+            pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL, env=env, cwd="/",
+            start_new_session=session)
     except OSError as error:
         ours.close()
         raise EvaluatorServerError(f"the evaluator server cannot start: {error}") from error
@@ -286,20 +295,24 @@ class Spawned:
         return self.returncode
 
     def _ended(self, timeout: float | None) -> bool:
-        try:
-            return bool(select.select([self._fd], [], [], timeout)[0])
-        except (OSError, ValueError):  # closed: nothing is known of it any more
+        if self._fd < 0:  # closed: nothing is known of it any more
             return True
+        watch = select.poll()
+        watch.register(self._fd, select.POLLIN)
+        return bool(watch.poll(None if timeout is None else max(timeout, 0.0) * 1000))
 
     def kill(self) -> None:
         """SIGKILL (nothing once it has ended: the pidfd names that process and no other)."""
-        with contextlib.suppress(OSError, ValueError):
-            signal.pidfd_send_signal(self._fd, signal.SIGKILL)
+        if self._fd >= 0:
+            with contextlib.suppress(OSError):
+                signal.pidfd_send_signal(self._fd, signal.SIGKILL)
 
     def close(self) -> None:
-        """Close the pidfd."""
-        with contextlib.suppress(OSError):
-            os.close(self._fd)
+        """Close the pidfd (then it counts as ended)."""
+        fd, self._fd = self._fd, -1
+        if fd >= 0:
+            with contextlib.suppress(OSError):
+                os.close(fd)
 
 
 class Spawner:
@@ -311,9 +324,9 @@ class Spawner:
     worker once and never evaluates: a server as a new one is, in the asker's environment, serving
     the asker alone over a socket pair of the asker's (sent with the request), and ending when
     the asker closes it or ends. Its process is not the asker's child but the spawner's: the asker
-    watches and kills it by a pidfd (`Spawned`), and its evaluations are in the spawner's process
-    group, not the asker's: they end with the asker's end (end-of-file on the server's socket),
-    and an interrupted asker kills its evaluation as before.
+    watches and kills it by a pidfd (`Spawned`), and its evaluations are in the spawner's session
+    (its own), not the asker's: they end with the asker's end (end-of-file on the server's
+    socket), and an interrupted asker kills its evaluation as before.
 
     Attributes:
         env: The environment the spawner imported the worker under, VOLATILE variables aside.
@@ -321,7 +334,8 @@ class Spawner:
     """
 
     def __init__(self, env: dict[str, str]) -> None:
-        self._socket, self.process = _start(["--spawner"], env)
+        # a session of its own, as a kernel has: no terminal's Ctrl-C reaches its evaluations
+        self._socket, self.process = _start(["--spawner"], env, session=True)
         self._socket.settimeout(REPLY_TIMEOUT_S)
         self.env = _stable(env)
         self.owner = os.getpid()
@@ -347,11 +361,22 @@ class Spawner:
             theirs.close()
             ours.settimeout(REPLY_TIMEOUT_S)
             hello, fds, _, _ = socket.recv_fds(ours, MESSAGE_BYTES, 1)
-            if not hello or len(fds) != 1:
+            for fd in fds:  # (recv_fds leaves them inheritable: no command of ours gets them)
+                os.set_inheritable(fd, False)
+            try:
+                if not hello or len(fds) != 1:
+                    raise EvaluatorServerError("the spawner is gone")
+                pid = int(json.loads(hello)["pid"])
+            except (EvaluatorServerError, ValueError, KeyError, TypeError) as error:
                 for fd in fds:
                     os.close(fd)
-                raise EvaluatorServerError("the spawner is gone")
-            return ours, Spawned(int(json.loads(hello)["pid"]), fds[0])
+                if isinstance(error, EvaluatorServerError):
+                    raise
+                raise EvaluatorServerError(f"the spawned server said {hello[:100]!r}") from error
+            return ours, Spawned(pid, fds[0])
+        except EvaluatorServerError:
+            ours.close()
+            raise
         except (OSError, ValueError) as error:
             ours.close()
             raise EvaluatorServerError(f"the spawner is gone: {error}") from error
@@ -432,9 +457,10 @@ def start_spawner() -> None:
 def start_ahead() -> None:
     """Start this process's server now, for the environment an evaluation would get now.
 
-    It imports while its owner goes on (a sweep's kernel, started ahead of its run, calls it), so
-    that the run's first evaluation does not wait for it. Where it cannot start, evaluations start
-    it (or a worker) as usual.
+    A sweep's kernel, started ahead of its run, calls it, so that the run's first evaluation does
+    not wait for it: a server started as a new interpreter imports while its owner goes on; one
+    asked of a spawner is there when this returns (the first kernels wait for the spawner's own
+    imports). Where it cannot start, evaluations start it (or a worker) as usual.
     """
     from innolab.tasks.numerics import numeric_env
 
@@ -486,6 +512,9 @@ def _forget_in_child() -> None:
         _server = None
     if _spawner is not None:
         _spawner._lock = threading.Lock()
+        # its process is the owner's child, never this one's to wait for (nor, as a Popen left
+        # unwaited, for subprocess to reap by its pid later)
+        _spawner.process.returncode = -1
         if os.getppid() != _spawner.owner:
             _spawner.close()
             _spawner = None
@@ -555,32 +584,37 @@ def _spawn_servers(channel: socket.socket) -> None:
     """The spawner: fork a server per request (on the socket sent with it) until end-of-file."""
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # its servers are reaped as they end
     while True:
-        message, fds, _, _ = socket.recv_fds(channel, SPAWN_BYTES, 1)
+        message, fds, flags, _ = socket.recv_fds(channel, SPAWN_BYTES, 1)
         if not message:
             return
-        if len(fds) != 1:
+        try:
+            child = -1
+            if len(fds) == 1 and not flags & (socket.MSG_TRUNC | socket.MSG_CTRUNC):
+                child = os.fork()
+        except OSError:  # no process to be had: the asker reads end-of-file and starts its own
+            child = -1
+        if child != 0:
             for fd in fds:
                 os.close(fd)
             continue
-        if os.fork() == 0:
-            code = 1
-            try:
-                channel.close()
-                signal.signal(signal.SIGCHLD, signal.SIG_DFL)  # its evaluations: reaped on wait
-                os.environ.clear()
-                os.environ.update(json.loads(message)["env"])
-                served = socket.socket(fileno=fds[0])
-                pidfd = os.pidfd_open(os.getpid())
-                socket.send_fds(served, [json.dumps({"pid": os.getpid()}).encode()], [pidfd])
-                os.close(pidfd)
-                _serve(served)
-                code = 0
-            except BaseException:
-                with contextlib.suppress(BaseException):
-                    traceback.print_exc()
-            finally:
-                os._exit(code)
-        os.close(fds[0])
+        code = 1
+        try:
+            channel.close()
+            signal.signal(signal.SIGCHLD, signal.SIG_DFL)  # its evaluations: reaped on wait
+            os.environ.clear()
+            os.environ.update(json.loads(message)["env"])
+            os.set_inheritable(fds[0], False)  # (recv_fds leaves it inheritable)
+            served = socket.socket(fileno=fds[0])
+            pidfd = os.pidfd_open(os.getpid())
+            socket.send_fds(served, [json.dumps({"pid": os.getpid()}).encode()], [pidfd])
+            os.close(pidfd)
+            _serve(served)
+            code = 0
+        except BaseException:
+            with contextlib.suppress(BaseException):
+                traceback.print_exc()
+        finally:
+            os._exit(code)
 
 
 def _wait(pid: int, within_s: float) -> int | None:
