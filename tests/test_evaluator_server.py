@@ -351,6 +351,9 @@ def test_a_kernel_forked_from_a_spawners_owner_gets_a_spawned_server(tmp_path):
     assert first["ppid"] == kernel["spawned"] != kernel["own"] == second["ppid"]
     # the spawner's session (its own), not the kernel's; a server of the kernel's own is in its
     assert first["pgid"] == owner["spawner"] != kernel["kernel"] == second["pgid"]
+    limits = load_task(folder).spec.limits  # a spawned server's evaluation has the task's limits
+    memory, cpu = limits.eval_memory_mb * 1024 * 1024, int(limits.eval_timeout_s) + 1
+    assert first["memory"] == [memory, memory] and first["cpu"] == [cpu, cpu + 1]
     first_env = json.loads((tmp_path / f"env-{first['pid']}.json").read_text())
     assert first_env["IPYTHONDIR"] == "/a-kernels-folder" and first["env"] is None
     assert second["env"] == "beyond the plumbing"
