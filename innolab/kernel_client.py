@@ -22,6 +22,7 @@ from jupyter_client.asynchronous import AsyncKernelClient
 from jupyter_client.blocking import BlockingKernelClient
 from jupyter_client.utils import run_sync
 from jupyter_core.utils import ensure_async
+from traitlets import HasTraits, Type
 
 SHELL_WAIT_S = 1.0  # jupyter_client's wait for one info reply before asking again
 IOPUB_WAIT_S = 0.2  # its wait for the first IOPub message after the reply
@@ -97,3 +98,13 @@ class BlockingReadyClient(BlockingKernelClient):
     def wait_for_ready(self, timeout: float | None = None) -> None:  # type: ignore[override]
         """See `wait_for_ready`."""
         run_sync(wait_for_ready)(self, timeout)
+
+
+class ReadyClients(HasTraits):
+    """A kernel manager's mixin, listed before the manager: its clients are these.
+
+    The asynchronous one (nbclient's kind) and the blocking one.
+    """
+
+    client_factory = Type(ReadyClient)
+    blocking_class = Type(BlockingReadyClient)

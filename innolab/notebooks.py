@@ -46,16 +46,14 @@ def ipc_kernel_manager() -> type:
 
     from jupyter_client.manager import AsyncKernelManager
     from jupyter_core.paths import jupyter_runtime_dir
-    from traitlets import CaselessStrEnum, Type, default
+    from traitlets import CaselessStrEnum, default
 
-    from innolab.kernel_client import BlockingReadyClient, ReadyClient
+    from innolab.kernel_client import ReadyClients
 
-    class IPCKernelManager(AsyncKernelManager):
+    class IPCKernelManager(ReadyClients, AsyncKernelManager):
         """nbclient's kernel manager, over IPC sockets of its own in Jupyter's runtime folder."""
 
         transport = CaselessStrEnum(["tcp", "ipc"], default_value="ipc", config=True)
-        client_factory = Type(ReadyClient)
-        blocking_class = Type(BlockingReadyClient)
 
         @default("ip")
         def _ip_default(self) -> str:

@@ -133,16 +133,14 @@ def manager_class() -> type:
     clients are ready when IOPub carries their info request's idle status (innolab.kernel_client).
     """
     from jupyter_client.manager import KernelManager
-    from traitlets import CaselessStrEnum, Type
+    from traitlets import CaselessStrEnum
 
-    from innolab.kernel_client import BlockingReadyClient, ReadyClient
+    from innolab.kernel_client import ReadyClients
 
-    class PoolKernelManager(KernelManager):
+    class PoolKernelManager(ReadyClients, KernelManager):
         """A kernel started ahead: IPC transport, asynchronous clients, each client recorded."""
 
         transport = CaselessStrEnum(["tcp", "ipc"], default_value="ipc", config=True)
-        client_factory = Type(ReadyClient)  # asynchronous, as nbclient's
-        blocking_class = Type(BlockingReadyClient)
 
         def __init__(self, made: list[Any], **kwargs: Any) -> None:
             super().__init__(**kwargs)
